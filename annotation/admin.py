@@ -1,0 +1,117 @@
+"""Django admin for researchers and staff: list columns, filters and search that help."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest
+
+from .models import Annotation, AnnotationRevision, Assignment, ImportJob, Item, Study, StudyMember
+
+
+class StudyMemberInline(admin.TabularInline):
+    model = StudyMember
+    extra = 0
+    fields = ("user", "role", "pseudonym", "is_external")
+    raw_id_fields = ("user",)
+
+
+@admin.register(Study)
+class StudyAdmin(admin.ModelAdmin):
+    list_display = ("slug", "name", "kind", "status", "annotators_per_item", "item_count", "created_at")
+    list_filter = ("kind", "status", "evidence_judgements", "justification_required")
+    search_fields = ("slug", "name")
+    readonly_fields = ("created_at", "updated_at")
+    prepopulated_fields = {"slug": ("name",)}
+    inlines = [StudyMemberInline]
+    fieldsets = (
+        (None, {"fields": ("slug", "name", "kind", "status", "instructions")}),
+        ("Labels", {"fields": ("labels", "label_aliases", "binary_map", "systems")}),
+        (
+            "Design",
+            {
+                "fields": (
+                    "annotators_per_item", "seed", "evidence_judgements", "justification_required",
+                    "tie_allowed", "both_bad_allowed", "irrelevant_in_credibility",
+                )
+            },
+        ),
+        ("History", {"fields": ("created_by", "created_at", "updated_at")}),
+    )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Study]:
+        return super().get_queryset(request).annotate(n_items=Count("items"))
+
+    @admin.display(description="items", ordering="n_items")
+    def item_count(self, study: Study) -> int:
+        return study.n_items
+
+
+@admin.register(StudyMember)
+class StudyMemberAdmin(admin.ModelAdmin):
+    list_display = ("pseudonym", "user", "study", "role", "is_external", "created_at")
+    list_filter = ("role", "is_external", "study")
+    search_fields = ("pseudonym", "user__username", "study__slug")
+    raw_id_fields = ("user",)
+    list_select_related = ("user", "study")
+
+
+@admin.register(Item)
+class ItemAdmin(admin.ModelAdmin):
+    list_display = ("external_id", "study", "domain", "summary", "system", "gold_label", "slots_taken")
+    list_filter = ("study", "domain", "system")
+    search_fields = ("external_id", "summary", "response_id")
+    list_select_related = ("study",)
+    readonly_fields = ("created_at", "updated_at")
+    show_full_result_count = False
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(admin.ModelAdmin):
+    list_display = ("id", "item", "annotator", "slot", "status", "left_system", "lease_expires_at", "flagged", "submitted_at")
+    list_filter = ("status", "flagged", "study")
+    search_fields = ("item__external_id", "annotator__username")
+    raw_id_fields = ("item", "annotator")
+    list_select_related = ("item", "annotator")
+    show_full_result_count = False
+
+
+class AnnotationRevisionInline(admin.TabularInline):
+    model = AnnotationRevision
+    extra = 0
+    readonly_fields = ("old_value", "new_value", "changed_by", "changed_at")
+    can_delete = False
+
+
+@admin.register(Annotation)
+class AnnotationAdmin(admin.ModelAdmin):
+    list_display = ("id", "item_id_display", "annotator_display", "label", "raw_label", "preferred_system", "strength", "source", "updated_at")
+    list_filter = ("source", "label", "assignment__study")
+    search_fields = ("assignment__item__external_id", "label", "raw_label", "justification")
+    raw_id_fields = ("assignment",)
+    list_select_related = ("assignment__item", "assignment__annotator")
+    inlines = [AnnotationRevisionInline]
+    show_full_result_count = False
+
+    @admin.display(description="item", ordering="assignment__item__external_id")
+    def item_id_display(self, annotation: Annotation) -> str:
+        return annotation.assignment.item.external_id
+
+    @admin.display(description="annotator", ordering="assignment__annotator__username")
+    def annotator_display(self, annotation: Annotation) -> str:
+        return annotation.assignment.annotator.get_username()
+
+
+@admin.register(AnnotationRevision)
+class AnnotationRevisionAdmin(admin.ModelAdmin):
+    list_display = ("annotation", "changed_by", "changed_at")
+    search_fields = ("annotation__assignment__item__external_id",)
+    raw_id_fields = ("annotation", "changed_by")
+
+
+@admin.register(ImportJob)
+class ImportJobAdmin(admin.ModelAdmin):
+    list_display = ("file_name", "study", "what", "status", "created", "updated", "error_count", "created_by", "created_at")
+    list_filter = ("status", "what", "study")
+    search_fields = ("file_name", "study__slug")
+    readonly_fields = ("errors",)

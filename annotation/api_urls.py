@@ -1,0 +1,14 @@
+from django.urls import path
+
+from . import api
+
+urlpatterns = [
+    path("studies/", api.StudyList.as_view(), name="api-study-list"),
+    path("studies/<slug:slug>/", api.StudyDetail.as_view(), name="api-study-detail"),
+    path("studies/<slug:slug>/items/", api.ItemList.as_view(), name="api-item-list"),
+    path("studies/<slug:slug>/items/import", api.ImportUpload.as_view(), name="api-item-import"),
+    path("studies/<slug:slug>/items/<path:external_id>", api.ItemDetail.as_view(), name="api-item-detail"),
+    path("studies/<slug:slug>/annotations/import", api.AnnotationImportUpload.as_view(), name="api-annotation-import"),
+    path("studies/<slug:slug>/annotations/export", api.AnnotationExport.as_view(), name="api-annotation-export"),
+    path("studies/<slug:slug>/imports/<int:pk>", api.ImportJobDetail.as_view(), name="api-import-job"),
+]

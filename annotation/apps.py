@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class AnnotationConfig(AppConfig):
+    """Collecting labels: studies, items, assignments, annotations, import/export."""
+
+    name = "annotation"
+    verbose_name = "Annotation"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,252 @@
+"""File formats: streaming JSONL/CSV readers with line numbers, and safe writers.
+
+Readers never hold a whole file: they decode one physical line at a time, so a
+100,000-item upload costs memory for one line, and every problem can name the
+line it is on. Writers neutralise spreadsheet formulas in CSV cells.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+MAX_LINE_BYTES = 2 * 1024 * 1024
+FORMATS = ("jsonl", "csv")
+_EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv"}
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class RecordError:
+    """One problem in an input file, located by line and field."""
+
+    line: int | None
+    message: str
+    field: str | None = None
+
+    def __str__(self) -> str:
+        where = f"line {self.line}" if self.line is not None else "file"
+        if self.field:
+            where += f", field '{self.field}'"
+        return f"{where}: {self.message}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "field": self.field, "message": self.message}
+
+
+class FileFormatError(Exception):
+    """The file cannot be read on from here (bad encoding, over-long line...)."""
+
+    def __init__(self, error: RecordError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def detect_format(filename: str, explicit: str | None = None) -> str:
+    """The format named explicitly, else the one the file extension implies."""
+    if explicit:
+        if explicit not in FORMATS:
+            raise ValueError(f"unknown format {explicit!r}; use one of {', '.join(FORMATS)}")
+        return explicit
+    suffix = Path(filename).suffix.lower()
+    if suffix not in _EXTENSIONS:
+        raise ValueError(
+            f"cannot tell the format of {Path(filename).name!r} from its extension; "
+            "name it .jsonl or .csv, or give the format explicitly"
+        )
+    return _EXTENSIONS[suffix]
+
+
+def _text_lines(stream: IO[bytes], max_line_bytes: int) -> Iterator[tuple[int, str]]:
+    """Yield (line number, decoded line with its ending) from a binary stream.
+
+    Strips a UTF-8 BOM, accepts LF and CRLF, and turns a bad byte or an
+    over-long line into an error that names the line.
+    """
+    number = 0
+    while True:
+        raw = stream.readline(max_line_bytes + 1)
+        if not raw:
+            return
+        number += 1
+        if number == 1 and raw.startswith(_BOM):
+            raw = raw[len(_BOM) :]
+        if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
+            raise FileFormatError(
+                RecordError(number, f"line is longer than the limit of {max_line_bytes:,} bytes")
+            )
+        try:
+            yield number, raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FileFormatError(
+                RecordError(
+                    number,
+                    f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+                    "save the file as UTF-8",
+                )
+            ) from None
+
+
+def iter_jsonl(
+    stream: IO[bytes], *, max_line_bytes: int = MAX_LINE_BYTES
+) -> Iterator[tuple[int, dict[str, Any] | RecordError]]:
+    """Yield (line, object) per non-blank line, or (line, error) for a bad one."""
+    for number, text in _text_lines(stream, max_line_bytes):
+        text = text.strip()
+        if not text:
+            continue
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            yield number, RecordError(number, f"invalid JSON: {exc.msg} at column {exc.colno}")
+            continue
+        if not isinstance(value, dict):
+            yield number, RecordError(
+                number, f"expected a JSON object per line, got {json_type(value)}"
+            )
+            continue
+        yield number, value
+
+
+def iter_csv(
+    stream: IO[bytes], *, max_line_bytes: int = MAX_LINE_BYTES
+) -> Iterator[tuple[int, dict[str, Any] | RecordError]]:
+    """Yield (line, row dict) per CSV record; empty cells are left out of the row.
+
+    The line is where the record starts (a quoted cell may span lines).
+    """
+    lines = _text_lines(stream, max_line_bytes)
+    current = {"line": 0}
+
+    def feed() -> Iterator[str]:
+        for number, text in lines:
+            current["line"] = number
+            yield text
+
+    reader = csv.reader(feed(), strict=True)
+    try:
+        header = next(reader)
+    except StopIteration:
+        return
+    except csv.Error as exc:
+        raise FileFormatError(RecordError(current["line"], f"malformed CSV header: {exc}")) from None
+    header = [name.strip() for name in header]
+    if not any(header):
+        raise FileFormatError(RecordError(1, "the first line must be a header naming the columns"))
+    duplicates = sorted({name for name in header if name and header.count(name) > 1})
+    if duplicates:
+        raise FileFormatError(RecordError(1, f"duplicate column(s) in header: {', '.join(duplicates)}"))
+    while True:
+        start = current["line"] + 1
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield start, RecordError(start, f"malformed CSV: {exc}")
+            continue
+        if not any(cell.strip() for cell in cells):
+            continue
+        if len(cells) != len(header):
+            yield start, RecordError(
+                start, f"expected {len(header)} cells as in the header, found {len(cells)}"
+            )
+            continue
+        yield start, {name: cell for name, cell in zip(header, cells) if name and cell != ""}
+
+
+def iter_records(
+    stream: IO[bytes], fmt: str, *, max_line_bytes: int = MAX_LINE_BYTES
+) -> Iterator[tuple[int, dict[str, Any] | RecordError]]:
+    """Records of a JSONL or CSV stream, each with its line number."""
+    reader = iter_jsonl if fmt == "jsonl" else iter_csv
+    return reader(stream, max_line_bytes=max_line_bytes)
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a Python value's type, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+# --- writers ------------------------------------------------------------------
+
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_cell(value: Any) -> Any:
+    """Prefix a quote to text a spreadsheet would run as a formula (CSV injection)."""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def csv_cell(value: Any) -> Any:
+    """One value as a CSV cell: nested data as JSON, None as empty, text neutralised."""
+    if value is None:
+        return ""
+    if isinstance(value, (list, dict)):
+        value = json.dumps(value, ensure_ascii=False)
+    return neutralise_cell(value)
+
+
+class _LineBuffer:
+    """A write target for csv.writer that hands back what was written."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return len(text)
+
+    def take(self) -> str:
+        text = "".join(self.parts)
+        self.parts.clear()
+        return text
+
+
+def csv_chunks(columns: list[str], rows: Iterable[dict[str, Any]], *, batch: int = 2000) -> Iterator[str]:
+    """Stream a CSV (header first) as text chunks of about `batch` rows each."""
+    buffer = _LineBuffer()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    pending = 0
+    for row in rows:
+        writer.writerow([csv_cell(row.get(column)) for column in columns])
+        pending += 1
+        if pending >= batch:
+            yield buffer.take()
+            pending = 0
+    yield buffer.take()
+
+
+def jsonl_chunks(rows: Iterable[dict[str, Any]], *, batch: int = 2000) -> Iterator[str]:
+    """Stream JSON Lines as text chunks of about `batch` rows each."""
+    parts: list[str] = []
+    for row in rows:
+        parts.append(json.dumps(row, ensure_ascii=False))
+        parts.append("\n")
+        if len(parts) >= 2 * batch:
+            yield "".join(parts)
+            parts.clear()
+    yield "".join(parts)
+
+
+def open_binary(path: str | Path) -> IO[bytes]:
+    """Open a file for the readers above (binary, buffered)."""
+    return io.open(path, "rb")

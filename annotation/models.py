@@ -1,0 +1,349 @@
+"""Tables of the annotation side (DESIGN §2).
+
+Invariants that matter for honest numbers (one label per annotator per item,
+never more than N slots per item, answers stored in system space) are database
+constraints, so that they hold even when application code races.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+
+def new_seed() -> int:
+    """A random 62-bit study seed (fits a signed 64-bit column on every database)."""
+    return secrets.randbits(62)
+
+
+class Study(models.Model):
+    class Kind(models.TextChoices):
+        PREFERENCE = "preference", "Pairwise preference"
+        VERIFICATION = "verification", "Claim verification"
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed"
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    instructions = models.TextField(blank=True, help_text="Markdown; rendered sanitised.")
+    labels = models.JSONField(default=list, help_text="Canonical labels, in order.")
+    label_aliases = models.JSONField(
+        default=dict, blank=True, help_text="Raw label -> canonical label, e.g. {'yes': 'factual'}."
+    )
+    binary_map = models.JSONField(
+        default=dict, blank=True, help_text="Canonical label -> 'positive' or 'negative'."
+    )
+    systems = models.JSONField(
+        default=list, blank=True, help_text="Preference studies: the two systems, A then B."
+    )
+    annotators_per_item = models.PositiveSmallIntegerField(default=3)
+    seed = models.BigIntegerField(default=new_seed)
+    evidence_judgements = models.BooleanField(
+        default=False, help_text="Verification: ask for a judgement per evidence passage."
+    )
+    justification_required = models.BooleanField(default=False)
+    tie_allowed = models.BooleanField(default=True)
+    both_bad_allowed = models.BooleanField(default=False)
+    irrelevant_in_credibility = models.BooleanField(
+        default=False, help_text="Count 'irrelevant' evidence in the credibility denominator."
+    )
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.DRAFT)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "slug"]
+        verbose_name_plural = "studies"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(annotators_per_item__gte=1), name="study_annotators_per_item_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(kind__in=["preference", "verification"]), name="study_kind_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["draft", "open", "closed"]), name="study_status_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    @property
+    def is_preference(self) -> bool:
+        return self.kind == self.Kind.PREFERENCE
+
+
+class StudyMember(models.Model):
+    class Role(models.TextChoices):
+        RESEARCHER = "researcher", "Researcher"
+        ANNOTATOR = "annotator", "Annotator"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="members")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="study_memberships"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices)
+    pseudonym = models.CharField(
+        max_length=100, help_text="What exports and reports call this annotator."
+    )
+    is_external = models.BooleanField(
+        default=False, help_text="An identity whose labels were imported, not a login."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "role", "pseudonym"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "user"], name="member_unique_per_study"),
+            models.UniqueConstraint(fields=["study", "pseudonym"], name="member_pseudonym_unique"),
+            models.CheckConstraint(
+                condition=Q(role__in=["researcher", "annotator"]), name="member_role_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug}:{self.pseudonym} ({self.role})"
+
+
+class Item(models.Model):
+    """One unit to label. `payload` holds the kind-specific display data.
+
+    Verification: {"claim", "context", "evidence": [{"text", "title", "url", "source_type"}]}.
+    Preference: {"source", "question", "lists": {system: [claim, ...]}}.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
+    external_id = models.CharField(max_length=200)
+    position = models.PositiveIntegerField(default=0, help_text="Order in which it was imported.")
+    domain = models.CharField(max_length=100, blank=True, default="")
+    summary = models.CharField(
+        max_length=300, blank=True, default="", help_text="The claim or source, shortened, for lists."
+    )
+    payload = models.JSONField(default=dict)
+    response_id = models.CharField(max_length=200, blank=True, default="")
+    system = models.CharField(max_length=200, blank=True, default="")
+    gold_label = models.CharField(max_length=100, blank=True, default="")
+    gold_raw = models.CharField(max_length=100, blank=True, default="")
+    slots_taken = models.PositiveSmallIntegerField(
+        default=0, help_text="Slots handed out so far; bumped by a conditional UPDATE."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["study", "position", "id"]
+        indexes = [
+            models.Index(fields=["study", "domain"], name="item_study_domain"),
+            models.Index(fields=["study", "position"], name="item_study_position"),
+            models.Index(fields=["study", "slots_taken"], name="item_study_slots"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "external_id"], name="item_external_id_unique"),
+            models.CheckConstraint(condition=~Q(external_id=""), name="item_external_id_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study_id}:{self.external_id}"
+
+
+class Assignment(models.Model):
+    """A slot: one annotator's turn on one item.
+
+    `max_slots` copies the study's N when the slot is made, so that "slot < N"
+    is a row-level CHECK the database enforces. A skipped assignment gives its
+    slot back (slot = NULL) but keeps (item, annotator) taken, so nobody is
+    served the same item twice.
+    """
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        SUBMITTED = "submitted", "Submitted"
+        SKIPPED = "skipped", "Skipped"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
+    )
+    slot = models.PositiveSmallIntegerField(null=True, blank=True)
+    max_slots = models.PositiveSmallIntegerField()
+    queue_position = models.BigIntegerField(
+        default=0, help_text="Keyed-hash order of this item in the annotator's queue."
+    )
+    left_system = models.CharField(
+        max_length=200, blank=True, default="", help_text="Preference: system shown as List 1."
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    flagged = models.BooleanField(default=False)
+    flag_reason = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["study", "annotator", "queue_position"]
+        indexes = [
+            models.Index(fields=["study", "annotator", "status"], name="assignment_queue"),
+            models.Index(fields=["study", "status", "lease_expires_at"], name="assignment_leases"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator"], name="assignment_once_per_annotator"),
+            models.UniqueConstraint(fields=["item", "slot"], name="assignment_slot_unique"),
+            models.CheckConstraint(
+                condition=Q(slot__isnull=True) | Q(slot__lt=F("max_slots")),
+                name="assignment_slot_below_n",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="skipped") | Q(slot__isnull=False),
+                name="assignment_holds_slot_unless_skipped",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="active") | Q(lease_expires_at__isnull=False),
+                name="assignment_active_has_lease",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["active", "submitted", "skipped"]),
+                name="assignment_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item} slot {self.slot} ({self.status})"
+
+
+class Annotation(models.Model):
+    """The current answer of an assignment, in system space.
+
+    `label` is canonical (for preference studies the 5-point ordinal label,
+    where a/b are the study's declared systems, never screen positions);
+    `raw_label` and `choice` keep what was actually given or clicked.
+    """
+
+    class Strength(models.TextChoices):
+        NONE = "", "None (tie)"
+        STRONG = "strong", "Strong"
+        SLIGHT = "slight", "Slight"
+
+    class Source(models.TextChoices):
+        WEB = "web", "Web"
+        API = "api", "API"
+        IMPORT = "import", "Import"
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="annotation")
+    label = models.CharField(max_length=100)
+    raw_label = models.CharField(max_length=200, blank=True, default="")
+    preferred_system = models.CharField(max_length=200, blank=True, default="")
+    strength = models.CharField(max_length=8, choices=Strength.choices, blank=True, default="")
+    choice = models.CharField(max_length=32, blank=True, default="", help_text="Raw screen choice.")
+    justification = models.TextField(blank=True, default="")
+    evidence_judgements = models.JSONField(default=list, blank=True)
+    active_ms = models.PositiveIntegerField(null=True, blank=True)
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.WEB)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["assignment_id"]
+        constraints = [
+            models.CheckConstraint(condition=~Q(label=""), name="annotation_label_not_empty"),
+            models.CheckConstraint(
+                condition=Q(strength="", preferred_system="")
+                | (Q(strength__in=["strong", "slight"]) & ~Q(preferred_system="")),
+                name="annotation_strength_iff_preferred",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.assignment_id}: {self.label}"
+
+    def snapshot(self) -> dict:
+        """The answer as a plain dict, as kept in revisions."""
+        return {
+            "label": self.label,
+            "raw_label": self.raw_label,
+            "preferred_system": self.preferred_system,
+            "strength": self.strength,
+            "choice": self.choice,
+            "justification": self.justification,
+            "evidence_judgements": self.evidence_judgements,
+        }
+
+
+class AnnotationRevision(models.Model):
+    """One change to an annotation: what it was, what it became, and when."""
+
+    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="revisions")
+    old_value = models.JSONField(null=True, blank=True)
+    new_value = models.JSONField()
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    changed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["annotation", "changed_at", "id"]
+
+    def __str__(self) -> str:
+        return f"revision of {self.annotation_id} at {self.changed_at:%Y-%m-%d %H:%M}"
+
+
+class ImportJob(models.Model):
+    """An uploaded file waiting to be, or having been, imported.
+
+    Small uploads are imported during the request; big ones by a background
+    task. Either way the outcome, with its line-numbered errors, is kept here.
+    """
+
+    class What(models.TextChoices):
+        ITEMS = "items", "Items"
+        ANNOTATIONS = "annotations", "Annotations"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="import_jobs")
+    what = models.CharField(max_length=16, choices=What.choices)
+    file_name = models.CharField(max_length=255)
+    file_path = models.CharField(max_length=500, blank=True, default="")
+    file_format = models.CharField(max_length=8)
+    update_existing = models.BooleanField(default=False)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    created = models.PositiveIntegerField(default=0)
+    updated = models.PositiveIntegerField(default=0)
+    errors = models.JSONField(default=list, blank=True)
+    error_count = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(what__in=["items", "annotations"]), name="importjob_what_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running", "succeeded", "failed"]),
+                name="importjob_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.what} import {self.file_name} ({self.status})"

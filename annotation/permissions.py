@@ -1,0 +1,38 @@
+"""Composable DRF permission classes (doccano style).
+
+They answer "may this user do this to this study?"; the objects themselves are
+still fetched through `access.py`, which 404s for outsiders.
+"""
+
+from __future__ import annotations
+
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from .access import Annotator, Researcher, access_study
+
+
+class IsStudyMember(BasePermission):
+    """Any member of the study named by the `slug` URL argument (404 for others)."""
+
+    role: str | None = None
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        slug = view.kwargs.get("slug")
+        if slug is None:
+            return bool(request.user and request.user.is_authenticated)
+        view.study = access_study(request.user, slug, role=self.role)
+        return True
+
+
+class IsStudyResearcher(IsStudyMember):
+    """Researchers (and staff) of the study; other members get 403."""
+
+    role = Researcher
+
+
+class IsStudyAnnotator(IsStudyMember):
+    """Annotators of the study."""
+
+    role = Annotator

@@ -1,0 +1,208 @@
+"""Every read of the annotation app that is more than `obj.field`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+
+from .access import Researcher, studies_for
+from .models import Annotation, AnnotationRevision, Assignment, ImportJob, Item, Study, StudyMember
+
+EXPORT_COLUMNS = [
+    "study", "item", "domain", "annotator", "label", "raw_label",
+    "left_system", "right_system", "preferred_system", "strength", "choice",
+    "justification", "evidence_judgements", "active_ms", "status",
+    "created_at", "submitted_at", "revision_count", "source",
+]
+
+
+@dataclass
+class StudyProgress:
+    study: Study
+    role: str
+    items: int
+    annotations: int
+    expected: int
+    mine: int
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.annotations / self.expected) if self.expected else 0
+
+
+def my_studies(user: AbstractBaseUser) -> list[StudyProgress]:
+    """The user's studies with their role and progress, in three queries."""
+    studies = list(
+        studies_for(user)
+        .annotate(
+            n_items=Count("items", distinct=True),
+        )
+        .order_by("-created_at", "slug")
+    )
+    ids = [study.pk for study in studies]
+    annotation_counts = dict(
+        Annotation.objects.filter(assignment__study_id__in=ids)
+        .values("assignment__study_id")
+        .annotate(n=Count("pk"))
+        .values_list("assignment__study_id", "n")
+    )
+    mine = dict(
+        Annotation.objects.filter(assignment__study_id__in=ids, assignment__annotator=user)
+        .values("assignment__study_id")
+        .annotate(n=Count("pk"))
+        .values_list("assignment__study_id", "n")
+    )
+    roles = dict(StudyMember.objects.filter(study_id__in=ids, user=user).values_list("study_id", "role"))
+    return [
+        StudyProgress(
+            study=study,
+            role=roles.get(study.pk, Researcher if user.is_staff else ""),
+            items=study.n_items,
+            annotations=annotation_counts.get(study.pk, 0),
+            expected=study.n_items * study.annotators_per_item,
+            mine=mine.get(study.pk, 0),
+        )
+        for study in studies
+    ]
+
+
+def studies_with_role(user: AbstractBaseUser) -> QuerySet[Study]:
+    """The user's studies with `user_role` and `n_items`, for the API list."""
+    role = StudyMember.objects.filter(study=OuterRef("pk"), user=user).values("role")[:1]
+    studies = studies_for(user).annotate(n_items=Count("items", distinct=True))
+    if user.is_staff:
+        studies = studies.annotate(user_role=Coalesce(Subquery(role), Value(Researcher)))
+    else:
+        studies = studies.annotate(user_role=Subquery(role))
+    return studies.order_by("slug")
+
+
+def items_by_domain(study: Study) -> list[dict[str, Any]]:
+    """Per domain: items, items with a gold label, and annotations so far."""
+    rows = (
+        Item.objects.filter(study=study)
+        .values("domain")
+        .annotate(items=Count("pk"), gold=Count("pk", filter=~Q(gold_label="")))
+        .order_by("domain")
+    )
+    annotations = dict(
+        Annotation.objects.filter(assignment__study=study)
+        .values("assignment__item__domain")
+        .annotate(n=Count("pk"))
+        .values_list("assignment__item__domain", "n")
+    )
+    return [{**row, "annotations": annotations.get(row["domain"], 0)} for row in rows]
+
+
+def study_members(study: Study) -> QuerySet[StudyMember]:
+    """Members with their number of annotations, researchers first."""
+    done = (
+        Annotation.objects.filter(assignment__study=study, assignment__annotator=OuterRef("user_id"))
+        .order_by()
+        .values("assignment__annotator")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return (
+        StudyMember.objects.filter(study=study)
+        .select_related("user")
+        .annotate(annotations=Coalesce(Subquery(done), 0))
+        .order_by("-role", "is_external", "pseudonym")
+    )
+
+
+def study_counts(study: Study) -> dict[str, int]:
+    """Headline numbers of a study's overview."""
+    annotations = Annotation.objects.filter(assignment__study=study)
+    items = Item.objects.filter(study=study)
+    return {
+        "items": items.count(),
+        "items_complete": items.filter(slots_taken__gte=study.annotators_per_item).count(),
+        "annotations": annotations.count(),
+        "expected": items.count() * study.annotators_per_item,
+        "annotators": StudyMember.objects.filter(study=study, role=StudyMember.Role.ANNOTATOR).count(),
+        "active_assignments": Assignment.objects.filter(study=study, status=Assignment.Status.ACTIVE).count(),
+    }
+
+
+def study_items(study: Study, *, domain: str | None = None, query: str | None = None) -> QuerySet[Item]:
+    """A study's items in import order, optionally by domain or text."""
+    items = Item.objects.filter(study=study).annotate(
+        n_annotations=Count("assignments__annotation")
+    ).order_by("position", "pk")
+    if domain is not None:
+        items = items.filter(domain=domain)
+    if query:
+        items = items.filter(Q(external_id__icontains=query) | Q(summary__icontains=query))
+    return items
+
+
+def item_annotations(item: Item) -> QuerySet[Annotation]:
+    """An item's annotations with who made them (for researchers only)."""
+    return Annotation.objects.filter(assignment__item=item).select_related("assignment").order_by("assignment__slot")
+
+
+def recent_imports(study: Study, limit: int = 10) -> QuerySet[ImportJob]:
+    return ImportJob.objects.filter(study=study).select_related("created_by")[:limit]
+
+
+def pseudonyms(study: Study) -> dict[int, str]:
+    """user id -> pseudonym, the only name exports and reports show."""
+    return dict(StudyMember.objects.filter(study=study).values_list("user_id", "pseudonym"))
+
+
+def export_rows(study: Study) -> Iterator[dict[str, Any]]:
+    """One row per annotation (long format), streamed from the database.
+
+    Columns are EXPORT_COLUMNS; annotators appear by pseudonym only.
+    """
+    names = pseudonyms(study)
+    systems = list(study.systems)
+    revisions = (
+        AnnotationRevision.objects.filter(annotation=OuterRef("pk"))
+        .order_by()
+        .values("annotation")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    fields = (
+        "assignment__item__external_id", "assignment__item__domain", "assignment__annotator_id",
+        "label", "raw_label", "assignment__left_system", "preferred_system", "strength", "choice",
+        "justification", "evidence_judgements", "active_ms", "assignment__status",
+        "created_at", "assignment__submitted_at", "n_revisions", "source",
+    )
+    rows = (
+        Annotation.objects.filter(assignment__study=study)
+        .annotate(n_revisions=Coalesce(Subquery(revisions), 0))
+        .order_by("assignment__item__position", "assignment__item_id", "assignment__slot", "pk")
+        .values_list(*fields)
+    )
+    for (item, domain, annotator_id, label, raw_label, left, preferred, strength, choice,
+         justification, evidence, active_ms, status, created_at, submitted_at, n_revisions, source) in rows.iterator(chunk_size=5000):
+        right = next((system for system in systems if system != left), "") if left else ""
+        yield {
+            "study": study.slug,
+            "item": item,
+            "domain": domain,
+            "annotator": names.get(annotator_id, f"user-{annotator_id}"),
+            "label": label,
+            "raw_label": raw_label,
+            "left_system": left,
+            "right_system": right,
+            "preferred_system": preferred,
+            "strength": strength,
+            "choice": choice,
+            "justification": justification,
+            "evidence_judgements": evidence or None,
+            "active_ms": active_ms,
+            "status": status,
+            "created_at": created_at.isoformat() if created_at else None,
+            "submitted_at": submitted_at.isoformat() if submitted_at else None,
+            "revision_count": n_revisions,
+            "source": source,
+        }

@@ -1,0 +1,16 @@
+from django.urls import path, re_path
+
+from . import views
+
+app_name = "annotation"
+
+urlpatterns = [
+    path("", views.my_studies, name="my_studies"),
+    path("studies/<slug:slug>/", views.study_detail, name="study_detail"),
+    path("studies/<slug:slug>/items/", views.item_list, name="item_list"),
+    path("studies/<slug:slug>/items/<path:external_id>/", views.item_detail, name="item_detail"),
+    path("studies/<slug:slug>/import/", views.study_import, name="study_import"),
+    path("studies/<slug:slug>/imports/<int:pk>/", views.import_job, name="import_job"),
+    path("studies/<slug:slug>/members/", views.study_add_members, name="study_add_members"),
+    re_path(r"^studies/(?P<slug>[-\w]+)/export\.(?P<fmt>csv|jsonl)$", views.study_export, name="study_export"),
+]

@@ -1,0 +1,100 @@
+"""Shared fixtures: users, studies and small files to import."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from annotation.models import Study
+from annotation.services import add_members, create_study, import_annotations, import_items
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+def jsonl(*records: dict | str) -> io.BytesIO:
+    """A JSONL byte stream; strings are written as raw lines."""
+    lines = [record if isinstance(record, str) else json.dumps(record) for record in records]
+    return io.BytesIO(("\n".join(lines) + "\n").encode("utf-8"))
+
+
+def verification_item(item_id: str = "c-1", **overrides) -> dict:
+    record = {
+        "id": item_id,
+        "domain": "longfact",
+        "claim": f"Claim {item_id} is true.",
+        "context": "A sentence.",
+        "evidence": [{"text": "Some passage.", "title": "Doc", "url": "https://example.org/a", "source_type": "news"}],
+    }
+    record.update(overrides)
+    return record
+
+
+def preference_item(item_id: str = "p-1", **overrides) -> dict:
+    record = {
+        "id": item_id,
+        "domain": "biography",
+        "source": "Ada Lovelace was a mathematician.",
+        "lists": {"veriscore": ["Ada was a mathematician."], "safe": ["Ada Lovelace was a mathematician."]},
+    }
+    record.update(overrides)
+    return record
+
+
+@pytest.fixture
+def make_user(db):
+    def make(username: str, **extra):
+        return get_user_model().objects.create_user(username=username, password="pw-" + username, **extra)
+
+    return make
+
+
+@pytest.fixture
+def researcher(make_user):
+    return make_user("rita")
+
+
+@pytest.fixture
+def annotator(make_user):
+    return make_user("anna")
+
+
+@pytest.fixture
+def verification_study(db, researcher, annotator) -> Study:
+    study = create_study(slug="verif", name="Verification", kind="verification", annotators_per_item=3)
+    add_members(study=study, usernames=[researcher.username], role="researcher")
+    add_members(study=study, usernames=[annotator.username], role="annotator")
+    return study
+
+
+@pytest.fixture
+def preference_study(db, researcher) -> Study:
+    study = create_study(slug="pref", name="Preference", kind="preference", annotators_per_item=3)
+    add_members(study=study, usernames=[researcher.username], role="researcher")
+    return study
+
+
+@pytest.fixture
+def loaded_verification_study(verification_study) -> Study:
+    """Three items with two imported labels each."""
+    import_items(
+        study=verification_study,
+        stream=jsonl(*(verification_item(f"c-{n}") for n in range(1, 4))),
+        fmt="jsonl",
+    )
+    import_annotations(
+        study=verification_study,
+        stream=jsonl(
+            *(
+                {"item": f"c-{n}", "annotator": worker, "label": label}
+                for n in range(1, 4)
+                for worker, label in (("w1", "supported"), ("w2", "contradicted" if n == 2 else "supported"))
+            )
+        ),
+        fmt="jsonl",
+    )
+    return verification_study
