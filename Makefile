@@ -25,18 +25,21 @@ $(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(VENV)/bin/pyth
 install: $(VENV)/.runtime-installed
 install-dev: $(VENV)/.dev-installed
 
-run: install
+.env:
+	@printf '# Local development settings (not committed). Real environment variables win.\nDEBUG=1\n' > .env
+
+run: install .env
 	@mkdir -p var
-	DEBUG=1 $(PY) manage.py migrate --no-input
-	DEBUG=1 $(PY) manage.py load_demo
+	$(PY) manage.py migrate --no-input
+	$(PY) manage.py load_demo
 	@echo ""
 	@echo "Claimlab is starting on http://$(HOST):$(PORT)/ (log in with a demo account above; Ctrl-C stops it)."
 	@trap 'kill 0' EXIT INT TERM; \
-	DEBUG=1 $(PY) manage.py db_worker & \
-	DEBUG=1 $(PY) manage.py runserver --noreload $(HOST):$(PORT)
+	$(PY) manage.py db_worker --no-reload & \
+	$(PY) manage.py runserver --noreload $(HOST):$(PORT)
 
-demo-passwords: install
-	DEBUG=1 $(PY) manage.py load_demo --reset-passwords
+demo-passwords: install .env
+	$(PY) manage.py load_demo --reset-passwords
 
 test: install-dev
 	DJANGO_SETTINGS_MODULE=config.settings_test $(PY) -m pytest $(PYTEST_ARGS)
@@ -44,8 +47,8 @@ test: install-dev
 bench: install-dev
 	DJANGO_SETTINGS_MODULE=config.settings_test $(PY) benchmarks/import_export.py
 
-check: install
-	DEBUG=1 $(PY) manage.py check
+check: install .env
+	$(PY) manage.py check
 
 clean:
 	rm -rf var/claimlab.sqlite3* var/uploads

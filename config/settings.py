@@ -14,8 +14,12 @@ from pathlib import Path
 import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
+from dotenv import load_dotenv
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# A local `.env` (written by `make run`: DEBUG=1) lets `manage.py` commands run
+# on a laptop without exporting anything; real environment variables win.
+load_dotenv(BASE_DIR / ".env", override=False)
 VAR_DIR = Path(os.environ.get("CLAIMLAB_VAR_DIR", BASE_DIR / "var"))
 
 
@@ -217,13 +221,15 @@ CONTENT_SECURITY_POLICY = {
 # --- API --------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 100,
+    # `?format=csv|jsonl` selects an export format, not a DRF renderer.
+    "URL_FORMAT_OVERRIDE": None,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
     + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
 }
@@ -236,6 +242,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "StudyStatusEnum": "annotation.models.Study.Status",
+        "ImportJobStatusEnum": "annotation.models.ImportJob.Status",
+    },
 }
 
 # --- background work ----------------------------------------------------------

@@ -1,0 +1,95 @@
+"""Claimlab's statistics: pure functions on a long label table, no Django.
+
+A researcher can run them in a notebook on an exported CSV (one row per
+rating; a missing rating is an absent row)::
+
+    import pandas as pd
+    from metaeval import stats
+    df = pd.read_csv("export.csv").rename(columns={"canonical_label": "label"})
+    table = stats.build_table(df, ["supported", "contradicted", "inconclusive"])
+    print(stats.agreement_summary(table, collapse=stats.VERISCORE_BINARY)["fleiss_kappa"])
+
+Every coefficient returns an ``Estimate`` (``value`` is None with a
+``reason`` when undefined, ``n_items``, optional ``ci``, ``extra`` counts);
+``json_ready`` / ``Estimate.to_dict`` never emit NaN.
+"""
+
+from .agreement import (
+    cohen_kappa,
+    consensus_distribution,
+    fleiss_kappa,
+    fleiss_kappa_generalized,
+    full_agreement,
+    gwet_ac1,
+    krippendorff_alpha,
+    label_distribution,
+    majority_agreement,
+    mean_cohen_kappa,
+    pairwise_cohen_kappa,
+    percent_agreement,
+    randolph_kappa,
+)
+from .bootstrap import BOOTSTRAP_STATISTICS, bootstrap_ci, bootstrap_distribution, percentile_ci
+from .estimate import Estimate, json_ready
+from .preference import (
+    PREFERENCE_3WAY,
+    PREFERENCE_LABELS,
+    position_bias,
+    preference_counts,
+    preference_counts_by,
+    sign_test,
+    winners,
+)
+from .summary import agreement_summary
+from .table import RatingTable, build_table, collapse_labels
+from .verifier import (
+    MajorityVote,
+    classification_metrics,
+    human_ceiling,
+    majority_vote,
+    prediction_codes,
+    verifier_vs_majority,
+)
+
+#: DESIGN §3 binary collapse of the VeriScore ternary labels.
+VERISCORE_BINARY = {"supported": "supported", "contradicted": "unsupported", "inconclusive": "unsupported"}
+
+__all__ = [
+    "BOOTSTRAP_STATISTICS",
+    "Estimate",
+    "MajorityVote",
+    "PREFERENCE_3WAY",
+    "PREFERENCE_LABELS",
+    "RatingTable",
+    "VERISCORE_BINARY",
+    "agreement_summary",
+    "bootstrap_ci",
+    "bootstrap_distribution",
+    "build_table",
+    "classification_metrics",
+    "cohen_kappa",
+    "collapse_labels",
+    "consensus_distribution",
+    "fleiss_kappa",
+    "fleiss_kappa_generalized",
+    "full_agreement",
+    "gwet_ac1",
+    "human_ceiling",
+    "json_ready",
+    "krippendorff_alpha",
+    "label_distribution",
+    "majority_agreement",
+    "majority_vote",
+    "mean_cohen_kappa",
+    "pairwise_cohen_kappa",
+    "percent_agreement",
+    "percentile_ci",
+    "position_bias",
+    "prediction_codes",
+    "preference_counts",
+    "preference_counts_by",
+    "randolph_kappa",
+    "sign_test",
+    "verifier_vs_majority",
+    "winners",
+]
