@@ -2,7 +2,8 @@
 
 Readers never hold a whole file: they decode one physical line at a time, so a
 100,000-item upload costs memory for one line, and every problem can name the
-line it is on. Writers neutralise spreadsheet formulas in CSV cells.
+line it is on. They drop NUL characters, which PostgreSQL cannot store.
+Writers neutralise spreadsheet formulas in CSV cells.
 """
 
 from __future__ import annotations
@@ -70,13 +71,15 @@ def _text_lines(stream: IO[bytes], max_line_bytes: int) -> Iterator[tuple[int, s
     """
     number = 0
     while True:
-        raw = stream.readline(max_line_bytes + 1)
+        # Room for the limit plus CRLF (and a BOM on line 1): neither counts towards the limit.
+        raw = stream.readline(max_line_bytes + 2 + (len(_BOM) if number == 0 else 0))
         if not raw:
             return
         number += 1
         if number == 1 and raw.startswith(_BOM):
             raw = raw[len(_BOM) :]
-        if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
+        content = raw[:-1] if raw.endswith(b"\n") else raw
+        if len(content) - content.endswith(b"\r") > max_line_bytes:
             raise FileFormatError(
                 RecordError(number, f"line is longer than the limit of {max_line_bytes:,} bytes")
             )
@@ -105,6 +108,8 @@ def iter_jsonl(
         except json.JSONDecodeError as exc:
             yield number, RecordError(number, f"invalid JSON: {exc.msg} at column {exc.colno}")
             continue
+        if "\\u0000" in text:
+            value = without_nul(value)
         if not isinstance(value, dict):
             yield number, RecordError(
                 number, f"expected a JSON object per line, got {json_type(value)}"
@@ -126,7 +131,8 @@ def iter_csv(
     def feed() -> Iterator[str]:
         for number, text in lines:
             current["line"] = number
-            yield text
+            # A CRLF file must not leave a stray "\r" inside a quoted multi-line cell.
+            yield without_nul(text[:-2] + "\n" if text.endswith("\r\n") else text)
 
     reader = csv.reader(feed(), strict=True)
     try:
@@ -157,6 +163,12 @@ def iter_csv(
                 start, f"expected {len(header)} cells as in the header, found {len(cells)}"
             )
             continue
+        unnamed = [index + 1 for index, (name, cell) in enumerate(zip(header, cells)) if not name and cell.strip()]
+        if unnamed:
+            yield start, RecordError(
+                start, f"a value in column {unnamed[0]}, which has no name in the header; name it or empty it"
+            )
+            continue
         yield start, {name: cell for name, cell in zip(header, cells) if name and cell != ""}
 
 
@@ -166,6 +178,21 @@ def iter_records(
     """Records of a JSONL or CSV stream, each with its line number."""
     reader = iter_jsonl if fmt == "jsonl" else iter_csv
     return reader(stream, max_line_bytes=max_line_bytes)
+
+
+def without_nul(value: Any) -> Any:
+    """The value with every U+0000 removed from its text.
+
+    PostgreSQL cannot store NUL in text or jsonb (scraped web evidence has
+    some), and it never means anything in a claim or a label.
+    """
+    if isinstance(value, str):
+        return value.replace("\x00", "") if "\x00" in value else value
+    if isinstance(value, list):
+        return [without_nul(item) for item in value]
+    if isinstance(value, dict):
+        return {without_nul(key): without_nul(item) for key, item in value.items()}
+    return value
 
 
 def json_type(value: Any) -> str:
@@ -223,7 +250,9 @@ class _LineBuffer:
 def csv_chunks(columns: list[str], rows: Iterable[dict[str, Any]], *, batch: int = 2000) -> Iterator[str]:
     """Stream a CSV (header first) as text chunks of about `batch` rows each."""
     buffer = _LineBuffer()
-    writer = csv.writer(buffer, lineterminator="\n")
+    # CRLF as in RFC 4180: the csv module quotes a cell holding "\r" only when "\r" is
+    # part of the line terminator, and an unquoted "\r" splits the row for every reader.
+    writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow(columns)
     pending = 0
     for row in rows:

@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from .formats import RecordError, json_type
+from .formats import RecordError, json_type, without_nul
 from .vocab import PREFERENCE_STRENGTHS, canonical_label
 
 MAX_ID_LENGTH = 200
 MAX_SHORT_TEXT = 200
 MAX_DOMAIN_LENGTH = 100
+MAX_ACTIVE_MS = 2**31 - 1  # the largest value of Annotation.active_ms on every database
 
 VERIFICATION_FIELDS = {"id", "domain", "claim", "context", "response_id", "system", "gold", "evidence"}
 PREFERENCE_FIELDS = {"id", "domain", "source", "question", "lists", "response_id", "system", "gold"}
@@ -86,7 +87,7 @@ def _maybe_json(value: Any, expected: type) -> Any:
         stripped = value.strip()
         if stripped[:1] in "[{":
             try:
-                return json.loads(stripped)
+                return without_nul(json.loads(stripped))
             except json.JSONDecodeError:
                 return value
     return value
@@ -351,11 +352,14 @@ def _active_ms(record: dict, problems: _Problems) -> int | None:
     value = record.get("active_ms")
     if value in (None, ""):
         return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     try:
-        number = int(value) if not isinstance(value, bool) else None
-    except (TypeError, ValueError):
+        # Whole numbers only: int(1.5) would silently drop the fraction.
+        number = int(value) if isinstance(value, (int, str)) and not isinstance(value, bool) else None
+    except ValueError:
         number = None
-    if number is None or number < 0:
-        problems.add("active_ms", f"must be a non-negative whole number of milliseconds, got {value!r}")
+    if number is None or not 0 <= number <= MAX_ACTIVE_MS:
+        problems.add("active_ms", f"must be a whole number of milliseconds from 0 to {MAX_ACTIVE_MS:,}, got {value!r}")
         return None
     return number

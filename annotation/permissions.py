@@ -19,9 +19,11 @@ class IsStudyMember(BasePermission):
     role: str | None = None
 
     def has_permission(self, request: Request, view: APIView) -> bool:
+        if not (request.user and request.user.is_authenticated):
+            return False
         slug = view.kwargs.get("slug")
         if slug is None:
-            return bool(request.user and request.user.is_authenticated)
+            return True
         view.study = access_study(request.user, slug, role=self.role)
         return True
 

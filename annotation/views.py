@@ -120,7 +120,7 @@ def study_add_members(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect("annotation:study_detail", slug=study.slug)
     for outcome in outcomes:
         if outcome.already_member:
-            messages.info(request, f"{outcome.username} is already a {outcome.role} of this study.")
+            messages.info(request, f"{outcome.username} is already in this study (as {outcome.role}); unchanged.")
         elif outcome.password:
             messages.warning(
                 request,

@@ -1,6 +1,7 @@
 """URL wiring only: each app owns its routes."""
 
 from django.contrib import admin
+from csp.decorators import csp_update
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
@@ -12,7 +13,12 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/auth/token/", obtain_auth_token, name="api-token"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    # Swagger UI sets inline styles from its (local) JavaScript; allow that on this page only.
+    path(
+        "api/docs/",
+        csp_update({"style-src": ["'unsafe-inline'"]})(SpectacularSwaggerSplitView.as_view(url_name="api-schema")),
+        name="api-docs",
+    ),
     path("api/", include("annotation.api_urls")),
     path("", include("annotation.urls")),
 ]

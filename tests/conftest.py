@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 from pathlib import Path
@@ -20,6 +21,30 @@ def jsonl(*records: dict | str) -> io.BytesIO:
     """A JSONL byte stream; strings are written as raw lines."""
     lines = [record if isinstance(record, str) else json.dumps(record) for record in records]
     return io.BytesIO(("\n".join(lines) + "\n").encode("utf-8"))
+
+
+def csv_bytes(records: list[dict], *, header: list[str] | None = None, newline: str = "\n") -> io.BytesIO:
+    """A CSV byte stream with the records' keys as header; nested values become JSON cells."""
+    columns = header or list(dict.fromkeys(name for record in records for name in record))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator=newline)
+    writer.writerow(columns)
+    for record in records:
+        writer.writerow(
+            [
+                json.dumps(value) if isinstance(value, (list, dict)) else "" if value is None else value
+                for value in (record.get(column) for column in columns)
+            ]
+        )
+    return io.BytesIO(buffer.getvalue().encode("utf-8"))
+
+
+def flat_item(record: dict) -> dict:
+    """An item record as CSV columns: a preference item's lists become `list:<system>` columns."""
+    flat = {name: value for name, value in record.items() if name != "lists" or not isinstance(value, dict)}
+    if isinstance(record.get("lists"), dict):
+        flat.update({f"list:{system}": claims for system, claims in record["lists"].items()})
+    return flat
 
 
 def verification_item(item_id: str = "c-1", **overrides) -> dict:

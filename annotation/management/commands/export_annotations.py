@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -31,7 +30,6 @@ class Command(BaseCommand):
             partial.replace(path)
             self.stderr.write(f"Wrote {path}")
         else:
-            out = sys.stdout
             for chunk in chunks:
-                out.write(chunk)
-            out.flush()
+                self.stdout.write(chunk, ending="")
+            self.stdout.flush()

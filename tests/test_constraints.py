@@ -1,0 +1,344 @@
+"""Every database constraint of the annotation models, violated once by a direct ORM write.
+
+The services validate first, but the invariants of DESIGN §2 (one label per
+annotator per item, at most N slots per item, answers in system space) must
+hold even when application code races or is bypassed, so each one is checked
+here against the database itself, on SQLite and on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.apps import apps
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, connection, models, transaction
+from django.utils import timezone
+
+from annotation.models import (
+    Annotation,
+    AnnotationRevision,
+    Assignment,
+    ImportJob,
+    Item,
+    Study,
+    StudyMember,
+)
+
+pytestmark = pytest.mark.django_db
+
+def violates(name: str, write, *, columns: tuple[str, ...] = ()) -> IntegrityError:
+    """Run `write` in its own savepoint and require it to break constraint `name`.
+
+    PostgreSQL names the constraint in its message for every kind of
+    constraint; SQLite names CHECK constraints but reports UNIQUE ones by
+    their columns, so those are matched on the columns instead.
+    """
+    with pytest.raises(IntegrityError) as excinfo:
+        with transaction.atomic():
+            write()
+    message = str(excinfo.value)
+    if connection.vendor == "sqlite" and columns:
+        assert "UNIQUE constraint failed" in message, message
+        for column in columns:
+            assert f".{column}" in message, message
+    else:
+        assert name in message, message
+    return excinfo.value
+
+
+def allowed(write):
+    """Run `write` in its own savepoint; it must succeed."""
+    with transaction.atomic():
+        return write()
+
+
+@pytest.fixture
+def users(db):
+    User = get_user_model()
+    return [User.objects.create_user(username=f"u{n}", password="x") for n in range(5)]
+
+
+@pytest.fixture
+def study(db):
+    return Study.objects.create(slug="s", name="S", kind="verification", labels=["yes", "no"], annotators_per_item=3)
+
+
+@pytest.fixture
+def other_study(db):
+    return Study.objects.create(slug="t", name="T", kind="preference", annotators_per_item=2)
+
+
+@pytest.fixture
+def item(study):
+    return Item.objects.create(study=study, external_id="i-1", payload={"claim": "x"})
+
+
+def lease():
+    return timezone.now() + timedelta(minutes=30)
+
+
+def assignment(item, annotator, *, slot=0, status="submitted", **extra) -> Assignment:
+    values = {
+        "study": item.study,
+        "item": item,
+        "annotator": annotator,
+        "slot": slot,
+        "max_slots": item.study.annotators_per_item,
+        "status": status,
+        "lease_expires_at": lease() if status == "active" else None,
+    }
+    values.update(extra)
+    return Assignment.objects.create(**values)
+
+
+# --- valid rows -------------------------------------------------------------------
+
+
+def test_a_valid_row_of_every_model_is_stored(study, item, users):
+    member = allowed(lambda: StudyMember.objects.create(study=study, user=users[0], role="annotator", pseudonym="w1"))
+    researcher = allowed(
+        lambda: StudyMember.objects.create(study=study, user=users[1], role="researcher", pseudonym="r1")
+    )
+    active = allowed(lambda: assignment(item, users[0], slot=0, status="active"))
+    submitted = allowed(lambda: assignment(item, users[1], slot=2, status="submitted"))  # slot N-1 is the last valid one
+    skipped = allowed(lambda: assignment(item, users[2], slot=None, status="skipped"))
+    label = allowed(lambda: Annotation.objects.create(assignment=submitted, label="yes", raw_label="Yes"))
+    preferred = allowed(
+        lambda: Annotation.objects.create(
+            assignment=active, label="a_strong", preferred_system="veriscore", strength="strong"
+        )
+    )
+    revision = allowed(
+        lambda: AnnotationRevision.objects.create(annotation=label, old_value={"label": "no"}, new_value={"label": "yes"})
+    )
+    job = allowed(
+        lambda: ImportJob.objects.create(study=study, what="items", file_name="x.jsonl", file_format="jsonl")
+    )
+    assert member.pk and researcher.pk and active.pk and skipped.pk and preferred.pk and revision.pk and job.pk
+    assert Assignment.objects.filter(item=item).count() == 3
+    assert Annotation.objects.count() == 2
+    for kind in ("preference", "verification"):
+        for status in ("draft", "open", "closed"):
+            allowed(lambda: Study.objects.create(slug=f"{kind}-{status}", name="x", kind=kind, status=status))
+
+
+# --- Study ----------------------------------------------------------------------
+
+
+def test_study_needs_at_least_one_annotator_per_item(db):
+    violates(
+        "study_annotators_per_item_positive",
+        lambda: Study.objects.create(slug="zero", name="x", kind="verification", annotators_per_item=0),
+    )
+
+
+def test_study_kind_must_be_known(db):
+    violates("study_kind_valid", lambda: Study.objects.create(slug="k", name="x", kind="ranking"))
+    violates("study_kind_valid", lambda: Study.objects.create(slug="k", name="x", kind=""))
+
+
+def test_study_status_must_be_known(db):
+    violates(
+        "study_status_valid", lambda: Study.objects.create(slug="st", name="x", kind="verification", status="paused")
+    )
+
+
+def test_study_slug_is_unique(study):
+    with pytest.raises(IntegrityError):
+        with transaction.atomic():
+            Study.objects.create(slug=study.slug, name="again", kind="verification")
+
+
+# --- StudyMember ------------------------------------------------------------------
+
+
+def test_a_user_is_a_member_of_a_study_once(study, other_study, users):
+    StudyMember.objects.create(study=study, user=users[0], role="annotator", pseudonym="w1")
+    violates(
+        "member_unique_per_study",
+        lambda: StudyMember.objects.create(study=study, user=users[0], role="researcher", pseudonym="w2"),
+        columns=("study_id", "user_id"),
+    )
+    # The same user in another study is fine.
+    allowed(lambda: StudyMember.objects.create(study=other_study, user=users[0], role="annotator", pseudonym="w1"))
+
+
+def test_pseudonyms_are_unique_within_a_study(study, other_study, users):
+    StudyMember.objects.create(study=study, user=users[0], role="annotator", pseudonym="w1")
+    violates(
+        "member_pseudonym_unique",
+        lambda: StudyMember.objects.create(study=study, user=users[1], role="annotator", pseudonym="w1"),
+        columns=("study_id", "pseudonym"),
+    )
+    allowed(lambda: StudyMember.objects.create(study=other_study, user=users[1], role="annotator", pseudonym="w1"))
+
+
+def test_member_role_must_be_known(study, users):
+    violates(
+        "member_role_valid",
+        lambda: StudyMember.objects.create(study=study, user=users[0], role="admin", pseudonym="w1"),
+    )
+
+
+# --- Item -------------------------------------------------------------------------
+
+
+def test_external_id_is_unique_per_study_only(study, other_study, item):
+    violates(
+        "item_external_id_unique",
+        lambda: Item.objects.create(study=study, external_id=item.external_id),
+        columns=("study_id", "external_id"),
+    )
+    allowed(lambda: Item.objects.create(study=other_study, external_id=item.external_id))
+    assert Item.objects.filter(external_id=item.external_id).count() == 2
+
+
+def test_external_id_is_not_empty(study):
+    violates("item_external_id_not_empty", lambda: Item.objects.create(study=study, external_id=""))
+
+
+# --- Assignment -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("slot", [3, 4, 100])
+def test_slot_below_n(item, users, slot):
+    violates("assignment_slot_below_n", lambda: assignment(item, users[0], slot=slot))
+
+
+def test_slot_below_n_holds_against_a_forged_max_slots(item, users):
+    """max_slots is the row's own copy of N; a slot must also be below that copy."""
+    violates("assignment_slot_below_n", lambda: assignment(item, users[0], slot=1, max_slots=1))
+
+
+def test_two_assignments_cannot_hold_the_same_slot(item, users):
+    assignment(item, users[0], slot=1)
+    violates(
+        "assignment_slot_unique",
+        lambda: assignment(item, users[1], slot=1),
+        columns=("item_id", "slot"),
+    )
+
+
+def test_an_annotator_is_assigned_an_item_once(item, users):
+    assignment(item, users[0], slot=0)
+    violates(
+        "assignment_once_per_annotator",
+        lambda: assignment(item, users[0], slot=1),
+        columns=("item_id", "annotator_id"),
+    )
+    # Not even after skipping it: a skipped assignment keeps (item, annotator) taken.
+    other = Item.objects.create(study=item.study, external_id="i-2")
+    assignment(other, users[0], slot=None, status="skipped")
+    violates(
+        "assignment_once_per_annotator",
+        lambda: assignment(other, users[0], slot=0),
+        columns=("item_id", "annotator_id"),
+    )
+
+
+def test_active_assignment_needs_a_lease(item, users):
+    violates(
+        "assignment_active_has_lease",
+        lambda: assignment(item, users[0], slot=0, status="active", lease_expires_at=None),
+    )
+
+
+@pytest.mark.parametrize("status", ["submitted", "active"])
+def test_only_a_skipped_assignment_may_give_up_its_slot(item, users, status):
+    violates(
+        "assignment_holds_slot_unless_skipped",
+        lambda: assignment(item, users[0], slot=None, status=status),
+    )
+
+
+def test_skipped_assignment_frees_its_slot_for_someone_else(item, users):
+    skipped = allowed(lambda: assignment(item, users[0], slot=None, status="skipped"))
+    allowed(lambda: assignment(item, users[1], slot=None, status="skipped"))  # NULL slots never collide
+    taken = allowed(lambda: assignment(item, users[2], slot=0, status="submitted"))
+    assert skipped.slot is None and taken.slot == 0
+    assert list(Assignment.objects.filter(item=item, slot__isnull=False).values_list("annotator", flat=True)) == [
+        users[2].pk
+    ]
+
+
+def test_assignment_status_must_be_known(item, users):
+    violates("assignment_status_valid", lambda: assignment(item, users[0], slot=0, status="done"))
+
+
+# --- Annotation -------------------------------------------------------------------
+
+
+@pytest.fixture
+def submitted(item, users):
+    return assignment(item, users[0], slot=0)
+
+
+def test_annotation_label_is_not_empty(submitted):
+    violates("annotation_label_not_empty", lambda: Annotation.objects.create(assignment=submitted, label=""))
+
+
+def test_one_annotation_per_assignment(submitted):
+    Annotation.objects.create(assignment=submitted, label="yes")
+    with pytest.raises(IntegrityError):
+        with transaction.atomic():
+            Annotation.objects.create(assignment=submitted, label="no")
+
+
+@pytest.mark.parametrize(
+    "preferred, strength",
+    [
+        ("", "strong"),  # strength without a preferred system
+        ("", "slight"),
+        ("veriscore", ""),  # preferred system without a strength
+        ("veriscore", "very"),  # a strength that is not on the scale
+    ],
+)
+def test_strength_iff_preferred_system(submitted, preferred, strength):
+    violates(
+        "annotation_strength_iff_preferred",
+        lambda: Annotation.objects.create(
+            assignment=submitted, label="a_strong", preferred_system=preferred, strength=strength
+        ),
+    )
+
+
+def test_tie_has_neither_preferred_system_nor_strength(submitted):
+    annotation = allowed(lambda: Annotation.objects.create(assignment=submitted, label="tie"))
+    assert annotation.preferred_system == "" and annotation.strength == ""
+
+
+# --- ImportJob --------------------------------------------------------------------
+
+
+def test_import_job_what_and_status_must_be_known(study):
+    violates(
+        "importjob_what_valid",
+        lambda: ImportJob.objects.create(study=study, what="predictions", file_name="x", file_format="jsonl"),
+    )
+    violates(
+        "importjob_status_valid",
+        lambda: ImportJob.objects.create(
+            study=study, what="items", file_name="x", file_format="jsonl", status="lost"
+        ),
+    )
+
+
+# --- coverage -----------------------------------------------------------------------
+
+
+def test_every_named_constraint_is_violated_by_a_test_in_this_module():
+    """A constraint added to the models without a test here fails this."""
+    declared = {
+        constraint.name
+        for model in apps.get_app_config("annotation").get_models()
+        for constraint in model._meta.constraints
+        if isinstance(constraint, (models.CheckConstraint, models.UniqueConstraint))
+    }
+    tested = set(re.findall(r'violates\(\s*"(\w+)"', Path(__file__).read_text(encoding="utf-8")))
+    assert len(declared) >= 16
+    assert declared - tested == set()
+    assert tested - declared == set(), "a test names a constraint the models do not declare"

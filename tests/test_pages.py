@@ -1,0 +1,126 @@
+"""Server-rendered pages: login, My studies, the study overview, items, import and export."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from annotation.models import Item, StudyMember
+from annotation.services import import_items
+
+from .conftest import jsonl, verification_item
+
+ASSET = re.compile(r'<(?:script|link|img|iframe|source)\b[^>]*?(?:src|href)="([^"]*)"', re.I)
+
+
+def assert_offline(html: str) -> None:
+    """Every script, stylesheet and image comes from our own origin."""
+    external = [url for url in ASSET.findall(html) if re.match(r"^(https?:)?//", url)]
+    assert not external, external
+
+
+@pytest.mark.django_db
+def test_login_and_logout(client, researcher):
+    page = client.get(reverse("login"))
+    assert page.status_code == 200 and b'name="password"' in page.content
+    assert_offline(page.content.decode())
+    response = client.post(reverse("login"), {"username": "rita", "password": "wrong"})
+    assert b"did not match" in response.content
+    response = client.post(reverse("login"), {"username": "rita", "password": "pw-rita"})
+    assert response.status_code == 302 and response["Location"] == reverse("annotation:my_studies")
+    response = client.post(reverse("logout"))
+    assert response.status_code == 302
+    assert client.get(reverse("annotation:my_studies")).status_code == 302
+
+
+@pytest.mark.django_db
+def test_my_studies_lists_role_and_progress(client, annotator, loaded_verification_study):
+    client.force_login(annotator)
+    html = client.get(reverse("annotation:my_studies")).content.decode()
+    assert "Verification" in html and "annotator" in html
+    assert "6 of 9 (67%)" in html
+    assert_offline(html)
+
+
+@pytest.mark.django_db
+def test_overview_for_researcher(client, researcher, loaded_verification_study):
+    client.force_login(researcher)
+    response = client.get(reverse("annotation:study_detail", args=["verif"]))
+    html = response.content.decode()
+    assert response.status_code == 200
+    for text in ("Items by domain", "longfact", "Download CSV", "Download JSON Lines", 'enctype="multipart/form-data"', "w1", "w2", "imported identity", "ann-01"):
+        assert text in html, text
+    assert "Content-Security-Policy" in response.headers
+    assert "script-src 'self'" in response.headers["Content-Security-Policy"]
+    assert_offline(html)
+
+
+@pytest.mark.django_db
+def test_untrusted_text_is_escaped_and_instructions_sanitised(client, researcher, verification_study):
+    verification_study.instructions = "# Guide\n\n<script>alert(1)</script>\n\n[click](javascript:alert(2)) **bold**"
+    verification_study.save()
+    payload = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+    import_items(study=verification_study, stream=jsonl(verification_item("xss", claim=payload)), fmt="jsonl")
+    client.force_login(researcher)
+    html = client.get(reverse("annotation:item_detail", args=["verif", "xss"])).content.decode()
+    assert "<script>alert" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
+    html = client.get(reverse("annotation:study_detail", args=["verif"])).content.decode()
+    assert "<h1>Guide</h1>" in html and "<strong>bold</strong>" in html
+    assert "<script>alert(1)" not in html and "javascript:" not in html
+
+
+@pytest.mark.django_db
+def test_item_list_filters_by_domain_and_text(client, researcher, verification_study):
+    import_items(
+        study=verification_study,
+        stream=jsonl(verification_item("a-1", domain="news"), verification_item("b-1", domain="bio", claim="Marie Curie won twice.")),
+        fmt="jsonl",
+    )
+    client.force_login(researcher)
+    url = reverse("annotation:item_list", args=["verif"])
+    html = client.get(url, {"domain": "bio"}).content.decode()
+    assert "b-1" in html and "a-1" not in html
+    html = client.get(url, {"q": "curie"}).content.decode()
+    assert "b-1" in html and "a-1" not in html
+
+
+@pytest.mark.django_db
+def test_import_from_the_study_page(client, researcher, verification_study):
+    client.force_login(researcher)
+    url = reverse("annotation:study_import", args=["verif"])
+    good = SimpleUploadedFile("items.jsonl", b'{"id": "p-1", "claim": "Water boils at 100 C."}\n')
+    response = client.post(url, {"what": "items", "file": good}, follow=True)
+    assert "Imported 1 new" in response.content.decode()
+    bad = SimpleUploadedFile("items.csv", b"id,claim\np-2,Fine\np-3,\n")
+    response = client.post(url, {"what": "items", "file": bad}, follow=True)
+    html = response.content.decode()
+    assert "Nothing was imported" in html and "claim" in html and ">3<" in html
+    assert list(Item.objects.filter(study=verification_study).values_list("external_id", flat=True)) == ["p-1"]
+
+
+@pytest.mark.django_db
+def test_add_members_from_the_study_page_shows_password_once(client, researcher, verification_study):
+    client.force_login(researcher)
+    url = reverse("annotation:study_add_members", args=["verif"])
+    response = client.post(url, {"usernames": "newbie, anna", "role": "annotator"}, follow=True)
+    html = response.content.decode()
+    assert "Created newbie (annotator) with password" in html
+    assert "anna is already in this study (as annotator)" in html
+    assert StudyMember.objects.filter(study=verification_study, user__username="newbie", role="annotator").exists()
+    html = client.get(reverse("annotation:study_detail", args=["verif"])).content.decode()
+    assert "with password" not in html
+
+
+@pytest.mark.django_db
+def test_csv_download_from_the_study_page(client, researcher, loaded_verification_study):
+    client.force_login(researcher)
+    response = client.get(reverse("annotation:study_export", args=["verif", "csv"]))
+    assert response["Content-Disposition"] == 'attachment; filename="verif-annotations.csv"'
+    lines = b"".join(response.streaming_content).decode().splitlines()
+    assert lines[0].startswith("study,item,domain,annotator,label,raw_label")
+    assert len(lines) == 1 + 6
+    assert client.get("/studies/verif/export.xml").status_code == 404

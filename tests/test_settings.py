@@ -1,0 +1,104 @@
+"""Settings come from the environment and production settings are safe.
+
+Each case starts a fresh `manage.py` process, because settings are read once
+per process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def manage(*args: str, env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
+    base = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"DEBUG", "SECRET_KEY", "DATABASE_URL", "ALLOWED_HOSTS", "DJANGO_SETTINGS_MODULE", "LOG_FORMAT"}
+    }
+    base.update({"DJANGO_SETTINGS_MODULE": "config.settings", "CLAIMLAB_VAR_DIR": str(tmp_path / "var")})
+    base.update(env)
+    return subprocess.run(
+        [sys.executable, str(REPO / "manage.py"), *args], env=base, capture_output=True, text=True, timeout=120
+    )
+
+
+PRODUCTION = {
+    "DEBUG": "0",
+    "SECRET_KEY": secrets.token_urlsafe(50),
+    "ALLOWED_HOSTS": "claimlab.example.org",
+}
+
+
+def test_check_deploy_passes_without_warnings(tmp_path):
+    result = manage("check", "--deploy", "--fail-level", "WARNING", env=PRODUCTION, tmp_path=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+def test_refuses_to_start_without_secret_key_outside_debug(tmp_path):
+    env = {key: value for key, value in PRODUCTION.items() if key != "SECRET_KEY"}
+    result = manage("check", env=env, tmp_path=tmp_path)
+    assert result.returncode != 0
+    assert "SECRET_KEY is not set" in result.stderr
+
+
+def test_debug_without_secret_key_uses_a_private_per_checkout_key(tmp_path):
+    first = manage("shell", "--no-imports", "-c", "from django.conf import settings; print(settings.SECRET_KEY)", env={"DEBUG": "1"}, tmp_path=tmp_path)
+    second = manage("shell", "--no-imports", "-c", "from django.conf import settings; print(settings.SECRET_KEY)", env={"DEBUG": "1"}, tmp_path=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == second.stdout and len(first.stdout.strip()) >= 50
+    key_file = tmp_path / "var" / "dev-secret-key"
+    assert oct(key_file.stat().st_mode & 0o777) == "0o600"
+
+
+def test_default_database_is_sqlite_in_wal_with_immediate_transactions(tmp_path):
+    code = (
+        "from django.db import connection; from django.conf import settings; "
+        "c = connection.cursor(); c.execute('PRAGMA journal_mode'); mode = c.fetchone()[0]; "
+        "c.execute('PRAGMA busy_timeout'); busy = c.fetchone()[0]; "
+        "db = settings.DATABASES['default']; "
+        "print(mode, busy, db['OPTIONS']['transaction_mode'], db['NAME'])"
+    )
+    result = manage("shell", "--no-imports", "-c", code, env={"DEBUG": "1"}, tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr
+    mode, busy, transaction_mode, name = result.stdout.split()
+    assert mode == "wal" and int(busy) >= 5000 and transaction_mode == "IMMEDIATE"
+    assert Path(name) == tmp_path / "var" / "claimlab.sqlite3"
+
+
+def test_database_url_selects_postgresql_and_tasks_use_the_database_backend(tmp_path):
+    code = (
+        "import json; from django.conf import settings; db = settings.DATABASES['default']; "
+        "print(json.dumps([db['ENGINE'], db['NAME'], db['HOST'], db['PORT'], settings.TASKS['default']['BACKEND']]))"
+    )
+    env = {**PRODUCTION, "DATABASE_URL": "postgres://claim:pw@db.internal:6543/claimlab"}
+    result = manage("shell", "--no-imports", "-c", code, env=env, tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [
+        "django.db.backends.postgresql", "claimlab", "db.internal", 6543, "django_tasks_db.DatabaseBackend",
+    ]
+
+
+def test_logs_are_json_lines_outside_debug(tmp_path):
+    code = "import logging; logging.getLogger('claimlab.test').warning('import finished', extra={'study': 'demo'})"
+    result = manage("shell", "--no-imports", "-c", code, env=PRODUCTION, tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stderr.strip().splitlines()[-1])
+    assert record["message"] == "import finished" and record["level"] == "WARNING" and record["study"] == "demo"
+
+
+@pytest.mark.parametrize("value,expected", [("1", True), ("true", True), ("on", True), ("0", False), ("", False)])
+def test_env_bool(monkeypatch, value, expected):
+    from config.settings import env_bool
+
+    monkeypatch.setenv("SOME_FLAG", value)
+    assert env_bool("SOME_FLAG") is expected
