@@ -28,12 +28,21 @@ def insert_rows(model: type[models.Model], field_names: Sequence[str], rows: Ite
         ", ".join(quote(field.column) for field in fields),
         ", ".join(["%s"] * len(fields)),
     )
+    # Imports stamp a whole batch with one timestamp: convert each distinct one once.
+    converted: dict[tuple[int, Any], Any] = {}
     batch: list[Sequence[Any]] = []
     for row in rows:
         if prepared:
             row = list(row)
             for index in prepared:
-                row[index] = fields[index].get_db_prep_save(row[index], connection)
+                field, value = fields[index], row[index]
+                if isinstance(field, models.JSONField):
+                    row[index] = field.get_db_prep_save(value, connection)
+                    continue
+                key = (index, value)
+                if key not in converted:
+                    converted[key] = field.get_db_prep_save(value, connection)
+                row[index] = converted[key]
         batch.append(row)
     if batch:
         with connection.cursor() as cursor:

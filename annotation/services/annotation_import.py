@@ -14,6 +14,7 @@ from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from ..bulk import insert_rows
 from ..formats import MAX_LINE_BYTES, FileFormatError, RecordError, iter_records
 from ..importers import AnnotationRow, parse_annotation
 from ..models import Annotation, Assignment, Item, Study
@@ -55,7 +56,7 @@ def import_annotations(
                 slots.setdefault(item_id, set()).add(slot)
         identities: dict[str, int] = {}
         seen: dict[tuple[int, str], int] = {}
-        pending: list[tuple[Assignment, AnnotationRow]] = []
+        pending: list[tuple[tuple, AnnotationRow]] = []
         try:
             for line, record in iter_records(stream, fmt, max_line_bytes=max_line_bytes):
                 result.records += 1
@@ -110,20 +111,25 @@ def import_annotations(
     return result
 
 
-def _assignment(study: Study, item_id: int, row: AnnotationRow, user_id: int, slot: int, now) -> Assignment:
+ASSIGNMENT_FIELDS = [
+    "study", "item", "annotator", "slot", "max_slots", "queue_position", "left_system", "status",
+    "lease_expires_at", "flagged", "flag_reason", "created_at", "submitted_at", "updated_at",
+]
+ANNOTATION_FIELDS = [
+    "assignment", "label", "raw_label", "preferred_system", "strength", "choice", "justification",
+    "evidence_judgements", "active_ms", "source", "created_at", "updated_at",
+]
+
+
+def _assignment(study: Study, item_id: int, row: AnnotationRow, user_id: int, slot: int, now) -> tuple:
+    """A submitted assignment as a tuple in ASSIGNMENT_FIELDS order."""
     left = row.left_system
     if study.is_preference and not left:
         left = left_system_for(study.seed, row.item, slot, study.systems)
-    return Assignment(
-        study=study,
-        item_id=item_id,
-        annotator_id=user_id,
-        slot=slot,
-        max_slots=study.annotators_per_item,
-        queue_position=queue_position(study.seed, str(user_id), row.item),
-        left_system=left,
-        status=Assignment.Status.SUBMITTED,
-        submitted_at=now,
+    return (
+        study.pk, item_id, user_id, slot, study.annotators_per_item,
+        queue_position(study.seed, str(user_id), row.item), left, Assignment.Status.SUBMITTED,
+        None, False, "", now, now, now,
     )
 
 
@@ -140,16 +146,30 @@ def _values(row: AnnotationRow) -> AnswerValues:
     )
 
 
-def _flush(pending: list[tuple[Assignment, AnnotationRow]]) -> int:
-    """Write a batch of new assignments and their annotations."""
+def _flush(pending: list[tuple[tuple, AnnotationRow]]) -> int:
+    """Write a batch of new assignments, then their annotations (fast path: annotation/bulk.py)."""
     if not pending:
         return 0
-    assignments = Assignment.objects.bulk_create([assignment for assignment, _ in pending])
-    Annotation.objects.bulk_create(
-        [
-            Annotation(assignment_id=assignment.pk, source=Annotation.Source.IMPORT, **_values(row).snapshot(), active_ms=row.active_ms)
-            for assignment, (_, row) in zip(assignments, pending)
-        ]
+    insert_rows(Assignment, ASSIGNMENT_FIELDS, [assignment for assignment, _ in pending])
+    item_ids = {assignment[1] for assignment, _ in pending}
+    ids = {
+        (item_id, annotator_id): pk
+        for item_id, annotator_id, pk in Assignment.objects.filter(item_id__in=item_ids).values_list(
+            "item_id", "annotator_id", "pk"
+        )
+    }
+    now = pending[0][0][-1]
+    insert_rows(
+        Annotation,
+        ANNOTATION_FIELDS,
+        (
+            (
+                ids[(assignment[1], assignment[2])], row.label, row.raw_label, row.preferred_system, row.strength,
+                row.choice, row.justification, row.evidence_judgements, row.active_ms, Annotation.Source.IMPORT,
+                now, now,
+            )
+            for assignment, row in pending
+        ),
     )
     count = len(pending)
     pending.clear()

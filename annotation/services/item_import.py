@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import IO
 
 from django.db import transaction
 from django.utils import timezone
 
+from ..bulk import insert_rows
 from ..formats import MAX_LINE_BYTES, FileFormatError, RecordError, iter_records
 from ..importers import ItemRow, parse_preference_item, parse_verification_item
 from ..models import Item, Study
 from .errors import ErrorCollector, ImportResult
 
 BATCH_SIZE = 1000
+INSERTED_FIELDS = [
+    "study", "external_id", "position", "domain", "summary", "payload", "response_id", "system",
+    "gold_label", "gold_raw", "slots_taken", "created_at", "updated_at",
+]
 UPDATED_FIELDS = ["domain", "summary", "payload", "response_id", "system", "gold_label", "gold_raw", "updated_at"]
 
 
@@ -33,13 +39,14 @@ def import_items(
     """
     errors = ErrorCollector()
     result = ImportResult()
+    now = timezone.now()
     with transaction.atomic():
         study = Study.objects.select_for_update().get(pk=study.pk)
         existing = dict(Item.objects.filter(study=study).values_list("external_id", "pk"))
         next_position = (Item.objects.filter(study=study).order_by("-position").values_list("position", flat=True).first() or 0) + 1
         seen: dict[str, int] = {}
         systems = list(study.systems)
-        to_create: list[Item] = []
+        to_create: list[tuple] = []
         to_update: list[Item] = []
         try:
             for line, record in iter_records(stream, fmt, max_line_bytes=max_line_bytes):
@@ -63,7 +70,7 @@ def import_items(
                         continue
                     to_update.append(_item(study, row, pk=existing[row.external_id]))
                 elif not errors:
-                    to_create.append(_item(study, row, position=next_position))
+                    to_create.append(_new_item_row(study, row, next_position, now))
                     next_position += 1
                 if errors:
                     to_create.clear()
@@ -90,12 +97,11 @@ def _parse(study: Study, line: int, record: dict, systems: list[str]) -> ItemRow
     return parse_verification_item(line, record, labels=study.labels, aliases=study.label_aliases)
 
 
-def _item(study: Study, row: ItemRow, *, pk: int | None = None, position: int = 0) -> Item:
+def _item(study: Study, row: ItemRow, *, pk: int) -> Item:
     return Item(
         pk=pk,
         study=study,
         external_id=row.external_id,
-        position=position,
         domain=row.domain,
         summary=row.summary,
         payload=row.payload,
@@ -106,11 +112,17 @@ def _item(study: Study, row: ItemRow, *, pk: int | None = None, position: int = 
     )
 
 
-def _flush(to_create: list[Item], to_update: list[Item], result: ImportResult) -> int:
+def _new_item_row(study: Study, row: ItemRow, position: int, now: datetime) -> tuple:
+    """A new item as a tuple in INSERTED_FIELDS order (see annotation/bulk.py for why)."""
+    return (
+        study.pk, row.external_id, position, row.domain, row.summary, row.payload, row.response_id,
+        row.system, row.gold_label, row.gold_raw, 0, now, now,
+    )
+
+
+def _flush(to_create: list[tuple], to_update: list[Item], result: ImportResult) -> int:
     """Write pending rows; returns how many were created (updates counted on result)."""
-    created = len(to_create)
-    if to_create:
-        Item.objects.bulk_create(to_create, batch_size=BATCH_SIZE)
+    created = insert_rows(Item, INSERTED_FIELDS, to_create)
     if to_update:
         now = timezone.now()
         for item in to_update:
