@@ -156,6 +156,15 @@ class Item(models.Model):
     def __str__(self) -> str:
         return f"{self.study_id}:{self.external_id}"
 
+    def claim_lists(self) -> list[tuple[str, list[str]]]:
+        """Preference: (system, claims) in the study's declared order.
+
+        Never rely on the key order of `payload["lists"]`: PostgreSQL's jsonb
+        does not keep it.
+        """
+        lists = self.payload.get("lists", {})
+        return [(system, lists[system]) for system in self.study.systems if system in lists]
+
 
 class Assignment(models.Model):
     """A slot: one annotator's turn on one item.

@@ -204,7 +204,7 @@ def test_add_members_prints_passwords_for_new_users_only(verification_study, ann
         member = StudyMember.objects.get(study=verification_study, user__username=username)
         assert member.role == "annotator" and not member.is_external
         assert password not in User.objects.get(username=username).password  # only the hash is stored
-    assert re.search(r"^anna: already an? annotator of verif \(ann-01\); unchanged$", out, re.M)
+    assert re.search(r"^anna: already in verif as annotator \(ann-01\); unchanged$", out, re.M)
     pseudonyms = set(StudyMember.objects.filter(study=verification_study, role="annotator").values_list("pseudonym", flat=True))
     assert pseudonyms == {"ann-01", "ann-02", "ann-03"}
 

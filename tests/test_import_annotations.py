@@ -393,3 +393,34 @@ def test_slots_taken_counts_slot_holding_assignments(loaded_verification_study, 
     assert sorted(Assignment.objects.filter(item=c4).values_list("slot", flat=True)) == [0, 1, 2]
     failure = import_fails(study, jsonl({"item": "c-4", "annotator": "w3", "label": "supported"}))
     assert_error(failure, 1, "item", "item 'c-4' already has 3 annotations")
+
+
+def test_update_with_only_a_new_active_ms_changes_the_timing_without_a_revision(loaded_verification_study):
+    import_annotations(
+        study=loaded_verification_study,
+        stream=jsonl({"item": "c-1", "annotator": "w1", "label": "supported", "active_ms": 4200}),
+        fmt="jsonl",
+        update=True,
+    )
+    annotation = annotations(loaded_verification_study)[("c-1", "w1")]
+    assert annotation.active_ms == 4200
+    assert AnnotationRevision.objects.filter(annotation=annotation).count() == 0
+
+
+def test_an_open_assignment_is_not_overwritten_by_an_import(loaded_verification_study, annotator):
+    item = Item.objects.get(study=loaded_verification_study, external_id="c-3")
+    Assignment.objects.create(
+        study=loaded_verification_study, item=item, annotator=annotator, slot=2, max_slots=3,
+        status=Assignment.Status.ACTIVE, lease_expires_at=timezone.now() + timedelta(minutes=10),
+    )
+    for update in (False, True):
+        with pytest.raises(ImportFailed) as failure:
+            import_annotations(
+                study=loaded_verification_study,
+                stream=jsonl({"item": "c-3", "annotator": "ann-01", "label": "supported"}),
+                fmt="jsonl",
+                update=update,
+            )
+        assert "line 1, field 'annotator'" in str(failure.value)
+        assert "has an assignment on item 'c-3' that is active" in str(failure.value)
+    assert not Annotation.objects.filter(assignment__item=item, assignment__annotator=annotator).exists()

@@ -124,3 +124,15 @@ def test_csv_download_from_the_study_page(client, researcher, loaded_verificatio
     assert lines[0].startswith("study,item,domain,annotator,label,raw_label")
     assert len(lines) == 1 + 6
     assert client.get("/studies/verif/export.xml").status_code == 404
+
+
+@pytest.mark.django_db
+def test_preference_item_shows_lists_in_declared_system_order(client, researcher, preference_study):
+    from .conftest import preference_item
+
+    preference_study.systems = ["safe", "veriscore"]
+    preference_study.save()
+    import_items(study=preference_study, stream=jsonl(preference_item("p-9")), fmt="jsonl")
+    client.force_login(researcher)
+    html = client.get(reverse("annotation:item_detail", args=["pref", "p-9"])).content.decode()
+    assert html.index("<h2>safe</h2>") < html.index("<h2>veriscore</h2>")

@@ -46,12 +46,12 @@ def import_annotations(
     with transaction.atomic():
         study = Study.objects.select_for_update().get(pk=study.pk)
         items = {external_id: pk for external_id, pk in Item.objects.filter(study=study).values_list("external_id", "pk")}
-        taken: dict[tuple[int, int], int] = {}
+        taken: dict[tuple[int, int], tuple[int, str]] = {}
         slots: dict[int, set[int]] = {}
-        for assignment_id, item_id, user_id, slot in Assignment.objects.filter(study=study).values_list(
-            "pk", "item_id", "annotator_id", "slot"
+        for assignment_id, item_id, user_id, slot, status in Assignment.objects.filter(study=study).values_list(
+            "pk", "item_id", "annotator_id", "slot", "status"
         ):
-            taken[(item_id, user_id)] = assignment_id
+            taken[(item_id, user_id)] = (assignment_id, status)
             if slot is not None:
                 slots.setdefault(item_id, set()).add(slot)
         identities: dict[str, int] = {}
@@ -82,7 +82,10 @@ def import_annotations(
                 user_id = identities[row.annotator]
                 existing = taken.get((item_id, user_id))
                 if existing is not None:
-                    if not update:
+                    existing, status = existing
+                    if status != Assignment.Status.SUBMITTED:
+                        errors.extend([RecordError(line, f"annotator {row.annotator!r} has an assignment on item {row.item!r} that is {status} in Claimlab; only submitted labels can be replaced", "annotator")])
+                    elif not update:
                         errors.extend([RecordError(line, f"annotator {row.annotator!r} already has a label on item {row.item!r}; use --update to replace it", "annotator")])
                     elif not errors:
                         _update_existing(existing, row, result)

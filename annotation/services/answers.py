@@ -61,6 +61,10 @@ def record_answer(
     old = annotation.snapshot()
     new = values.snapshot()
     if old == new:
+        if values.active_ms is not None and values.active_ms != annotation.active_ms:
+            annotation.active_ms = values.active_ms  # a timing is not an answer: no revision
+            annotation.save(update_fields=["active_ms", "updated_at"])
+            return annotation, True
         return annotation, False
     for name, value in _fields(values).items():
         setattr(annotation, name, value)

@@ -22,7 +22,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         for outcome in outcomes:
             if outcome.already_member:
-                line = f"{outcome.username}: already a {outcome.role} of {study.slug} ({outcome.pseudonym}); unchanged"
+                line = f"{outcome.username}: already in {study.slug} as {outcome.role} ({outcome.pseudonym}); unchanged"
             else:
                 line = f"{outcome.username}: added as {outcome.role} ({outcome.pseudonym})"
             if outcome.password:

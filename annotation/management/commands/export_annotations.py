@@ -24,10 +24,13 @@ class Command(BaseCommand):
             if not path.parent.exists():
                 raise CommandError(f"the folder {path.parent} does not exist")
             partial = path.with_name(path.name + ".partial")
-            with partial.open("w", encoding="utf-8", newline="") as target:
-                for chunk in chunks:
-                    target.write(chunk)
-            partial.replace(path)
+            try:
+                with partial.open("w", encoding="utf-8", newline="") as target:
+                    for chunk in chunks:
+                        target.write(chunk)
+                partial.replace(path)
+            finally:
+                partial.unlink(missing_ok=True)
             self.stderr.write(f"Wrote {path}")
         else:
             for chunk in chunks:
