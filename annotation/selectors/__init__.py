@@ -10,8 +10,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from .access import Researcher, studies_for
-from .models import Annotation, AnnotationRevision, Assignment, ImportJob, Item, Study, StudyMember
+from ..access import Researcher, studies_for
+from ..models import Annotation, AnnotationRevision, Assignment, ImportJob, Item, Study, StudyMember
 
 EXPORT_COLUMNS = [
     "study", "item", "domain", "annotator", "label", "raw_label",
