@@ -232,6 +232,12 @@ class Assignment(models.Model):
         return f"{self.item} slot {self.slot} ({self.status})"
 
 
+#: The fields that make up an answer; a change to any of them is a revision.
+ANSWER_FIELDS = (
+    "label", "raw_label", "preferred_system", "strength", "choice", "justification", "evidence_judgements",
+)
+
+
 class Annotation(models.Model):
     """The current answer of an assignment, in system space.
 
@@ -279,15 +285,7 @@ class Annotation(models.Model):
 
     def snapshot(self) -> dict:
         """The answer as a plain dict, as kept in revisions."""
-        return {
-            "label": self.label,
-            "raw_label": self.raw_label,
-            "preferred_system": self.preferred_system,
-            "strength": self.strength,
-            "choice": self.choice,
-            "justification": self.justification,
-            "evidence_judgements": self.evidence_judgements,
-        }
+        return {name: getattr(self, name) for name in ANSWER_FIELDS}
 
 
 class AnnotationRevision(models.Model):

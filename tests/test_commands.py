@@ -147,11 +147,11 @@ def test_import_items_and_annotations(verification_study, tmp_path):
         {"item": "c-1", "annotator": "w1", "label": "supported"},
         {"item": "c-2", "annotator": "w1", "label": "contradicted"},
     )
-    assert "Imported 2 new and 0 changed annotation(s) into 'verif'." in run("import_annotations", "verif", str(labels))
+    assert "Imported 2 new and 0 updated annotation(s) into 'verif'." in run("import_annotations", "verif", str(labels))
     changed = write(tmp_path / "changed.jsonl", {"item": "c-1", "annotator": "w1", "label": "inconclusive"})
     text = fails("import_annotations", "verif", str(changed))
     assert "line 1, field 'annotator'" in text and "--update" in text
-    assert "Imported 0 new and 1 changed annotation(s)" in run("import_annotations", "verif", str(changed), "--update")
+    assert "Imported 0 new and 1 updated annotation(s)" in run("import_annotations", "verif", str(changed), "--update")
 
 
 def test_malformed_item_file_names_line_and_field(verification_study, tmp_path):

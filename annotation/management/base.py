@@ -5,12 +5,14 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterator
+from collections.abc import Callable
+from typing import IO, Any, Iterator
 
-from django.core.management.base import CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ..formats import detect_format
 from ..models import Study
+from ..services.errors import ImportResult, ServiceError
 
 
 
@@ -40,3 +42,31 @@ def input_file(path: str, explicit_format: str | None) -> Iterator[tuple[IO[byte
         yield stream, fmt
 
 
+
+
+class ImportCommand(BaseCommand):
+    """A CLI face of one import service: study, file, --format, --update."""
+
+    noun = "record"
+    update_help = "replace entries whose id already exists"
+
+    importer: Callable[..., ImportResult]  # each subclass names its service
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("study", help="study slug")
+        parser.add_argument("file", help="a .jsonl or .csv file, or - for standard input (JSONL)")
+        parser.add_argument("--format", choices=["jsonl", "csv"], help="override the format the extension implies")
+        parser.add_argument("--update", action="store_true", help=self.update_help)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        study = study_by_slug(options["study"])
+        with input_file(options["file"], options["format"]) as (stream, fmt):
+            try:
+                result = self.importer(study=study, stream=stream, fmt=fmt, update=options["update"])
+            except ServiceError as exc:
+                raise CommandError(str(exc)) from None
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Imported {result.created} new and {result.updated} updated {self.noun}(s) into {study.slug!r}."
+            )
+        )

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from ..models import Annotation, AnnotationRevision, Assignment
+from ..models import ANSWER_FIELDS, Annotation, AnnotationRevision, Assignment
 
 
 @dataclass
@@ -29,15 +29,7 @@ class AnswerValues:
     active_ms: int | None = None
 
     def snapshot(self) -> dict[str, Any]:
-        return {
-            "label": self.label,
-            "raw_label": self.raw_label,
-            "preferred_system": self.preferred_system,
-            "strength": self.strength,
-            "choice": self.choice,
-            "justification": self.justification,
-            "evidence_judgements": self.evidence_judgements,
-        }
+        return {name: getattr(self, name) for name in ANSWER_FIELDS}
 
 
 def record_answer(

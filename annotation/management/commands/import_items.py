@@ -1,27 +1,8 @@
-from __future__ import annotations
-
-from django.core.management.base import BaseCommand, CommandError, CommandParser
-
-from annotation.management.base import input_file, study_by_slug
-from annotation.services import ServiceError, import_items
+from annotation.management.base import ImportCommand
+from annotation.services import import_items
 
 
-class Command(BaseCommand):
+class Command(ImportCommand):
     help = "Import a study's items from JSON Lines or CSV (all or nothing)."
-
-    def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("study", help="study slug")
-        parser.add_argument("file", help="a .jsonl or .csv file, or - for standard input (JSONL)")
-        parser.add_argument("--format", choices=["jsonl", "csv"], help="override the format the extension implies")
-        parser.add_argument("--update", action="store_true", help="replace items whose id already exists")
-
-    def handle(self, *args, **options) -> None:
-        study = study_by_slug(options["study"])
-        with input_file(options["file"], options["format"]) as (stream, fmt):
-            try:
-                result = import_items(study=study, stream=stream, fmt=fmt, update=options["update"])
-            except ServiceError as exc:
-                raise CommandError(str(exc)) from None
-        self.stdout.write(
-            self.style.SUCCESS(f"Imported {result.created} new and {result.updated} updated item(s) into {study.slug!r}.")
-        )
+    noun = "item"
+    importer = staticmethod(import_items)
