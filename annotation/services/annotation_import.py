@@ -15,7 +15,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from ..bulk import insert_rows
-from ..formats import MAX_LINE_BYTES, FileFormatError, RecordError, iter_records
+from ..formats import MAX_LINE_BYTES, RecordError
 from ..importers import AnnotationRow, parse_annotation
 from ..models import Annotation, Assignment, Item, Study
 from ..randomisation import left_system_for, queue_position
@@ -57,58 +57,47 @@ def import_annotations(
         identities: dict[str, int] = {}
         seen: dict[tuple[int, str], int] = {}
         pending: list[tuple[tuple, AnnotationRow]] = []
-        try:
-            for line, record in iter_records(stream, fmt, max_line_bytes=max_line_bytes):
-                result.records += 1
-                if isinstance(record, RecordError):
-                    errors.extend([record])
-                    continue
-                row = parse_annotation(
-                    line, record, kind=study.kind, labels=study.labels, aliases=study.label_aliases, systems=study.systems
-                )
-                if isinstance(row, list):
-                    errors.extend(row)
-                    continue
-                item_id = items.get(row.item)
-                if item_id is None:
-                    errors.extend([RecordError(line, f"no item {row.item!r} in study {study.slug!r}; import the items first", "item")])
-                    continue
-                if (item_id, row.annotator) in seen:
-                    errors.extend([RecordError(line, f"annotator {row.annotator!r} already labelled item {row.item!r} on line {seen[(item_id, row.annotator)]}", "annotator")])
-                    continue
-                seen[(item_id, row.annotator)] = line
-                if row.annotator not in identities:
-                    identities.update(ensure_annotator_identities(study=study, names=[row.annotator]))
-                user_id = identities[row.annotator]
-                existing = taken.get((item_id, user_id))
-                if existing is not None:
-                    existing, status = existing
-                    if status != Assignment.Status.SUBMITTED:
-                        errors.extend([RecordError(line, f"annotator {row.annotator!r} has an assignment on item {row.item!r} that is {status} in Claimlab; only submitted labels can be replaced", "annotator")])
-                    elif not update:
-                        errors.extend([RecordError(line, f"annotator {row.annotator!r} already has a label on item {row.item!r}; use --update to replace it", "annotator")])
-                    elif not errors:
-                        _update_existing(existing, row, result)
-                    continue
-                used = slots.setdefault(item_id, set())
-                free = next((slot for slot in range(study.annotators_per_item) if slot not in used), None)
-                if free is None:
-                    errors.extend([RecordError(line, f"item {row.item!r} already has {study.annotators_per_item} annotations, the study's annotators per item", "item")])
-                    continue
-                used.add(free)
-                if errors:
-                    pending.clear()
-                    continue
-                pending.append((_assignment(study, item_id, row, user_id, free, now), row))
-                if len(pending) >= BATCH_SIZE:
-                    result.created += _flush(pending)
-        except FileFormatError as exc:
-            errors.extend([exc.error])
-        if not errors and result.records == 0:
-            errors.extend([RecordError(None, "the file holds no records")])
-        if errors:
-            transaction.set_rollback(True)
-            raise errors.fail()
+        for line, record in errors.records(stream, fmt, result, max_line_bytes=max_line_bytes):
+            row = parse_annotation(
+                line, record, kind=study.kind, labels=study.labels, aliases=study.label_aliases, systems=study.systems
+            )
+            if isinstance(row, list):
+                errors.extend(row)
+                continue
+            item_id = items.get(row.item)
+            if item_id is None:
+                errors.extend([RecordError(line, f"no item {row.item!r} in study {study.slug!r}; import the items first", "item")])
+                continue
+            if (item_id, row.annotator) in seen:
+                errors.extend([RecordError(line, f"annotator {row.annotator!r} already labelled item {row.item!r} on line {seen[(item_id, row.annotator)]}", "annotator")])
+                continue
+            seen[(item_id, row.annotator)] = line
+            if row.annotator not in identities:
+                identities.update(ensure_annotator_identities(study=study, names=[row.annotator]))
+            user_id = identities[row.annotator]
+            existing = taken.get((item_id, user_id))
+            if existing is not None:
+                existing, status = existing
+                if status != Assignment.Status.SUBMITTED:
+                    errors.extend([RecordError(line, f"annotator {row.annotator!r} has an assignment on item {row.item!r} that is {status} in Claimlab; only submitted labels can be replaced", "annotator")])
+                elif not update:
+                    errors.extend([RecordError(line, f"annotator {row.annotator!r} already has a label on item {row.item!r}; use --update to replace it", "annotator")])
+                elif not errors:
+                    _update_existing(existing, row, result)
+                continue
+            used = slots.setdefault(item_id, set())
+            free = next((slot for slot in range(study.annotators_per_item) if slot not in used), None)
+            if free is None:
+                errors.extend([RecordError(line, f"item {row.item!r} already has {study.annotators_per_item} annotations, the study's annotators per item", "item")])
+                continue
+            used.add(free)
+            if errors:
+                pending.clear()
+                continue
+            pending.append((_assignment(study, item_id, row, user_id, free, now), row))
+            if len(pending) >= BATCH_SIZE:
+                result.created += _flush(pending)
+        errors.raise_if_any()
         result.created += _flush(pending)
         _recount_slots(study)
     return result

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import IO, Any
 
-from ..formats import RecordError
+from django.db import transaction
+
+from ..formats import FileFormatError, RecordError, iter_records
 
 MAX_REPORTED_ERRORS = 50
 
@@ -55,3 +59,25 @@ class ErrorCollector:
 
     def fail(self) -> ImportFailed:
         return ImportFailed(self.errors, self.total)
+
+    def records(
+        self, stream: IO[bytes], fmt: str, result: ImportResult, *, max_line_bytes: int
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
+        """The readable records of a file, counted on `result`; the rest become errors here."""
+        try:
+            for line, record in iter_records(stream, fmt, max_line_bytes=max_line_bytes):
+                result.records += 1
+                if isinstance(record, RecordError):
+                    self.extend([record])
+                    continue
+                yield line, record
+        except FileFormatError as exc:
+            self.extend([exc.error])
+        if not self and result.records == 0:
+            self.extend([RecordError(None, "the file holds no records")])
+
+    def raise_if_any(self) -> None:
+        """Roll back the import's transaction and report, if anything was wrong."""
+        if self:
+            transaction.set_rollback(True)
+            raise self.fail()

@@ -9,7 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..bulk import insert_rows
-from ..formats import MAX_LINE_BYTES, FileFormatError, RecordError, iter_records
+from ..formats import MAX_LINE_BYTES, RecordError
 from ..importers import ItemRow, parse_preference_item, parse_verification_item
 from ..models import Item, Study
 from .errors import ErrorCollector, ImportResult
@@ -48,42 +48,31 @@ def import_items(
         systems = list(study.systems)
         to_create: list[tuple] = []
         to_update: list[Item] = []
-        try:
-            for line, record in iter_records(stream, fmt, max_line_bytes=max_line_bytes):
-                result.records += 1
-                if isinstance(record, RecordError):
-                    errors.extend([record])
+        for line, record in errors.records(stream, fmt, result, max_line_bytes=max_line_bytes):
+            row = _parse(study, line, record, systems)
+            if isinstance(row, list):
+                errors.extend(row)
+                continue
+            if study.is_preference and not systems:
+                systems = list(row.payload["lists"])
+            if row.external_id in seen:
+                errors.extend([RecordError(line, f"duplicate id {row.external_id!r}, first seen on line {seen[row.external_id]}", "id")])
+                continue
+            seen[row.external_id] = line
+            if row.external_id in existing:
+                if not update:
+                    errors.extend([RecordError(line, f"item {row.external_id!r} already exists in this study; use --update to replace it", "id")])
                     continue
-                row = _parse(study, line, record, systems)
-                if isinstance(row, list):
-                    errors.extend(row)
-                    continue
-                if study.is_preference and not systems:
-                    systems = list(row.payload["lists"])
-                if row.external_id in seen:
-                    errors.extend([RecordError(line, f"duplicate id {row.external_id!r}, first seen on line {seen[row.external_id]}", "id")])
-                    continue
-                seen[row.external_id] = line
-                if row.external_id in existing:
-                    if not update:
-                        errors.extend([RecordError(line, f"item {row.external_id!r} already exists in this study; use --update to replace it", "id")])
-                        continue
-                    to_update.append(_item(study, row, pk=existing[row.external_id]))
-                elif not errors:
-                    to_create.append(_new_item_row(study, row, next_position, now))
-                    next_position += 1
-                if errors:
-                    to_create.clear()
-                    to_update.clear()
-                elif len(to_create) >= BATCH_SIZE or len(to_update) >= BATCH_SIZE:
-                    result.created += _flush(to_create, to_update, result)
-        except FileFormatError as exc:
-            errors.extend([exc.error])
-        if not errors and result.records == 0:
-            errors.extend([RecordError(None, "the file holds no records")])
-        if errors:
-            transaction.set_rollback(True)
-            raise errors.fail()
+                to_update.append(_item(study, row, pk=existing[row.external_id]))
+            elif not errors:
+                to_create.append(_new_item_row(study, row, next_position, now))
+                next_position += 1
+            if errors:
+                to_create.clear()
+                to_update.clear()
+            elif len(to_create) >= BATCH_SIZE or len(to_update) >= BATCH_SIZE:
+                result.created += _flush(to_create, to_update, result)
+        errors.raise_if_any()
         result.created += _flush(to_create, to_update, result)
         if study.is_preference and systems != study.systems:
             study.systems = systems
