@@ -20,5 +20,7 @@ urlpatterns = [
         name="api-docs",
     ),
     path("api/", include("annotation.api_urls")),
+    path("api/", include("metaeval.api_urls")),
     path("", include("annotation.urls")),
+    path("", include("metaeval.urls")),
 ]

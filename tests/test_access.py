@@ -37,7 +37,7 @@ def study_routes() -> list[URLPattern]:
 
 def route_kwargs(pattern: URLPattern, slug: str, item_id: str, job_id: int) -> dict:
     names = set(re.compile(pattern.pattern.regex.pattern).groupindex)
-    values = {"slug": slug, "external_id": item_id, "pk": job_id, "fmt": "csv"}
+    values = {"slug": slug, "external_id": item_id, "pk": job_id, "fmt": "csv", "chart": "labels", "ext": "svg"}
     unknown = names - set(values)
     assert not unknown, f"test does not know how to fill {unknown} for {pattern.name}"
     return {name: values[name] for name in names}

@@ -9,6 +9,9 @@ rating; a missing rating is an absent row)::
     table = stats.build_table(df, ["supported", "contradicted", "inconclusive"])
     print(stats.agreement_summary(table, collapse=stats.VERISCORE_BINARY)["fleiss_kappa"])
 
+Factuality scores (``factscore``, ``veriscore_f1_at_k``, ``ragas_faithfulness``,
+``credibility``) take a claim table and return counts beside every fraction.
+
 Every coefficient returns an ``Estimate`` (``value`` is None with a
 ``reason`` when undefined, ``n_items``, optional ``ci``, ``extra`` counts);
 ``json_ready`` / ``Estimate.to_dict`` never emit NaN.
@@ -40,6 +43,15 @@ from .preference import (
     sign_test,
     winners,
 )
+from .credibility import credibility
+from .scores import (
+    claim_scores,
+    factscore,
+    ragas_faithfulness,
+    response_counts,
+    veriscore_f1_at_k,
+    veriscore_k,
+)
 from .summary import agreement_summary
 from .table import RatingTable, build_table, collapse_labels
 from .verifier import (
@@ -66,14 +78,17 @@ __all__ = [
     "bootstrap_ci",
     "bootstrap_distribution",
     "build_table",
+    "claim_scores",
     "classification_metrics",
     "cohen_kappa",
     "collapse_labels",
     "consensus_distribution",
+    "credibility",
     "fleiss_kappa",
     "fleiss_kappa_generalized",
     "full_agreement",
     "gwet_ac1",
+    "factscore",
     "human_ceiling",
     "json_ready",
     "krippendorff_alpha",
@@ -86,10 +101,14 @@ __all__ = [
     "percentile_ci",
     "position_bias",
     "prediction_codes",
+    "ragas_faithfulness",
+    "response_counts",
     "preference_counts",
     "preference_counts_by",
     "randolph_kappa",
     "sign_test",
     "verifier_vs_majority",
+    "veriscore_f1_at_k",
+    "veriscore_k",
     "winners",
 ]

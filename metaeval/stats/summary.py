@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .agreement import (
@@ -26,16 +27,41 @@ from .agreement import (
     percent_agreement,
     randolph_kappa,
 )
-from .bootstrap import bootstrap_ci
+from .bootstrap import bootstrap_ci, percentile_ci
+from .cohen_bootstrap import cohen_bootstrap, cohen_bootstrap_unavailable
 from .estimate import Estimate, json_ready
 from .table import RatingTable, as_table
 
 __all__ = ["agreement_summary"]
 
 
-def _pairs(table: RatingTable, weights: str | None) -> tuple[list[dict], dict]:
+PairBoot = dict[str | None, tuple[np.ndarray, np.ndarray]] | str | None
+
+
+def _with_ci(est: Estimate, dist: np.ndarray, confidence: float, seed: int | None) -> Estimate:
+    if not est.defined:
+        return est
+    return est.with_ci(percentile_ci(dist, confidence), ci_method="percentile bootstrap over items",
+                       confidence=confidence, n_resamples=len(dist), n_undefined=int((~np.isfinite(dist)).sum()),
+                       seed=seed)
+
+
+def _pairs(table: RatingTable, weights: str | None, boot: PairBoot = None, confidence: float = 0.95,
+           seed: int | None = 0) -> tuple[list[dict], dict]:
+    """Pairwise kappas and their mean, with bootstrap intervals when ``boot`` holds the resamples.
+
+    ``boot`` is None (no intervals asked for), the reason none could be
+    computed, or ``cohen_bootstrap``'s output.
+    """
     pairs = pairwise_cohen_kappa(table, weights=weights)  # confusions are cached on the table
-    return [p.to_dict() for p in pairs], mean_cohen_kappa(table, weights=weights).to_dict()
+    mean = mean_cohen_kappa(table, weights=weights)
+    if isinstance(boot, dict):
+        per_pair, mean_dist = boot[weights]
+        pairs = [_with_ci(p, per_pair[:, q], confidence, seed) for q, p in enumerate(pairs)]
+        mean = _with_ci(mean, mean_dist, confidence, seed)
+    elif isinstance(boot, str) and mean.defined:
+        mean = mean.with_ci(None, ci_unavailable=boot)
+    return [p.to_dict() for p in pairs], mean.to_dict()
 
 
 def agreement_summary(data: RatingTable | pd.DataFrame, categories: Sequence[Hashable] | None = None, *,
@@ -80,10 +106,15 @@ def agreement_summary(data: RatingTable | pd.DataFrame, categories: Sequence[Has
         "categories": list(table.categories),
     }
     out.update({name: e.to_dict() for name, e in est.items()})
-    out["pairwise_cohen_kappa"], out["mean_cohen_kappa"] = _pairs(table, None)
-    if ordinal:
-        for w in ("linear", "quadratic"):
-            out[f"pairwise_cohen_kappa_{w}"], out[f"mean_cohen_kappa_{w}"] = _pairs(table, w)
+    weights: list[str | None] = [None, "linear", "quadratic"] if ordinal else [None]
+    boot: PairBoot = None
+    if ci:
+        boot = cohen_bootstrap_unavailable(table) or cohen_bootstrap(table, weights, n_resamples=n_resamples,
+                                                                      seed=seed)
+    for w in weights:
+        suffix = f"_{w}" if w else ""
+        out[f"pairwise_cohen_kappa{suffix}"], out[f"mean_cohen_kappa{suffix}"] = _pairs(
+            table, w, boot, confidence, seed)
     out["consensus"] = consensus_distribution(table)
     out["label_distribution"] = label_distribution(table)
     if collapse is not None:

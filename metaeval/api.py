@@ -1,0 +1,35 @@
+"""DRF face of the report: the same dict as the CLI's ``--format json``."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.permissions import IsStudyResearcher
+
+from .reporting import build_report, options_from_query
+from .serializers import ReportSerializer
+
+
+class StudyReport(APIView):
+    """A study's meta-evaluation report: agreement with intervals, preference analysis, factuality scores."""
+
+    permission_classes = [IsStudyResearcher]
+
+    @extend_schema(
+        operation_id="study_report",
+        parameters=[
+            OpenApiParameter("by_domain", OpenApiTypes.BOOL, description="Add agreement per domain."),
+            OpenApiParameter("binary", OpenApiTypes.BOOL, description="Add the binary collapse of the labels."),
+            OpenApiParameter("source_type", str, many=True,
+                             description="Credibility: keep only these evidence source types (repeat or comma)."),
+            OpenApiParameter("exclude_source_type", str, many=True,
+                             description="Credibility: leave out these evidence source types."),
+        ],
+        responses=ReportSerializer,
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(build_report(self.study, options_from_query(request.query_params)))

@@ -1,0 +1,177 @@
+"""Report charts drawn with matplotlib (Agg, no pyplot state) as SVG or PDF for a paper.
+
+The SVG is rewritten so that it carries no ``style`` attribute, no
+``<style>`` element and no comments: the page's Content Security Policy
+(``style-src 'self'``) then holds even when the file is opened on its own,
+and no label text from the data is echoed outside the drawn glyphs.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import re
+from collections.abc import Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+__all__ = ["CHART_FORMATS", "label_distribution_figure", "preference_figure", "agreement_matrix_figure",
+           "render", "strip_inline_styles"]
+
+CHART_FORMATS = {"svg": "image/svg+xml", "pdf": "application/pdf"}
+PALETTE = {"a_strong": "#1f4e79", "a_slight": "#6f9fd8", "tie": "#b8bec9", "b_slight": "#e8a15c",
+           "b_strong": "#b4530f"}
+ACCENT = "#2f6db0"
+
+_STYLE_ATTR = re.compile(r'\sstyle="([^"]*)"')
+_STYLE_ELEMENT = re.compile(r"<style[^>]*>(.*?)</style>", re.S)
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+# CSS properties matplotlib writes that SVG also accepts as presentation attributes.
+_PRESENTATION = {
+    "fill", "fill-opacity", "fill-rule", "stroke", "stroke-width", "stroke-opacity", "stroke-linejoin",
+    "stroke-linecap", "stroke-dasharray", "stroke-dashoffset", "stroke-miterlimit", "opacity", "clip-path",
+    "font-family", "font-size", "font-style", "font-weight", "text-anchor", "dominant-baseline",
+}
+
+
+def _declarations(css: str) -> list[tuple[str, str]]:
+    out = []
+    for part in css.split(";"):
+        if part.strip():
+            name, _, value = part.partition(":")
+            name = name.strip()
+            if name not in _PRESENTATION:
+                raise ValueError(f"SVG style property {name!r} has no presentation attribute")
+            out.append((name, value.strip()))
+    return out
+
+
+def _attributes(css: str) -> str:
+    return "".join(f' {name}="{html.escape(value, quote=True)}"' for name, value in _declarations(css))
+
+
+def strip_inline_styles(svg: str) -> str:
+    """Move matplotlib's inline CSS into presentation attributes; drop comments.
+
+    The one global rule (``*{stroke-linejoin: round; ...}``) becomes
+    attributes of the root ``<svg>``: they are inherited, and an element's
+    own attribute still wins, as its inline style did.
+    """
+    svg = _COMMENT.sub("", svg)
+    global_rules = []
+    for body in _STYLE_ELEMENT.findall(svg):
+        for rule in re.findall(r"\*\s*\{([^}]*)\}", body):
+            global_rules.append(rule)
+        if re.sub(r"\*\s*\{[^}]*\}", "", body).strip():
+            raise ValueError("unexpected CSS in the SVG's <style> element")
+    svg = _STYLE_ELEMENT.sub("", svg)
+    svg = _STYLE_ATTR.sub(lambda m: _attributes(m.group(1)), svg)
+    root_attrs = "".join(_attributes(rule) for rule in global_rules)
+    return re.sub(r"<svg\b", "<svg" + root_attrs, svg, count=1)
+
+
+def render(figure: Figure, fmt: str) -> bytes:
+    """The figure as SVG (CSP-clean) or PDF bytes, without timestamps so output is stable."""
+    buffer = io.BytesIO()
+    if fmt == "svg":
+        with matplotlib.rc_context({"svg.hashsalt": "claimlab"}):  # stable element ids
+            figure.savefig(buffer, format="svg", metadata={"Date": None})
+        return strip_inline_styles(buffer.getvalue().decode("utf-8")).encode("utf-8")
+    if fmt == "pdf":
+        figure.savefig(buffer, format="pdf", metadata={"CreationDate": None, "ModDate": None})
+        return buffer.getvalue()
+    raise ValueError(f"unknown chart format {fmt!r}; use {' or '.join(CHART_FORMATS)}")
+
+
+def _figure(width: float, height: float) -> Figure:
+    figure = Figure(figsize=(width, height), layout="constrained")
+    figure.patch.set_facecolor("white")
+    return figure
+
+
+def _empty(figure: Figure, title: str, message: str) -> Figure:
+    ax = figure.add_subplot()
+    ax.set_axis_off()
+    ax.set_title(title)
+    ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes, color="#5b6577")
+    return figure
+
+
+def label_distribution_figure(counts: Mapping[str, int], *, title: str = "Label distribution") -> Figure:
+    """Bars of how often each declared label was given, with counts and shares."""
+    figure = _figure(6.0, 3.4)
+    total = sum(counts.values())
+    if not total:
+        return _empty(figure, title, "No labels yet")
+    ax = figure.add_subplot()
+    labels, values = list(counts), list(counts.values())
+    bars = ax.bar(range(len(labels)), values, color=ACCENT)
+    ax.set_xticks(range(len(labels)), labels, rotation=20 if len(labels) > 4 else 0)
+    ax.bar_label(bars, [f"{v}\n({v / total:.1%})" for v in values], fontsize=8)
+    ax.set_ylabel("labels")
+    ax.set_ylim(0, max(values) * 1.25)
+    ax.set_title(f"{title} (n = {total})")
+    ax.spines[["top", "right"]].set_visible(False)
+    return figure
+
+
+def preference_figure(rows: Sequence[tuple[str, Mapping[str, int]]], systems: Sequence[str]) -> Figure:
+    """Horizontal stacked bars per scope: A strong / A slight / tie / B slight / B strong (shares)."""
+    figure = _figure(7.0, 1.2 + 0.45 * max(len(rows), 1))
+    if not rows or not any(sum(c.values()) for _, c in rows):
+        return _empty(figure, "Preferences", "No judgements yet")
+    a, b = systems
+    parts = [("a_strong", f"{a} much better"), ("a_slight", f"{a} slightly better"), ("tie", "tie"),
+             ("b_slight", f"{b} slightly better"), ("b_strong", f"{b} much better")]
+    ax = figure.add_subplot()
+    names = [name for name, _ in rows]
+    totals = np.array([max(sum(c.values()), 1) for _, c in rows], dtype=float)
+    left = np.zeros(len(rows))
+    for key, label in parts:
+        share = np.array([c.get(key, 0) for _, c in rows]) / totals
+        ax.barh(range(len(rows)), share, left=left, color=PALETTE[key], label=label, edgecolor="white")
+        for y, (x0, w) in enumerate(zip(left, share)):
+            if w >= 0.06:
+                ax.text(x0 + w / 2, y, f"{w:.0%}", ha="center", va="center", fontsize=7,
+                        color="white" if key.endswith("strong") else "#1d2330")
+        left += share
+    ax.set_yticks(range(len(rows)), [f"{name} (n={int(t)})" for name, t in zip(names, totals)])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+    ax.legend(ncols=3, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), frameon=False)
+    ax.set_title("Preferences, strong and slight")
+    ax.spines[["top", "right"]].set_visible(False)
+    return figure
+
+
+def agreement_matrix_figure(annotators: Sequence[str], kappa: np.ndarray, n: np.ndarray) -> Figure:
+    """Annotator x annotator Cohen kappa heatmap, each cell with kappa and items shared."""
+    size = max(3.2, 1.0 + 0.55 * len(annotators))
+    figure = _figure(size + 1.2, size)
+    if len(annotators) < 2:
+        return _empty(figure, "Pairwise Cohen's kappa", "Fewer than two annotators")
+    ax = figure.add_subplot()
+    masked = np.ma.masked_invalid(kappa)
+    mesh = ax.pcolormesh(masked, cmap="RdBu", vmin=-1, vmax=1, edgecolors="white", linewidth=0.5)
+    if len(annotators) <= 20:
+        for i in range(len(annotators)):
+            for j in range(len(annotators)):
+                text = "—" if np.isnan(kappa[i, j]) else f"{kappa[i, j]:.2f}"
+                if i != j and n[i, j]:
+                    text += f"\nn={int(n[i, j])}"
+                ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=7,
+                        color="white" if not np.isnan(kappa[i, j]) and abs(kappa[i, j]) > 0.6 else "#1d2330")
+    ticks = np.arange(len(annotators)) + 0.5
+    ax.set_xticks(ticks, annotators, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(ticks, annotators, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_aspect("equal")
+    figure.colorbar(mesh, ax=ax, shrink=0.8, label="Cohen's kappa")
+    ax.set_title("Pairwise Cohen's kappa")
+    return figure

@@ -1,0 +1,57 @@
+"""``manage.py report STUDY``: the meta-evaluation report as JSON, CSV or a standalone HTML file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotation.management.base import study_by_slug
+from metaeval.reporting import ReportOptions, build_report
+from metaeval.reporting.csv_format import report_csv
+from metaeval.reporting.html_format import report_html
+
+
+def _types(value: str | None) -> tuple[str, ...]:
+    return tuple(part.strip() for part in (value or "").split(",") if part.strip())
+
+
+class Command(BaseCommand):
+    help = "Print or write a study's meta-evaluation report (agreement, preferences, factuality scores)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("study", help="study slug")
+        parser.add_argument("--format", choices=["json", "csv", "html"], default="json")
+        parser.add_argument("--by-domain", action="store_true", help="add agreement per domain")
+        parser.add_argument("--binary", action="store_true", help="add agreement on the binary collapse")
+        parser.add_argument("--source-types", metavar="A,B", help="credibility: only these evidence source types")
+        parser.add_argument("--exclude-source-types", metavar="A,B", help="credibility: leave out these types")
+        parser.add_argument("--output", metavar="FILE", help="write here instead of standard output")
+
+    def handle(self, *args, **options) -> None:
+        study = study_by_slug(options["study"])
+        report_options = ReportOptions(
+            by_domain=options["by_domain"],
+            binary=options["binary"],
+            source_types=_types(options["source_types"]) or None,
+            exclude_source_types=_types(options["exclude_source_types"]),
+        )
+        report = build_report(study, report_options)
+        fmt = options["format"]
+        if fmt == "json":
+            text = json.dumps(report, indent=2, allow_nan=False) + "\n"
+        elif fmt == "csv":
+            text = report_csv(report)
+        else:
+            text = report_html(study, report)
+        if not options["output"]:
+            self.stdout.write(text, ending="")
+            return
+        path = Path(options["output"])
+        if not path.parent.exists():
+            raise CommandError(f"the folder {path.parent} does not exist")
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(text, encoding="utf-8", newline="")
+        partial.replace(path)
+        self.stderr.write(f"Wrote {path}")

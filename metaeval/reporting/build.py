@@ -1,0 +1,60 @@
+"""The report service: one JSON-ready dict that the page, the CLI and the API all render.
+
+Reads go through ``metaeval.selectors`` (three queries for labels, items and
+evidence), statistics through ``metaeval.stats``; this module only decides
+which rows feed which section.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from annotation.models import Study
+from metaeval import selectors
+
+from .agreement import agreement_sections, categories_for
+from .disagreements import disagreements
+from .options import ReportOptions
+from .preference import preference_section
+from .scores import scores_section
+
+__all__ = ["build_report", "GOLD_RULE"]
+
+GOLD_RULE = ("items with a gold label are quality-control items: they are left out of agreement, preference "
+             "analysis and the disagreement list, and kept in the factuality scores")
+
+
+def _annotators(labels) -> list[dict[str, Any]]:
+    counts = labels["annotator"].value_counts()
+    return [{"annotator": str(name), "n_annotations": int(n)} for name, n in sorted(counts.items())]
+
+
+def build_report(study: Study, options: ReportOptions | None = None) -> dict[str, Any]:
+    """The study's full meta-evaluation report (issue 4's JSON shape, with more keys)."""
+    options = options or ReportOptions()
+    labels = selectors.label_frame(study, include_gold=True)
+    items = selectors.item_frame(study)
+    agreed = labels.loc[labels["gold_label"] == ""]
+    report: dict[str, Any] = {
+        "study": study.slug,
+        "name": study.name,
+        "kind": study.kind,
+        "labels": categories_for(study),
+        "systems": list(study.systems),
+        "annotators_per_item": study.annotators_per_item,
+        "options": options.as_dict(),
+        "n_items": int(len(items)),
+        "n_items_annotated": int(labels["item"].nunique()),
+        "n_items_gold": int((items["gold_label"] != "").sum()),
+        "gold_rule": GOLD_RULE,
+        "n_annotators": int(labels["annotator"].nunique()),
+        "n_annotations": int(len(labels)),
+        "annotators": _annotators(labels),
+    }
+    report.update(agreement_sections(agreed, study, options))
+    report["preference"] = preference_section(agreed, study, options)
+    evidence = selectors.evidence_frame(study) if not study.is_preference else None
+    report["scores"] = scores_section(labels, items, evidence, study, options) if evidence is not None else None
+    report["disagreements"] = disagreements(agreed)
+    report["n_disagreements"] = len(report["disagreements"])
+    return report

@@ -1,0 +1,76 @@
+"""The data behind each report chart, computed without the rest of the report.
+
+A chart request must not pay for bootstraps or scores it does not draw, so
+each chart reads only the label frame and the statistic it shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from annotation.models import Study
+from metaeval import charts, selectors, stats
+
+from .agreement import agreement_table
+
+__all__ = ["CHARTS", "ChartNotApplicable", "chart_figure", "chart_names"]
+
+
+class ChartNotApplicable(Exception):
+    """The chart makes no sense for this study (e.g. preference bars of a verification study)."""
+
+
+def _labels(study: Study) -> Figure:
+    frame = selectors.label_frame(study)
+    counts = frame["label"].value_counts()
+    return charts.label_distribution_figure({label: int(counts.get(label, 0)) for label in study.labels})
+
+
+def _preference(study: Study) -> Figure:
+    if not study.is_preference or len(study.systems) != 2:
+        raise ChartNotApplicable("preference bars are drawn for preference studies with two systems")
+    frame = selectors.label_frame(study)
+    judged = frame.loc[frame["label"].isin(stats.PREFERENCE_LABELS)]
+    rows = [("all", judged["label"].value_counts().to_dict())]
+    domains = sorted(judged["domain"].unique())
+    if len(domains) > 1:
+        rows += [(str(d), judged.loc[judged["domain"] == d, "label"].value_counts().to_dict()) for d in domains]
+    return charts.preference_figure(rows, study.systems)
+
+
+def _agreement(study: Study) -> Figure:
+    table, _ = agreement_table(selectors.label_frame(study), study)
+    names = [str(name) for name in table.annotator_index]
+    index = {name: i for i, name in enumerate(names)}
+    kappa = np.full((len(names), len(names)), np.nan)
+    n = np.zeros((len(names), len(names)), dtype=int)
+    np.fill_diagonal(kappa, 1.0)
+    for pair in stats.pairwise_cohen_kappa(table):
+        a, b = (index[str(x)] for x in pair.extra["annotators"])
+        n[a, b] = n[b, a] = pair.n_items
+        if pair.value is not None:
+            kappa[a, b] = kappa[b, a] = pair.value
+    return charts.agreement_matrix_figure(names, kappa, n)
+
+
+CHARTS: dict[str, tuple[str, Callable[[Study], Figure]]] = {
+    "labels": ("Label distribution", _labels),
+    "preference": ("Preferences, strong and slight", _preference),
+    "agreement": ("Pairwise Cohen's kappa between annotators", _agreement),
+}
+
+
+def chart_figure(study: Study, name: str) -> Figure:
+    """The named chart of the study; KeyError for an unknown name."""
+    return CHARTS[name][1](study)
+
+
+def chart_names(study: Study) -> list[str]:
+    """The charts that apply to this study, in page order."""
+    names = ["labels", "agreement"]
+    if study.is_preference:
+        names.insert(1, "preference")
+    return names

@@ -1,0 +1,137 @@
+"""The report as one long CSV: a row per number, so a spreadsheet or R can filter it.
+
+Columns: ``section, scope, statistic, value, ci_low, ci_high, n, note``.
+Text cells that a spreadsheet would run as a formula (starting with
+``= + - @``, tab or CR) are prefixed with ``'``; numbers are written as they are.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from typing import Any
+
+from .present import Row, agreement_rows, estimate_row, pair_rows
+
+__all__ = ["CSV_COLUMNS", "report_csv"]
+
+CSV_COLUMNS = ["section", "scope", "statistic", "value", "ci_low", "ci_high", "n", "note"]
+_RISKY = ("=", "+", "-", "@", "\t", "\r")
+
+Line = tuple[str, str, str, Any, Any, Any, Any, str]
+
+
+def _safe(cell: Any) -> Any:
+    if isinstance(cell, str) and cell.startswith(_RISKY):
+        return "'" + cell
+    return "" if cell is None else cell
+
+
+def _rows(section: str, scope: str, rows: list[Row]) -> Iterator[Line]:
+    for row in rows:
+        yield section, scope, row.key or row.name, row.value, row.ci_low, row.ci_high, row.n, row.note
+
+
+def _summary_lines(section: str, scope: str, summary: dict[str, Any] | None) -> Iterator[Line]:
+    if not summary:
+        return
+    if summary.get("available") is False:
+        yield section, scope, "unavailable", None, None, None, None, summary["reason"]
+        return
+    yield from _rows(section, scope, agreement_rows(summary))
+    for weights in ("", "linear", "quadratic"):
+        for row in pair_rows(summary, weights):
+            name = f"cohen_kappa{'_' + weights if weights else ''}[{row.name}]"
+            yield section, scope, name, row.value, row.ci_low, row.ci_high, row.n, row.note
+    for pattern, count in summary.get("consensus", {}).items():
+        yield section, scope, f"consensus[{pattern}]", count, None, None, summary["n_items"], "items"
+    dist = summary.get("label_distribution", {})
+    for label, count in dist.get("counts", {}).items():
+        share = dist["shares"][label]
+        yield section, scope, f"label_count[{label}]", count, None, None, dist["n_ratings"], (
+            f"share {share:.4f}" if share is not None else "")
+
+
+def _preference_lines(pref: dict[str, Any] | None) -> Iterator[Line]:
+    if not pref:
+        return
+    if pref.get("available") is False:
+        yield "preference", "all", "unavailable", None, None, None, None, pref["reason"]
+        return
+    scopes = [("all", pref["counts"])] + [(f"domain:{d}", c) for d, c in pref["by_domain"].items()]
+    for scope, counts in scopes:
+        for system, values in counts["systems"].items():
+            for key in ("wins", "wins_strong", "wins_slight", "ties", "losses", "losses_strong", "losses_slight"):
+                yield "preference", scope, f"{key}[{system}]", values[key], None, None, counts["n"], "judgements"
+        if "sign_test" in counts:
+            test = counts["sign_test"]
+            yield from _rows("preference", scope, [estimate_row("sign_test", test, f"sign_test_share_{pref['systems'][0]}")])
+            yield "preference", scope, "sign_test_p_value", test.get("p_value"), None, None, test["n_items"], ""
+    for key in ("sign_test", "sign_test_items", "position_bias"):
+        test = pref[key]
+        yield from _rows("preference", "all", [estimate_row(key, test, key)])
+        yield "preference", "all", f"{key}_p_value", test.get("p_value"), None, None, test["n_items"], test.get("test", "")
+    yield from _summary_lines("preference_three_way", "all", pref["three_way"])
+
+
+def _score_lines(scores: dict[str, Any] | None) -> Iterator[Line]:
+    if not scores:
+        return
+    if scores.get("available") is False:
+        yield "scores", "all", "unavailable", None, None, None, None, scores["reason"]
+        return
+    for source in ("human", "gold"):
+        block = scores[source]
+        if block.get("available") is False:
+            yield f"scores_{source}", "all", "unavailable", None, None, None, None, block["reason"]
+            continue
+        for name, key in (("factscore", "factscore"), ("ragas_faithfulness", "faithfulness")):
+            part = block[name]
+            for system, entry in [("all", part["overall"]), *part["per_system"].items()]:
+                est = entry[key]
+                counts = (f"supported {entry['supported']}, not supported {entry['not_supported']}, "
+                          f"excluded {entry['excluded']}, no verdict {entry['no_verdict']}")
+                yield (f"scores_{source}", f"system:{system}", name, est["value"], *(est["ci"] or (None, None)),
+                       est["n_items"], est["reason"] or counts)
+        for domain, entry in block["veriscore"]["by_domain"].items():
+            yield f"scores_{source}", f"domain:{domain}", "veriscore_k", entry["k"], None, None, entry["n_responses_for_k"], entry["k_source"]
+            for system, values in [*entry["systems"].items(), ("all", entry["all_systems"])]:
+                est = values["f1_at_k"]
+                yield (f"scores_{source}", f"domain:{domain}|system:{system}", "veriscore_f1_at_k", est["value"],
+                       *(est["ci"] or (None, None)), est["n_items"], est["reason"] or "")
+    cred = scores["credibility"]
+    if cred.get("available") is False:
+        yield "credibility", "all", "unavailable", None, None, None, None, cred["reason"]
+        return
+    included = ", ".join(cred["source_types_included"])
+    for system, entry in [("all", cred["overall"]), *cred["per_system"].items()]:
+        est = entry["value"]
+        yield "credibility", f"system:{system}", "credibility", est["value"], None, None, est["n_items"], (
+            est["reason"] or f"support {est['support']}, not support {est['not_support']}, irrelevant "
+                             f"{est['irrelevant']}; source types: {included}")
+
+
+def _lines(report: dict[str, Any]) -> Iterator[Line]:
+    for key in ("n_items", "n_items_annotated", "n_items_gold", "n_annotators", "n_annotations", "n_disagreements"):
+        yield "study", report["study"], key, report[key], None, None, None, ""
+    yield from _summary_lines("agreement", "all", report["agreement"])
+    yield from _summary_lines("binary", "all", report["binary"])
+    for domain, summary in (report["by_domain"] or {}).items():
+        yield from _summary_lines("by_domain", f"domain:{domain}", summary)
+        yield from _summary_lines("by_domain_binary", f"domain:{domain}", summary.get("binary"))
+    yield from _preference_lines(report["preference"])
+    yield from _score_lines(report["scores"])
+    for entry in report["disagreements"]:
+        labels = "; ".join(f"{who}={label}" for who, label in entry["labels"].items())
+        yield "disagreement", f"item:{entry['item']}", entry["pattern"], None, None, None, len(entry["labels"]), labels
+
+
+def report_csv(report: dict[str, Any]) -> str:
+    """The whole report as CSV text (UTF-8, one number per row)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for line in _lines(report):
+        writer.writerow([_safe(cell) for cell in line])
+    return buffer.getvalue()

@@ -1,0 +1,108 @@
+"""The report as HTML: the context both the page and the standalone file render.
+
+The page (``templates/metaeval/report.html``) and the file written by
+``manage.py report --format html`` share ``_report_body.html``; the file
+embeds its charts as data URIs and its stylesheet, so it opens offline
+on its own.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+from django.contrib.staticfiles import finders
+from django.template.loader import render_to_string
+from django.utils.safestring import SafeString, mark_safe
+
+from annotation.models import Study
+from metaeval import charts
+
+from .charts import CHARTS, chart_figure, chart_names
+from .present import (
+    agreement_rows,
+    ceiling_rows,
+    credibility_rows,
+    domain_rows,
+    pair_rows,
+    preference_rows,
+    score_rows,
+    veriscore_rows,
+)
+
+__all__ = ["DISAGREEMENT_LIMIT", "report_context", "report_html"]
+
+#: The page lists this many disagreements; the JSON and CSV hold them all.
+DISAGREEMENT_LIMIT = 500
+STYLESHEETS = ("css/claimlab.css", "css/report.css")
+
+
+def _score_context(block: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not block or block.get("available") is False:
+        return None
+    return {
+        "factscore_rows": score_rows(block["factscore"], "factscore"),
+        "ragas_rows": score_rows(block["ragas_faithfulness"], "faithfulness"),
+        "veriscore_rows": veriscore_rows(block["veriscore"]),
+    }
+
+
+def _preference_context(pref: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not pref or pref.get("available") is False:
+        return None
+    return {
+        "rows": preference_rows(pref["counts"]),
+        "domains": [{"domain": domain, "rows": preference_rows(counts), "n": counts["n"],
+                     "sign_test": counts["sign_test"]} for domain, counts in pref["by_domain"].items()],
+        "three_way_rows": agreement_rows(pref["three_way"]),
+    }
+
+
+def report_context(study: Study, report: dict[str, Any], *, chart_sources: dict[str, dict[str, str]],
+                   link_items: bool) -> dict[str, Any]:
+    """Template context for the report body; ``chart_sources[name] = {"svg": src, "pdf": href}``."""
+    agreement = report["agreement"]
+    scores = report["scores"] if report["scores"] and report["scores"].get("available") is not False else None
+    credibility = scores["credibility"] if scores else None
+    return {
+        "study": study,
+        "report": report,
+        "agreement_rows": agreement_rows(agreement),
+        "binary_rows": agreement_rows(report["binary"]),
+        "pair_rows": pair_rows(agreement),
+        "pair_rows_linear": pair_rows(agreement, "linear"),
+        "pair_rows_quadratic": pair_rows(agreement, "quadratic"),
+        "domain_rows": domain_rows(report["by_domain"]),
+        "preference": _preference_context(report["preference"]),
+        "human_scores": _score_context(scores["human"]) if scores else None,
+        "gold_scores": _score_context(scores["gold"]) if scores else None,
+        "credibility_rows": (credibility_rows(credibility)
+                             if credibility and credibility.get("available") is not False else None),
+        "ceiling_rows": ceiling_rows(report["human_ceiling"]),
+        "disagreements": report["disagreements"][:DISAGREEMENT_LIMIT],
+        "disagreements_cut": max(0, len(report["disagreements"]) - DISAGREEMENT_LIMIT),
+        "charts": [{"name": name, "title": CHARTS[name][0], **chart_sources[name]} for name in chart_names(study)
+                   if name in chart_sources],
+        "link_items": link_items,
+    }
+
+
+def _stylesheet() -> SafeString:
+    """Our own static CSS, inlined into the standalone file (no data in it, so safe to mark)."""
+    parts = []
+    for name in STYLESHEETS:
+        path = finders.find(name)
+        if path:
+            parts.append(Path(path).read_text(encoding="utf-8").replace("</", "<\\/"))
+    return mark_safe("\n".join(parts))  # noqa: S308 - project stylesheet, not user data
+
+
+def report_html(study: Study, report: dict[str, Any]) -> str:
+    """A standalone HTML document: styles inlined, charts as data URIs, no links to the server."""
+    sources = {}
+    for name in chart_names(study):
+        svg = charts.render(chart_figure(study, name), "svg")
+        sources[name] = {"svg": "data:image/svg+xml;base64," + base64.b64encode(svg).decode("ascii"), "pdf": ""}
+    context = report_context(study, report, chart_sources=sources, link_items=False)
+    return render_to_string("metaeval/report_document.html", {**context, "stylesheet": _stylesheet()})

@@ -1,0 +1,69 @@
+"""What a report is asked to contain; one object shared by page, CLI and API."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = ["ReportOptions", "options_from_query"]
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """``by_domain`` / ``binary`` add those sections (the CLI's flags).
+
+    ``source_types`` keeps only those evidence source types in credibility
+    (None = all); ``exclude_source_types`` drops some. Bootstrap settings are
+    fixed by default so that the same data always gives the same intervals.
+    """
+
+    by_domain: bool = False
+    binary: bool = False
+    n_resamples: int = 1000
+    confidence: float = 0.95
+    seed: int = 0
+    source_types: tuple[str, ...] | None = None
+    exclude_source_types: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.n_resamples <= 100_000:
+            raise ValueError("n_resamples must be between 0 and 100,000")
+        if not 0 < self.confidence < 1:
+            raise ValueError("confidence must be between 0 and 1")
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["source_types"] = list(self.source_types) if self.source_types is not None else None
+        out["exclude_source_types"] = list(self.exclude_source_types)
+        return out
+
+
+def _split(values: list[str]) -> tuple[str, ...]:
+    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+
+
+def options_from_query(query: Mapping[str, Any], *, by_domain: bool | None = None,
+                       binary: bool | None = None) -> ReportOptions:
+    """Options from a GET query (``by_domain``, ``binary``, ``source_type``, ``exclude_source_type``).
+
+    ``source_type`` and ``exclude_source_type`` may repeat or hold commas.
+    ``by_domain`` / ``binary`` arguments override the query (the page always
+    shows both).
+    """
+    def flag(name: str) -> bool:
+        return str(query.get(name, "")).strip().lower() in _TRUE
+
+    def many(name: str) -> list[str]:
+        getlist = getattr(query, "getlist", None)
+        return list(getlist(name)) if getlist else ([query[name]] if name in query else [])
+
+    included = _split(many("source_type"))
+    return ReportOptions(
+        by_domain=flag("by_domain") if by_domain is None else by_domain,
+        binary=flag("binary") if binary is None else binary,
+        source_types=included or None,
+        exclude_source_types=_split(many("exclude_source_type")),
+    )

@@ -1,0 +1,138 @@
+"""Report dict -> plain table rows, shared by the HTML page, the standalone HTML and the CSV.
+
+Rows carry raw numbers (None when undefined, with the reason as the note);
+formatting to three decimals is left to each renderer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Row", "AGREEMENT_STATISTICS", "estimate_row", "agreement_rows", "pair_rows", "domain_rows", "ceiling_rows",
+           "preference_rows", "score_rows", "credibility_rows", "veriscore_rows"]
+
+#: (key in an agreement summary, display name), in the order a paper would list them.
+AGREEMENT_STATISTICS = (
+    ("fleiss_kappa", "Fleiss' kappa (items with all N ratings)"),
+    ("fleiss_kappa_generalized", "Fleiss' kappa, generalised (Gwet; items with 2+ ratings)"),
+    ("krippendorff_alpha", "Krippendorff's alpha, nominal"),
+    ("krippendorff_alpha_ordinal", "Krippendorff's alpha, ordinal"),
+    ("krippendorff_alpha_interval", "Krippendorff's alpha, interval"),
+    ("mean_cohen_kappa", "Mean pairwise Cohen's kappa"),
+    ("mean_cohen_kappa_linear", "Mean pairwise Cohen's kappa, linear weights"),
+    ("mean_cohen_kappa_quadratic", "Mean pairwise Cohen's kappa, quadratic weights"),
+    ("gwet_ac1", "Gwet's AC1"),
+    ("randolph_kappa", "Randolph's free-marginal kappa"),
+    ("percent_agreement", "Percent (pairwise) agreement"),
+    ("full_agreement", "Share of items with full agreement"),
+    ("majority_agreement", "Share of items with a strict majority"),
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One statistic: value, interval, the n it rests on and a note (the reason when undefined)."""
+
+    name: str
+    value: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int | None = None
+    note: str = ""
+    key: str = ""
+
+
+def _note(estimate: dict[str, Any]) -> str:
+    if estimate.get("value") is None:
+        return estimate.get("reason") or "undefined"
+    parts = []
+    if estimate.get("n_items_left_out"):
+        parts.append(f"{estimate['n_items_left_out']} items without all {estimate.get('n_raters')} ratings left out")
+    if estimate.get("p_observed") is not None and estimate.get("p_expected") is not None:
+        parts.append(f"observed {estimate['p_observed']:.3f}, chance {estimate['p_expected']:.3f}")
+    if estimate.get("n_pairs_undefined"):
+        parts.append(f"{estimate['n_pairs_undefined']} of {estimate['n_pairs']} pairs undefined")
+    if estimate.get("n_undefined"):
+        parts.append(f"undefined on {estimate['n_undefined']} of {estimate['n_resamples']} resamples")
+    return "; ".join(parts)
+
+
+def estimate_row(name: str, estimate: dict[str, Any], key: str = "") -> Row:
+    """A Row from an ``Estimate.to_dict()``."""
+    ci = estimate.get("ci") or (None, None)
+    return Row(name=name, value=estimate.get("value"), ci_low=ci[0], ci_high=ci[1], n=estimate.get("n_items"),
+               note=_note(estimate), key=key)
+
+
+def agreement_rows(summary: dict[str, Any] | None) -> list[Row]:
+    """The coefficients of one agreement summary that it holds, in paper order."""
+    if not summary or summary.get("available") is False:
+        return []
+    return [estimate_row(name, summary[key], key) for key, name in AGREEMENT_STATISTICS if key in summary]
+
+
+def pair_rows(summary: dict[str, Any] | None, weights: str = "") -> list[Row]:
+    """Pairwise Cohen kappas, one row per annotator pair."""
+    if not summary:
+        return []
+    key = f"pairwise_cohen_kappa_{weights}" if weights else "pairwise_cohen_kappa"
+    return [estimate_row(" / ".join(map(str, pair["annotators"])), pair, key) for pair in summary.get(key, [])]
+
+
+def domain_rows(by_domain: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Per domain: items and the headline coefficients, for one compact table."""
+    rows = []
+    for domain, summary in (by_domain or {}).items():
+        rows.append({"domain": domain, "n_items": summary["n_items"], "n_annotations": summary["n_annotations"],
+                     **{key: estimate_row(key, summary[key], key) for key in
+                        ("fleiss_kappa", "krippendorff_alpha", "percent_agreement", "gwet_ac1")}})
+    return rows
+
+
+def preference_rows(counts: dict[str, Any]) -> list[dict[str, Any]]:
+    """Wins / ties / losses per system split strong and slight (VeriScore's Figure 5)."""
+    return [{"system": system, **values} for system, values in counts.get("systems", {}).items()]
+
+
+def _system_score_rows(block: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    yield "all systems", block["overall"]
+    yield from block["per_system"].items()
+
+
+def score_rows(block: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """Per system (and all) rows of a FActScore or faithfulness block, with counts."""
+    rows = []
+    for system, entry in _system_score_rows(block):
+        rows.append({"system": system, "estimate": estimate_row(system, entry[key], key), **entry})
+    return rows
+
+
+def veriscore_rows(block: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per domain and system: K, F1@K with its interval, precision and recall."""
+    rows = []
+    for domain, entry in block["by_domain"].items():
+        for system, values in [*entry["systems"].items(), ("all systems", entry["all_systems"])]:
+            rows.append({"domain": domain, "k": entry["k"], "k_source": entry["k_source"], "system": system,
+                         "estimate": estimate_row(system, values["f1_at_k"], "f1_at_k"), **values})
+    return rows
+
+
+def credibility_rows(block: dict[str, Any]) -> list[dict[str, Any]]:
+    """Overall and per-system credibility rows with their counts."""
+    rows = [{"system": "all systems", **block["overall"]}]
+    rows += [{"system": system, **entry} for system, entry in block["per_system"].items()]
+    return [{**row, "estimate": estimate_row(row["system"], row["value"], "credibility")} for row in rows]
+
+
+def ceiling_rows(ceiling: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Per annotator: accuracy and Cohen's kappa against the majority of the other annotators."""
+    rows = []
+    for entry in (ceiling or {}).get("annotators", []):
+        human = entry["human"]
+        rows.append({"annotator": entry["annotator"], "n_items": entry["n_items"],
+                     "n_no_majority": entry["n_no_majority_of_others"],
+                     "accuracy": estimate_row("accuracy", human["accuracy"], "accuracy"),
+                     "kappa": estimate_row("cohen_kappa", human["cohen_kappa"], "cohen_kappa")})
+    return rows

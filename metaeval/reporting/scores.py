@@ -1,0 +1,104 @@
+"""The factuality-score section of verification studies.
+
+Each item is a claim of a response (``response_id``; an item without one is
+its own response) written by a ``system``. A claim's verdict is the strict
+majority of its human labels, or its gold label; the study's binary map says
+which verdicts count as supported (positive), not supported (negative) or
+are left out (labels it does not map, e.g. IR when a study excludes it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from annotation.models import Study
+from metaeval import stats
+
+from .agreement import agreement_table, categories_for, unavailable
+from .options import ReportOptions
+
+__all__ = ["scores_section", "label_roles"]
+
+NO_SYSTEM = "(no system)"
+
+
+def label_roles(study: Study) -> tuple[list[str], list[str], list[str]]:
+    """(supported, unsupported, excluded) labels from the study's binary map."""
+    labels = categories_for(study)
+    supported = [label for label in labels if study.binary_map.get(label) == "positive"]
+    unsupported = [label for label in labels if study.binary_map.get(label) == "negative"]
+    excluded = [label for label in labels if label not in study.binary_map]
+    return supported, unsupported, excluded
+
+
+def _claims(items: pd.DataFrame) -> pd.DataFrame:
+    claims = items[["item", "domain", "response_id", "system"]].copy()
+    claims["response_id"] = claims["response_id"].where(claims["response_id"] != "", claims["item"])
+    claims["system"] = claims["system"].where(claims["system"] != "", NO_SYSTEM)
+    return claims
+
+
+def _human_verdicts(labels: pd.DataFrame, study: Study) -> tuple[pd.Series, dict[str, int]]:
+    table, _ = agreement_table(labels, study)
+    vote = stats.majority_vote(table)
+    counts = {"n_claims_labelled": table.n_items, "n_claims_with_majority": vote.n_items,
+              "n_claims_without_majority": vote.n_no_majority}
+    return vote.labels(), counts
+
+
+def _score_block(claims: pd.DataFrame, roles: tuple[list[str], list[str], list[str]],
+                 options: ReportOptions) -> dict[str, Any]:
+    supported, unsupported, excluded = roles
+    out = stats.claim_scores(claims, supported=supported, unsupported=unsupported, excluded=excluded,
+                             n_resamples=options.n_resamples, seed=options.seed, confidence=options.confidence)
+    out["factscore"]["share_answered_note"] = (
+        "a study holds claims, not abstentions: every response with a claim counts as answered")
+    return out
+
+
+def _credibility(evidence: pd.DataFrame, unreadable: int, study: Study, options: ReportOptions) -> dict[str, Any]:
+    if evidence.empty:
+        return {**unavailable("no evidence judgements have been recorded"), "n_unreadable_judgements": unreadable}
+    out = stats.credibility(evidence, include_irrelevant=study.irrelevant_in_credibility,
+                            source_types=options.source_types, exclude_source_types=options.exclude_source_types)
+    out.pop("per_claim")
+    out["n_unreadable_judgements"] = unreadable
+    out["n_annotators"] = int(evidence["annotator"].nunique())
+    out["pooling"] = "judgements of every annotator on a claim's passages are pooled"
+    return out
+
+
+def scores_section(labels: pd.DataFrame, items: pd.DataFrame, evidence: tuple[pd.DataFrame, int], study: Study,
+                   options: ReportOptions) -> dict[str, Any] | None:
+    """FActScore, VeriScore F1@K and RAGAS faithfulness from human and gold verdicts, and credibility."""
+    if study.is_preference:
+        return None
+    if not study.binary_map:
+        return unavailable("the study has no binary map saying which labels count as supported")
+    roles = label_roles(study)
+    claims = _claims(items)
+    out: dict[str, Any] = {
+        "labels": {"supported": roles[0], "unsupported": roles[1], "excluded": roles[2]},
+        "claims": ("one item = one claim, grouped by response_id (an item without one is its own response); "
+                   "gold-labelled items are included: gold only keeps items out of agreement"),
+        "n_claims": int(len(claims)),
+        "n_responses": int(claims["response_id"].nunique()),
+    }
+    if labels.empty:
+        out["human"] = unavailable("no human labels yet")
+    else:
+        verdicts, counts = _human_verdicts(labels, study)
+        human = claims.assign(label=claims["item"].map(verdicts))
+        out["human"] = {"verdict": "strict majority of the human labels; claims without one have no verdict",
+                        **counts, **_score_block(human, roles, options)}
+    has_gold = items["gold_label"] != ""
+    if has_gold.any():
+        gold = claims.assign(label=items["gold_label"].where(has_gold))
+        out["gold"] = {"verdict": "the item's gold label; claims without one have no verdict",
+                       "n_claims_with_gold": int(has_gold.sum()), **_score_block(gold, roles, options)}
+    else:
+        out["gold"] = unavailable("no item has a gold label")
+    out["credibility"] = _credibility(*evidence, study, options)
+    return out

@@ -1,0 +1,119 @@
+"""Reads of the annotation tables that the meta-evaluation needs, as DataFrames.
+
+Each frame is one ``values_list`` query (plus one for pseudonyms), never a
+query per item or annotation, so a 100,000-label study loads in well under a
+second. Annotators appear by pseudonym only. Labels on skipped assignments
+are not answers and are left out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pandas as pd
+from django.db.models import Count, Max, Q, QuerySet, Sum
+
+from annotation.models import Annotation, Item, Study, StudyMember
+
+from .evidence import read_judgements
+
+__all__ = [
+    "LABEL_COLUMNS",
+    "ITEM_COLUMNS",
+    "EVIDENCE_COLUMNS",
+    "label_frame",
+    "item_frame",
+    "evidence_frame",
+    "pseudonyms",
+    "report_fingerprint",
+]
+
+LABEL_COLUMNS = ["item", "annotator", "label", "domain", "left_system", "response_id", "system", "gold_label",
+                 "position"]
+ITEM_COLUMNS = ["item", "domain", "response_id", "system", "gold_label", "position"]
+EVIDENCE_COLUMNS = ["claim", "annotator", "response_id", "system", "domain", "passage", "judgement",
+                    "source_type", "useful"]
+
+
+def pseudonyms(study: Study) -> dict[int, str]:
+    """user id -> pseudonym (the only name a report shows)."""
+    return dict(StudyMember.objects.filter(study=study).values_list("user_id", "pseudonym"))
+
+
+def _annotations(study: Study) -> QuerySet[Annotation]:
+    return Annotation.objects.filter(assignment__study=study).exclude(assignment__status="skipped")
+
+
+def label_frame(study: Study, *, include_gold: bool = False) -> pd.DataFrame:
+    """One row per label: item, annotator pseudonym, canonical label, domain, shown order, ...
+
+    Items with a gold label are left out unless ``include_gold``: they are
+    quality-control items and do not count towards agreement (issue 3).
+    """
+    rows = _annotations(study)
+    if not include_gold:
+        rows = rows.filter(assignment__item__gold_label="")
+    values = rows.order_by().values_list(
+        "assignment__item__external_id", "assignment__annotator_id", "label", "assignment__item__domain",
+        "assignment__left_system", "assignment__item__response_id", "assignment__item__system",
+        "assignment__item__gold_label", "assignment__item__position",
+    )
+    frame = pd.DataFrame.from_records(list(values), columns=LABEL_COLUMNS)
+    names = pseudonyms(study)
+    frame["annotator"] = [names.get(uid, f"user-{uid}") for uid in frame["annotator"]]
+    return frame
+
+
+def item_frame(study: Study) -> pd.DataFrame:
+    """Every item of the study: id, domain, response, system, gold label, position."""
+    values = Item.objects.filter(study=study).order_by("position", "pk").values_list(
+        "external_id", "domain", "response_id", "system", "gold_label", "position")
+    return pd.DataFrame.from_records(list(values), columns=ITEM_COLUMNS)
+
+
+def evidence_frame(study: Study) -> tuple[pd.DataFrame, int]:
+    """One row per readable evidence judgement, with the passage's source type.
+
+    Returns the frame and the number of stored judgement entries that could
+    not be read (unknown verdict, bad passage index, or a passage the item
+    does not have); those are counted, never guessed.
+    """
+    items = {
+        external_id: (domain, response_id, system, [p.get("source_type", "") if isinstance(p, dict) else ""
+                                                    for p in (evidence or [])])
+        for external_id, domain, response_id, system, evidence in Item.objects.filter(study=study)
+        .values_list("external_id", "domain", "response_id", "system", "payload__evidence")
+    }
+    names = pseudonyms(study)
+    stored = (_annotations(study).filter(~Q(evidence_judgements=[]))
+              .order_by().values_list("assignment__item__external_id", "assignment__annotator_id",
+                                      "evidence_judgements"))
+    records: list[tuple] = []
+    unreadable = 0
+    for external_id, user_id, entries in stored:
+        domain, response_id, system, types = items[external_id]
+        judgements, bad = read_judgements(entries if isinstance(entries, list) else [])
+        unreadable += bad
+        for j in judgements:
+            if j.passage >= len(types):
+                unreadable += 1
+                continue
+            records.append((external_id, names.get(user_id, f"user-{user_id}"), response_id or external_id,
+                            system, domain, j.passage, j.judgement, types[j.passage] or "(none)", j.useful))
+    return pd.DataFrame.from_records(records, columns=EVIDENCE_COLUMNS), unreadable
+
+
+def report_fingerprint(study: Study) -> str:
+    """A short hash that changes whenever anything a report reads changes.
+
+    Used as an ETag so charts are revalidated on every view but re-drawn only
+    when the data moved: nothing stale is ever served. Counts and id sums
+    catch deletions and replacements, the latest ``updated_at`` catches
+    edits (every write path sets it), pseudonyms catch renames.
+    """
+    annotations = _annotations(study).aggregate(
+        n=Count("pk"), ids=Sum("pk"), last=Max("updated_at"), last_assignment=Max("assignment__updated_at"))
+    items = Item.objects.filter(study=study).aggregate(n=Count("pk"), ids=Sum("pk"), last=Max("updated_at"))
+    names = sorted(StudyMember.objects.filter(study=study).values_list("user_id", "pseudonym"))
+    key = repr((study.pk, study.updated_at, annotations, items, names))
+    return hashlib.sha256(key.encode()).hexdigest()[:32]

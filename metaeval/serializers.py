@@ -1,0 +1,89 @@
+"""The report's JSON shape, for the OpenAPI schema (the view returns the service's dict as it is)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+
+class EstimateSerializer(serializers.Serializer):
+    """A statistic: null value with a reason when undefined, the items it rests on, an optional interval."""
+
+    value = serializers.FloatField(allow_null=True)
+    reason = serializers.CharField(allow_null=True, help_text="Why the value is undefined (null when defined).")
+    n_items = serializers.IntegerField()
+    ci = serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True,
+                               help_text="Percentile bootstrap interval over items (low, high).")
+
+
+class PairKappaSerializer(EstimateSerializer):
+    annotators = serializers.ListField(child=serializers.CharField(), min_length=2, max_length=2)
+    n = serializers.IntegerField(help_text="Items both annotators labelled.")
+
+
+class LabelDistributionSerializer(serializers.Serializer):
+    counts = serializers.DictField(child=serializers.IntegerField())
+    shares = serializers.DictField(child=serializers.FloatField(allow_null=True))
+    n_ratings = serializers.IntegerField()
+    n_items = serializers.IntegerField()
+
+
+class AgreementSerializer(serializers.Serializer):
+    """Every coefficient on one set of labels (ordinal ones only for preference studies)."""
+
+    n_items = serializers.IntegerField()
+    n_annotators = serializers.IntegerField()
+    n_annotations = serializers.IntegerField()
+    categories = serializers.ListField(child=serializers.CharField())
+    fleiss_kappa = EstimateSerializer(help_text="Items with all N ratings; n_items_left_out says how many not.")
+    fleiss_kappa_generalized = EstimateSerializer()
+    krippendorff_alpha = EstimateSerializer()
+    krippendorff_alpha_ordinal = EstimateSerializer(required=False)
+    krippendorff_alpha_interval = EstimateSerializer(required=False)
+    pairwise_cohen_kappa = PairKappaSerializer(many=True)
+    mean_cohen_kappa = EstimateSerializer()
+    percent_agreement = EstimateSerializer()
+    full_agreement = EstimateSerializer()
+    majority_agreement = EstimateSerializer()
+    gwet_ac1 = EstimateSerializer()
+    randolph_kappa = EstimateSerializer()
+    consensus = serializers.DictField(child=serializers.IntegerField(), help_text='e.g. {"3-0": 812, "2-1": 170}')
+    label_distribution = LabelDistributionSerializer()
+
+
+class DisagreementSerializer(serializers.Serializer):
+    item = serializers.CharField()
+    domain = serializers.CharField()
+    labels = serializers.DictField(child=serializers.CharField(), help_text="annotator pseudonym -> label")
+    pattern = serializers.CharField()
+    majority = serializers.CharField(allow_null=True)
+
+
+class ReportSerializer(serializers.Serializer):
+    """A study's meta-evaluation report (issue 4)."""
+
+    study = serializers.CharField()
+    name = serializers.CharField()
+    kind = serializers.CharField(help_text="preference or verification")
+    labels = serializers.ListField(child=serializers.CharField())
+    systems = serializers.ListField(child=serializers.CharField())
+    options = serializers.DictField()
+    n_items = serializers.IntegerField()
+    n_items_annotated = serializers.IntegerField()
+    n_items_gold = serializers.IntegerField()
+    gold_rule = serializers.CharField()
+    n_annotators = serializers.IntegerField()
+    n_annotations = serializers.IntegerField()
+    agreement = AgreementSerializer()
+    binary = AgreementSerializer(allow_null=True, help_text="With ?binary=true: the binary collapse.")
+    by_domain = serializers.DictField(child=AgreementSerializer(), allow_null=True,
+                                      help_text="With ?by_domain=true: agreement per domain.")
+    preference = serializers.JSONField(allow_null=True, help_text=(
+        "Preference studies: counts per system split strong/slight, per domain, sign tests, position bias, "
+        "3-way agreement."))
+    scores = serializers.JSONField(allow_null=True, help_text=(
+        "Verification studies: FActScore, VeriScore F1@K (K per domain), RAGAS faithfulness from human "
+        "majority and gold verdicts, and Facts&Evidence credibility, each with counts and its rule."))
+    human_ceiling = serializers.JSONField(help_text=(
+        "Each annotator against the strict majority of the other annotators (accuracy, Cohen kappa, macro-F1)."))
+    disagreements = DisagreementSerializer(many=True)
+    n_disagreements = serializers.IntegerField()

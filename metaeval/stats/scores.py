@@ -1,0 +1,418 @@
+"""Factuality scores from claim verdicts: FActScore, VeriScore F1@K and RAGAS faithfulness.
+
+The input is a claim table, one row per claim, with the response it came
+from (``response_id``), the system that wrote it (``system``), optionally a
+``domain``, and its verdict ``label`` (NaN = no verdict, e.g. no human
+majority). Callers say which labels count as supported, which as not
+supported and which are left out (e.g. FActScore's IR when a study excludes
+it); any other label is an error, so a typo cannot silently change a score.
+
+Every fraction comes with the counts it rests on, and every function states
+the rule it applied to responses without claims, because the papers differ
+there and a reader must be able to tell which one a number follows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Hashable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .bootstrap import percentile_ci
+from .estimate import Estimate, json_ready
+
+__all__ = [
+    "response_counts",
+    "factscore",
+    "veriscore_f1_at_k",
+    "veriscore_k",
+    "ragas_faithfulness",
+    "claim_scores",
+    "FACTSCORE_RULE",
+    "VERISCORE_RULE",
+    "RAGAS_RULE",
+]
+
+ALL_DOMAINS = "(all)"
+COUNT_COLUMNS = ("supported", "not_supported", "excluded", "no_verdict")
+FACTSCORE_RULE = (
+    "Per response: supported / countable claims (countable = supported + not supported; excluded labels and "
+    "claims without a verdict are left out and counted). A system's FActScore is the mean over its answered "
+    "responses that have at least one countable claim (Min et al. 2023). Responses that did not answer "
+    "(abstained) are left out of the mean and reported as share_answered; an answered response with zero "
+    "countable claims has no score (null), is left out of the mean and counted in n_zero_claim."
+)
+VERISCORE_RULE = (
+    "Per response: precision = supported / countable claims, recall = min(supported / K, 1), F1@K = "
+    "2PR / (P + R), and 0 when nothing is supported (Song et al. 2024). K is frozen per domain: given, or the "
+    "median number of countable claims per answered response of that domain over all systems, taken as "
+    "sorted(counts)[n // 2] as in VeriScore's code. An answered response with zero countable claims scores "
+    "F1@K = 0 (precision undefined, recall 0) and stays in the mean; abstained responses are left out and "
+    "counted. A system's F1@K is the mean over its answered responses."
+)
+RAGAS_RULE = (
+    "Per response: faithfulness = claims supported by the context / countable claims (RAGAS). A response with "
+    "zero countable claims has no faithfulness (null, as RAGAS returns NaN); it is left out of the mean and "
+    "counted in n_zero_claim. A system's faithfulness is the mean over responses with a value."
+)
+Boot = dict[str, Any]
+
+
+# --- the shared per-response counting ------------------------------------------------
+
+
+def _verdicts(labels: pd.Series, supported: Collection, unsupported: Collection,
+              excluded: Collection) -> np.ndarray:
+    """Per claim: 0 supported, 1 not supported, 2 excluded, 3 no verdict."""
+    roles = [set(supported), set(unsupported), set(excluded)]
+    clash = (roles[0] & roles[1]) | (roles[0] & roles[2]) | (roles[1] & roles[2])
+    if clash:
+        raise ValueError(f"labels given more than one role: {sorted(map(str, clash))!r}")
+    codes, uniques = pd.factorize(labels, sort=False, use_na_sentinel=True)
+    lookup = np.full(len(uniques) + 1, 3, dtype=np.int64)  # the extra slot is NaN's -1
+    for i, value in enumerate(uniques):
+        role = next((r for r, members in enumerate(roles) if value in members), None)
+        if role is None:
+            unknown = [u for u in uniques if not any(u in m for m in roles)][:10]
+            raise ValueError(f"labels with no role (supported, unsupported or excluded): {unknown!r}")
+        lookup[i] = role
+    return lookup[codes]
+
+
+def _per_response_values(codes: np.ndarray, n: int, values: np.ndarray, column: str) -> np.ndarray:
+    """The single value of ``column`` per response; several is a data error."""
+    first = np.full(n, -1, dtype=np.int64)
+    rows = np.arange(len(codes))[::-1]
+    first[codes[rows]] = rows  # the last write wins, which is the first occurrence
+    picked = values[first]
+    differs = values != picked[codes]
+    if differs.any():
+        raise ValueError(f"a response has more than one {column} (see claim row {int(np.flatnonzero(differs)[0])})")
+    return picked
+
+
+def response_counts(claims: pd.DataFrame, *, supported: Collection, unsupported: Collection,
+                    excluded: Collection = (), responses: pd.DataFrame | None = None,
+                    response: str = "response_id", system: str = "system", domain: str = "domain",
+                    label: str = "label") -> pd.DataFrame:
+    """One row per response: its system, domain, whether it answered, and claim counts.
+
+    Columns: ``response_id, system, domain, answered, supported,
+    not_supported, excluded, no_verdict, n_claims`` (all claims) and
+    ``n_countable`` (supported + not supported). ``responses`` (columns
+    ``response_id, system``, optional ``domain`` and ``answered``) adds
+    responses without claims and abstentions; without it every response with
+    a claim counts as answered. Without a ``domain`` column all responses
+    share one domain, ``"(all)"``.
+    """
+    absent = [c for c in (response, system, label) if c not in claims.columns]
+    if absent:
+        raise ValueError(f"claim table lacks columns {absent!r} (has {list(claims.columns)!r})")
+    verdict = _verdicts(claims[label], supported, unsupported, excluded)
+    codes, uniques = pd.factorize(claims[response], sort=False, use_na_sentinel=True)
+    if (codes < 0).any():
+        raise ValueError("claims without a response id")
+    n = len(uniques)
+    counts = np.bincount(codes * 4 + verdict, minlength=n * 4).reshape(n, 4)
+    domains = (claims[domain].to_numpy(dtype=object) if domain in claims.columns
+               else np.full(len(claims), ALL_DOMAINS, dtype=object))
+    out = pd.DataFrame({
+        "system": _per_response_values(codes, n, claims[system].to_numpy(dtype=object), "system"),
+        "domain": _per_response_values(codes, n, domains, "domain"),
+        **{name: counts[:, i] for i, name in enumerate(COUNT_COLUMNS)},
+        "answered": True,
+    }, index=pd.Index(uniques, name="response_id"))
+    if responses is not None:
+        out = _merge_responses(out, responses, response, system, domain)
+    out["n_claims"] = out[list(COUNT_COLUMNS)].sum(axis=1)
+    out["n_countable"] = out["supported"] + out["not_supported"]
+    return out.rename_axis("response_id").reset_index()
+
+
+def _merge_responses(out: pd.DataFrame, responses: pd.DataFrame, response: str, system: str,
+                     domain: str) -> pd.DataFrame:
+    """Add the listed responses (with no claims, or abstained) to the counts."""
+    given = pd.DataFrame({
+        "system": responses[system].to_numpy(dtype=object),
+        "domain": (responses[domain].to_numpy(dtype=object) if domain in responses.columns else ALL_DOMAINS),
+        "answered": (responses["answered"].astype(bool).to_numpy() if "answered" in responses.columns else True),
+    }, index=pd.Index(responses[response].to_numpy(), name="response_id"))
+    if given.index.duplicated().any():
+        raise ValueError(f"responses listed twice: {list(given.index[given.index.duplicated()][:5])!r}")
+    unknown = out.index.difference(given.index)
+    if len(unknown):
+        raise ValueError(f"claims of responses missing from the response table: {list(unknown[:5])!r}")
+    clash = out.index[(out["system"] != given.loc[out.index, "system"]).to_numpy()]
+    if len(clash):
+        raise ValueError(f"responses whose system differs between claims and responses: {list(clash[:5])!r}")
+    merged = given.join(out[list(COUNT_COLUMNS)], how="left").fillna({c: 0 for c in COUNT_COLUMNS})
+    merged[list(COUNT_COLUMNS)] = merged[list(COUNT_COLUMNS)].astype(np.int64)
+    bad = merged.index[(~merged["answered"]) & (merged[["supported", "not_supported"]].sum(axis=1) > 0)]
+    if len(bad):
+        raise ValueError(f"responses marked as not answered have claims: {list(bad[:5])!r}")
+    return merged
+
+
+# --- means with bootstrap intervals -----------------------------------------------------
+
+
+def _mean_estimate(values: np.ndarray, *, reason: str, n_resamples: int, seed: int | None,
+                   confidence: float) -> Estimate:
+    """Mean of per-response values with a seeded percentile bootstrap CI over responses.
+
+    A resample of n responses drawn with replacement holds each distinct
+    value a Multinomial(n, shares) number of times, so the resample means
+    are drawn that way: the same distribution as resampling responses, at
+    a cost that does not grow with n.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    n = len(values)
+    if n == 0:
+        return Estimate.undefined(reason, 0)
+    if not n_resamples or n < 2:
+        return Estimate(float(values.mean()), None, n)
+    distinct, freq = np.unique(values, return_counts=True)
+    draws = np.random.default_rng(seed).multinomial(n, freq / n, size=n_resamples)
+    means = draws @ distinct / n
+    return Estimate(float(values.mean()), None, n, ci=percentile_ci(means, confidence),
+                    extra={"ci_method": "percentile bootstrap over responses", "n_resamples": n_resamples,
+                           "seed": seed, "confidence": confidence})
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
+def _totals(rows: pd.DataFrame) -> dict[str, int]:
+    return {key: int(rows[key].sum()) for key in COUNT_COLUMNS}
+
+
+def _by(counts: pd.DataFrame, column: str) -> list[tuple[Hashable, np.ndarray]]:
+    """(group key, row positions) per value of ``column``, keys sorted."""
+    codes, uniques = pd.factorize(counts[column], sort=True)
+    return [(uniques[g], np.flatnonzero(codes == g)) for g in range(len(uniques))]
+
+
+# --- FActScore ---------------------------------------------------------------------------
+
+
+def _factscore_values(counts: pd.DataFrame) -> np.ndarray:
+    n = counts["n_countable"].to_numpy()
+    valid = counts["answered"].to_numpy() & (n > 0)
+    return np.where(valid, counts["supported"].to_numpy() / np.maximum(n, 1), np.nan)
+
+
+def _factscore_group(rows: pd.DataFrame, score: np.ndarray, boot: Boot) -> dict[str, Any]:
+    answered = rows["answered"].to_numpy()
+    scored = ~np.isnan(score)
+    tot = _totals(rows[answered])
+    n_ans = int(answered.sum())
+    return {
+        "factscore": _mean_estimate(score[scored], reason="no answered response has a countable claim",
+                                    **boot).to_dict(),
+        "n_responses": len(rows),
+        "n_answered": n_ans,
+        "share_answered": _ratio(n_ans, len(rows)),
+        "n_scored": int(scored.sum()),
+        "n_zero_claim": int((answered & ~scored).sum()),
+        "mean_claims_per_response": float(rows.loc[answered, "n_claims"].mean()) if n_ans else None,
+        "mean_countable_claims_per_response": float(rows.loc[answered, "n_countable"].mean()) if n_ans else None,
+        **tot,
+        "pooled_supported_fraction": _ratio(tot["supported"], tot["supported"] + tot["not_supported"]),
+    }
+
+
+def _factscore(counts: pd.DataFrame, boot: Boot, abstentions_known: bool) -> tuple[dict[str, Any], np.ndarray]:
+    score = _factscore_values(counts)
+    out = {
+        "rule": FACTSCORE_RULE,
+        "abstentions_known": abstentions_known,
+        "overall": _factscore_group(counts, score, boot),
+        "per_system": {key: _factscore_group(counts.iloc[idx], score[idx], boot) for key, idx in _by(counts, "system")},
+    }
+    return out, score
+
+
+# --- VeriScore F1@K ---------------------------------------------------------------------
+
+
+def veriscore_k(n_countable: np.ndarray) -> int | None:
+    """VeriScore's K: ``sorted(counts)[n // 2]`` (the upper median), None without responses."""
+    counts = np.sort(np.asarray(n_countable, dtype=np.int64))
+    return int(counts[len(counts) // 2]) if len(counts) else None
+
+
+def _f1_at_k(supported: np.ndarray, n_countable: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    s = supported.astype(np.float64)
+    precision = np.where(n_countable > 0, s / np.maximum(n_countable, 1), np.nan)
+    recall = np.minimum(s / k, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f1 = np.where(s > 0, 2 * precision * recall / (precision + recall), 0.0)
+    return precision, recall, f1
+
+
+def _veriscore_group(rows: pd.DataFrame, prf: np.ndarray, reason: str, boot: Boot) -> dict[str, Any]:
+    precision, recall, f1 = prf
+    answered = rows["answered"].to_numpy()
+    has = answered & ~np.isnan(f1)
+    with_claims = has & (rows["n_countable"].to_numpy() > 0)
+    return {
+        "f1_at_k": _mean_estimate(f1[has], reason=reason, **boot).to_dict(),
+        "precision": float(np.mean(precision[with_claims])) if with_claims.any() else None,
+        "recall": float(np.mean(recall[has])) if has.any() else None,
+        "n_responses": len(rows),
+        "n_answered": int(answered.sum()),
+        "n_zero_claim": int((answered & (rows["n_countable"].to_numpy() == 0)).sum()),
+        "mean_supported_per_response": float(rows.loc[answered, "supported"].mean()) if answered.any() else None,
+        "mean_countable_claims_per_response": (float(rows.loc[answered, "n_countable"].mean())
+                                               if answered.any() else None),
+        **_totals(rows[answered]),
+    }
+
+
+def _veriscore(counts: pd.DataFrame, k: int | Mapping[Hashable, int] | None,
+               boot: Boot) -> tuple[dict[str, Any], np.ndarray]:
+    answered = counts["answered"].to_numpy()
+    n_countable = counts["n_countable"].to_numpy()
+    prf = np.full((4, len(counts)), np.nan)  # precision, recall, f1, K
+    domains: dict[Hashable, Any] = {}
+    reasons: dict[Hashable, str] = {}
+    for dom, idx in _by(counts, "domain"):
+        ans = answered[idx]
+        given = k.get(dom) if isinstance(k, Mapping) else k
+        k_dom = int(given) if given is not None else veriscore_k(n_countable[idx][ans])
+        entry: dict[str, Any] = {"k": k_dom, "k_source": "given" if given is not None else "median",
+                                 "n_responses_for_k": int(ans.sum())}
+        reasons[dom] = "no answered response in this domain"
+        if k_dom is not None and k_dom <= 0:
+            reasons[dom] = entry["k_undefined_reason"] = (
+                "K is 0 (the median response has no countable claim), so recall and F1@K are undefined")
+        elif k_dom is not None:
+            p, r, f = _f1_at_k(counts["supported"].to_numpy()[idx], n_countable[idx], k_dom)
+            prf[:, idx] = np.where(ans, np.stack([p, r, f, np.full(len(idx), float(k_dom))]), np.nan)
+        sub = counts.iloc[idx]
+        entry["systems"] = {key: _veriscore_group(sub.iloc[j], prf[:3, idx[j]], reasons[dom], boot)
+                            for key, j in _by(sub, "system")}
+        entry["all_systems"] = _veriscore_group(sub, prf[:3, idx], reasons[dom], boot)
+        domains[dom] = entry
+    reason = "no response with a defined F1@K"
+    out = {
+        "rule": VERISCORE_RULE,
+        "k": {dom: entry["k"] for dom, entry in domains.items()},
+        "by_domain": domains,
+        "per_system": {key: _veriscore_group(counts.iloc[idx], prf[:3, idx], reason, boot)
+                       for key, idx in _by(counts, "system")},
+        "overall": _veriscore_group(counts, prf[:3], reason, boot),
+    }
+    return out, prf
+
+
+# --- RAGAS faithfulness ------------------------------------------------------------------
+
+
+def _ragas_group(rows: pd.DataFrame, values: np.ndarray, boot: Boot) -> dict[str, Any]:
+    has = ~np.isnan(values)
+    tot = _totals(rows)
+    return {
+        "faithfulness": _mean_estimate(values[has], reason="no response has a countable claim", **boot).to_dict(),
+        "n_responses": len(rows),
+        "n_scored": int(has.sum()),
+        "n_zero_claim": int((~has).sum()),
+        **tot,
+        "pooled_supported_fraction": _ratio(tot["supported"], tot["supported"] + tot["not_supported"]),
+    }
+
+
+def _ragas(counts: pd.DataFrame, boot: Boot) -> tuple[dict[str, Any], np.ndarray]:
+    n = counts["n_countable"].to_numpy()
+    values = np.where(n > 0, counts["supported"].to_numpy() / np.maximum(n, 1), np.nan)
+    out = {
+        "rule": RAGAS_RULE,
+        "overall": _ragas_group(counts, values, boot),
+        "per_system": {key: _ragas_group(counts.iloc[idx], values[idx], boot) for key, idx in _by(counts, "system")},
+    }
+    return out, values
+
+
+# --- public functions -----------------------------------------------------------------------
+
+
+def _per_response(counts: pd.DataFrame, values: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
+    """One JSON-ready record per response (NaN becomes None)."""
+    frame = counts[["response_id", "system", "domain", "answered", *COUNT_COLUMNS, "n_claims", "n_countable"]]
+    frame = frame.assign(**{name: vals for name, vals in values.items()})
+    for name in values:
+        column = frame[name]
+        frame[name] = column.astype(object).where(column.notna(), None)
+    return frame.to_dict(orient="records")
+
+
+def _boot(n_resamples: int, seed: int | None, confidence: float) -> Boot:
+    return {"n_resamples": n_resamples, "seed": seed, "confidence": confidence}
+
+
+def factscore(claims: pd.DataFrame, *, supported: Collection, unsupported: Collection,
+              excluded: Collection = (), responses: pd.DataFrame | None = None, n_resamples: int = 1000,
+              seed: int | None = 0, confidence: float = 0.95, **columns: str) -> dict[str, Any]:
+    """FActScore-style supported fraction per response, per system and overall.
+
+    Per system: the mean score with a bootstrap CI over responses, the share
+    of responses that answered, mean claims per answered response, and the
+    label counts beside every fraction. ``columns`` renames input columns
+    (``response=``, ``system=``, ``domain=``, ``label=``).
+    """
+    counts = response_counts(claims, supported=supported, unsupported=unsupported, excluded=excluded,
+                             responses=responses, **columns)
+    known = responses is not None and "answered" in responses.columns
+    out, score = _factscore(counts, _boot(n_resamples, seed, confidence), known)
+    return {**json_ready(out), "per_response": _per_response(counts, {"score": score})}
+
+
+def veriscore_f1_at_k(claims: pd.DataFrame, *, supported: Collection, unsupported: Collection,
+                      excluded: Collection = (), responses: pd.DataFrame | None = None,
+                      k: int | Mapping[Hashable, int] | None = None, n_resamples: int = 1000,
+                      seed: int | None = 0, confidence: float = 0.95, **columns: str) -> dict[str, Any]:
+    """VeriScore F1@K per response, per system within each domain, and per system.
+
+    ``k`` freezes K (one int for every domain, or a mapping domain -> K);
+    domains not given get the median rule. The K used for each domain is
+    reported with how it was obtained, so a later run can pass it back.
+    """
+    counts = response_counts(claims, supported=supported, unsupported=unsupported, excluded=excluded,
+                             responses=responses, **columns)
+    out, prf = _veriscore(counts, k, _boot(n_resamples, seed, confidence))
+    values = {"k": prf[3], "precision": prf[0], "recall": prf[1], "f1_at_k": prf[2]}
+    return {**json_ready(out), "per_response": _per_response(counts, values)}
+
+
+def ragas_faithfulness(claims: pd.DataFrame, *, supported: Collection, unsupported: Collection,
+                       excluded: Collection = (), n_resamples: int = 1000, seed: int | None = 0,
+                       confidence: float = 0.95, **columns: str) -> dict[str, Any]:
+    """RAGAS faithfulness: the share of a response's claims supported by its context."""
+    counts = response_counts(claims, supported=supported, unsupported=unsupported, excluded=excluded, **columns)
+    out, values = _ragas(counts, _boot(n_resamples, seed, confidence))
+    return {**json_ready(out), "per_response": _per_response(counts, {"faithfulness": values})}
+
+
+def claim_scores(claims: pd.DataFrame, *, supported: Collection, unsupported: Collection,
+                 excluded: Collection = (), responses: pd.DataFrame | None = None,
+                 k: int | Mapping[Hashable, int] | None = None, n_resamples: int = 1000, seed: int | None = 0,
+                 confidence: float = 0.95, **columns: str) -> dict[str, Any]:
+    """All three scores from one count of the claims, with one merged per-response table.
+
+    The same numbers as ``factscore``, ``veriscore_f1_at_k`` and
+    ``ragas_faithfulness`` called one by one (a report needs all three).
+    """
+    counts = response_counts(claims, supported=supported, unsupported=unsupported, excluded=excluded,
+                             responses=responses, **columns)
+    boot = _boot(n_resamples, seed, confidence)
+    known = responses is not None and "answered" in responses.columns
+    fact, score = _factscore(counts, boot, known)
+    veri, prf = _veriscore(counts, k, boot)
+    ragas, faith = _ragas(counts, boot)
+    per_response = _per_response(counts, {"factscore": score, "k": prf[3], "precision": prf[0],
+                                          "recall": prf[1], "f1_at_k": prf[2], "faithfulness": faith})
+    return {**json_ready({"factscore": fact, "veriscore": veri, "ragas_faithfulness": ragas}),
+            "per_response": per_response}

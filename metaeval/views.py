@@ -1,0 +1,77 @@
+"""HTML faces of the report: the page, its downloads and its charts. Parse, access, call, render."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.cache import get_conditional_response, patch_cache_control
+from django.utils.http import quote_etag
+from django.views.decorators.http import require_GET
+
+from annotation.access import Researcher, access_study
+from metaeval import charts, selectors
+from metaeval.reporting import build_report, options_from_query
+from metaeval.reporting.charts import CHARTS, ChartNotApplicable, chart_figure, chart_names
+from metaeval.reporting.csv_format import report_csv
+from metaeval.reporting.html_format import report_context, report_html
+
+DOWNLOAD_TYPES = {"json": "application/json", "csv": "text/csv; charset=utf-8", "html": "text/html; charset=utf-8"}
+CHART_VERSION = "1"  # bump when a chart's drawing changes, so old ETags stop matching
+
+
+@login_required
+@require_GET
+def report_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """The researcher's report: every section, charts as <img> of the SVG route."""
+    study = access_study(request.user, slug, role=Researcher)
+    options = options_from_query(request.GET, by_domain=True, binary=True)
+    report = build_report(study, options)
+    sources = {
+        name: {fmt: reverse("metaeval:report_chart", args=[study.slug, name, fmt]) for fmt in charts.CHART_FORMATS}
+        for name in chart_names(study)
+    }
+    context = report_context(study, report, chart_sources=sources, link_items=True)
+    return render(request, "metaeval/report.html", {**context, "query": request.GET.urlencode()})
+
+
+@login_required
+@require_GET
+def report_download(request: HttpRequest, slug: str, fmt: str) -> HttpResponse:
+    """The report as a JSON, CSV or standalone HTML file (same options as the page)."""
+    study = access_study(request.user, slug, role=Researcher)
+    report = build_report(study, options_from_query(request.GET, by_domain=True, binary=True))
+    if fmt == "json":
+        body = json.dumps(report, indent=2, allow_nan=False)
+    elif fmt == "csv":
+        body = report_csv(report)
+    else:
+        body = report_html(study, report)
+    response = HttpResponse(body, content_type=DOWNLOAD_TYPES[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{study.slug}-report.{fmt}"'
+    return response
+
+
+@login_required
+@require_GET
+def report_chart(request: HttpRequest, slug: str, chart: str, ext: str) -> HttpResponse:
+    """One chart as SVG or PDF; revalidated on every view (ETag), redrawn only when the data changed."""
+    study = access_study(request.user, slug, role=Researcher)
+    if chart not in CHARTS:
+        raise Http404("No such chart.")
+    etag = quote_etag(f"{selectors.report_fingerprint(study)}-{chart}-{ext}-{CHART_VERSION}")
+    response = get_conditional_response(request, etag=etag)
+    if response is None:
+        try:
+            figure = chart_figure(study, chart)
+        except ChartNotApplicable as exc:
+            raise Http404(str(exc)) from None
+        response = HttpResponse(charts.render(figure, ext), content_type=charts.CHART_FORMATS[ext])
+        disposition = "inline" if ext == "svg" else "attachment"
+        response["Content-Disposition"] = f'{disposition}; filename="{study.slug}-{chart}.{ext}"'
+    response["ETag"] = etag
+    patch_cache_control(response, private=True, no_cache=True)
+    return response

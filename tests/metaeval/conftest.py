@@ -1,0 +1,58 @@
+"""The demo studies (real XSum labels, Factcheck-GPT gold), loaded once for the whole package.
+
+Loading takes a few seconds, so it happens once, committed to the test
+database, and is removed when the package's tests are done; each test still
+runs in its own rolled-back transaction on top of it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from annotation.models import Study
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "fixtures"
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="package")
+def demo(django_db_setup, django_db_blocker):
+    """The three demo studies, by slug."""
+    User = get_user_model()
+    with django_db_blocker.unblock():
+        users_before = set(User.objects.values_list("pk", flat=True))
+        call_command("load_demo", stdout=io.StringIO())
+        studies = {study.slug: study for study in Study.objects.filter(
+            slug__in=["xsum-factuality", "factcheck-gpt", "factscore-pref"])}
+    yield studies
+    with django_db_blocker.unblock():
+        Study.objects.filter(pk__in=[study.pk for study in studies.values()]).delete()
+        User.objects.exclude(pk__in=users_before).delete()
+
+
+@pytest.fixture
+def xsum_study(demo, db) -> Study:
+    return demo["xsum-factuality"]
+
+
+@pytest.fixture
+def demo_researcher(demo, db):
+    return get_user_model().objects.get(username="researcher")
+
+
+@pytest.fixture(scope="package")
+def xsum_fixture_labels() -> pd.DataFrame:
+    """The demo's XSum labels read straight from the fixture file (not through Claimlab)."""
+    aliases = {"yes": "factual", "no": "not_factual"}
+    rows = [json.loads(line) for line in (FIXTURES / "xsum" / "annotations.jsonl").open(encoding="utf-8")]
+    frame = pd.DataFrame(rows)
+    frame["label"] = frame["label"].map(aliases)
+    return frame
