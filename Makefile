@@ -45,7 +45,7 @@ test: install-dev
 	DJANGO_SETTINGS_MODULE=config.settings_test $(PY) -m pytest $(PYTEST_ARGS)
 
 bench: install-dev
-	DJANGO_SETTINGS_MODULE=config.settings_test $(PY) benchmarks/import_export.py
+	@set -e; for script in benchmarks/*.py; do echo "== $$script"; $(PY) $$script; done
 
 check: install .env
 	$(PY) manage.py check
