@@ -32,6 +32,8 @@ run: install .env
 	@mkdir -p var
 	$(PY) manage.py migrate --no-input
 	$(PY) manage.py load_demo
+	$(PY) manage.py load_demo_verifiers
+	$(PY) manage.py resume_stale_runs
 	@echo ""
 	@echo "Claimlab is starting on http://$(HOST):$(PORT)/ (log in with a demo account above; Ctrl-C stops it)."
 	@trap 'kill 0' EXIT INT TERM; \

@@ -6,7 +6,7 @@ from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import generics, status
+from rest_framework import generics, serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,16 +15,22 @@ from rest_framework.views import APIView
 from . import selectors
 from .access import access_item, studies_for
 from .exports import CONTENT_TYPES, export_chunks, export_filename
-from .models import ImportJob, Item
-from .permissions import IsStudyMember, IsStudyResearcher
+from .models import Annotation, Assignment, ImportJob, Item
+from .permissions import IsAssignmentStudyMember, IsStudyMember, IsStudyResearcher
+from .selectors.workbench import annotator_progress, display_payload
 from .serializers import (
+    AnswerResultSerializer,
+    FlagSerializer,
     ImportJobSerializer,
     ImportUploadSerializer,
     ItemSerializer,
+    NextAssignmentSerializer,
     StudyDetailSerializer,
     StudySerializer,
+    SubmitAnswerSerializer,
 )
 from .services import ServiceError
+from .services import assignments
 from .services.import_jobs import submit_import
 
 
@@ -150,3 +156,109 @@ class AnnotationExport(APIView):
         )
         response["Content-Disposition"] = f'attachment; filename="{export_filename(self.study, fmt)}"'
         return response
+
+
+# --- annotating ------------------------------------------------------------------
+
+class ServiceErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+
+
+def _errors(*codes: int) -> dict[int, OpenApiResponse]:
+    described = {
+        400: "The answer does not fit the study; `detail` says why.",
+        403: "Not an annotator of this study, or the study is not open.",
+        404: "No such study or assignment, or you are not a member of its study.",
+        409: "The assignment is not yours (any more): its lease ran out and someone else took it, or it belongs to another annotator.",
+        503: "Too many annotators claimed at once; try again.",
+    }
+    return {code: OpenApiResponse(ServiceErrorSerializer, description=described[code]) for code in codes}
+
+
+class AssignmentServiceView(APIView):
+    """Turns the assignment service's refusals into HTTP answers."""
+
+    STATUS_FOR = (
+        (assignments.LeaseLost, status.HTTP_409_CONFLICT),
+        (assignments.NotAllowed, status.HTTP_403_FORBIDDEN),
+        (assignments.ClaimContention, status.HTTP_503_SERVICE_UNAVAILABLE),
+        (ServiceError, status.HTTP_400_BAD_REQUEST),
+    )
+
+    def handle_exception(self, exc: Exception) -> Response:
+        for kind, code in self.STATUS_FOR:
+            if isinstance(exc, kind):
+                retry = {"Retry-After": "1"} if code == status.HTTP_503_SERVICE_UNAVAILABLE else None
+                return Response({"detail": str(exc)}, status=code, headers=retry)
+        return super().handle_exception(exc)
+
+    def result(self, assignment: Assignment) -> Response:
+        progress = annotator_progress(self.request.user, self.study)
+        return Response(AnswerResultSerializer({"assignment": assignment, "progress": progress}).data)
+
+
+class NextAssignment(AssignmentServiceView):
+    """Your current item, or the next one: the same assignment until you submit or skip it."""
+
+    permission_classes = [IsStudyMember]
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: NextAssignmentSerializer,
+            204: OpenApiResponse(description="Nothing is left for you in this study."),
+            **_errors(403, 404, 503),
+        },
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        assignment = assignments.claim_next(user=request.user, study=self.study)
+        if assignment is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        data = {
+            "assignment": assignment,
+            "item": display_payload(assignment),
+            "progress": annotator_progress(request.user, self.study),
+        }
+        return Response(NextAssignmentSerializer(data).data)
+
+
+class SubmitAssignment(AssignmentServiceView):
+    """Answer your assignment; again on an answered one to revise it (kept as a revision)."""
+
+    permission_classes = [IsAssignmentStudyMember]
+
+    @extend_schema(request=SubmitAnswerSerializer, responses={200: AnswerResultSerializer, **_errors(400, 403, 404, 409)})
+    def post(self, request: Request, assignment_id: int) -> Response:
+        answer = SubmitAnswerSerializer(data=request.data)
+        answer.is_valid(raise_exception=True)
+        done = assignments.submit(
+            user=request.user, study=self.study, assignment_id=self.assignment.pk,
+            answer=answer.answer(), source=Annotation.Source.API,
+        )
+        return self.result(done)
+
+
+class SkipAssignment(AssignmentServiceView):
+    """Give your assignment back without answering: the slot goes to someone else."""
+
+    permission_classes = [IsAssignmentStudyMember]
+
+    @extend_schema(request=None, responses={200: AnswerResultSerializer, **_errors(403, 404, 409)})
+    def post(self, request: Request, assignment_id: int) -> Response:
+        skipped = assignments.skip(user=request.user, study=self.study, assignment_id=self.assignment.pk)
+        return self.result(skipped)
+
+
+class FlagAssignment(AssignmentServiceView):
+    """Flag the item of your assignment as a problem, with a reason; then answer or skip it."""
+
+    permission_classes = [IsAssignmentStudyMember]
+
+    @extend_schema(request=FlagSerializer, responses={200: AnswerResultSerializer, **_errors(400, 403, 404, 409)})
+    def post(self, request: Request, assignment_id: int) -> Response:
+        form = FlagSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        flagged = assignments.flag(
+            user=request.user, study=self.study, assignment_id=self.assignment.pk, reason=form.validated_data["reason"]
+        )
+        return self.result(flagged)

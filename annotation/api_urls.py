@@ -11,4 +11,8 @@ urlpatterns = [
     path("studies/<slug:slug>/annotations/import", api.AnnotationImportUpload.as_view(), name="api-annotation-import"),
     path("studies/<slug:slug>/annotations/export", api.AnnotationExport.as_view(), name="api-annotation-export"),
     path("studies/<slug:slug>/imports/<int:pk>", api.ImportJobDetail.as_view(), name="api-import-job"),
+    path("studies/<slug:slug>/assignments/next", api.NextAssignment.as_view(), name="api-assignment-next"),
+    path("assignments/<int:assignment_id>/submit", api.SubmitAssignment.as_view(), name="api-assignment-submit"),
+    path("assignments/<int:assignment_id>/skip", api.SkipAssignment.as_view(), name="api-assignment-skip"),
+    path("assignments/<int:assignment_id>/flag", api.FlagAssignment.as_view(), name="api-assignment-flag"),
 ]

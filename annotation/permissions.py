@@ -10,7 +10,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from .access import Annotator, Researcher, access_study
+from .access import Annotator, Researcher, access_assignment, access_study
 
 
 class IsStudyMember(BasePermission):
@@ -38,3 +38,21 @@ class IsStudyAnnotator(IsStudyMember):
     """Annotators of the study."""
 
     role = Annotator
+
+
+class IsAssignmentStudyMember(BasePermission):
+    """Any member of the study that the `assignment_id` URL argument belongs to (404 for others).
+
+    Sets `view.assignment` and `view.study`; whether the assignment is the
+    user's own is left to the assignment service (409 when it is not).
+    """
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        if not (request.user and request.user.is_authenticated):
+            return False
+        assignment_id = view.kwargs.get("assignment_id")
+        if assignment_id is None:
+            return True
+        view.assignment = access_assignment(request.user, assignment_id)
+        view.study = view.assignment.study
+        return True

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
-from .models import ImportJob, Item, Study
+from .models import Assignment, ImportJob, Item, Study
+from .services.assignments import MAX_ACTIVE_MS, PREFERENCE_CHOICES, SubmittedAnswer
+from .vocab import EVIDENCE_JUDGEMENTS
 
 
 class StudySerializer(serializers.ModelSerializer):
@@ -57,3 +60,113 @@ class ImportJobSerializer(serializers.ModelSerializer):
     class Meta:
         model = ImportJob
         fields = ["id", "what", "file_name", "file_format", "update_existing", "status", "created", "updated", "error_count", "errors", "created_at", "finished_at"]
+
+
+# --- annotating through the API ---------------------------------------------------
+# Shapes only: whether an answer fits the study (its labels, tie allowed,
+# justification required, evidence passages that exist) is the assignment
+# service's decision, reported as a 400 with its message.
+
+class ProgressSerializer(serializers.Serializer):
+    done = serializers.IntegerField(help_text="Items you have answered.")
+    total = serializers.IntegerField(help_text="Answered + open + still available to you (a lower bound when not `total_exact`).")
+    total_exact = serializers.BooleanField(
+        help_text="False in very big studies, where open items are counted only up to 1,000 (show it as \"1,000+\")."
+    )
+
+
+class AssignmentRefSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Assignment
+        fields = ["id", "status", "lease_expires_at", "flagged"]
+        read_only_fields = fields
+
+
+class EvidencePassageSerializer(serializers.Serializer):
+    index = serializers.IntegerField(help_text="Refer to the passage by this index when judging it.")
+    text = serializers.CharField()
+    title = serializers.CharField(allow_blank=True)
+    url = serializers.CharField(allow_blank=True)
+    source_type = serializers.CharField(allow_blank=True)
+
+
+class VerificationDisplaySerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text="Always `verification`.")
+    claim = serializers.CharField()
+    context = serializers.CharField(allow_blank=True)
+    evidence = EvidencePassageSerializer(many=True)
+
+
+class PreferenceDisplaySerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text="Always `preference`.")
+    source = serializers.CharField(allow_blank=True)
+    question = serializers.CharField(allow_blank=True)
+    list_1 = serializers.ListField(child=serializers.CharField(), help_text="Shown on the left; answer `left_*` to prefer it.")
+    list_2 = serializers.ListField(child=serializers.CharField(), help_text="Shown on the right; answer `right_*` to prefer it.")
+
+
+@extend_schema_field(
+    PolymorphicProxySerializer(
+        component_name="DisplayItem",
+        serializers={"preference": PreferenceDisplaySerializer, "verification": VerificationDisplaySerializer},
+        resource_type_field_name="kind",
+    )
+)
+class DisplayItemField(serializers.DictField):
+    """The item as the annotator may see it (annotation.selectors.workbench.display_payload): blinded."""
+
+
+class NextAssignmentSerializer(serializers.Serializer):
+    assignment = AssignmentRefSerializer()
+    item = DisplayItemField(help_text="No system names, no gold label, no other annotator's answer.")
+    progress = ProgressSerializer()
+
+
+class AnswerResultSerializer(serializers.Serializer):
+    assignment = AssignmentRefSerializer()
+    progress = ProgressSerializer()
+
+
+class EvidenceJudgementSerializer(serializers.Serializer):
+    index = serializers.IntegerField(min_value=0, help_text="The passage's `index` in the item.")
+    judgement = serializers.ChoiceField(choices=EVIDENCE_JUDGEMENTS)
+    useful = serializers.BooleanField(default=False)
+
+
+class SubmitAnswerSerializer(serializers.Serializer):
+    """An answer: `label` (+ `evidence`, `rationale`) for verification, `choice` (+ `justification`) for preference."""
+
+    label = serializers.CharField(required=False, allow_blank=True, help_text="Verification: one of the study's labels.")
+    evidence = EvidenceJudgementSerializer(
+        many=True, required=False, help_text="Verification, when the study asks for it: a judgement per passage."
+    )
+    rationale = serializers.CharField(required=False, allow_blank=True, help_text="Verification: why (the study may require it).")
+    choice = serializers.ChoiceField(
+        choices=PREFERENCE_CHOICES, required=False,
+        help_text="Preference, in screen terms (list_1 is left): the server stores the preferred system.",
+    )
+    justification = serializers.CharField(required=False, allow_blank=True, help_text="Preference: why (the study may require it).")
+    active_ms = serializers.IntegerField(
+        required=False, allow_null=True, min_value=0, max_value=MAX_ACTIVE_MS,
+        help_text="Time actively spent on the item, in milliseconds.",
+    )
+
+    def validate(self, data: dict) -> dict:
+        rationale, justification = data.get("rationale", ""), data.get("justification", "")
+        if rationale and justification and rationale != justification:
+            raise serializers.ValidationError("send the reason once, as `rationale` or as `justification`")
+        return data
+
+    def answer(self) -> SubmittedAnswer:
+        data = self.validated_data
+        return SubmittedAnswer(
+            label=data.get("label", ""),
+            choice=data.get("choice", ""),
+            justification=data.get("justification") or data.get("rationale", ""),
+            evidence=[dict(entry) for entry in data.get("evidence", [])] or None,
+            active_ms=data.get("active_ms"),
+        )
+
+
+class FlagSerializer(serializers.Serializer):
+    reason = serializers.CharField(help_text="Why the item is a problem (broken, offensive, impossible to judge).")

@@ -12,5 +12,11 @@ urlpatterns = [
     path("studies/<slug:slug>/import/", views.study_import, name="study_import"),
     path("studies/<slug:slug>/imports/<int:pk>/", views.import_job, name="import_job"),
     path("studies/<slug:slug>/members/", views.study_add_members, name="study_add_members"),
+    path("studies/<slug:slug>/progress/", views.study_progress, name="study_progress"),
+    path("studies/<slug:slug>/annotate/", views.annotate, name="annotate"),
+    path("studies/<slug:slug>/annotate/<int:assignment_id>/", views.annotate_submit, name="annotate_submit"),
+    path("studies/<slug:slug>/annotate/<int:assignment_id>/revise/", views.annotate_revise, name="annotate_revise"),
+    path("studies/<slug:slug>/annotate/<int:assignment_id>/skip/", views.annotate_skip, name="annotate_skip"),
+    path("studies/<slug:slug>/annotate/<int:assignment_id>/flag/", views.annotate_flag, name="annotate_flag"),
     re_path(r"^studies/(?P<slug>[-\w]+)/export\.(?P<fmt>csv|jsonl)$", views.study_export, name="study_export"),
 ]

@@ -245,6 +245,9 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "StudyStatusEnum": "annotation.models.Study.Status",
         "ImportJobStatusEnum": "annotation.models.ImportJob.Status",
+        "AssignmentStatusEnum": "annotation.models.Assignment.Status",
+        "PreferenceChoiceEnum": "annotation.services.assignments.PREFERENCE_CHOICES",
+        "EvidenceJudgementEnum": "annotation.vocab.EVIDENCE_JUDGEMENTS",
     },
 }
 
@@ -278,6 +281,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},  # one line per verifier request otherwise
         "claimlab": {"level": LOG_LEVEL, "propagate": True},
     },
 }

@@ -21,6 +21,8 @@ urlpatterns = [
     ),
     path("api/", include("annotation.api_urls")),
     path("api/", include("metaeval.api_urls")),
+    path("api/", include("metaeval.verifiers_api_urls")),
     path("", include("annotation.urls")),
     path("", include("metaeval.urls")),
+    path("", include("metaeval.verifiers_urls")),
 ]

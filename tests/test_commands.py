@@ -253,12 +253,12 @@ def test_load_demo_twice():
 
     again = run("load_demo")
     assert demo_state() == first, "a second run created something"
-    assert again.count("already loaded") == 3
+    assert again.count("already loaded") == 4
     assert not re.search(r"\((?:researcher|annotator)\)$", again, re.M), "a second run printed passwords"
     assert {User.objects.get(username=name).password for name in passwords} == demo_passwords
 
     studies = {study.slug: study for study in Study.objects.all()}
-    assert set(studies) == {"factcheck-gpt", "factscore-pref", "xsum-factuality"}
+    assert set(studies) == {"factcheck-gpt", "factscore-pref", "xsum-factuality", "wice"}
     xsum = studies["xsum-factuality"]
     assert Item.objects.filter(study=xsum).count() == 1869
     assert Annotation.objects.filter(assignment__study=xsum).count() == 5564

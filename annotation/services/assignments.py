@@ -2,15 +2,41 @@
 
 `claim_next` gives each annotator one active assignment at a time: their own
 (lease renewed), else an expired one reclaimed from someone else, else a fresh
-slot on the item with the most slots taken, so items in progress finish first.
-Slots are counted with a conditional UPDATE and guarded by the constraints on
-Assignment, so no item ever gets more than N annotators even if this code
-races. `submit` is a conditional UPDATE on the user's own active assignment:
-a double click stores one annotation; a lost lease is a LeaseLost (HTTP 409).
+slot on an item with the most slots taken, so items in progress finish first.
+
+Why it cannot over-assign, even when this code races:
+
+- a user's claims are serialised by locking their StudyMember row (PostgreSQL;
+  SQLite's IMMEDIATE transactions serialise every writer anyway), so a double
+  click cannot hand one user two items;
+- a fresh slot is taken by `UPDATE item SET slots_taken = slots_taken + 1
+  WHERE slots_taken < N` on a row locked with `FOR UPDATE SKIP LOCKED` (other
+  claimers move on to another item instead of queueing);
+- the constraints on Assignment (unique (item, annotator), unique (item, slot),
+  slot < N) refuse whatever slipped through; a lost race is retried.
+
+A reclaimed lease does not move the old row to the new annotator: the old
+assignment is closed as skipped (slot given up, `lease_expires_at` kept as the
+mark of a lease that ran out) and a new one takes the same slot number and
+left/right placement. So the first annotator is never served that item again,
+their late submit is a clear LeaseLost (HTTP 409), and the slot's
+counterbalancing is unchanged.
+
+`submit` is a conditional UPDATE on the user's own active assignment: a double
+click stores one annotation; submitting again on one's own submitted
+assignment with a different answer is the "back" flow and appends a revision.
+
+Every query here is bounded by the number of candidates (CANDIDATES) or by the
+user's own assignments, never by the size of the study: candidates come from
+the (study, slots_taken) index scanned from the top, and "not one of mine" is
+a NOT EXISTS probe of the (item, annotator) unique index.
 """
 
 from __future__ import annotations
 
+import random
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,19 +44,27 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import BooleanField, Exists, ExpressionWrapper, F, OuterRef, Q, QuerySet
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from ..models import Annotation, Assignment, Item, Study, StudyMember
-from ..randomisation import keyed_hash, left_system_for, queue_position
+from ..randomisation import left_system_for, queue_position
 from ..vocab import EVIDENCE_JUDGEMENTS, PREFERENCE_BOTH_BAD
 from .answers import AnswerValues, record_answer
 from .errors import ServiceError
 
-#: Fresh items considered per claim; the annotator's keyed hash picks among them.
+#: Fresh items considered per claim; the annotator's keyed-hash order picks among them.
 CANDIDATES = 32
+#: Attempts when a claim loses a race (each attempt is its own transaction, with a short pause between).
+CLAIM_ATTEMPTS = 10
 PREFERENCE_CHOICES = ("left_strong", "left_slight", "tie", "right_slight", "right_strong", PREFERENCE_BOTH_BAD)
 MAX_TEXT = 10_000
+MAX_ACTIVE_MS = 2**31 - 1
+
+Status = Assignment.Status
+#: Assignments closed because their lease ran out and another annotator took the slot over.
+LOST_LEASE = Q(status=Status.SKIPPED, lease_expires_at__isnull=False)
 
 
 class LeaseLost(ServiceError):
@@ -41,91 +75,167 @@ class NotAllowed(ServiceError):
     """The user may not annotate in this study (not an annotator, or it is not open)."""
 
 
+class ClaimContention(ServiceError):
+    """Every attempt to claim lost a race; the client should retry (HTTP 503), not conclude it is done."""
+
+
 def lease_length() -> timedelta:
     return timedelta(seconds=getattr(settings, "ANNOTATION_LEASE_SECONDS", 30 * 60))
 
 
-def _check_can_annotate(user: AbstractBaseUser, study: Study) -> None:
+def _annotator_membership(user: AbstractBaseUser, study: Study, *, lock: bool = False) -> QuerySet[StudyMember]:
+    # No ordering: StudyMember's default ordering joins Study, and FOR UPDATE would lock the study row too,
+    # serialising every claim in the study instead of only this user's.
+    members = StudyMember.objects.filter(study=study, user_id=user.pk, role=StudyMember.Role.ANNOTATOR).order_by()
+    return members.select_for_update(of=("self",)) if lock else members
+
+
+def _check_can_annotate(user: AbstractBaseUser, study: Study, *, lock: bool = False) -> None:
+    """Refuse closed studies and non-annotators; with `lock`, serialise this user's claims.
+
+    The lock is on the user's StudyMember row, so two claims by one user (two
+    tabs, a double click) run one after the other and the second sees the
+    first one's assignment. Call inside a transaction when locking.
+    """
     if study.status != Study.Status.OPEN:
         raise NotAllowed(f"the study {study.slug!r} is {study.status}, not open for annotation")
-    is_annotator = StudyMember.objects.filter(study=study, user=user, role=StudyMember.Role.ANNOTATOR).exists()
-    if not is_annotator:
+    if not list(_annotator_membership(user, study, lock=lock).values_list("pk", flat=True)[:1]):
         raise NotAllowed("only the study's annotators can annotate")
+
+
+class _Busy(Exception):
+    """Every candidate is being claimed by someone else right now: retry, do not say "nothing left"."""
 
 
 def claim_next(*, user: AbstractBaseUser, study: Study, now: datetime | None = None) -> Assignment | None:
     """The user's current assignment, or a new one; None when nothing is left for them."""
-    _check_can_annotate(user, study)
     now = now or timezone.now()
-    for _ in range(5):  # a lost race on a candidate just means: try the next one
+    for attempt in range(CLAIM_ATTEMPTS):
         try:
             with transaction.atomic():
+                _check_can_annotate(user, study, lock=True)
                 assignment = _claim(user, study, now)
-            return assignment
-        except IntegrityError:
+        except (IntegrityError, _Busy):
+            # A lost race (a constraint said no, or every candidate was locked): the
+            # transaction is rolled back with its locks; wait a moment and look again.
+            time.sleep(random.uniform(0.001, 0.005) * (attempt + 1))
             continue
-    return None
+        if assignment is not None:
+            assignment.study = study  # callers render it; spare a query
+        return assignment
+    raise ClaimContention("too many annotators are claiming at this moment; try again in a second")
+
+
+def _not_mine(user: AbstractBaseUser, item_ref: str) -> Exists:
+    """NOT EXISTS (an assignment of this user on the outer item): an index probe per candidate."""
+    return ~Exists(Assignment.objects.filter(item_id=OuterRef(item_ref), annotator_id=user.pk))
 
 
 def _claim(user: AbstractBaseUser, study: Study, now: datetime) -> Assignment | None:
     expires = now + lease_length()
-    own = Assignment.objects.filter(study=study, annotator=user, status=Assignment.Status.ACTIVE).first()
-    if own is not None:
-        Assignment.objects.filter(pk=own.pk).update(lease_expires_at=expires, updated_at=now)
-        own.lease_expires_at = expires
-        return own
-    mine = Assignment.objects.filter(study=study, annotator=user).values("item_id")
-    expired = (
-        Assignment.objects.filter(study=study, status=Assignment.Status.ACTIVE, lease_expires_at__lt=now)
-        .exclude(item_id__in=mine)
-        .order_by("lease_expires_at", "pk")
-        .values_list("pk", "item__external_id")[:CANDIDATES]
+    # One query for both: the user's own active assignment (sorted first), then
+    # leases that ran out on items the user has not had, oldest first.
+    rows = list(
+        Assignment.objects.filter(study=study, status=Status.ACTIVE)
+        .filter(Q(annotator_id=user.pk) | (Q(lease_expires_at__lt=now) & _not_mine(user, "item_id")))
+        .order_by(ExpressionWrapper(~Q(annotator_id=user.pk), output_field=BooleanField()), "lease_expires_at", "pk")
+        .values_list("pk", "annotator_id", "item_id", "slot", "left_system")[:CANDIDATES]
     )
-    for assignment_id, external_id in expired:
-        taken = Assignment.objects.filter(
-            pk=assignment_id, status=Assignment.Status.ACTIVE, lease_expires_at__lt=now
-        ).update(
-            annotator=user,
-            lease_expires_at=expires,
-            queue_position=queue_position(study.seed, str(user.pk), external_id),
-            created_at=now,
-            updated_at=now,
+    if rows and rows[0][1] == user.pk:
+        own_id = rows.pop(0)[0]
+        renewed = Assignment.objects.filter(pk=own_id, status=Status.ACTIVE).update(lease_expires_at=expires, updated_at=now)
+        if renewed:
+            return Assignment.objects.select_related("item").get(pk=own_id)
+    for assignment_id, _, item_id, slot, left_system in rows:
+        # Reclaim, conditionally: of two reclaimers (or the owner renewing), exactly one wins.
+        closed = Assignment.objects.filter(pk=assignment_id, status=Status.ACTIVE, lease_expires_at__lt=now).update(
+            status=Status.SKIPPED, slot=None, updated_at=now
         )
-        if taken:
-            return Assignment.objects.select_related("item").get(pk=assignment_id)
-    return _fresh_slot(user, study, now, expires, mine)
+        if closed:
+            return _create(user, study, Item.objects.get(pk=item_id), slot, left_system, expires)
+    return _fresh_slot(user, study, expires)
 
 
-def _fresh_slot(user, study: Study, now: datetime, expires: datetime, mine) -> Assignment | None:
-    candidates = Item.objects.filter(study=study, slots_taken__lt=study.annotators_per_item).exclude(id__in=mine)
-    if connection.features.has_select_for_update_skip_locked:
-        candidates = candidates.select_for_update(skip_locked=True)
-    rows = list(candidates.order_by("-slots_taken", "position", "pk").values_list("pk", "external_id", "slots_taken")[:CANDIDATES])
+def _fresh_slot(user: AbstractBaseUser, study: Study, expires: datetime) -> Assignment | None:
+    """A new slot on an item with the most slots taken among those the user has not had.
+
+    Scans the (study, slots_taken) index from the top and stops after
+    CANDIDATES rows, so the cost does not grow with the study. Among items
+    equally far along, the annotator's keyed-hash queue position decides.
+    """
+    n = study.annotators_per_item
+    rows = list(
+        Item.objects.filter(study=study, slots_taken__lt=n)
+        .filter(_not_mine(user, "pk"))
+        .order_by("-slots_taken")
+        .values_list("pk", "external_id", "slots_taken")[:CANDIDATES]
+    )
     if not rows:
         return None
-    top = rows[0][2]
-    tier = [row for row in rows if row[2] == top]  # breadth-first: only items with the most slots taken
-    tier.sort(key=lambda row: keyed_hash(study.seed, "pick", str(user.pk), row[1]))
-    for item_id, external_id, _ in tier:
-        bumped = Item.objects.filter(pk=item_id, slots_taken__lt=study.annotators_per_item).update(
-            slots_taken=F("slots_taken") + 1
-        )
+    key = str(user.pk)
+    rows.sort(key=lambda row: (-row[2], queue_position(study.seed, key, row[1])))
+    for item in _lock_candidates([pk for pk, _, _ in rows], n):
+        bumped = Item.objects.filter(pk=item.pk, slots_taken__lt=n).update(slots_taken=F("slots_taken") + 1)
         if not bumped:
             continue
-        used = set(Assignment.objects.filter(item_id=item_id, slot__isnull=False).values_list("slot", flat=True))
-        slot = next(number for number in range(study.annotators_per_item) if number not in used)
-        return Assignment.objects.create(
-            study=study,
-            item_id=item_id,
-            annotator=user,
-            slot=slot,
-            max_slots=study.annotators_per_item,
-            queue_position=queue_position(study.seed, str(user.pk), external_id),
-            left_system=left_system_for(study.seed, external_id, slot, study.systems),
-            status=Assignment.Status.ACTIVE,
-            lease_expires_at=expires,
-        )
+        held = set(Assignment.objects.filter(item_id=item.pk, slot__isnull=False).order_by().values_list("slot", flat=True))
+        free = [number for number in range(n) if number not in held]
+        if not free:
+            # The counter was behind the slots actually held (e.g. edited by hand): repair it, try the next.
+            Item.objects.filter(pk=item.pk).update(slots_taken=len(held))
+            continue
+        left_system = left_system_for(study.seed, item.external_id, free[0], study.systems)
+        return _create(user, study, item, free[0], left_system, expires)
     return None
+
+
+def _lock_candidates(ordered_ids: list[int], n: int) -> Iterator[Item]:
+    """The candidate items to try, in order; on PostgreSQL only the first one nobody else holds, locked.
+
+    `FOR UPDATE SKIP LOCKED ... LIMIT 1` locks exactly one row: an item that
+    another claimer is bumping is stepped around rather than queued behind,
+    and the other candidates stay free for other claimers. It never waits
+    for a lock: claimers visit candidates in different (per-annotator)
+    orders, and a row PostgreSQL locked but then dropped on its recheck stays
+    locked, so waiting could deadlock; when everything is held the claim is
+    retried instead (_Busy). SQLite has no row locks; its IMMEDIATE
+    transactions already serialise the claims, so the first candidate wins.
+    """
+    if not connection.features.has_select_for_update_skip_locked:
+        for pk in ordered_ids:
+            yield Item.objects.get(pk=pk)
+        return
+    column = f"{connection.ops.quote_name(Item._meta.db_table)}.{connection.ops.quote_name('id')}"
+    remaining = list(ordered_ids)
+    while remaining:
+        # The order is the Python-side one (per-annotator hash): a plain CASE is
+        # far cheaper to build than the ORM's Case/When for 32 candidates.
+        rank = RawSQL("CASE " + " ".join(f"WHEN {column} = %s THEN {k}" for k in range(len(remaining))) + " END", remaining)
+        locked = list(
+            Item.objects.filter(pk__in=remaining, slots_taken__lt=n)
+            .order_by(rank.asc())
+            .select_for_update(skip_locked=True)[:1]
+        )
+        if not locked:
+            raise _Busy
+        yield locked[0]
+        remaining = remaining[remaining.index(locked[0].pk) + 1 :]  # only asked for again if it could not be used
+
+
+def _create(user: AbstractBaseUser, study: Study, item: Item, slot: int, left_system: str, expires: datetime) -> Assignment:
+    """The assignment row, with its randomisation computed from the seed and stored."""
+    assignment = Assignment.objects.create(
+        study=study,
+        item=item,
+        annotator_id=user.pk,
+        slot=slot,
+        max_slots=study.annotators_per_item,
+        queue_position=queue_position(study.seed, str(user.pk), item.external_id),
+        left_system=left_system,
+        status=Status.ACTIVE,
+        lease_expires_at=expires,
+    )
+    return assignment
 
 
 @dataclass
@@ -147,7 +257,7 @@ def answer_values(study: Study, assignment: Assignment, answer: SubmittedAnswer)
     if study.justification_required and not justification:
         raise ServiceError("this study asks for a justification with every answer")
     active_ms = answer.active_ms
-    if active_ms is not None and not (isinstance(active_ms, int) and 0 <= active_ms <= 2**31 - 1):
+    if active_ms is not None and (isinstance(active_ms, bool) or not isinstance(active_ms, int) or not 0 <= active_ms <= MAX_ACTIVE_MS):
         raise ServiceError("active_ms must be a whole number of milliseconds")
     if study.is_preference:
         return _preference_values(study, assignment, answer.choice, justification, active_ms)
@@ -170,13 +280,15 @@ def _preference_values(study: Study, assignment: Assignment, choice: str, justif
     if choice == PREFERENCE_BOTH_BAD and not study.both_bad_allowed:
         raise ServiceError("this study does not offer 'both bad'")
     systems = list(study.systems)
+    if len(systems) != 2:
+        raise ServiceError("this preference study does not declare its two systems")
     if choice in ("tie", PREFERENCE_BOTH_BAD):
         return AnswerValues(label=choice, raw_label=choice, choice=choice, justification=justification, active_ms=active_ms)
     side, strength = choice.split("_", 1)
     left = assignment.left_system or systems[0]
-    right = next(system for system in systems if system != left)
+    right = systems[1] if left == systems[0] else systems[0]
     preferred = left if side == "left" else right
-    label = f"{'a' if systems.index(preferred) == 0 else 'b'}_{strength}"
+    label = f"{'a' if preferred == systems[0] else 'b'}_{strength}"
     if label not in study.labels:
         raise ServiceError(f"{label!r} is not one of the study's labels")
     return AnswerValues(
@@ -190,6 +302,8 @@ def _evidence_judgements(study: Study, item: Item, given: list[dict[str, Any]] |
         return []
     if not study.evidence_judgements:
         raise ServiceError("this study does not ask for evidence judgements")
+    if not isinstance(given, list):
+        raise ServiceError("evidence judgements must be a list of objects with 'index' and 'judgement'")
     passages = item.payload.get("evidence", [])
     judgements: dict[int, dict[str, Any]] = {}
     for entry in given:
@@ -208,12 +322,38 @@ def _evidence_judgements(study: Study, item: Item, given: list[dict[str, Any]] |
     return [judgements[index] for index in sorted(judgements)]
 
 
+def lease_ran_out(assignment: Assignment) -> bool:
+    """Closed because its lease expired and someone else took the slot (not skipped by its annotator)."""
+    return assignment.status == Status.SKIPPED and assignment.lease_expires_at is not None
+
+
 def _own_assignment(user: AbstractBaseUser, study: Study, assignment_id: int) -> Assignment:
-    assignment = Assignment.objects.select_for_update().select_related("item").filter(pk=assignment_id, study=study).first()
+    """The user's assignment, locked for the rest of the transaction.
+
+    NotAllowed when the study is not open or the user is not (any more) one
+    of its annotators; LeaseLost when the assignment is not theirs. The
+    membership check rides along in the same query.
+    """
+    if study.status != Study.Status.OPEN:
+        raise NotAllowed(f"the study {study.slug!r} is {study.status}, not open for annotation")
+    assignment = (
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("item")
+        .annotate(user_is_annotator=Exists(_annotator_membership(user, study)))
+        .filter(pk=assignment_id, study=study)
+        .first()
+    )
     if assignment is None:
         raise LeaseLost("no such assignment in this study")
+    if not assignment.user_is_annotator:
+        raise NotAllowed("only the study's annotators can annotate")
     if assignment.annotator_id != user.pk:
-        raise LeaseLost("this item is no longer assigned to you: your time on it ran out and another annotator took it over")
+        raise LeaseLost("this assignment is not yours: it belongs to another annotator")
+    if lease_ran_out(assignment):
+        raise LeaseLost(
+            "this item is no longer assigned to you: your time on it ran out and another annotator took it over"
+        )
+    assignment.study = study
     return assignment
 
 
@@ -223,23 +363,24 @@ def submit(
 ) -> Assignment:
     """Store the answer on the user's own assignment; repeat-safe.
 
-    Active: the answer is stored and the assignment submitted, in one
-    transaction. Already submitted by this user: the answer is changed (with a
-    revision) or, when identical, left alone, so a double click is harmless.
+    Active (even with an expired lease that nobody took over): the answer is
+    stored and the assignment submitted, in one transaction. Already submitted
+    by this user: the answer is changed with a revision ("back" to revise) or,
+    when identical, left alone, so a double click is harmless.
     """
     now = now or timezone.now()
     with transaction.atomic():
         assignment = _own_assignment(user, study, assignment_id)
-        if assignment.status == Assignment.Status.SKIPPED:
+        if assignment.status == Status.SKIPPED:
             raise LeaseLost("you skipped this item; it cannot be answered now")
         values = answer_values(study, assignment, answer)
-        if assignment.status == Assignment.Status.ACTIVE:
-            updated = Assignment.objects.filter(
-                pk=assignment.pk, annotator=user, status=Assignment.Status.ACTIVE
-            ).update(status=Assignment.Status.SUBMITTED, submitted_at=now, lease_expires_at=None, updated_at=now)
-            if not updated:
+        if assignment.status == Status.ACTIVE:
+            updated = Assignment.objects.filter(pk=assignment.pk, annotator_id=user.pk, status=Status.ACTIVE).update(
+                status=Status.SUBMITTED, submitted_at=now, lease_expires_at=None, updated_at=now
+            )
+            if not updated:  # unreachable while the row lock holds; kept so a change there cannot overwrite silently
                 raise LeaseLost("this item is no longer assigned to you")
-            assignment.status, assignment.submitted_at = Assignment.Status.SUBMITTED, now
+            assignment.status, assignment.submitted_at, assignment.lease_expires_at = Status.SUBMITTED, now, None
         record_answer(assignment=assignment, values=values, source=source, changed_by=user)
     return assignment
 
@@ -249,20 +390,23 @@ def skip(*, user: AbstractBaseUser, study: Study, assignment_id: int, now: datet
     now = now or timezone.now()
     with transaction.atomic():
         assignment = _own_assignment(user, study, assignment_id)
-        if assignment.status == Assignment.Status.SKIPPED:
+        if assignment.status == Status.SKIPPED:
             return assignment
-        if assignment.status != Assignment.Status.ACTIVE:
+        if assignment.status != Status.ACTIVE:
             raise LeaseLost("this item is already answered; it cannot be skipped")
-        Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.ACTIVE).update(
-            status=Assignment.Status.SKIPPED, slot=None, lease_expires_at=None, updated_at=now
+        Assignment.objects.filter(pk=assignment.pk, status=Status.ACTIVE).update(
+            status=Status.SKIPPED, slot=None, lease_expires_at=None, updated_at=now
         )
         Item.objects.filter(pk=assignment.item_id, slots_taken__gt=0).update(slots_taken=F("slots_taken") - 1)
-        assignment.refresh_from_db()
+        assignment.status, assignment.slot, assignment.lease_expires_at = Status.SKIPPED, None, None
     return assignment
 
 
 def flag(*, user: AbstractBaseUser, study: Study, assignment_id: int, reason: str) -> Assignment:
-    """Mark an item as problematic (broken text, offensive, impossible) with a reason."""
+    """Mark an item as problematic (broken text, offensive, impossible) with a reason.
+
+    Flagging neither answers nor skips: the annotator still does one or the other.
+    """
     reason = (reason or "").strip()
     if not reason:
         raise ServiceError("say why the item is flagged")
@@ -273,3 +417,4 @@ def flag(*, user: AbstractBaseUser, study: Study, assignment_id: int, reason: st
         Assignment.objects.filter(pk=assignment.pk).update(flagged=True, flag_reason=reason, updated_at=timezone.now())
         assignment.flagged, assignment.flag_reason = True, reason
     return assignment
+

@@ -11,6 +11,7 @@ from typing import Any
 
 from annotation.models import Study
 from metaeval import selectors
+from metaeval.verifiers.report import verifier_report
 
 from .agreement import agreement_sections, categories_for
 from .disagreements import disagreements
@@ -57,4 +58,5 @@ def build_report(study: Study, options: ReportOptions | None = None) -> dict[str
     report["scores"] = scores_section(labels, items, evidence, study, options) if evidence is not None else None
     report["disagreements"] = disagreements(agreed)
     report["n_disagreements"] = len(report["disagreements"])
+    report["verifiers"] = verifier_report(study, n_resamples=options.n_resamples, seed=options.seed)
     return report

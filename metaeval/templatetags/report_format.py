@@ -51,3 +51,12 @@ def get(mapping: Any, key: Any) -> Any:
     if isinstance(mapping, dict):
         return mapping.get(key)
     return None
+
+
+@register.filter
+def get_index(sequence: Any, index: int) -> Any:
+    """``sequence[index]``, or None when out of range."""
+    try:
+        return sequence[index]
+    except (IndexError, TypeError, KeyError):
+        return None

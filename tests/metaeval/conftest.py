@@ -23,6 +23,10 @@ FIXTURES = REPO / "fixtures"
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
+#: Every demo study, so that the teardown leaves none behind.
+DEMO_SLUGS = [entry["slug"] for entry in json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "studies.json").read_text())]
+
+
 @pytest.fixture(scope="package")
 def demo(django_db_setup, django_db_blocker):
     """The three demo studies, by slug."""
@@ -34,7 +38,7 @@ def demo(django_db_setup, django_db_blocker):
             slug__in=["xsum-factuality", "factcheck-gpt", "factscore-pref"])}
     yield studies
     with django_db_blocker.unblock():
-        Study.objects.filter(pk__in=[study.pk for study in studies.values()]).delete()
+        Study.objects.filter(slug__in=DEMO_SLUGS).delete()
         User.objects.exclude(pk__in=users_before).delete()
 
 

@@ -1,0 +1,263 @@
+"""Reads about how far a study's annotation has come.
+
+For researchers (the study's progress page): per-annotator numbers and quality
+(done, skipped, flagged, median active time, gold accuracy), per-item slot
+status with active leases, and flagged items with their reasons. For the
+annotator: their own assignment, fetched through them.
+
+Every function issues a fixed number of queries, whatever the size of the
+study: aggregates are grouped in the database, never computed per row.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, F, Q, QuerySet, Window
+from django.db.models.functions import RowNumber
+from django.utils import timezone
+
+from ..models import Annotation, Assignment, Item, Study, StudyMember
+from ..services.assignments import LOST_LEASE
+
+Status = Assignment.Status
+#: Given back by the annotator (a lease that ran out and was taken over is LOST_LEASE instead).
+SKIPPED = Q(status=Status.SKIPPED) & ~LOST_LEASE
+
+
+# --- the annotator's own ------------------------------------------------------
+
+def own_assignment(user: AbstractBaseUser, study: Study, assignment_id: int) -> Assignment | None:
+    """One of the user's assignments in this study (with item and answer), or None."""
+    assignment = (
+        Assignment.objects.filter(study=study, annotator=user, pk=assignment_id)
+        .select_related("item", "annotation")
+        .first()
+    )
+    if assignment is not None:
+        assignment.study = study  # display_payload reads the study; spare a query
+    return assignment
+
+
+# --- per annotator --------------------------------------------------------------
+
+@dataclass
+class AnnotatorRow:
+    """One annotator's numbers in a study (shown by pseudonym only)."""
+
+    user_id: int
+    pseudonym: str
+    is_external: bool = False
+    done: int = 0
+    skipped: int = 0
+    timed_out: int = 0
+    active: int = 0
+    flagged: int = 0
+    timed: int = 0
+    median_active_ms: float | None = None
+    gold_n: int = 0
+    gold_correct: int = 0
+
+    @property
+    def median_seconds(self) -> float | None:
+        return None if self.median_active_ms is None else self.median_active_ms / 1000
+
+    @property
+    def gold_share(self) -> float | None:
+        """Share of gold items labelled as the gold says; None when the annotator met no gold item."""
+        return self.gold_correct / self.gold_n if self.gold_n else None
+
+    @property
+    def gold_percent(self) -> float | None:
+        share = self.gold_share
+        return None if share is None else 100 * share
+
+
+def annotator_quality(study: Study) -> list[AnnotatorRow]:
+    """Per annotator: done, skipped, timed out, active, flagged, median active time, gold accuracy.
+
+    Four queries whatever the study's size. Gold accuracy compares the
+    canonical label with the item's gold label, on gold items only. Anyone
+    holding assignments appears, including imported identities and former
+    members (as `user-<id>`, as in the export).
+    """
+    rows: dict[int, AnnotatorRow] = {
+        user_id: AnnotatorRow(user_id=user_id, pseudonym=pseudonym, is_external=external)
+        for user_id, pseudonym, external in StudyMember.objects.filter(
+            study=study, role=StudyMember.Role.ANNOTATOR
+        ).values_list("user_id", "pseudonym", "is_external")
+    }
+
+    def row(user_id: int) -> AnnotatorRow:
+        if user_id not in rows:
+            rows[user_id] = AnnotatorRow(user_id=user_id, pseudonym=f"user-{user_id}")
+        return rows[user_id]
+
+    counts = (
+        Assignment.objects.filter(study=study)
+        .order_by()
+        .values("annotator_id")
+        .annotate(
+            done=Count("pk", filter=Q(status=Status.SUBMITTED)),
+            skipped=Count("pk", filter=SKIPPED),
+            timed_out=Count("pk", filter=LOST_LEASE),
+            active=Count("pk", filter=Q(status=Status.ACTIVE)),
+            flagged=Count("pk", filter=Q(flagged=True)),
+        )
+    )
+    for entry in counts:
+        target = row(entry["annotator_id"])
+        target.done, target.skipped, target.timed_out = entry["done"], entry["skipped"], entry["timed_out"]
+        target.active, target.flagged = entry["active"], entry["flagged"]
+
+    on_gold = ~Q(assignment__item__gold_label="")
+    gold = (
+        Annotation.objects.filter(assignment__study=study)
+        .order_by()
+        .values("assignment__annotator_id")
+        .annotate(
+            gold_n=Count("pk", filter=on_gold),
+            gold_correct=Count("pk", filter=on_gold & Q(label=F("assignment__item__gold_label"))),
+            timed=Count("active_ms"),
+        )
+    )
+    for entry in gold:
+        target = row(entry["assignment__annotator_id"])
+        target.gold_n, target.gold_correct, target.timed = entry["gold_n"], entry["gold_correct"], entry["timed"]
+
+    for user_id, median in median_active_ms(study).items():
+        row(user_id).median_active_ms = median
+    return sorted(rows.values(), key=lambda entry: (entry.is_external, entry.pseudonym))
+
+
+def median_active_ms(study: Study) -> dict[int, float]:
+    """annotator id -> median active time per answered item (ms), over answers that carry a time.
+
+    One query on every database: rank each annotator's times with a window
+    function and fetch only the middle one or two rows, so the work stays in
+    the database however many annotations there are.
+    """
+    annotator = F("assignment__annotator_id")
+    ranked = (
+        Annotation.objects.filter(assignment__study=study, active_ms__isnull=False)
+        .annotate(
+            rank=Window(RowNumber(), partition_by=[annotator], order_by=[F("active_ms").asc(), F("pk").asc()]),
+            total=Window(Count("pk"), partition_by=[annotator]),
+        )
+        .filter(Q(rank=(F("total") + 1) / 2) | Q(rank=F("total") / 2 + 1))
+        .values_list("assignment__annotator_id", "active_ms")
+    )
+    middles: dict[int, list[int]] = defaultdict(list)
+    for user_id, active_ms in ranked:
+        middles[user_id].append(active_ms)
+    return {user_id: sum(values) / len(values) for user_id, values in middles.items()}
+
+
+# --- per item -------------------------------------------------------------------
+
+#: Filters of the per-item table: name -> what it shows.
+ITEM_STATES = {
+    "": "all items",
+    "open": "in progress",
+    "complete": "complete",
+    "untouched": "not started",
+    "flagged": "flagged",
+}
+
+
+def items_with_slots(study: Study, state: str = "") -> QuerySet[Item]:
+    """The study's items in import order with their slot counts (paginate this).
+
+    `state` narrows them: "open" (some slot taken, fewer than N answers),
+    "complete" (N answers), "untouched" (no slot taken), "flagged".
+    """
+    skipped = Q(assignments__status=Status.SKIPPED)
+    items = (
+        Item.objects.filter(study=study)
+        .annotate(
+            n_submitted=Count("assignments", filter=Q(assignments__status=Status.SUBMITTED)),
+            n_skipped=Count("assignments", filter=skipped & Q(assignments__lease_expires_at__isnull=True)),
+            n_timed_out=Count("assignments", filter=skipped & Q(assignments__lease_expires_at__isnull=False)),
+            n_active=Count("assignments", filter=Q(assignments__status=Status.ACTIVE)),
+            n_flagged=Count("assignments", filter=Q(assignments__flagged=True)),
+        )
+        .only("pk", "external_id", "domain", "summary", "slots_taken", "gold_label", "position")
+        .order_by("position", "pk")
+    )
+    n = study.annotators_per_item
+    if state == "open":
+        items = items.filter(slots_taken__gt=0, n_submitted__lt=n)
+    elif state == "complete":
+        items = items.filter(n_submitted__gte=n)
+    elif state == "untouched":
+        items = items.filter(slots_taken=0)
+    elif state == "flagged":
+        items = items.filter(n_flagged__gt=0)
+    return items
+
+
+@dataclass
+class Lease:
+    pseudonym: str
+    expires_at: datetime
+    expired: bool
+
+
+@dataclass
+class ItemSlots:
+    item: Item
+    slots: int
+    leases: list[Lease] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.item.n_submitted >= self.slots
+
+
+def item_slot_status(study: Study, items: Sequence[Item], *, now: datetime | None = None) -> list[ItemSlots]:
+    """Slot status of a page of items (from `items_with_slots`), with their active leases: two queries."""
+    now = now or timezone.now()
+    ids = [item.pk for item in items]
+    leases: dict[int, list[Lease]] = defaultdict(list)
+    if ids:
+        names = dict(StudyMember.objects.filter(study=study).values_list("user_id", "pseudonym"))
+        active = (
+            Assignment.objects.filter(item_id__in=ids, status=Status.ACTIVE)
+            .order_by("lease_expires_at", "pk")
+            .values_list("item_id", "annotator_id", "lease_expires_at")
+        )
+        for item_id, annotator_id, expires_at in active:
+            name = names.get(annotator_id, f"user-{annotator_id}")
+            leases[item_id].append(Lease(name, expires_at, expires_at is not None and expires_at < now))
+    return [ItemSlots(item=item, slots=study.annotators_per_item, leases=leases[item.pk]) for item in items]
+
+
+# --- flags ------------------------------------------------------------------------
+
+@dataclass
+class Flag:
+    external_id: str
+    pseudonym: str
+    reason: str
+    status: str
+    when: datetime
+
+
+def flagged(study: Study, *, limit: int = 100) -> tuple[list[Flag], int]:
+    """The latest flagged assignments (item, who, why, status) and how many there are in all."""
+    flags = Assignment.objects.filter(study=study, flagged=True)
+    total = flags.count()
+    if not total:
+        return [], 0
+    names = dict(StudyMember.objects.filter(study=study).values_list("user_id", "pseudonym"))
+    rows = flags.order_by("-updated_at", "-pk").values_list(
+        "item__external_id", "annotator_id", "flag_reason", "status", "updated_at"
+    )[:limit]
+    return [
+        Flag(external_id, names.get(annotator_id, f"user-{annotator_id}"), reason, status, when)
+        for external_id, annotator_id, reason, status, when in rows
+    ], total

@@ -1,0 +1,124 @@
+"""Django admin for verifiers, runs and predictions: researchers' settings go through the services' checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest
+
+from annotation.services.errors import ServiceError
+
+from .models import Prediction, Verifier, VerifierRun
+from .services import start_run, stop_run
+from .services.verifiers import EDITABLE, VerifierInvalid, validated_fields
+
+
+class VerifierAdminForm(forms.ModelForm):
+    """Runs the same validation as the page and the API (base URL, preset, env var NAME, labels)."""
+
+    class Meta:
+        model = Verifier
+        fields = "__all__"
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        study = cleaned.get("study")
+        kind = cleaned.get("kind")
+        if study is None or kind is None:
+            return cleaned
+        values = {field: cleaned.get(field) for field in EDITABLE}
+        for field in ("custom_labels", "label_map", "options"):
+            values[field] = values[field] or ([] if field == "custom_labels" else {})
+        try:
+            cleaned.update(validated_fields(study, kind, values, exclude_pk=self.instance.pk))
+        except VerifierInvalid as exc:
+            for field, message in exc.errors.items():
+                self.add_error(field if field in self.fields else None, message)
+        except ServiceError as exc:
+            self.add_error(None, str(exc))
+        return cleaned
+
+
+@admin.register(Verifier)
+class VerifierAdmin(admin.ModelAdmin):
+    form = VerifierAdminForm
+    list_display = ("name", "study", "kind", "preset", "model", "base_url", "api_key_env", "concurrency",
+                    "prediction_count", "created_at")
+    list_filter = ("kind", "preset", "study")
+    search_fields = ("name", "model", "study__slug")
+    readonly_fields = ("created_by", "created_at", "updated_at")
+    list_select_related = ("study",)
+    actions = ["start_runs"]
+    fieldsets = (
+        (None, {"fields": ("study", "name", "kind")}),
+        ("Model and endpoint", {"fields": ("preset", "model", "base_url", "api_key_env", "temperature", "max_tokens",
+                                           "concurrency", "timeout", "retries")}),
+        ("Custom preset", {"fields": ("template", "system_prompt", "custom_labels"), "classes": ("collapse",)}),
+        ("Labels and options", {"fields": ("label_map", "options")}),
+        ("Cost estimate", {"fields": ("price_input_per_1k", "price_output_per_1k")}),
+        ("History", {"fields": ("created_by", "created_at", "updated_at")}),
+    )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Verifier]:
+        return super().get_queryset(request).annotate(n_predictions=Count("predictions"))
+
+    @admin.display(description="predictions", ordering="n_predictions")
+    def prediction_count(self, verifier: Verifier) -> int:
+        return verifier.n_predictions
+
+    @admin.action(description="Start a run of the selected verifiers (background worker)")
+    def start_runs(self, request: HttpRequest, queryset: QuerySet[Verifier]) -> None:
+        for verifier in queryset:
+            try:
+                run = start_run(verifier=verifier, created_by=request.user)
+            except ServiceError as exc:
+                self.message_user(request, f"{verifier.name}: {exc}", messages.ERROR)
+            else:
+                self.message_user(request, f"{verifier.name}: run {run.pk} queued", messages.SUCCESS)
+
+
+@admin.register(VerifierRun)
+class VerifierRunAdmin(admin.ModelAdmin):
+    list_display = ("id", "verifier", "status", "done", "total", "cached", "errors", "unparseable", "tokens_in",
+                    "tokens_out", "estimated_cost", "heartbeat_at", "created_at")
+    list_filter = ("status", "verifier__study")
+    search_fields = ("verifier__name", "verifier__study__slug")
+    list_select_related = ("verifier",)
+    actions = ["stop_runs"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: VerifierRun | None = None) -> list[str]:
+        return [field.name for field in VerifierRun._meta.fields]  # runs change through the runner only
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.action(description="Stop the selected runs")
+    def stop_runs(self, request: HttpRequest, queryset: QuerySet[VerifierRun]) -> None:
+        for run in queryset:
+            try:
+                stop_run(run=run)
+            except ServiceError as exc:
+                self.message_user(request, f"run {run.pk}: {exc}", messages.WARNING)
+
+
+@admin.register(Prediction)
+class PredictionAdmin(admin.ModelAdmin):
+    list_display = ("id", "verifier", "item", "label", "raw_label", "parse_status", "score", "latency_ms",
+                    "tokens_in", "tokens_out", "short_error", "created_at")
+    list_filter = ("parse_status", "verifier__kind", "verifier__study")
+    search_fields = ("item__external_id", "verifier__name", "rationale", "error")
+    list_select_related = ("verifier", "item")
+    raw_id_fields = ("item", "run", "verifier")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Prediction | None = None) -> list[str]:
+        return [field.name for field in Prediction._meta.fields]  # predictions are evidence; never edited by hand
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.display(description="error")
+    def short_error(self, prediction: Prediction) -> str:
+        return prediction.error[:80]

@@ -1,0 +1,240 @@
+"""Tables of the meta-evaluation side: automatic verifiers, their runs and predictions (DESIGN §2).
+
+The invariants that keep verifier numbers honest are database constraints,
+so they hold even when two workers race on one run:
+
+- a prediction is unique per (verifier, item, cache key): a rerun, or a
+  resumed run, can never store the same answer twice;
+- a prediction has a label exactly when it has neither an error nor an
+  unparseable answer: an unparseable answer can never pass for a label;
+- a verifier has at most one active (queued / running / stopping) run.
+
+API keys are never stored: a verifier names the *environment variable* that
+holds the key, and the worker reads it when it runs.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+from annotation.models import Item, Study
+
+
+class Verifier(models.Model):
+    """An automatic verifier of a study's claims: an LLM preset, a baseline, or predictions made elsewhere."""
+
+    class Kind(models.TextChoices):
+        LLM = "llm", "LLM (OpenAI-compatible endpoint)"
+        BASELINE_MAJORITY = "baseline_majority", "Baseline: always the majority label"
+        BASELINE_OVERLAP = "baseline_overlap", "Baseline: lexical overlap of claim and evidence"
+        IMPORTED = "imported", "Imported predictions"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="verifiers")
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=24, choices=Kind.choices, default=Kind.LLM)
+    preset = models.CharField(max_length=40, blank=True, default="", help_text="Prompt preset id (LLM verifiers).")
+    model = models.CharField(max_length=200, blank=True, default="", help_text="Model name sent to the endpoint.")
+    base_url = models.CharField(
+        max_length=500, blank=True, default="", help_text="OpenAI-compatible base URL, e.g. http://127.0.0.1:8001/v1."
+    )
+    api_key_env = models.CharField(
+        max_length=100,
+        blank=True,
+        default="",
+        help_text="NAME of the environment variable holding the API key (never the key); empty for local endpoints.",
+    )
+    temperature = models.FloatField(default=0.0)
+    max_tokens = models.PositiveIntegerField(default=512)
+    concurrency = models.PositiveSmallIntegerField(default=8, help_text="Requests in flight at once.")
+    timeout = models.FloatField(default=60.0, help_text="Seconds per request attempt.")
+    retries = models.PositiveSmallIntegerField(default=2, help_text="Retries per request (429, 5xx, timeouts).")
+    template = models.TextField(blank=True, default="", help_text="Custom preset: Django template over claim, context, evidence.")
+    system_prompt = models.TextField(blank=True, default="", help_text="Custom preset: optional system message.")
+    custom_labels = models.JSONField(default=list, blank=True, help_text="Custom preset: the labels it answers with.")
+    label_map = models.JSONField(
+        default=dict, blank=True, help_text="Preset label -> study label, where the study's labels and aliases differ."
+    )
+    options = models.JSONField(
+        default=dict, blank=True, help_text="Baseline options: threshold, positive_label, negative_label."
+    )
+    price_input_per_1k = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True, help_text="Price per 1,000 input tokens (estimates only)."
+    )
+    price_output_per_1k = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True, help_text="Price per 1,000 output tokens."
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["study", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "name"], name="verifier_name_unique_per_study"),
+            models.CheckConstraint(condition=~Q(name=""), name="verifier_name_not_empty"),
+            models.CheckConstraint(
+                condition=Q(kind__in=["llm", "baseline_majority", "baseline_overlap", "imported"]),
+                name="verifier_kind_valid",
+            ),
+            models.CheckConstraint(
+                condition=~Q(kind="llm") | (~Q(preset="") & ~Q(model="") & ~Q(base_url="")),
+                name="verifier_llm_has_preset_model_url",
+            ),
+            models.CheckConstraint(condition=Q(concurrency__gte=1), name="verifier_concurrency_positive"),
+            models.CheckConstraint(condition=Q(timeout__gt=0), name="verifier_timeout_positive"),
+            models.CheckConstraint(condition=Q(temperature__gte=0) & Q(temperature__lte=2),
+                                   name="verifier_temperature_range"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study_id}:{self.name}"
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.kind in (self.Kind.BASELINE_MAJORITY, self.Kind.BASELINE_OVERLAP)
+
+    @property
+    def is_runnable(self) -> bool:
+        """Imported verifiers hold predictions made elsewhere: there is nothing to run."""
+        return self.kind != self.Kind.IMPORTED
+
+
+ACTIVE_RUN_STATUSES = ("queued", "running", "stopping")
+
+
+class VerifierRun(models.Model):
+    """One pass of a verifier over (the first `limit` of) a study's items, in chunks.
+
+    `cursor` is the last item id whose chunk finished; a resumed run redoes
+    the chunk after it, skipping items that already have a prediction for
+    their cache key. `generation` names the current chain of chunk tasks: a
+    resume bumps it, and a chunk task of an older generation does nothing.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        STOPPING = "stopping", "Stopping"
+        STOPPED = "stopped", "Stopped"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    verifier = models.ForeignKey(Verifier, on_delete=models.CASCADE, related_name="runs")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    total = models.PositiveIntegerField(default=0, help_text="Items this run covers.")
+    done = models.PositiveIntegerField(default=0, help_text="Items with a prediction (new or cached).")
+    errors = models.PositiveIntegerField(default=0, help_text="Predictions of this run that hold an error.")
+    unparseable = models.PositiveIntegerField(default=0, help_text="Answers of this run with no readable verdict.")
+    cached = models.PositiveIntegerField(default=0, help_text="Items answered before, for the same cache key.")
+    tokens_in = models.BigIntegerField(default=0)
+    tokens_out = models.BigIntegerField(default=0)
+    estimated_cost = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    limit = models.PositiveIntegerField(null=True, blank=True, help_text="Only the first N items.")
+    concurrency = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Overrides the verifier's.")
+    upto_item = models.BigIntegerField(default=0, help_text="Largest item id the run covers.")
+    cursor = models.BigIntegerField(default=0, help_text="Items up to this id are finished.")
+    counted_cursor = models.BigIntegerField(default=0, help_text="Cached items up to this id are counted.")
+    generation = models.PositiveIntegerField(default=0)
+    params = models.JSONField(default=dict, blank=True, help_text="What the run fixed at its start (baselines).")
+    error_message = models.TextField(blank=True, default="")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["status", "heartbeat_at"], name="run_status_heartbeat")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running", "stopping", "stopped", "succeeded", "failed"]),
+                name="run_status_valid",
+            ),
+            models.UniqueConstraint(
+                fields=["verifier"], condition=Q(status__in=ACTIVE_RUN_STATUSES), name="run_one_active_per_verifier"
+            ),
+            models.CheckConstraint(condition=Q(done__lte=F("total")), name="run_done_at_most_total"),
+            models.CheckConstraint(condition=Q(cached__lte=F("done")), name="run_cached_at_most_done"),
+            models.CheckConstraint(condition=Q(concurrency__isnull=True) | Q(concurrency__gte=1),
+                                   name="run_concurrency_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of {self.verifier} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in ACTIVE_RUN_STATUSES
+
+    @property
+    def effective_concurrency(self) -> int:
+        return self.concurrency or self.verifier.concurrency
+
+
+class Prediction(models.Model):
+    """A verifier's answer on one item, for one cache key (model, prompt, parameters).
+
+    `label` is canonical (one of the study's labels); `raw_label` is what the
+    parser or the imported file said; `raw_output` the model's full text.
+    A failed call keeps its `error` and has no parse status and no label.
+    """
+
+    class ParseStatus(models.TextChoices):
+        OK = "ok", "Parsed"
+        FALLBACK = "fallback", "Parsed by a looser rule"
+        UNPARSEABLE = "unparseable", "Unparseable"
+        NONE = "", "Not parsed (the call failed)"
+
+    verifier = models.ForeignKey(Verifier, on_delete=models.CASCADE, related_name="predictions")
+    run = models.ForeignKey(VerifierRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="predictions")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="predictions")
+    label = models.CharField(max_length=100, null=True, blank=True)
+    raw_label = models.CharField(max_length=200, blank=True, default="")
+    score = models.FloatField(null=True, blank=True)
+    rationale = models.TextField(blank=True, default="")
+    raw_output = models.TextField(blank=True, default="")
+    parse_status = models.CharField(max_length=12, choices=ParseStatus.choices, blank=True, default="")
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+    cache_key = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["verifier", "item", "id"]
+        indexes = [
+            models.Index(fields=["verifier", "item"], name="prediction_verifier_item"),
+            models.Index(fields=["run", "error"], name="prediction_run"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["verifier", "item", "cache_key"], name="prediction_once_per_cache_key"),
+            models.CheckConstraint(condition=~Q(cache_key=""), name="prediction_cache_key_not_empty"),
+            models.CheckConstraint(
+                condition=Q(parse_status__in=["ok", "fallback", "unparseable", ""]), name="prediction_parse_status_valid"
+            ),
+            # A failed call has no parse status; an answered call has one.
+            models.CheckConstraint(
+                condition=(Q(error="") & ~Q(parse_status="")) | (~Q(error="") & Q(parse_status="")),
+                name="prediction_error_xor_parse_status",
+            ),
+            # The label is null exactly when the answer is unparseable or the call failed.
+            models.CheckConstraint(
+                condition=(Q(label__isnull=True) & (Q(parse_status="unparseable") | ~Q(error="")))
+                | (Q(label__isnull=False) & ~Q(label="") & Q(error="") & Q(parse_status__in=["ok", "fallback"])),
+                name="prediction_label_iff_parsed",
+            ),
+            models.CheckConstraint(condition=Q(score__isnull=True) | Q(score__gte=-1e12) & Q(score__lte=1e12),
+                                   name="prediction_score_finite"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.verifier_id}/{self.item_id}: {self.label or self.parse_status or 'error'}"

@@ -1,0 +1,22 @@
+"""Background tasks of metaeval (django-tasks API: the database backend by default, RQ to scale out)."""
+
+from __future__ import annotations
+
+from django_tasks import task
+
+
+@task()
+def run_verifier_chunk(run_id: int, generation: int) -> dict:
+    """One chunk of a verifier run; queues the next chunk itself, so a run is a chain of short tasks.
+
+    Short tasks keep a run stoppable and resumable: a worker killed mid-chunk
+    loses only the calls it had in flight, and ``resume_stale_runs`` (or the
+    next start of the same verifier) queues the chunk again under a new
+    generation, which retires any task of the old chain.
+    """
+    from .verifiers.runner import run_chunk
+
+    result = run_chunk(run_id, generation)
+    if result.more:
+        run_verifier_chunk.enqueue(run_id, generation)
+    return result.as_dict()

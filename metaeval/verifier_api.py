@@ -1,0 +1,164 @@
+"""DRF face of verifiers and runs (researchers of the study; 404 for everyone else). Thin: services decide."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.parsers import MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.formats import detect_format
+from annotation.permissions import IsStudyResearcher
+from annotation.services.errors import ImportFailed, ServiceError
+
+from .services import create_verifier, import_predictions, start_run, stop_run, update_verifier
+from .services.verifiers import VerifierInvalid
+from .verifier_serializers import (
+    ImportOutcomeSerializer,
+    PredictionImportSerializer,
+    RunSerializer,
+    StartRunSerializer,
+    VerifierSerializer,
+    VerifierUpdateSerializer,
+    VerifierWriteSerializer,
+)
+from .verifiers.access import access_run, access_verifier
+from .verifiers.selectors import study_verifiers
+
+
+class ProblemSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    errors = serializers.DictField(child=serializers.CharField(), required=False)
+
+
+def _refused(exc: ServiceError) -> Response:
+    body: dict = {"detail": str(exc)}
+    if isinstance(exc, VerifierInvalid):
+        body["errors"] = exc.errors
+    return Response(body, status=status.HTTP_400_BAD_REQUEST)
+
+
+class VerifierList(APIView):
+    """A study's verifiers (GET) or a new one (POST): LLM on an OpenAI-compatible URL, or a baseline."""
+
+    permission_classes = [IsStudyResearcher]
+
+    @extend_schema(operation_id="verifier_list", responses=VerifierSerializer(many=True))
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(VerifierSerializer(study_verifiers(self.study), many=True).data)
+
+    @extend_schema(operation_id="verifier_create", request=VerifierWriteSerializer,
+                   responses={201: VerifierSerializer, 400: ProblemSerializer})
+    def post(self, request: Request, slug: str) -> Response:
+        data = VerifierWriteSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            verifier = create_verifier(study=self.study, created_by=request.user, **data.validated_data)
+        except ServiceError as exc:
+            return _refused(exc)
+        return Response(VerifierSerializer(verifier).data, status=status.HTTP_201_CREATED)
+
+
+class VerifierDetail(APIView):
+    """One verifier (GET) or a change to its settings (PATCH)."""
+
+    permission_classes = [IsStudyResearcher]
+
+    @extend_schema(operation_id="verifier_detail", responses=VerifierSerializer)
+    def get(self, request: Request, slug: str, verifier_id: int) -> Response:
+        return Response(VerifierSerializer(access_verifier(request.user, slug, verifier_id)).data)
+
+    @extend_schema(operation_id="verifier_update", request=VerifierUpdateSerializer,
+                   responses={200: VerifierSerializer, 400: ProblemSerializer})
+    def patch(self, request: Request, slug: str, verifier_id: int) -> Response:
+        verifier = access_verifier(request.user, slug, verifier_id)
+        data = VerifierUpdateSerializer(data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        try:
+            verifier = update_verifier(verifier=verifier, **data.validated_data)
+        except ServiceError as exc:
+            return _refused(exc)
+        return Response(VerifierSerializer(verifier).data)
+
+
+class VerifierRuns(APIView):
+    """A verifier's runs (GET), or start one (POST): queued for the background worker."""
+
+    permission_classes = [IsStudyResearcher]
+
+    @extend_schema(operation_id="verifier_runs", responses=RunSerializer(many=True))
+    def get(self, request: Request, slug: str, verifier_id: int) -> Response:
+        verifier = access_verifier(request.user, slug, verifier_id)
+        return Response(RunSerializer(verifier.runs.select_related("verifier")[:100], many=True).data)
+
+    @extend_schema(operation_id="verifier_run_start", request=StartRunSerializer,
+                   responses={202: RunSerializer, 400: ProblemSerializer})
+    def post(self, request: Request, slug: str, verifier_id: int) -> Response:
+        verifier = access_verifier(request.user, slug, verifier_id)
+        data = StartRunSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            run = start_run(verifier=verifier, limit=data.validated_data.get("limit"),
+                            concurrency=data.validated_data.get("concurrency"), created_by=request.user)
+        except ServiceError as exc:
+            return _refused(exc)
+        return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+class RunDetail(APIView):
+    """A run's status and counts (poll it while it is active)."""
+
+    permission_classes = [IsStudyResearcher]
+
+    @extend_schema(operation_id="verifier_run_status", responses=RunSerializer)
+    def get(self, request: Request, slug: str, run_id: int) -> Response:
+        return Response(RunSerializer(access_run(request.user, slug, run_id)).data)
+
+
+class RunStop(APIView):
+    """Stop a run: at once if no worker holds it, else after the calls in flight."""
+
+    permission_classes = [IsStudyResearcher]
+
+    @extend_schema(operation_id="verifier_run_stop", request=None,
+                   responses={200: RunSerializer, 400: ProblemSerializer})
+    def post(self, request: Request, slug: str, run_id: int) -> Response:
+        run = access_run(request.user, slug, run_id)
+        try:
+            run = stop_run(run=run)
+        except ServiceError as exc:
+            return _refused(exc)
+        return Response(RunSerializer(run).data)
+
+
+class PredictionImport(APIView):
+    """Predictions made elsewhere (DESIGN §4), imported all or nothing; 400 lists problems by line and field."""
+
+    permission_classes = [IsStudyResearcher]
+    parser_classes = [MultiPartParser]
+    max_bytes = 10 * 1024 * 1024
+
+    @extend_schema(operation_id="prediction_import", request=PredictionImportSerializer,
+                   responses={200: ImportOutcomeSerializer,
+                              400: OpenApiResponse(description="Nothing was imported; `errors` name line and field.")})
+    def post(self, request: Request, slug: str) -> Response:
+        data = PredictionImportSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        upload = data.validated_data["file"]
+        try:
+            fmt = detect_format(upload.name or "", data.validated_data.get("format"))
+        except ValueError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        if upload.size and upload.size > self.max_bytes:
+            return Response({"detail": f"the file is {upload.size:,} bytes; the limit here is {self.max_bytes:,} "
+                                       "(use manage.py import_predictions)"}, status=status.HTTP_400_BAD_REQUEST)
+        try:
+            result = import_predictions(study=self.study, stream=upload, fmt=fmt, update=data.validated_data["update"])
+        except ImportFailed as exc:
+            return Response({"detail": str(exc).splitlines()[0], "error_count": exc.total,
+                             "errors": [error.as_dict() for error in exc.errors]}, status=status.HTTP_400_BAD_REQUEST)
+        except ServiceError as exc:
+            return _refused(exc)
+        return Response(result.as_dict())

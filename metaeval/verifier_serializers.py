@@ -1,0 +1,97 @@
+"""DRF shapes of the verifier API: no logic, the services validate (the key is an env var NAME, never returned as a key)."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from .models import Verifier, VerifierRun
+from .verifiers.presets import PRESETS
+
+KINDS = ", ".join(Verifier.Kind.values)
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class KindField(serializers.ChoiceField):
+    """A verifier kind; documented as a string so its enum does not collide with Study.kind's in the schema."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(choices=Verifier.Kind.choices, **kwargs)
+
+
+class VerifierSerializer(serializers.ModelSerializer):
+    kind = KindField(read_only=True, help_text=KINDS)
+    n_predictions = serializers.IntegerField(read_only=True, default=None)
+    is_baseline = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = Verifier
+        fields = [
+            "id", "name", "kind", "is_baseline", "preset", "model", "base_url", "api_key_env", "temperature",
+            "max_tokens", "concurrency", "timeout", "retries", "template", "system_prompt", "custom_labels",
+            "label_map", "options", "price_input_per_1k", "price_output_per_1k", "n_predictions", "created_at",
+        ]
+        read_only_fields = fields
+
+
+class VerifierWriteSerializer(serializers.Serializer):
+    """What a researcher may set; types only here, the rules in metaeval.services.verifiers."""
+
+    name = serializers.CharField(max_length=100)
+    kind = KindField(default=Verifier.Kind.LLM, help_text="llm, baseline_majority or baseline_overlap; imported "
+                                                           "verifiers come from importing predictions")
+    preset = serializers.ChoiceField(choices=list(PRESETS), required=False, allow_blank=True)
+    model = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    base_url = serializers.CharField(max_length=500, required=False, allow_blank=True)
+    api_key_env = serializers.CharField(max_length=100, required=False, allow_blank=True,
+                                        help_text="The NAME of the environment variable holding the key.")
+    temperature = serializers.FloatField(required=False)
+    max_tokens = serializers.IntegerField(required=False)
+    concurrency = serializers.IntegerField(required=False)
+    timeout = serializers.FloatField(required=False)
+    retries = serializers.IntegerField(required=False)
+    template = serializers.CharField(required=False, allow_blank=True)
+    system_prompt = serializers.CharField(required=False, allow_blank=True)
+    custom_labels = serializers.ListField(child=serializers.CharField(), required=False)
+    label_map = serializers.DictField(child=serializers.CharField(), required=False)
+    options = serializers.DictField(required=False)
+    price_input_per_1k = serializers.DecimalField(max_digits=12, decimal_places=6, required=False, allow_null=True)
+    price_output_per_1k = serializers.DecimalField(max_digits=12, decimal_places=6, required=False, allow_null=True)
+
+
+class VerifierUpdateSerializer(VerifierWriteSerializer):
+    name = serializers.CharField(max_length=100, required=False)
+    kind = None  # a verifier's kind never changes
+
+
+class StartRunSerializer(serializers.Serializer):
+    limit = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    concurrency = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=512)
+
+
+class RunSerializer(serializers.ModelSerializer):
+    verifier = serializers.CharField(source="verifier.name", read_only=True)
+    active = serializers.BooleanField(source="is_active", read_only=True)
+    concurrency = serializers.IntegerField(source="effective_concurrency", read_only=True)
+
+    class Meta:
+        model = VerifierRun
+        fields = [
+            "id", "verifier", "verifier_id", "status", "active", "total", "done", "errors", "unparseable", "cached",
+            "tokens_in", "tokens_out", "estimated_cost", "limit", "concurrency", "error_message", "heartbeat_at",
+            "started_at", "finished_at", "created_at",
+        ]
+        read_only_fields = fields
+
+
+class PredictionImportSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="JSON Lines (.jsonl) or CSV (.csv): item, verifier, label, score?, rationale?")
+    format = serializers.ChoiceField(choices=["jsonl", "csv"], required=False)
+    update = serializers.BooleanField(required=False, default=False)
+
+
+class ImportOutcomeSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    records = serializers.IntegerField()

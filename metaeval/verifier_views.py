@@ -1,0 +1,143 @@
+"""The verifiers page of a study (researchers): define verifiers, start and stop runs, watch them progress.
+
+Thin: every object comes through an access helper, every write through a
+service. The live progress is static/js/verifier_runs.js polling
+``run_status`` (JSON); the page works without it (reload to refresh).
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from annotation.access import Researcher, access_study
+from annotation.formats import detect_format
+from annotation.services.errors import ImportFailed, ServiceError
+
+from .services import create_verifier, ensure_baselines, import_predictions, start_run, stop_run
+from .services.verifiers import VerifierInvalid
+from .verifiers.access import access_run, access_verifier
+from .verifiers.forms import PredictionImportForm, StartRunForm, VerifierForm
+from .verifiers.selectors import fitting_presets, recent_runs, run_status, study_verifiers
+
+PREDICTION_UPLOAD_MAX_BYTES = 10 * 1024 * 1024
+
+
+def _page(request: HttpRequest, study, form: VerifierForm, import_form: PredictionImportForm | None = None,
+          import_errors: list | None = None, status: int = 200) -> HttpResponse:
+    context = {
+        "study": study,
+        "verifiers": study_verifiers(study),
+        "runs": recent_runs(study),
+        "form": form,
+        "run_form": StartRunForm(),
+        "import_form": import_form or PredictionImportForm(),
+        "import_errors": import_errors or [],
+        "crumb": "Verifiers",
+    }
+    return render(request, "metaeval/verifiers/verifiers.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def verifiers_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """GET: the study's verifiers and runs. POST: define a new LLM verifier."""
+    study = access_study(request.user, slug, role=Researcher)
+    if request.method == "GET":
+        fitting = fitting_presets(study)
+        return _page(request, study, VerifierForm(initial={"preset": fitting[0]} if fitting else None))
+    form = VerifierForm(request.POST)
+    if form.is_valid():
+        try:
+            verifier = create_verifier(study=study, created_by=request.user, **form.service_fields())
+        except VerifierInvalid as exc:
+            for field, message in exc.errors.items():
+                form.add_error(field if field in form.fields else None, message)
+        except ServiceError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Verifier {verifier.name!r} defined. Start a run below.")
+            return redirect("verifiers:list", slug=study.slug)
+    return _page(request, study, form, status=400)
+
+
+@login_required
+@require_POST
+def add_baselines(request: HttpRequest, slug: str) -> HttpResponse:
+    study = access_study(request.user, slug, role=Researcher)
+    try:
+        found = ensure_baselines(study=study, created_by=request.user)
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Baselines ready: {', '.join(v.name for v in found)}. Run them like any verifier.")
+    return redirect("verifiers:list", slug=study.slug)
+
+
+@login_required
+@require_POST
+def start_verifier_run(request: HttpRequest, slug: str, verifier_id: int) -> HttpResponse:
+    verifier = access_verifier(request.user, slug, verifier_id)
+    form = StartRunForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Limit must be a whole number of items, at least 1.")
+        return redirect("verifiers:list", slug=slug)
+    try:
+        run = start_run(verifier=verifier, limit=form.cleaned_data.get("limit"), created_by=request.user)
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Run {run.pk} of {verifier.name!r} queued for the background worker.")
+    return redirect("verifiers:list", slug=slug)
+
+
+@login_required
+@require_POST
+def stop_verifier_run(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
+    run = access_run(request.user, slug, run_id)
+    try:
+        run = stop_run(run=run)
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Run {run.pk} is {run.get_status_display().lower()}.")
+    return redirect("verifiers:list", slug=slug)
+
+
+@login_required
+@require_GET
+def run_status_json(request: HttpRequest, slug: str, run_id: int) -> JsonResponse:
+    """What the page's poller reads."""
+    run = access_run(request.user, slug, run_id)
+    return JsonResponse(run_status(run))
+
+
+@login_required
+@require_POST
+def import_predictions_upload(request: HttpRequest, slug: str) -> HttpResponse:
+    """Predictions made elsewhere, imported during the request (such files are small; bigger: the CLI)."""
+    study = access_study(request.user, slug, role=Researcher)
+    form = PredictionImportForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return _page(request, study, VerifierForm(), import_form=form, status=400)
+    upload = form.cleaned_data["file"]
+    problems: list = []
+    try:
+        fmt = detect_format(upload.name or "")
+        if upload.size and upload.size > PREDICTION_UPLOAD_MAX_BYTES:
+            raise ServiceError(f"the file is {upload.size:,} bytes; upload at most {PREDICTION_UPLOAD_MAX_BYTES:,} "
+                               "here, or use manage.py import_predictions")
+        result = import_predictions(study=study, stream=upload, fmt=fmt, update=form.cleaned_data["update"])
+    except ImportFailed as exc:
+        problems = [error.as_dict() for error in exc.errors]
+        messages.error(request, f"Nothing was imported: the file has {exc.total} problem(s).")
+    except (ServiceError, ValueError) as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Imported {result.created} new and {result.updated} updated prediction(s).")
+        return redirect(reverse("verifiers:list", kwargs={"slug": study.slug}))
+    return _page(request, study, VerifierForm(), import_form=form, import_errors=problems, status=400)

@@ -1,0 +1,177 @@
+"""Verifier-versus-human numbers that ``metaeval.stats`` does not have yet, as pure functions (no Django).
+
+- ``classification_bootstrap``: percentile intervals for accuracy, balanced
+  accuracy, Cohen kappa and macro-F1 of a verifier against the human
+  majority, resampling items (vectorised: one bincount per chunk of resamples);
+- ``system_correlation``: Kendall tau-b and Spearman rho between systems'
+  human-based and verifier-based supported fractions, with percentile
+  intervals from resampling each system's responses. Fewer than three
+  systems, or scores that do not vary, give ``None`` with the reason.
+
+Both follow ``metaeval.stats``: results are ``Estimate`` objects, undefined
+values are None with a reason, never 0.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as scipy_stats
+
+from ..stats.bootstrap import percentile_ci
+from ..stats.estimate import Estimate
+
+__all__ = ["classification_bootstrap", "system_correlation", "system_scores", "tau_b", "spearman_rows"]
+
+_CHUNK = 2_000_000
+
+
+def _metric_rows(conf: np.ndarray) -> dict[str, np.ndarray]:
+    """Accuracy, balanced accuracy, kappa, macro-F1 of each (K x K) confusion in a (B, K, K) stack."""
+    n = conf.sum(axis=(1, 2)).astype(np.float64)
+    diag = np.diagonal(conf, axis1=1, axis2=2).astype(np.float64)
+    rows = conf.sum(axis=2).astype(np.float64)
+    cols = conf.sum(axis=1).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: a metric undefined on that resample
+        accuracy = diag.sum(axis=1) / n
+        recall = np.where(rows > 0, diag / rows, np.nan)
+        balanced = np.nanmean(recall, axis=1) if recall.size else np.full(len(n), np.nan)
+        chance = (rows * cols).sum(axis=1) / (n * n)
+        kappa = np.where(chance < 1 - 1e-12, (accuracy - chance) / (1 - chance), np.nan)
+        union = rows + cols
+        f1 = np.where(union > 0, 2 * diag / union, np.nan)
+        macro = np.nanmean(f1, axis=1)
+    return {"accuracy": accuracy, "balanced_accuracy": balanced, "cohen_kappa": kappa, "macro_f1": macro}
+
+
+def classification_bootstrap(y_true: np.ndarray, y_pred: np.ndarray, n_categories: int, *, n_resamples: int = 1000,
+                             seed: int | None = 0, confidence: float = 0.95) -> dict[str, dict]:
+    """Percentile CIs over items: ``{metric: {"ci", "n_undefined", ...}}`` (empty when fewer than 2 items).
+
+    Resample ``b`` is row ``b`` of ``default_rng(seed).integers(0, n, (n_resamples, n))``.
+    """
+    y_true = np.asarray(y_true, dtype=np.int64)
+    y_pred = np.asarray(y_pred, dtype=np.int64)
+    n, k = len(y_true), n_categories
+    if n < 2 or n_resamples < 1:
+        return {}
+    pair = y_true * k + y_pred
+    rng = np.random.default_rng(seed)
+    step = max(1, _CHUNK // n)
+    parts: dict[str, list[np.ndarray]] = {}
+    for start in range(0, n_resamples, step):
+        b = min(step, n_resamples - start)
+        idx = rng.integers(0, n, size=(b, n))
+        flat = (np.arange(b)[:, None] * (k * k) + pair[idx]).ravel()
+        conf = np.bincount(flat, minlength=b * k * k).reshape(b, k, k)
+        for name, values in _metric_rows(conf).items():
+            parts.setdefault(name, []).append(values)
+    out = {}
+    for name, chunks in parts.items():
+        dist = np.concatenate(chunks)
+        out[name] = {"ci": percentile_ci(dist, confidence), "ci_method": "percentile bootstrap over items",
+                     "n_resamples": n_resamples, "n_undefined": int((~np.isfinite(dist)).sum()), "seed": seed,
+                     "confidence": confidence}
+    return out
+
+
+def tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b of each row pair of (B, S) arrays (NaN where a row has no untied pair)."""
+    x, y = np.atleast_2d(x), np.atleast_2d(y)
+    i, j = np.triu_indices(x.shape[1], k=1)
+    dx, dy = np.sign(x[:, i] - x[:, j]), np.sign(y[:, i] - y[:, j])
+    concordance = (dx * dy).sum(axis=1)
+    untied_x, untied_y = (dx != 0).sum(axis=1), (dy != 0).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((untied_x > 0) & (untied_y > 0), concordance / np.sqrt(untied_x * untied_y), np.nan)
+
+
+def spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's rho (Pearson on average ranks) of each row pair of (B, S) arrays."""
+    rx = scipy_stats.rankdata(np.atleast_2d(x), axis=1)
+    ry = scipy_stats.rankdata(np.atleast_2d(y), axis=1)
+    rx -= rx.mean(axis=1, keepdims=True)
+    ry -= ry.mean(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        denominator = np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))
+        return np.where(denominator > 0, (rx * ry).sum(axis=1) / denominator, np.nan)
+
+
+def system_scores(responses: pd.DataFrame) -> pd.DataFrame:
+    """Per system: mean per-response supported fraction by humans and by the verifier, and response counts.
+
+    ``responses`` has columns ``system``, ``human`` and ``verifier`` (each a
+    response's supported fraction, NaN when it has no countable claim).
+    """
+    grouped = responses.groupby("system", sort=True)
+    return pd.DataFrame({
+        "human": grouped["human"].mean(),
+        "verifier": grouped["verifier"].mean(),
+        "n_responses": grouped.size(),
+        "n_human": grouped["human"].count(),
+        "n_verifier": grouped["verifier"].count(),
+    })
+
+
+def system_correlation(responses: pd.DataFrame, *, n_resamples: int = 1000, seed: int | None = 0,
+                       confidence: float = 0.95, min_systems: int = 3) -> dict:
+    """Kendall tau-b and Spearman rho of the systems' human-based and verifier-based scores.
+
+    Intervals resample each system's responses with replacement (the
+    systems are fixed; their scores vary), recomputing both scores and the
+    correlation; resamples where a correlation is undefined are counted.
+    """
+    usable = responses.dropna(subset=["human", "verifier"], how="all")
+    table = system_scores(usable) if len(usable) else system_scores(responses.iloc[:0])
+    table = table.dropna(subset=["human", "verifier"])
+    systems = [{"system": str(name), "human": float(row.human), "verifier": float(row.verifier),
+                "n_responses": int(row.n_responses)} for name, row in table.iterrows()]
+    n = len(systems)
+    if n < min_systems:
+        reason = (f"needs at least {min_systems} systems with both a human-based and a verifier-based score; "
+                  f"found {n}")
+        return {"n_systems": n, "systems": systems, "kendall_tau": Estimate.undefined(reason, n),
+                "spearman": Estimate.undefined(reason, n)}
+    # Scores equal up to float rounding (14/30 summed in two orders) are ties, not a ranking.
+    human, verifier = np.round(table["human"].to_numpy(), 12), np.round(table["verifier"].to_numpy(), 12)
+    constant = [who for who, values in (("human-based", human), ("verifier-based", verifier)) if np.ptp(values) == 0]
+    if constant:
+        tau = rho = np.nan
+    else:
+        tau = scipy_stats.kendalltau(human, verifier).statistic
+        rho = scipy_stats.spearmanr(human, verifier).statistic
+    dists = _correlation_bootstrap(usable[usable["system"].isin(table.index)], list(table.index),
+                                   n_resamples=n_resamples, seed=seed)
+    out: dict = {"n_systems": n, "systems": systems}
+    for name, value, dist in (("kendall_tau", tau, dists[0]), ("spearman", rho, dists[1])):
+        extra = {"ci_method": "percentile bootstrap over each system's responses", "n_resamples": n_resamples,
+                 "n_undefined": int((~np.isfinite(dist)).sum()), "seed": seed, "confidence": confidence}
+        if not np.isfinite(value):
+            what = " and ".join(constant) if constant else "the"
+            out[name] = Estimate.undefined(f"{what} scores are the same for every system, so a rank correlation "
+                                           "is undefined", n, **extra)
+        else:
+            out[name] = Estimate(float(value), None, n, ci=percentile_ci(dist, confidence), extra=extra)
+    return out
+
+
+def _correlation_bootstrap(responses: pd.DataFrame, systems: Sequence, *, n_resamples: int,
+                           seed: int | None) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    human = np.empty((n_resamples, len(systems)))
+    verifier = np.empty((n_resamples, len(systems)))
+    for column, system in enumerate(systems):
+        rows = responses[responses["system"] == system]
+        h, v = rows["human"].to_numpy(dtype=np.float64), rows["verifier"].to_numpy(dtype=np.float64)
+        idx = rng.integers(0, len(rows), size=(n_resamples, len(rows)))
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            human[:, column] = np.nanmean(np.where(np.isfinite(h[idx]), h[idx], np.nan), axis=1) \
+                if np.isfinite(h).any() else np.nan
+            verifier[:, column] = np.nanmean(np.where(np.isfinite(v[idx]), v[idx], np.nan), axis=1) \
+                if np.isfinite(v).any() else np.nan
+    return tau_b(np.round(human, 12), np.round(verifier, 12)), spearman_rows(np.round(human, 12), np.round(verifier, 12))

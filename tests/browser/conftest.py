@@ -1,0 +1,118 @@
+"""Browser tests: Playwright's sync API driving Debian's Chromium against the live server.
+
+Playwright cannot download its own browser on these machines, so the tests use
+/usr/bin/chromium and skip, with a reason, when it is missing (`.ci/run`
+installs it, so CI always runs them). Each test gets a fresh browser context at
+laptop size (1366x768) whose `guard` records console errors, page errors, CSP
+violations and every request that would leave 127.0.0.1 (those are aborted).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+MISSING = "Chromium not found at /usr/bin/chromium; install Debian's chromium package"
+VIEWPORT = {"width": 1366, "height": 768}
+LOCAL_HOSTS = {"127.0.0.1"}
+
+# The live server listens on 127.0.0.1 (pytest-django's default is "localhost"),
+# so "no request leaves 127.0.0.1" is literally checkable.
+os.environ.setdefault("DJANGO_LIVE_TEST_SERVER_ADDRESS", "127.0.0.1")
+
+# Collected by a recording listener that runs before any page script; not subject to the page's CSP.
+RECORD_CSP = """
+window.__cspViolations = [];
+document.addEventListener("securitypolicyviolation", function (event) {
+  window.__cspViolations.push(event.violatedDirective + " " + (event.blockedURI || "inline"));
+});
+"""
+
+
+@pytest.fixture(scope="module")
+def _allow_orm_beside_playwright() -> Iterator[None]:
+    """Playwright's sync API keeps an asyncio loop running in this thread while it is started,
+    and Django refuses ORM calls when it sees one. The test code (not the server) makes
+    plain, sequential ORM calls, so allow them, for the browser modules only."""
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    yield
+    if previous is None:
+        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+@pytest.fixture(scope="module")
+def browser(_allow_orm_beside_playwright):
+    if not CHROMIUM.exists():
+        pytest.skip(MISSING)
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (requirements-dev.txt)")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@dataclass
+class Guard:
+    """What a page did that it should not have."""
+
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    external_requests: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+
+    def assert_clean(self, page) -> None:
+        assert self.console_errors == [], self.console_errors
+        assert self.page_errors == [], self.page_errors
+        assert self.external_requests == [], self.external_requests
+        violations = page.evaluate("window.__cspViolations || []")
+        assert violations == [], violations
+
+
+@pytest.fixture
+def guard() -> Guard:
+    return Guard()
+
+
+@pytest.fixture
+def context(browser, live_server, guard):
+    context = browser.new_context(viewport=VIEWPORT, base_url=live_server.url)
+    context.set_default_timeout(10_000)
+    context.add_init_script(RECORD_CSP)
+
+    def route(route) -> None:
+        url = route.request.url
+        guard.requests.append(url)
+        if urlsplit(url).hostname in LOCAL_HOSTS:
+            route.continue_()
+        else:
+            guard.external_requests.append(url)
+            route.abort()
+
+    context.route("**/*", route)
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def page(context, guard):
+    page = context.new_page()
+    page.on("console", lambda message: guard.console_errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: guard.page_errors.append(str(error)))
+    return page

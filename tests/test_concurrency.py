@@ -1,0 +1,193 @@
+"""Real threads claiming and answering at once (issue 3, point 8; DESIGN §8).
+
+Runs against whatever database the suite runs on: the file-based SQLite test
+database (config/settings_test.py) in the first CI pass, PostgreSQL in the
+second. Each thread has its own connection (Django's are per thread) and
+closes it when done. The checks are the invariants, not timings: every item
+ends with exactly N answers from N different annotators, nobody answers an
+item twice, slots are 0..N-1 and left/right stays counterbalanced.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connections
+from django.utils import timezone
+
+from annotation.models import Annotation, AnnotationRevision, Assignment, Item
+from annotation.services import add_members, create_study, import_items
+from annotation.services.assignments import LeaseLost, SubmittedAnswer, claim_next, lease_length, skip, submit
+
+from .conftest import jsonl, preference_item
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ITEMS = 60
+N = 3
+WORKERS = 16
+QUITTERS = 4
+CHOICES = ("left_strong", "left_slight", "tie", "right_slight", "right_strong")
+
+
+def run_in_threads(jobs: list[Callable[[], object]]) -> list[object]:
+    """Start every job at the same moment in its own thread; return results, re-raise the first error."""
+    barrier = threading.Barrier(len(jobs))
+    results: list[object] = [None] * len(jobs)
+    errors: list[BaseException] = []
+
+    def run(index: int, job: Callable[[], object]) -> None:
+        try:
+            barrier.wait(timeout=30)
+            results[index] = job()
+        except BaseException as exc:  # noqa: BLE001 - reported below, in the test's thread
+            errors.append(exc)
+        finally:
+            connections.close_all()  # this thread's own connections
+
+    threads = [threading.Thread(target=run, args=(index, job)) for index, job in enumerate(jobs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads), "a thread hung"
+    if errors:
+        raise errors[0]
+    return results
+
+
+def make_preference_study(slug: str, items: int, n: int, annotators: list[str]):
+    study = create_study(slug=slug, name=slug, kind="preference", annotators_per_item=n)
+    add_members(study=study, usernames=annotators, role="annotator")
+    import_items(study=study, stream=jsonl(*(preference_item(f"p-{k:03d}") for k in range(items))), fmt="jsonl")
+    study.refresh_from_db()
+    users = {user.username: user for user in get_user_model().objects.filter(username__in=annotators)}
+    return study, [users[name] for name in annotators]
+
+
+def test_many_annotators_at_once_give_every_item_exactly_n_answers():
+    names = [f"w{k:02d}" for k in range(WORKERS)] + [f"q{k}" for k in range(QUITTERS)]
+    study, users = make_preference_study("race", ITEMS, N, names)
+    workers, quitters = users[:WORKERS], users[WORKERS:]
+    base = timezone.now()
+    # Half the workers run on a clock ahead of everyone's leases: they reclaim what
+    # the quitters abandon and, now and then, what a slow worker is still holding.
+    fast_clock = base + lease_length() + timedelta(minutes=30)
+
+    def work(user, now, seed: int) -> dict[str, int]:
+        rng = random.Random(seed)
+        outcome = Counter()
+        while (assignment := claim_next(user=user, study=study, now=now)) is not None:
+            try:
+                if rng.random() < 0.08:
+                    skip(user=user, study=study, assignment_id=assignment.pk, now=now)
+                    outcome["skipped"] += 1
+                else:
+                    submit(user=user, study=study, assignment_id=assignment.pk,
+                           answer=SubmittedAnswer(choice=rng.choice(CHOICES)), now=now)
+                    outcome["submitted"] += 1
+            except LeaseLost:  # a faster clock took it over between claim and answer
+                outcome["lost"] += 1
+        return outcome
+
+    def quit_after(user, answers: int) -> dict[str, int]:
+        """Answer a few items (slowly: a fast worker may take one over), then claim one more and walk away."""
+        outcome = Counter()
+        for _ in range(answers):
+            assignment = claim_next(user=user, study=study, now=base)
+            if assignment is None:
+                return outcome
+            try:
+                submit(user=user, study=study, assignment_id=assignment.pk, answer=SubmittedAnswer(choice="tie"), now=base)
+                outcome["submitted"] += 1
+            except LeaseLost:
+                outcome["lost"] += 1
+        outcome["abandoned"] = int(claim_next(user=user, study=study, now=base) is not None)
+        return outcome
+
+    # Quitters go first (so that each surely holds a lease when it walks away:
+    # SQLite's lock is not fair and a late thread can find the study finished).
+    quit = run_in_threads([(lambda user=user, k=k: quit_after(user, answers=k)) for k, user in enumerate(quitters)])
+    first = run_in_threads([
+        (lambda user=user, k=k: work(user, fast_clock if k % 2 else base, seed=k)) for k, user in enumerate(workers)
+    ])
+    # Whatever is still held now has its lease run out by tomorrow: everyone finishes the study.
+    tomorrow = base + timedelta(days=1)
+    second = run_in_threads([(lambda user=user, k=k: work(user, tomorrow, seed=100 + k)) for k, user in enumerate(workers)])
+
+    assignments = list(Assignment.objects.filter(study=study).values(
+        "item_id", "annotator_id", "slot", "status", "left_system", "lease_expires_at", "pk"))
+    by_item: dict[int, list[dict]] = defaultdict(list)
+    for row in assignments:
+        by_item[row["item_id"]].append(row)
+    assert len(by_item) == ITEMS
+    # Nobody was ever given one item twice (answered, skipped or lost).
+    pairs = Counter((row["item_id"], row["annotator_id"]) for row in assignments)
+    assert max(pairs.values()) == 1
+    assert not [row for row in assignments if row["status"] == "active"]
+    for item_id, rows in by_item.items():
+        answered = [row for row in rows if row["status"] == "submitted"]
+        assert len(answered) == N, f"item {item_id}: {len(answered)} answers"
+        assert len({row["annotator_id"] for row in answered}) == N
+        assert sorted(row["slot"] for row in answered) == list(range(N))
+        assert all(row["slot"] is None for row in rows if row["status"] == "skipped")
+        sides = Counter(row["left_system"] for row in answered)
+        assert sorted(sides.values()) == [1, 2], f"item {item_id} not counterbalanced: {sides}"
+    assert set(Item.objects.filter(study=study).values_list("slots_taken", flat=True)) == {N}
+    assert Annotation.objects.filter(assignment__study=study).count() == ITEMS * N
+    assert not AnnotationRevision.objects.exists()
+    # Answers are in system space, whatever side the preferred list was shown on.
+    for annotation in Annotation.objects.filter(assignment__study=study).select_related("assignment"):
+        side = annotation.choice.split("_")[0]
+        if side in ("left", "right"):
+            left = annotation.assignment.left_system
+            expected = left if side == "left" else ({"veriscore", "safe"} - {left}).pop()
+            assert annotation.preferred_system == expected
+    # Every abandoned lease was taken over, and is recorded as such on the quitter's row.
+    totals = sum((Counter(outcome) for outcome in quit + first + second), Counter())
+    abandoned = totals["abandoned"]
+    assert abandoned == QUITTERS
+    quitter_ids = {user.pk for user in quitters}
+    lost_by_quitters = [row for row in assignments if row["annotator_id"] in quitter_ids and row["status"] == "skipped"]
+    assert len(lost_by_quitters) == abandoned
+    assert all(row["lease_expires_at"] is not None for row in lost_by_quitters)
+    # The threads' own accounts agree with the database.
+    assert totals["submitted"] == ITEMS * N
+    skipped_rows = [row for row in assignments if row["status"] == "skipped"]
+    assert len(skipped_rows) == totals["skipped"] + totals["lost"] + abandoned
+    assert len([row for row in skipped_rows if row["lease_expires_at"] is None]) == totals["skipped"]
+
+
+def test_one_user_clicking_next_in_many_tabs_at_once_holds_one_assignment():
+    study, (user,) = make_preference_study("tabs", 10, 2, ["solo"])
+    results = run_in_threads([lambda: claim_next(user=user, study=study).pk for _ in range(12)])
+    assert len(set(results)) == 1
+    assert Assignment.objects.filter(annotator=user).count() == 1
+
+
+def test_a_crowd_racing_for_the_last_slots_never_over_assigns():
+    names = [f"c{k:02d}" for k in range(16)]
+    study, users = make_preference_study("last", 2, 3, names)
+    results = run_in_threads([lambda user=user: claim_next(user=user, study=study) for user in users])
+    got = [assignment for assignment in results if assignment is not None]
+    assert len(got) == 6  # 2 items x 3 slots, and 10 annotators told there is nothing left
+    per_item = Counter(assignment.item_id for assignment in got)
+    assert sorted(per_item.values()) == [3, 3]
+    for item_id in per_item:
+        slots = Assignment.objects.filter(item_id=item_id).values_list("slot", flat=True)
+        assert sorted(slots) == [0, 1, 2]
+
+
+def test_double_submit_from_two_threads_stores_one_annotation():
+    study, (user,) = make_preference_study("double", 3, 1, ["clicker"])
+    assignment = claim_next(user=user, study=study)
+    answer = SubmittedAnswer(choice="left_slight")
+    run_in_threads([lambda: submit(user=user, study=study, assignment_id=assignment.pk, answer=answer) for _ in range(8)])
+    assert Annotation.objects.filter(assignment=assignment).count() == 1
+    assert not AnnotationRevision.objects.exists()

@@ -1,0 +1,45 @@
+"""The admin for verifiers, runs and predictions: pages render, and definitions pass the services' checks."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from metaeval.models import Prediction, Verifier, VerifierRun
+from metaeval.services import create_verifier, import_predictions, start_run
+from tests.conftest import jsonl
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def staff(client, make_user, claims_study):
+    verifier = create_verifier(study=claims_study, name="overlap", kind="baseline_overlap")
+    start_run(verifier=verifier, enqueue=False)
+    import_predictions(study=claims_study, stream=jsonl({"item": "c1", "verifier": "x", "label": "supported"}), fmt="jsonl")
+    client.force_login(make_user("staff", is_staff=True, is_superuser=True))
+    return client
+
+
+@pytest.mark.parametrize("model", [Verifier, VerifierRun, Prediction], ids=lambda model: model.__name__)
+def test_changelist_search_and_change_page_render(staff, model):
+    name = model._meta.model_name
+    assert staff.get(reverse(f"admin:metaeval_{name}_changelist"), {"q": "c1"}).status_code == 200
+    assert staff.get(reverse(f"admin:metaeval_{name}_change", args=[model.objects.first().pk])).status_code == 200
+
+
+def test_the_admin_form_refuses_what_the_services_refuse(staff, claims_study):
+    response = staff.post(reverse("admin:metaeval_verifier_add"), {
+        "study": claims_study.pk, "name": "gpt", "kind": "llm", "preset": "veriscore_ternary", "model": "m",
+        "base_url": "gopher://example.org", "api_key_env": "SECRET_KEY", "temperature": "0", "max_tokens": "512",
+        "concurrency": "8", "timeout": "60", "retries": "2", "custom_labels": "[]", "label_map": "{}", "options": "{}",
+    })
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    assert "http:// or https://" in errors["base_url"][0] and "_API_KEY" in errors["api_key_env"][0]
+    assert not Verifier.objects.filter(name="gpt").exists()
+
+
+def test_runs_and_predictions_are_not_edited_by_hand(staff):
+    assert staff.get(reverse("admin:metaeval_prediction_add")).status_code == 403
+    assert staff.get(reverse("admin:metaeval_verifierrun_add")).status_code == 403

@@ -1,0 +1,131 @@
+"""Killing the worker mid-run loses nothing and duplicates nothing.
+
+A real ``manage.py db_worker`` runs the run's chunk tasks against this test's
+database (a file: the SQLite test database, or PostgreSQL when DATABASE_URL
+points at one). The loopback server answers the first requests and then
+holds the rest; once those answers are stored, the worker gets SIGKILL with
+requests in flight. ``resume_stale_runs`` hands the run to a second worker,
+which must finish it with exactly one prediction per item for its cache key,
+without asking again for anything that was already stored.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.db.models import Count
+
+from annotation.models import Item
+from metaeval.models import Prediction, VerifierRun
+from metaeval.services import start_run
+from metaeval.verifiers.spec import item_input, preset_for, render_item
+from tests.support.fake_openai import FakeOpenAI
+
+from .conftest import add_items, claim_item, llm_verifier
+
+REPO = Path(__file__).resolve().parents[2]
+N_ITEMS = 40
+ANSWERED_BEFORE_KILL = 14
+CHUNK = 10
+CONCURRENCY = 4
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+
+def database_url() -> str:
+    """The URL of the database this test uses, for the worker processes."""
+    settings = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{settings['NAME']}"
+    auth = settings["USER"] + (f":{settings['PASSWORD']}" if settings.get("PASSWORD") else "")
+    return f"postgres://{auth}@{settings['HOST'] or '127.0.0.1'}:{settings['PORT'] or 5432}/{settings['NAME']}"
+
+
+def start_worker(log: Path) -> subprocess.Popen:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings_test", "DATABASE_URL": database_url(),
+           "CLAIMLAB_VERIFIER_CHUNK_SIZE": str(CHUNK), "CLAIMLAB_VAR_DIR": str(log.parent)}
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "db_worker", "--no-reload", "--interval", "0.1", "--no-startup-delay"],
+        cwd=REPO, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+    )
+
+
+def wait_for(condition, what: str, worker: subprocess.Popen, log: Path, timeout: float = 90.0) -> None:
+    """Poll until ``condition()``; a generous deadline so a slow machine fails loudly, not flakily."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if worker.poll() is not None:
+            pytest.fail(f"the worker exited ({worker.returncode}) before {what}:\n{log.read_text()[-3000:]}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"gave up waiting for {what}:\n{log.read_text()[-3000:]}")
+        time.sleep(0.05)
+
+
+def stop(worker: subprocess.Popen) -> None:
+    if worker.poll() is None:
+        os.killpg(worker.pid, signal.SIGTERM)
+        try:
+            worker.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait(15)
+
+
+def test_a_killed_worker_is_resumed_without_losing_or_repeating_a_prediction(claims_study, tmp_path):
+    add_items(claims_study, [claim_item(f"k{n:02d}", f"Resumable claim {n:02d} is true.") for n in range(N_ITEMS - 6)])
+    items = list(Item.objects.filter(study=claims_study).order_by("pk"))
+    assert len(items) == N_ITEMS
+    with FakeOpenAI(latency=0.02) as server:
+        server.hold_after(ANSWERED_BEFORE_KILL)
+        verifier = llm_verifier(claims_study, server.base_url, concurrency=CONCURRENCY, timeout=30, retries=0)
+        run = start_run(verifier=verifier)  # queued: a task row for the worker
+        first = start_worker(tmp_path / "worker1.log")
+        try:
+            wait_for(lambda: Prediction.objects.filter(verifier=verifier).count() >= ANSWERED_BEFORE_KILL,
+                     "the first answers to be stored", first, tmp_path / "worker1.log")
+            wait_for(lambda: server.requests > ANSWERED_BEFORE_KILL, "requests to be held in flight", first,
+                     tmp_path / "worker1.log")
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait(15)
+        finally:
+            stop(first)
+        stored_before = set(Prediction.objects.filter(verifier=verifier).values_list("item_id", flat=True))
+        run.refresh_from_db()
+        assert run.status == VerifierRun.Status.RUNNING  # killed: nothing could mark it otherwise
+        assert len(stored_before) == ANSWERED_BEFORE_KILL  # held requests were never answered
+        assert run.done < N_ITEMS
+
+        server.release()
+        call_command("resume_stale_runs", "--stale-after", "0", stdout=open(os.devnull, "w"))
+        second = start_worker(tmp_path / "worker2.log")
+        try:
+            wait_for(lambda: not VerifierRun.objects.get(pk=run.pk).is_active, "the resumed run to end", second,
+                     tmp_path / "worker2.log")
+        finally:
+            stop(second)
+
+        run.refresh_from_db()
+        assert run.status == VerifierRun.Status.SUCCEEDED, run.error_message
+        assert (run.done, run.total, run.errors, run.generation) == (N_ITEMS, N_ITEMS, 0, 1)
+        predictions = Prediction.objects.filter(verifier=verifier)
+        assert predictions.count() == N_ITEMS
+        assert not predictions.values("item_id", "cache_key").annotate(n=Count("pk")).filter(n__gt=1).exists()
+        assert set(predictions.values_list("item_id", flat=True)) == {item.pk for item in items}
+        assert not predictions.filter(label__isnull=True).exists()
+        assert predictions.values("cache_key").distinct().count() == N_ITEMS  # one key per item's prompt
+
+        preset = preset_for("veriscore_ternary")
+        asked = {item.pk: server.prompts[server.prompt_key(render_item(preset, item_input(item.payload))[0][-1]["content"])]
+                 for item in items}
+        assert all(asked[item_id] == 1 for item_id in stored_before), "a stored answer was asked for again"
+        repeated = [item_id for item_id, n in asked.items() if n > 1]
+        assert 0 < len(repeated) <= CONCURRENCY  # only the calls in flight at the kill were asked again
+        assert server.requests == N_ITEMS + len(repeated)

@@ -1,0 +1,134 @@
+"""Defining verifiers: every face goes through these checks, so a bad definition never reaches a run."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from annotation.services import ServiceError, create_study
+from metaeval.models import Verifier
+from metaeval.services import VerifierInvalid, create_verifier, ensure_baselines, update_verifier
+
+pytestmark = pytest.mark.django_db
+
+GOOD = {"name": "gpt", "preset": "veriscore_ternary", "model": "gpt-4o-mini", "base_url": "https://api.example.org/v1",
+        "api_key_env": "OPENAI_API_KEY"}
+
+
+def test_a_good_llm_verifier_is_stored_with_the_env_var_name_only(claims_study):
+    verifier = create_verifier(study=claims_study, **GOOD, price_input_per_1k="0.15", price_output_per_1k=0.6)
+    assert (verifier.kind, verifier.api_key_env, verifier.concurrency, verifier.retries) == ("llm", "OPENAI_API_KEY", 8, 2)
+    verifier.refresh_from_db()
+    assert (verifier.price_input_per_1k, verifier.price_output_per_1k) == (Decimal("0.15"), Decimal("0.6"))
+    assert not verifier.is_baseline and verifier.is_runnable
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "says"),
+    [
+        ({"base_url": "ftp://example.org/v1"}, "base_url", "http:// or https://"),
+        ({"base_url": "api.openai.com/v1"}, "base_url", "http:// or https://"),
+        ({"base_url": "https://user:secret@example.org/v1"}, "base_url", "user name or password"),
+        ({"base_url": ""}, "base_url", "required"),
+        ({"preset": "gpt-judge"}, "preset", "is not a preset"),
+        ({"api_key_env": "sk-proj-abcdefghijklmnopqrstuvwxyz0123"}, "api_key_env", "do not paste the key"),
+        ({"api_key_env": "openai_key"}, "api_key_env", "NAME of an environment variable"),
+        ({"api_key_env": "1KEY"}, "api_key_env", "NAME of an environment variable"),
+        ({"api_key_env": "SECRET_KEY"}, "api_key_env", "must end in _API_KEY"),  # not a way to leak secrets
+        ({"api_key_env": "DATABASE_URL"}, "api_key_env", "must end in _API_KEY"),
+        ({"model": " "}, "model", "required"),
+        ({"temperature": 2.5}, "temperature", "between 0 and 2"),
+        ({"concurrency": 0}, "concurrency", "between 1 and 512"),
+        ({"timeout": -1}, "timeout", "between"),
+        ({"retries": "many"}, "retries", "whole number"),
+        ({"max_tokens": 1.5}, "max_tokens", "whole number"),
+        ({"template": "Claim: {{ claim }}"}, "template", "only the custom preset"),
+        ({"preset": "factscore"}, "label_map", "'unsupported' is not one of the study's labels"),
+        ({"label_map": {"supported": "true"}}, "label_map", "not one of the study's labels"),
+        ({"price_output_per_1k": "-1"}, "price_output_per_1k", "price from 0"),
+        ({"name": ""}, "name", "required"),
+    ],
+)
+def test_bad_definitions_are_refused_with_the_field_named(claims_study, changes, field, says):
+    with pytest.raises(VerifierInvalid) as refused:
+        create_verifier(study=claims_study, **{**GOOD, **changes})
+    assert field in refused.value.errors, refused.value.errors
+    assert says in refused.value.errors[field]
+    assert not Verifier.objects.exists()
+
+
+def test_an_operator_can_allow_other_key_variables(claims_study, monkeypatch):
+    monkeypatch.setenv("CLAIMLAB_VERIFIER_KEY_VARIABLES", "OPENROUTER_KEY, HF_TOKEN")
+    assert create_verifier(study=claims_study, **{**GOOD, "api_key_env": "HF_TOKEN"}).api_key_env == "HF_TOKEN"
+    with pytest.raises(VerifierInvalid):
+        create_verifier(study=claims_study, **{**GOOD, "name": "other", "api_key_env": "GITHUB_TOKEN"})
+
+
+def test_a_binary_preset_works_once_its_labels_are_mapped(claims_study):
+    verifier = create_verifier(study=claims_study, **{**GOOD, "preset": "factscore"},
+                               label_map={"unsupported": "inconclusive"})
+    assert verifier.label_map == {"unsupported": "inconclusive"}
+
+
+def test_custom_preset_template_and_labels_are_checked(claims_study):
+    with pytest.raises(VerifierInvalid) as refused:
+        create_verifier(study=claims_study, **{**GOOD, "preset": "custom"}, template="Is it {% if %} true?")
+    assert "syntax" in refused.value.errors["template"]
+    with pytest.raises(VerifierInvalid) as refused:
+        create_verifier(study=claims_study, **{**GOOD, "preset": "custom"}, template="Is it true?")
+    assert "must show the claim" in refused.value.errors["template"]
+    with pytest.raises(VerifierInvalid) as refused:
+        create_verifier(study=claims_study, **{**GOOD, "preset": "custom"}, template="{{ claim }}", custom_labels=["yes", "no"])
+    assert "'yes', 'no'" in refused.value.errors["label_map"]
+    verifier = create_verifier(study=claims_study, **{**GOOD, "preset": "custom"}, template="{{ claim }}? yes or no",
+                               custom_labels="yes, no", label_map={"yes": "supported", "no": "contradicted"})
+    assert verifier.custom_labels == ["yes", "no"]
+
+
+def test_names_are_unique_per_study(claims_study):
+    create_verifier(study=claims_study, **GOOD)
+    with pytest.raises(VerifierInvalid) as refused:
+        create_verifier(study=claims_study, **{**GOOD, "name": " gpt "})
+    assert "already has a verifier named 'gpt'" in refused.value.errors["name"]
+
+
+def test_preference_studies_have_no_verifiers(db):
+    study = create_study(slug="pref", name="P", kind="preference")
+    with pytest.raises(ServiceError, match="only verification studies"):
+        create_verifier(study=study, **GOOD)
+
+
+def test_update_checks_the_same_rules_and_keeps_the_kind(claims_study):
+    verifier = create_verifier(study=claims_study, **GOOD)
+    with pytest.raises(VerifierInvalid) as refused:
+        update_verifier(verifier=verifier, base_url="file:///etc/passwd")
+    assert "base_url" in refused.value.errors
+    with pytest.raises(VerifierInvalid):
+        update_verifier(verifier=verifier, kind="baseline_majority")
+    updated = update_verifier(verifier=verifier, temperature=0.7, api_key_env="")
+    verifier.refresh_from_db()
+    assert (updated.temperature, verifier.temperature, verifier.api_key_env) == (0.7, 0.7, "")
+
+
+def test_baselines_take_no_model_and_check_their_options(claims_study):
+    with pytest.raises(VerifierInvalid) as refused:
+        create_verifier(study=claims_study, name="b", kind="baseline_majority", model="gpt-4o")
+    assert "model" in refused.value.errors
+    with pytest.raises(VerifierInvalid) as refused:
+        create_verifier(study=claims_study, name="b", kind="baseline_overlap", options={"threshold": 1.5})
+    assert "threshold" in refused.value.errors["threshold"] or "between 0 and 1" in str(refused.value)
+    with pytest.raises(VerifierInvalid) as refused:
+        create_verifier(study=claims_study, name="b", kind="baseline_overlap", options={"positive_label": "true"})
+    assert "positive_label" in refused.value.errors["options"]
+    overlap = create_verifier(study=claims_study, name="b", kind="baseline_overlap")
+    assert overlap.options == {"threshold": 0.5, "positive_label": "supported", "negative_label": "inconclusive"}
+
+
+def test_ensure_baselines_is_idempotent_and_avoids_taken_names(claims_study):
+    create_verifier(study=claims_study, **{**GOOD, "name": "baseline-majority"})
+    first = ensure_baselines(study=claims_study)
+    again = ensure_baselines(study=claims_study)
+    assert [v.pk for v in first] == [v.pk for v in again]
+    assert [(v.kind, v.name) for v in first] == [("baseline_majority", "baseline-majority-2"),
+                                                 ("baseline_overlap", "baseline-overlap")]
