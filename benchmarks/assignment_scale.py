@@ -10,6 +10,9 @@ half done (150,000 imported labels, so the slot counters are mixed), and the
 whole "API turn" (claim, blinded display payload, progress, submit,
 progress), which is what one label costs a web request.
 
+The studies are timed interleaved, in blocks of 20 labels each, so that
+whatever else the machine is doing weighs on all of them alike.
+
 Items are generated realistic verification items (claim, context, three
 evidence passages) bulk-loaded with `annotation.services.import_items` from a
 JSONL file. Uses a fresh SQLite file (WAL) in a temporary folder, or the
@@ -35,6 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 WORDS = ("the", "river", "court", "1980", "president", "museum", "was", "founded", "in", "paris", "won", "award", "novel")
 LABELS = ("supported", "contradicted", "inconclusive")
 N = 3
+BLOCK = 20  # labels per study before switching to the next one
 
 
 def sentence(rng: random.Random, words: int) -> str:
@@ -85,6 +89,8 @@ def setup_django(folder: Path) -> None:
 
 
 def make_study(slug: str, items_file: Path, annotators: list, labels_file: Path | None = None):
+    from django.db import connection
+
     from annotation.models import Study
     from annotation.services import add_members, create_study, import_annotations, import_items
 
@@ -96,6 +102,12 @@ def make_study(slug: str, items_file: Path, annotators: list, labels_file: Path 
         result = import_items(study=study, stream=stream, fmt="jsonl")
     loaded = f"{result.created:,} items in {time.perf_counter() - start:.1f} s"
     if labels_file is not None:
+        # A fresh database session for the big label import. PostgreSQL caches the
+        # plans of its foreign-key checks per session: planned while the tables were
+        # tiny (the warm-up labels above), they scan whole tables, and the import's
+        # COMMIT then checks 300,000 keys in quadratic time (we saw > 10 minutes).
+        # Worth knowing for long-lived workers too; reported to the import's owner.
+        connection.close()
         start = time.perf_counter()
         with labels_file.open("rb") as stream:
             result = import_annotations(study=study, stream=stream, fmt="jsonl")
@@ -106,18 +118,19 @@ def make_study(slug: str, items_file: Path, annotators: list, labels_file: Path 
 
 
 def analyze() -> None:
-    """PostgreSQL: refresh planner statistics after the bulk load, as autovacuum would within a minute.
+    """PostgreSQL: VACUUM ANALYZE after the bulk load, as autovacuum would within a minute.
 
-    Without them the planner believes the fresh table is tiny and picks plans
-    that read every unfinished item; with them the candidate query is an
-    index scan that stops after 32 rows.
+    (Autovacuum is off on the development machines.) Without statistics the
+    planner believes the fresh table is tiny and picks plans that read every
+    unfinished item; with them the candidate query is an index scan that
+    stops after 32 rows.
     """
     from django.db import connection
 
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("ANALYZE annotation_item")
-            cursor.execute("ANALYZE annotation_assignment")
+            for table in ("annotation_item", "annotation_assignment", "annotation_annotation"):
+                cursor.execute(f"VACUUM ANALYZE {table}")
 
 
 def annotators(count: int) -> list:
@@ -183,20 +196,30 @@ def main() -> None:
         (f"{args.large:,} items", "bench-scale-large", large_file, None),
         (f"{args.large:,} items, half done ({imported:,} labels)", "bench-scale-half", large_file, labels_file),
     ]
-    rows = []
+    loaded_studies = []
     for name, slug, items_file, labels in scenarios:
         study, loaded = make_study(slug, items_file, users, labels)
         print(f"loaded {name}: {loaded}", flush=True)
-        time_labels(study, users, 60, api_turn=False)  # warm-up: caches, first pages, planner statistics
-        service = time_labels(study, users, args.labels, api_turn=False)
-        turn = time_labels(study, users, args.labels // 2, api_turn=True)
-        rows.append((name, statistics.median(service), sorted(service)[int(0.95 * len(service))], statistics.median(turn)))
-        if not args.keep and connection.vendor == "postgresql":
-            Study.objects.filter(slug=slug).delete()
+        time_labels(study, users, 60, api_turn=False)  # warm-up: caches, first pages
+        loaded_studies.append((name, study))
+    # Interleaved in small blocks, so that whatever else the machine does at
+    # some moment weighs on every study alike.
+    service: dict[str, list[float]] = {name: [] for name, _ in loaded_studies}
+    turn: dict[str, list[float]] = {name: [] for name, _ in loaded_studies}
+    for _ in range(args.labels // BLOCK):
+        for name, study in loaded_studies:
+            service[name] += time_labels(study, users, BLOCK, api_turn=False)
+            turn[name] += time_labels(study, users, BLOCK // 2, api_turn=True)
+    rows = [
+        (name, statistics.median(service[name]), sorted(service[name])[int(0.95 * len(service[name]))], statistics.median(turn[name]))
+        for name, _ in loaded_studies
+    ]
+    if not args.keep and connection.vendor == "postgresql":
+        Study.objects.filter(slug__in=[slug for _, slug, _, _ in scenarios]).delete()
 
     base_service, base_turn = rows[0][1], rows[0][3]
-    print(f"\nmedian over {args.labels} labels ({args.annotators} annotators taking turns, N={N}); "
-          f"ratios against the {args.small:,}-item study measured in this run")
+    print(f"\nmedian over {args.labels} labels per study ({args.annotators} annotators taking turns, N={N}, studies "
+          f"interleaved in blocks of {BLOCK}); ratios against the {args.small:,}-item study measured in this run")
     print(f"{'study':<46} {'claim+submit ms':>16} {'p95 ms':>8} {'x base':>7} {'API turn ms':>12} {'x base':>7}")
     for name, median, p95, turn in rows:
         print(f"{name:<46} {median * 1000:16.2f} {p95 * 1000:8.2f} {median / base_service:7.2f} {turn * 1000:12.2f} {turn / base_turn:7.2f}")

@@ -37,7 +37,9 @@ def annotator_progress(user: AbstractBaseUser, study: Study) -> dict[str, int | 
         had_unfinished=Count("pk", filter=Q(item__slots_taken__lt=n)),
     )
     limit = PROGRESS_COUNT_LIMIT + mine["had_unfinished"]
-    unfinished = Item.objects.filter(study=study, slots_taken__lt=n).order_by().values("pk")[: limit + 1].count()
+    # Read from the top of the (study, slots_taken) index, as claims do: right after a
+    # bulk change and before (auto)vacuum, the bottom holds the dead versions.
+    unfinished = Item.objects.filter(study=study, slots_taken__lt=n).order_by("-slots_taken").values("pk")[: limit + 1].count()
     exact = unfinished <= limit
     available = max(min(unfinished, limit) - mine["had_unfinished"], 0)
     return {"done": mine["done"], "total": mine["done"] + mine["active"] + available, "total_exact": exact}
