@@ -25,7 +25,7 @@ cheap authenticated API call (GET /api/studies/{slug}/), so "one label costs
 X baseline requests". Goal on PostgreSQL: >= 60 labels/s, zero errors, zero
 over-assignment.
 
-    python benchmarks/annotate_load.py --db postgres|sqlite [--annotators 50] [--labels 3000] [--workers 4]
+    python benchmarks/annotate_load.py [--db postgres|sqlite] [--annotators 50] [--labels 3000] [--workers 4]
 """
 
 from __future__ import annotations
@@ -263,7 +263,10 @@ def verify() -> dict[str, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", choices=["sqlite", "postgres"], required=True)
+    parser.add_argument(
+        "--db", choices=["sqlite", "postgres"], default="postgres" if os.environ.get("DATABASE_URL") else "sqlite",
+        help="default: postgres when DATABASE_URL is set (as `make bench` on CI), else sqlite",
+    )
     parser.add_argument("--annotators", type=int, default=50)
     parser.add_argument("--labels", type=int, default=3000, help="labels in the run (the study gets labels / N items)")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
