@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import PermissionDenied
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import QuerySet
 from django.http import Http404
 
 from .models import Assignment, Item, Study, StudyMember
+from .rawsql import ModelRows, fetch_one, names
 
 Researcher = StudyMember.Role.RESEARCHER
 Annotator = StudyMember.Role.ANNOTATOR
+STUDY_ROWS = ModelRows(Study, alias="s")
+ASSIGNMENT_ROWS = ModelRows(Assignment, alias="a")
 
 
 def studies_for(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Study]:
@@ -37,11 +40,10 @@ def role_in(user: AbstractBaseUser | AnonymousUser, study: Study) -> str | None:
     return StudyMember.objects.filter(study=study, user=user).order_by().values_list("role", flat=True).first()
 
 
-def _member_role(user: AbstractBaseUser | AnonymousUser, study_ref: str) -> Subquery:
-    """The user's role in the outer query's study, as a subquery (one round trip instead of two)."""
-    return Subquery(
-        StudyMember.objects.filter(study_id=OuterRef(study_ref), user_id=user.pk).order_by().values("role")[:1]
-    )
+def _member_role_sql(study_ref: str) -> str:
+    """A scalar subquery: the user's (first %s parameter) role in the study `study_ref` names."""
+    M = names(StudyMember)
+    return f"(SELECT m.{M.role} FROM {M.table} m WHERE m.{M.study} = {study_ref} AND m.{M.user} = %s LIMIT 1)"
 
 
 def _role(user: AbstractBaseUser | AnonymousUser, member_role: str | None) -> str | None:
@@ -56,7 +58,16 @@ def access_study(user: AbstractBaseUser | AnonymousUser, slug: str, *, role: str
     Not a member: 404, so outsiders cannot even learn that the study exists.
     A member without the role: 403, which tells them why.
     """
-    study = Study.objects.filter(slug=slug).annotate(member_role=_member_role(user, "pk")).order_by().first()
+    # Hand-written SQL: every study page and API request runs this (annotation/rawsql.py).
+    S = names(Study)
+    row = fetch_one(
+        f"SELECT {STUDY_ROWS.select}, {_member_role_sql(f's.{S.id}')} FROM {S.table} s WHERE s.{S.slug} = %s",
+        (user.pk, slug),
+    )
+    study = None
+    if row is not None:
+        study = STUDY_ROWS.instance(row)
+        study.member_role = row[-1]
     actual = _role(user, study.member_role) if study is not None else None
     if actual is None:
         raise Http404("No such study.")
@@ -84,13 +95,17 @@ def access_assignment(user: AbstractBaseUser | AnonymousUser, assignment_id: int
     Whether the assignment is the user's own to answer is the assignment
     service's question (LeaseLost, HTTP 409), not this helper's.
     """
-    assignment = (
-        Assignment.objects.select_related("study")
-        .annotate(member_role=_member_role(user, "study_id"))
-        .filter(pk=assignment_id)
-        .order_by()
-        .first()
+    A, S = names(Assignment), names(Study)
+    row = fetch_one(
+        f"SELECT {ASSIGNMENT_ROWS.select}, {STUDY_ROWS.select}, {_member_role_sql(f'a.{A.study}')} "
+        f"FROM {A.table} a JOIN {S.table} s ON s.{S.id} = a.{A.study} WHERE a.{A.id} = %s",
+        (user.pk, assignment_id),
     )
+    assignment = None
+    if row is not None:
+        assignment = ASSIGNMENT_ROWS.instance(row)
+        assignment.study = STUDY_ROWS.instance(row, ASSIGNMENT_ROWS.width)
+        assignment.member_role = row[-1]
     role = _role(user, assignment.member_role) if assignment is not None else None
     if role is None:
         raise Http404("No such assignment.")

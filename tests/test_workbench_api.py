@@ -296,7 +296,8 @@ def test_schema_documents_the_annotate_routes(client, researcher):
 # --- query counts stay flat as the study grows ------------------------------------------
 
 ANSWERS = {"verification": {"label": "supported"}, "preference": {"choice": "left_slight"}}
-MAX_QUERIES = 16
+#: Measured: next 14 (12 when reclaiming), submit 10, with session auth (2 of them); token auth needs one fewer.
+MAX_QUERIES = 14
 
 
 def annotate_once(client, study, django_assert_max_num_queries) -> tuple[int, int]:

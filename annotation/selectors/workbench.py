@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Q, QuerySet
+from django.db.models import QuerySet
 
 from ..models import Assignment, Item, Study
+from ..rawsql import fetch_one, names
 
 
 #: Open items counted for a progress total; beyond this the total is a lower bound (`total_exact` false).
@@ -28,21 +29,27 @@ def annotator_progress(user: AbstractBaseUser, study: Study) -> dict[str, int | 
     100,000-item study on each request costs more than the claim itself
     (tens of ms on PostgreSQL); a progress bar does not need more than "1,000+".
     When the limit is hit, `total` is a lower bound and `total_exact` is false.
+    Hand-written SQL: this runs on every annotating request (annotation/rawsql.py).
     """
     n = study.annotators_per_item
-    Status = Assignment.Status
-    mine = Assignment.objects.filter(study=study, annotator_id=user.pk).order_by().aggregate(
-        done=Count("pk", filter=Q(status=Status.SUBMITTED)),
-        active=Count("pk", filter=Q(status=Status.ACTIVE)),
-        had_unfinished=Count("pk", filter=Q(item__slots_taken__lt=n)),
+    A, IT = names(Assignment), names(Item)
+    done, active, had_unfinished = fetch_one(
+        f"SELECT COUNT(CASE WHEN a.{A.status} = %s THEN 1 END), COUNT(CASE WHEN a.{A.status} = %s THEN 1 END), "
+        f"COUNT(CASE WHEN i.{IT.slots_taken} < %s THEN 1 END) FROM {A.table} a JOIN {IT.table} i ON i.{IT.id} = a.{A.item} "
+        f"WHERE a.{A.study} = %s AND a.{A.annotator} = %s",
+        (Assignment.Status.SUBMITTED, Assignment.Status.ACTIVE, n, study.pk, user.pk),
     )
-    limit = PROGRESS_COUNT_LIMIT + mine["had_unfinished"]
+    limit = PROGRESS_COUNT_LIMIT + had_unfinished
     # Read from the top of the (study, slots_taken) index, as claims do: right after a
     # bulk change and before (auto)vacuum, the bottom holds the dead versions.
-    unfinished = Item.objects.filter(study=study, slots_taken__lt=n).order_by("-slots_taken").values("pk")[: limit + 1].count()
+    (unfinished,) = fetch_one(
+        f"SELECT COUNT(*) FROM (SELECT i.{IT.id} FROM {IT.table} i WHERE i.{IT.study} = %s AND i.{IT.slots_taken} < %s "
+        f"ORDER BY i.{IT.slots_taken} DESC LIMIT %s) unfinished",
+        (study.pk, n, limit + 1),
+    )
     exact = unfinished <= limit
-    available = max(min(unfinished, limit) - mine["had_unfinished"], 0)
-    return {"done": mine["done"], "total": mine["done"] + mine["active"] + available, "total_exact": exact}
+    available = max(min(unfinished, limit) - had_unfinished, 0)
+    return {"done": done, "total": done + active + available, "total_exact": exact}
 
 
 def display_payload(assignment: Assignment) -> dict[str, Any]:

@@ -8,11 +8,14 @@ one AnnotationRevision per change.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
 
 from ..models import ANSWER_FIELDS, Annotation, AnnotationRevision, Assignment
+from ..rawsql import insert_returning_id
 
 
 @dataclass
@@ -63,6 +66,22 @@ def record_answer(
     annotation.save()
     AnnotationRevision.objects.create(annotation=annotation, old_value=old, new_value=new, changed_by=changed_by)
     return annotation, True
+
+
+def record_first_answer(*, assignment: Assignment, values: AnswerValues, source: str, now: datetime) -> Annotation:
+    """Store the answer of an assignment that has none yet (the submit of an active one).
+
+    One INSERT, without looking for an existing answer first: the annotator
+    submits many of these per minute (see annotation/rawsql.py). Should an
+    answer exist after all, the unique assignment column refuses the row.
+    Call inside the caller's transaction.
+    """
+    fields = {**_fields(values), "assignment_id": assignment.pk, "source": source, "created_at": now, "updated_at": now}
+    pk = insert_returning_id(Annotation, fields)
+    annotation = Annotation(pk=pk, **fields)
+    annotation._state.adding = False
+    annotation._state.db = connection.alias
+    return annotation
 
 
 def _fields(values: AnswerValues) -> dict[str, Any]:

@@ -44,14 +44,14 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
-from django.db.models import BooleanField, Exists, ExpressionWrapper, F, OuterRef, Q, QuerySet
-from django.db.models.expressions import RawSQL
+from django.db.models import Q
 from django.utils import timezone
 
-from ..models import Annotation, Assignment, Item, Study, StudyMember
+from ..models import Annotation, Assignment, Item, Study
 from ..randomisation import left_system_for, queue_position
 from ..vocab import EVIDENCE_JUDGEMENTS, PREFERENCE_BOTH_BAD
-from .answers import AnswerValues, record_answer
+from . import assignment_sql as sql
+from .answers import AnswerValues, record_answer, record_first_answer
 from .errors import ServiceError
 
 #: Fresh items considered per claim; the annotator's keyed-hash order picks among them.
@@ -83,13 +83,6 @@ def lease_length() -> timedelta:
     return timedelta(seconds=getattr(settings, "ANNOTATION_LEASE_SECONDS", 30 * 60))
 
 
-def _annotator_membership(user: AbstractBaseUser, study: Study, *, lock: bool = False) -> QuerySet[StudyMember]:
-    # No ordering: StudyMember's default ordering joins Study, and FOR UPDATE would lock the study row too,
-    # serialising every claim in the study instead of only this user's.
-    members = StudyMember.objects.filter(study=study, user_id=user.pk, role=StudyMember.Role.ANNOTATOR).order_by()
-    return members.select_for_update(of=("self",)) if lock else members
-
-
 def _check_can_annotate(user: AbstractBaseUser, study: Study, *, lock: bool = False) -> None:
     """Refuse closed studies and non-annotators; with `lock`, serialise this user's claims.
 
@@ -99,7 +92,7 @@ def _check_can_annotate(user: AbstractBaseUser, study: Study, *, lock: bool = Fa
     """
     if study.status != Study.Status.OPEN:
         raise NotAllowed(f"the study {study.slug!r} is {study.status}, not open for annotation")
-    if not list(_annotator_membership(user, study, lock=lock).values_list("pk", flat=True)[:1]):
+    if sql.annotator_member_id(study.pk, user.pk, lock=lock) is None:
         raise NotAllowed("only the study's annotators can annotate")
 
 
@@ -126,37 +119,23 @@ def claim_next(*, user: AbstractBaseUser, study: Study, now: datetime | None = N
     raise ClaimContention("too many annotators are claiming at this moment; try again in a second")
 
 
-def _not_mine(user: AbstractBaseUser, item_ref: str) -> Exists:
-    """NOT EXISTS (an assignment of this user on the outer item): an index probe per candidate."""
-    return ~Exists(Assignment.objects.filter(item_id=OuterRef(item_ref), annotator_id=user.pk))
-
-
 def _claim(user: AbstractBaseUser, study: Study, now: datetime) -> Assignment | None:
     expires = now + lease_length()
     # One query for both: the user's own active assignment (sorted first), then
     # leases that ran out on items the user has not had, oldest first.
-    rows = list(
-        Assignment.objects.filter(study=study, status=Status.ACTIVE)
-        .filter(Q(annotator_id=user.pk) | (Q(lease_expires_at__lt=now) & _not_mine(user, "item_id")))
-        .order_by(ExpressionWrapper(~Q(annotator_id=user.pk), output_field=BooleanField()), "lease_expires_at", "pk")
-        .values_list("pk", "annotator_id", "item_id", "slot", "left_system")[:CANDIDATES]
-    )
+    rows = sql.own_or_expired(study.pk, user.pk, now, CANDIDATES)
     if rows and rows[0][1] == user.pk:
         own_id = rows.pop(0)[0]
-        renewed = Assignment.objects.filter(pk=own_id, status=Status.ACTIVE).update(lease_expires_at=expires, updated_at=now)
-        if renewed:
-            return Assignment.objects.select_related("item").get(pk=own_id)
+        if sql.renew_lease(own_id, expires, now):
+            return sql.assignment_with_item(own_id)
     for assignment_id, _, item_id, slot, left_system in rows:
         # Reclaim, conditionally: of two reclaimers (or the owner renewing), exactly one wins.
-        closed = Assignment.objects.filter(pk=assignment_id, status=Status.ACTIVE, lease_expires_at__lt=now).update(
-            status=Status.SKIPPED, slot=None, updated_at=now
-        )
-        if closed:
-            return _create(user, study, Item.objects.get(pk=item_id), slot, left_system, expires)
-    return _fresh_slot(user, study, expires)
+        if sql.close_expired(assignment_id, now):
+            return _create(user, study, sql.item(item_id), slot, left_system, expires, now)
+    return _fresh_slot(user, study, expires, now)
 
 
-def _fresh_slot(user: AbstractBaseUser, study: Study, expires: datetime) -> Assignment | None:
+def _fresh_slot(user: AbstractBaseUser, study: Study, expires: datetime, now: datetime) -> Assignment | None:
     """A new slot on an item with the most slots taken among those the user has not had.
 
     Scans the (study, slots_taken) index from the top and stops after
@@ -164,28 +143,22 @@ def _fresh_slot(user: AbstractBaseUser, study: Study, expires: datetime) -> Assi
     equally far along, the annotator's keyed-hash queue position decides.
     """
     n = study.annotators_per_item
-    rows = list(
-        Item.objects.filter(study=study, slots_taken__lt=n)
-        .filter(_not_mine(user, "pk"))
-        .order_by("-slots_taken")
-        .values_list("pk", "external_id", "slots_taken")[:CANDIDATES]
-    )
+    rows = sql.fresh_candidates(study.pk, user.pk, n, CANDIDATES)
     if not rows:
         return None
     key = str(user.pk)
     rows.sort(key=lambda row: (-row[2], queue_position(study.seed, key, row[1])))
     for item in _lock_candidates([pk for pk, _, _ in rows], n):
-        bumped = Item.objects.filter(pk=item.pk, slots_taken__lt=n).update(slots_taken=F("slots_taken") + 1)
-        if not bumped:
+        if not sql.take_slot(item.pk, n):
             continue
-        held = set(Assignment.objects.filter(item_id=item.pk, slot__isnull=False).order_by().values_list("slot", flat=True))
+        held = sql.held_slots(item.pk)
         free = [number for number in range(n) if number not in held]
         if not free:
             # The counter was behind the slots actually held (e.g. edited by hand): repair it, try the next.
-            Item.objects.filter(pk=item.pk).update(slots_taken=len(held))
+            sql.set_slots_taken(item.pk, len(held))
             continue
         left_system = left_system_for(study.seed, item.external_id, free[0], study.systems)
-        return _create(user, study, item, free[0], left_system, expires)
+        return _create(user, study, item, free[0], left_system, expires, now)
     return None
 
 
@@ -201,40 +174,38 @@ def _lock_candidates(ordered_ids: list[int], n: int) -> Iterator[Item]:
     retried instead (_Busy). SQLite has no row locks; its IMMEDIATE
     transactions already serialise the claims, so the first candidate wins.
     """
-    if not connection.features.has_select_for_update_skip_locked:
-        for pk in ordered_ids:
-            yield Item.objects.get(pk=pk)
-        return
-    column = f"{connection.ops.quote_name(Item._meta.db_table)}.{connection.ops.quote_name('id')}"
     remaining = list(ordered_ids)
     while remaining:
-        # The order is the Python-side one (per-annotator hash): a plain CASE is
-        # far cheaper to build than the ORM's Case/When for 32 candidates.
-        rank = RawSQL("CASE " + " ".join(f"WHEN {column} = %s THEN {k}" for k in range(len(remaining))) + " END", remaining)
-        locked = list(
-            Item.objects.filter(pk__in=remaining, slots_taken__lt=n)
-            .order_by(rank.asc())
-            .select_for_update(skip_locked=True)[:1]
-        )
-        if not locked:
-            raise _Busy
-        yield locked[0]
-        remaining = remaining[remaining.index(locked[0].pk) + 1 :]  # only asked for again if it could not be used
+        item = sql.first_unlocked_item(remaining, n)
+        if item is None:
+            if connection.features.has_select_for_update_skip_locked:
+                raise _Busy
+            return
+        yield item
+        remaining = remaining[remaining.index(item.pk) + 1 :]  # only asked for again if it could not be used
 
 
-def _create(user: AbstractBaseUser, study: Study, item: Item, slot: int, left_system: str, expires: datetime) -> Assignment:
+def _create(
+    user: AbstractBaseUser, study: Study, item: Item, slot: int, left_system: str, expires: datetime, now: datetime
+) -> Assignment:
     """The assignment row, with its randomisation computed from the seed and stored."""
-    assignment = Assignment.objects.create(
-        study=study,
-        item=item,
-        annotator_id=user.pk,
-        slot=slot,
-        max_slots=study.annotators_per_item,
-        queue_position=queue_position(study.seed, str(user.pk), item.external_id),
-        left_system=left_system,
-        status=Status.ACTIVE,
-        lease_expires_at=expires,
-    )
+    assignment = sql.create_assignment({
+        "study_id": study.pk,
+        "item_id": item.pk,
+        "annotator_id": user.pk,
+        "slot": slot,
+        "max_slots": study.annotators_per_item,
+        "queue_position": queue_position(study.seed, str(user.pk), item.external_id),
+        "left_system": left_system,
+        "status": Status.ACTIVE,
+        "lease_expires_at": expires,
+        "flagged": False,
+        "flag_reason": "",
+        "created_at": now,
+        "submitted_at": None,
+        "updated_at": now,
+    })
+    assignment.item = item
     return assignment
 
 
@@ -336,16 +307,11 @@ def _own_assignment(user: AbstractBaseUser, study: Study, assignment_id: int) ->
     """
     if study.status != Study.Status.OPEN:
         raise NotAllowed(f"the study {study.slug!r} is {study.status}, not open for annotation")
-    assignment = (
-        Assignment.objects.select_for_update(of=("self",))
-        .select_related("item")
-        .annotate(user_is_annotator=Exists(_annotator_membership(user, study)))
-        .filter(pk=assignment_id, study=study)
-        .first()
-    )
-    if assignment is None:
+    found = sql.locked_for_answer(assignment_id, study.pk, user.pk)
+    if found is None:
         raise LeaseLost("no such assignment in this study")
-    if not assignment.user_is_annotator:
+    assignment, user_is_annotator = found
+    if not user_is_annotator:
         raise NotAllowed("only the study's annotators can annotate")
     if assignment.annotator_id != user.pk:
         raise LeaseLost("this assignment is not yours: it belongs to another annotator")
@@ -375,13 +341,15 @@ def submit(
             raise LeaseLost("you skipped this item; it cannot be answered now")
         values = answer_values(study, assignment, answer)
         if assignment.status == Status.ACTIVE:
-            updated = Assignment.objects.filter(pk=assignment.pk, annotator_id=user.pk, status=Status.ACTIVE).update(
-                status=Status.SUBMITTED, submitted_at=now, lease_expires_at=None, updated_at=now
-            )
-            if not updated:  # unreachable while the row lock holds; kept so a change there cannot overwrite silently
+            if not sql.mark_submitted(assignment.pk, user.pk, now):
+                # unreachable while the row lock holds; kept so a change there cannot overwrite silently
                 raise LeaseLost("this item is no longer assigned to you")
             assignment.status, assignment.submitted_at, assignment.lease_expires_at = Status.SUBMITTED, now, None
-        record_answer(assignment=assignment, values=values, source=source, changed_by=user)
+            # An active assignment has no answer yet (answers are only stored with this
+            # status change), so the first answer is inserted without looking for one.
+            record_first_answer(assignment=assignment, values=values, source=source, now=now)
+        else:
+            record_answer(assignment=assignment, values=values, source=source, changed_by=user)
     return assignment
 
 
@@ -394,10 +362,8 @@ def skip(*, user: AbstractBaseUser, study: Study, assignment_id: int, now: datet
             return assignment
         if assignment.status != Status.ACTIVE:
             raise LeaseLost("this item is already answered; it cannot be skipped")
-        Assignment.objects.filter(pk=assignment.pk, status=Status.ACTIVE).update(
-            status=Status.SKIPPED, slot=None, lease_expires_at=None, updated_at=now
-        )
-        Item.objects.filter(pk=assignment.item_id, slots_taken__gt=0).update(slots_taken=F("slots_taken") - 1)
+        sql.mark_skipped(assignment.pk, now)
+        sql.give_slot_back(assignment.item_id)
         assignment.status, assignment.slot, assignment.lease_expires_at = Status.SKIPPED, None, None
     return assignment
 
