@@ -138,7 +138,7 @@ class SubmitAnswerSerializer(serializers.Serializer):
 
     label = serializers.CharField(required=False, allow_blank=True, help_text="Verification: one of the study's labels.")
     evidence = EvidenceJudgementSerializer(
-        many=True, required=False, help_text="Verification, when the study asks for it: a judgement per passage."
+        many=True, required=False, help_text="Verification, when the study asks for evidence judgements: exactly one per passage (required then, refused otherwise)."
     )
     rationale = serializers.CharField(required=False, allow_blank=True, help_text="Verification: why (the study may require it).")
     choice = serializers.ChoiceField(

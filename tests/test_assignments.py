@@ -374,6 +374,30 @@ def test_bad_verification_answers_are_refused_and_change_nothing(answer, message
     assert not Annotation.objects.exists()
 
 
+TWO_PASSAGES = {"evidence": [{"text": "one"}, {"text": "two"}]}
+
+
+@pytest.mark.parametrize("overrides, evidence, message", [
+    (TWO_PASSAGES, None, "judgement of every evidence passage: send 'evidence' with index 0..1"),
+    (TWO_PASSAGES, [{"index": 1, "judgement": "support"}], "missing index 0 .the item has 2 passages"),
+    ({"evidence": []}, [{"index": 0, "judgement": "support"}], "no evidence passages to judge"),
+])
+def test_a_study_that_asks_for_evidence_judgements_gets_one_per_passage(overrides, evidence, message):
+    """The same rule as the web form: all passages judged, or the answer is refused (nothing stored)."""
+    study, (a1, *_) = make_study(evidence_judgements=True, item_overrides=overrides)
+    assignment = claim_next(user=a1, study=study)
+    with pytest.raises(ServiceError, match=message):
+        submit(user=a1, study=study, assignment_id=assignment.pk, answer=SubmittedAnswer(label="supported", evidence=evidence))
+    assert not Annotation.objects.exists()
+
+
+def test_an_item_without_passages_needs_no_evidence_judgements():
+    study, (a1, *_) = make_study(evidence_judgements=True, item_overrides={"evidence": []})
+    assignment = claim_next(user=a1, study=study)
+    submit(user=a1, study=study, assignment_id=assignment.pk, answer=SubmittedAnswer(label="supported"))
+    assert Annotation.objects.get().evidence_judgements == []
+
+
 def test_evidence_judgements_are_refused_when_the_study_does_not_ask_for_them():
     study, (a1, *_) = make_study()
     assignment = claim_next(user=a1, study=study)

@@ -28,6 +28,14 @@ def action_url(action: str, assignment_id: int) -> str:
     return reverse(f"api-assignment-{action}", args=[assignment_id])
 
 
+#: A complete answer in the `verification` fixture's study: a label and a judgement of each of its two passages.
+JUDGED = [{"index": 0, "judgement": "support"}, {"index": 1, "judgement": "irrelevant"}]
+
+
+def judged(label: str) -> dict:
+    return {"label": label, "evidence": JUDGED}
+
+
 @pytest.fixture
 def verification(client):
     study, users = make_study(evidence_judgements=True, items=4,
@@ -62,7 +70,7 @@ def test_next_gives_the_same_assignment_until_submitted_or_skipped(client, verif
     assert client.post(action_url("skip", first)).status_code == 200
     second = client.post(next_url(study)).json()["assignment"]["id"]
     assert second != first
-    assert client.post(action_url("submit", second), {"label": "supported"}, content_type="application/json").status_code == 200
+    assert client.post(action_url("submit", second), judged("supported"), content_type="application/json").status_code == 200
     assert client.post(next_url(study)).json()["assignment"]["id"] not in (first, second)
 
 
@@ -119,6 +127,8 @@ def test_submit_preference_in_screen_terms_is_stored_in_system_space(client):
     ({"label": "maybe"}, "detail"),
     ({}, "detail"),
     ({"label": "supported", "evidence": [{"index": 7, "judgement": "support"}]}, "detail"),
+    ({"label": "supported"}, "detail"),  # the study asks for a judgement of every passage
+    ({"label": "supported", "evidence": [{"index": 1, "judgement": "support"}]}, "detail"),
     ({"label": "supported", "evidence": [{"index": 0, "judgement": "agree"}]}, "evidence"),
     ({"label": "supported", "active_ms": -5}, "active_ms"),
     ({"label": "supported", "rationale": "a", "justification": "b"}, "non_field_errors"),
@@ -145,7 +155,7 @@ def test_double_submit_stores_one_annotation(client, verification):
     study, _ = verification
     assignment_id = client.post(next_url(study)).json()["assignment"]["id"]
     for _ in range(2):
-        response = client.post(action_url("submit", assignment_id), {"label": "supported"}, content_type="application/json")
+        response = client.post(action_url("submit", assignment_id), judged("supported"), content_type="application/json")
         assert response.status_code == 200
     assert Annotation.objects.filter(assignment_id=assignment_id).count() == 1
     assert response.json()["progress"]["done"] == 1
@@ -155,7 +165,7 @@ def test_a_lost_lease_is_a_409(client, verification):
     study, (a1, a2, _) = verification
     held = claim_next(user=a1, study=study)
     claim_next(user=a2, study=study, now=held.lease_expires_at + timedelta(seconds=1))
-    response = client.post(action_url("submit", held.pk), {"label": "supported"}, content_type="application/json")
+    response = client.post(action_url("submit", held.pk), judged("supported"), content_type="application/json")
     assert response.status_code == 409
     assert "ran out" in response.json()["detail"]
     assert not Annotation.objects.exists()
@@ -164,7 +174,7 @@ def test_a_lost_lease_is_a_409(client, verification):
 def test_another_annotators_assignment_is_a_409_not_a_silent_write(client, verification):
     study, (a1, a2, _) = verification
     theirs = claim_next(user=a2, study=study)
-    for action, body in (("submit", {"label": "supported"}), ("skip", {}), ("flag", {"reason": "x"})):
+    for action, body in (("submit", judged("supported")), ("skip", {}), ("flag", {"reason": "x"})):
         response = client.post(action_url(action, theirs.pk), body, content_type="application/json")
         assert response.status_code == 409, action
     assert Assignment.objects.get(pk=theirs.pk).status == "active"
@@ -191,11 +201,11 @@ def test_researchers_and_closed_studies_are_refused_with_403(client, verificatio
     assignment_id = client.post(next_url(study)).json()["assignment"]["id"]
     client.force_login(researcher)
     assert client.post(next_url(study)).status_code == 403
-    assert client.post(action_url("submit", assignment_id), {"label": "supported"}, content_type="application/json").status_code == 403
+    assert client.post(action_url("submit", assignment_id), judged("supported"), content_type="application/json").status_code == 403
     client.force_login(a1)
     set_study_status(study=study, status="closed")
     assert client.post(next_url(study)).status_code == 403
-    response = client.post(action_url("submit", assignment_id), {"label": "supported"}, content_type="application/json")
+    response = client.post(action_url("submit", assignment_id), judged("supported"), content_type="application/json")
     assert response.status_code == 403 and "closed" in response.json()["detail"]
 
 
@@ -225,7 +235,7 @@ def test_token_auth_works_without_csrf(client, verification):
     token = Token.objects.create(user=a1)
     auth = {"HTTP_AUTHORIZATION": f"Token {token.key}"}
     assignment_id = client.post(next_url(study), **auth).json()["assignment"]["id"]
-    response = client.post(action_url("submit", assignment_id), {"label": "inconclusive"}, content_type="application/json", **auth)
+    response = client.post(action_url("submit", assignment_id), judged("inconclusive"), content_type="application/json", **auth)
     assert response.status_code == 200
 
 

@@ -269,13 +269,21 @@ def _preference_values(study: Study, assignment: Assignment, choice: str, justif
 
 
 def _evidence_judgements(study: Study, item: Item, given: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """One judgement per passage when the study asks for them, none otherwise: the same rule
+    for the web form and the API, so a study's answers are complete for the credibility scores."""
+    passages = item.payload.get("evidence", []) if study.evidence_judgements else []
     if not given:
+        if passages:
+            raise ServiceError(
+                f"this study asks for a judgement of every evidence passage: send 'evidence' with index 0..{len(passages) - 1}"
+            )
         return []
     if not study.evidence_judgements:
         raise ServiceError("this study does not ask for evidence judgements")
     if not isinstance(given, list):
         raise ServiceError("evidence judgements must be a list of objects with 'index' and 'judgement'")
-    passages = item.payload.get("evidence", [])
+    if not passages:
+        raise ServiceError("this item has no evidence passages to judge")
     judgements: dict[int, dict[str, Any]] = {}
     for entry in given:
         if not isinstance(entry, dict):
@@ -290,6 +298,12 @@ def _evidence_judgements(study: Study, item: Item, given: list[dict[str, Any]] |
         if index in judgements:
             raise ServiceError(f"evidence passage {index} is judged twice")
         judgements[index] = {"index": index, "judgement": judgement, "useful": useful}
+    missing = [index for index in range(len(passages)) if index not in judgements]
+    if missing:
+        raise ServiceError(
+            f"every evidence passage needs a judgement; missing index {', '.join(map(str, missing))} "
+            f"(the item has {len(passages)} passages, index 0..{len(passages) - 1})"
+        )
     return [judgements[index] for index in sorted(judgements)]
 
 
