@@ -12,7 +12,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404
 
-from .models import Assignment, Item, Study, StudyMember
+from .models import Assignment, ExportJob, Item, Study, StudyMember
 from .rawsql import ModelRows, fetch_one, names
 
 Researcher = StudyMember.Role.RESEARCHER
@@ -111,3 +111,13 @@ def access_assignment(user: AbstractBaseUser | AnonymousUser, assignment_id: int
         raise Http404("No such assignment.")
     assignment.study.user_role = role  # type: ignore[attr-defined]
     return assignment
+
+
+def access_export_job(user: AbstractBaseUser | AnonymousUser, slug: str, job_id: int) -> ExportJob:
+    """One of a study's export jobs, for the study's researchers (404 for outsiders, 403 for annotators)."""
+    study = access_study(user, slug, role=Researcher)
+    job = ExportJob.objects.filter(study=study, pk=job_id).first()
+    if job is None:
+        raise Http404("No such export.")
+    job.study = study
+    return job

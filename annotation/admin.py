@@ -6,7 +6,7 @@ from django.contrib import admin
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
-from .models import Annotation, AnnotationRevision, Assignment, ImportJob, Item, Study, StudyMember
+from .models import Annotation, AnnotationRevision, Assignment, ExportJob, ImportJob, Item, Study, StudyMember
 
 
 class StudyMemberInline(admin.TabularInline):
@@ -115,3 +115,11 @@ class ImportJobAdmin(admin.ModelAdmin):
     list_filter = ("status", "what", "study")
     search_fields = ("file_name", "study__slug")
     readonly_fields = ("errors",)
+
+
+@admin.register(ExportJob)
+class ExportJobAdmin(admin.ModelAdmin):
+    list_display = ("study", "file_format", "status", "rows", "created_by", "created_at", "finished_at")
+    list_filter = ("status", "file_format", "study")
+    search_fields = ("study__slug",)
+    readonly_fields = ("file_path", "error", "rows")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from django.http import StreamingHttpResponse
+from django.http import FileResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
@@ -13,13 +14,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import selectors
-from .access import access_item, studies_for
-from .exports import CONTENT_TYPES, export_chunks, export_filename
+from .access import access_export_job, access_item, studies_for
+from .exports import CONTENT_TYPES, export_chunks, export_file_response, export_filename
 from .models import Annotation, Assignment, ImportJob, Item
 from .permissions import IsAssignmentStudyMember, IsStudyMember, IsStudyResearcher
 from .selectors.workbench import annotator_progress, display_payload
 from .serializers import (
     AnswerResultSerializer,
+    ExportJobSerializer,
+    ExportRequestSerializer,
     FlagSerializer,
     ImportJobSerializer,
     ImportUploadSerializer,
@@ -31,6 +34,7 @@ from .serializers import (
 )
 from .services import ServiceError
 from .services import assignments
+from .services.export_jobs import request_export
 from .services.import_jobs import submit_import
 
 
@@ -138,19 +142,37 @@ class ImportJobDetail(generics.RetrieveAPIView):
         return get_object_or_404(ImportJob, study=self.study, pk=self.kwargs["pk"])
 
 
+class ServiceErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+
+
 class AnnotationExport(APIView):
-    """All annotations, one row per annotation, streamed as CSV or JSON Lines."""
+    """All annotations, one row per annotation, streamed as CSV or JSON Lines.
+
+    A study with more than EXPORT_INLINE_MAX_ROWS annotations is not streamed:
+    the answer is a 400 pointing to `POST /api/studies/{slug}/exports`.
+    """
 
     permission_classes = [IsStudyResearcher]
 
     @extend_schema(
         parameters=[OpenApiParameter("format", str, enum=["csv", "jsonl"], default="csv")],
-        responses={(200, "text/csv"): OpenApiTypes.STR, (200, "application/x-ndjson"): OpenApiTypes.STR},
+        responses={
+            (200, "text/csv"): OpenApiTypes.STR,
+            (200, "application/x-ndjson"): OpenApiTypes.STR,
+            400: OpenApiResponse(ServiceErrorSerializer, description="Unknown format, or the study is too big to stream."),
+        },
     )
     def get(self, request: Request, slug: str) -> StreamingHttpResponse | Response:
         fmt = request.query_params.get("format", "csv")
         if fmt not in CONTENT_TYPES:
             return Response({"detail": "format must be csv or jsonl"}, status=status.HTTP_400_BAD_REQUEST)
+        if selectors.export_runs_in_background(self.study):
+            detail = (
+                f"this study has more than {selectors.export_inline_limit():,} annotations, too many to stream: "
+                f"POST /api/studies/{slug}/exports to have the file written in the background, then download it"
+            )
+            return Response({"detail": detail}, status=status.HTTP_400_BAD_REQUEST)
         response = StreamingHttpResponse(
             (chunk.encode("utf-8") for chunk in export_chunks(self.study, fmt)), content_type=CONTENT_TYPES[fmt]
         )
@@ -158,11 +180,42 @@ class AnnotationExport(APIView):
         return response
 
 
+class ExportJobCreate(APIView):
+    """Have the export written to a file in the background (any study size); poll the job, then download."""
+
+    permission_classes = [IsStudyResearcher]
+
+    @extend_schema(request=ExportRequestSerializer, responses={202: ExportJobSerializer})
+    def post(self, request: Request, slug: str) -> Response:
+        form = ExportRequestSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        job = request_export(study=self.study, file_format=form.validated_data["format"], created_by=request.user)
+        job.study = self.study
+        headers = {"Location": reverse("api-export-job", args=[slug, job.pk])}
+        return Response(ExportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED, headers=headers)
+
+
+class ExportJobDetail(APIView):
+    """A background export: its status, and `download_url` once the file is ready."""
+
+    permission_classes = [IsStudyResearcher]
+
+    @extend_schema(responses={200: ExportJobSerializer})
+    def get(self, request: Request, slug: str, export_id: int) -> Response:
+        return Response(ExportJobSerializer(access_export_job(request.user, slug, export_id)).data)
+
+
+class ExportJobDownload(APIView):
+    """The finished export file (404 while it is being written, or after a newer export replaced it)."""
+
+    permission_classes = [IsStudyResearcher]
+
+    @extend_schema(responses={(200, "text/csv"): OpenApiTypes.STR, (200, "application/x-ndjson"): OpenApiTypes.STR})
+    def get(self, request: Request, slug: str, export_id: int) -> FileResponse:
+        return export_file_response(access_export_job(request.user, slug, export_id))
+
+
 # --- annotating ------------------------------------------------------------------
-
-class ServiceErrorSerializer(serializers.Serializer):
-    detail = serializers.CharField()
-
 
 def _errors(*codes: int) -> dict[int, OpenApiResponse]:
     described = {

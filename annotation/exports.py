@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from django.http import FileResponse, Http404
 
 from .formats import csv_chunks, jsonl_chunks
-from .models import Study
+from .models import ExportJob, Study
 from .selectors import EXPORT_COLUMNS, export_rows
 
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; charset=utf-8"}
@@ -13,11 +17,48 @@ CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjso
 
 def export_chunks(study: Study, fmt: str) -> Iterator[str]:
     """The study's annotations as text chunks in `fmt` ("csv" or "jsonl")."""
+    return _chunks(export_rows(study), fmt)
+
+
+def _chunks(rows: Iterable[dict[str, Any]], fmt: str) -> Iterator[str]:
     if fmt not in CONTENT_TYPES:
         raise ValueError(f"unknown export format {fmt!r}; use csv or jsonl")
-    rows = export_rows(study)
     return csv_chunks(EXPORT_COLUMNS, rows) if fmt == "csv" else jsonl_chunks(rows)
+
+
+def write_export(study: Study, fmt: str, path: Path) -> int:
+    """Write the export to `path`, whole or not at all (via `<path>.partial`); the number of rows."""
+    written = 0
+
+    def counted(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        nonlocal written
+        for row in rows:
+            written += 1
+            yield row
+
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with partial.open("w", encoding="utf-8", newline="") as target:
+            for chunk in _chunks(counted(export_rows(study)), fmt):
+                target.write(chunk)
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
+    return written
 
 
 def export_filename(study: Study, fmt: str) -> str:
     return f"{study.slug}-annotations.{fmt}"
+
+
+def export_file_response(job: ExportJob) -> FileResponse:
+    """A finished background export as a download (pages and API alike); 404 saying why when there is none."""
+    if job.status != ExportJob.Status.SUCCEEDED:
+        raise Http404(f"This export is {job.get_status_display().lower()}, not ready for download.")
+    path = Path(job.file_path) if job.file_path else None
+    if path is None or not path.exists():
+        raise Http404("This export was replaced by a newer one of the same format; download that one.")
+    return FileResponse(
+        path.open("rb"), as_attachment=True, filename=export_filename(job.study, job.file_format),
+        content_type=CONTENT_TYPES[job.file_format],
+    )

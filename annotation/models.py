@@ -306,6 +306,15 @@ class AnnotationRevision(models.Model):
         return f"revision of {self.annotation_id} at {self.changed_at:%Y-%m-%d %H:%M}"
 
 
+class JobStatus(models.TextChoices):
+    """Where a background job (an import, an export) stands."""
+
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+
+
 class ImportJob(models.Model):
     """An uploaded file waiting to be, or having been, imported.
 
@@ -317,11 +326,7 @@ class ImportJob(models.Model):
         ITEMS = "items", "Items"
         ANNOTATIONS = "annotations", "Annotations"
 
-    class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        SUCCEEDED = "succeeded", "Succeeded"
-        FAILED = "failed", "Failed"
+    Status = JobStatus
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="import_jobs")
     what = models.CharField(max_length=16, choices=What.choices)
@@ -354,3 +359,40 @@ class ImportJob(models.Model):
 
     def __str__(self) -> str:
         return f"{self.what} import {self.file_name} ({self.status})"
+
+
+class ExportJob(models.Model):
+    """An annotation export written to a file by a background task.
+
+    Studies with more annotations than EXPORT_INLINE_MAX_ROWS are not exported
+    inside a request (DESIGN §5: long work never runs there); the file waits
+    under var/exports until a newer export of the same study and format
+    replaces it.
+    """
+
+    Status = JobStatus
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="export_jobs")
+    file_format = models.CharField(max_length=8)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    rows = models.PositiveIntegerField(default=0, help_text="Annotations written.")
+    file_path = models.CharField(max_length=500, blank=True, default="", help_text="Empty until written, or once replaced.")
+    error = models.TextField(blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(file_format__in=["csv", "jsonl"]), name="exportjob_format_valid"),
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running", "succeeded", "failed"]),
+                name="exportjob_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.file_format} export of {self.study_id} ({self.status})"

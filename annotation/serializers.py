@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from django.urls import reverse
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
-from .models import Assignment, ImportJob, Item, Study
+from .models import Assignment, ExportJob, ImportJob, Item, Study
 from .services.assignments import MAX_ACTIVE_MS, PREFERENCE_CHOICES, SubmittedAnswer
 from .vocab import EVIDENCE_JUDGEMENTS
 
@@ -60,6 +61,25 @@ class ImportJobSerializer(serializers.ModelSerializer):
     class Meta:
         model = ImportJob
         fields = ["id", "what", "file_name", "file_format", "update_existing", "status", "created", "updated", "error_count", "errors", "created_at", "finished_at"]
+
+
+class ExportRequestSerializer(serializers.Serializer):
+    format = serializers.ChoiceField(choices=["csv", "jsonl"], default="csv")
+
+
+class ExportJobSerializer(serializers.ModelSerializer):
+    format = serializers.CharField(source="file_format", read_only=True)
+    download_url = serializers.SerializerMethodField(help_text="Set once the file is ready (and until a newer export replaces it).")
+
+    class Meta:
+        model = ExportJob
+        fields = ["id", "format", "status", "rows", "error", "created_at", "finished_at", "download_url"]
+        read_only_fields = fields
+
+    def get_download_url(self, job: ExportJob) -> str | None:
+        if job.status != ExportJob.Status.SUCCEEDED or not job.file_path:
+            return None
+        return reverse("api-export-download", args=[job.study.slug, job.pk])
 
 
 # --- annotating through the API ---------------------------------------------------

@@ -12,3 +12,12 @@ def run_import_job(job_id: int) -> dict:
 
     job = run(job_id=job_id)
     return {"status": job.status, "created": job.created, "updated": job.updated, "errors": job.error_count}
+
+
+@task()
+def run_export_job(job_id: int) -> dict:
+    """Write a big annotation export to a file, outside the request that asked for it."""
+    from .services.export_jobs import run_export_job as run
+
+    job = run(job_id=job_id)
+    return {"status": job.status, "rows": job.rows}

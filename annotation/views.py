@@ -5,19 +5,20 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, StreamingHttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from . import selectors
-from .access import Annotator, Researcher, access_item, access_study
-from .exports import CONTENT_TYPES, export_chunks, export_filename
+from .access import Annotator, Researcher, access_export_job, access_item, access_study
+from .exports import CONTENT_TYPES, export_chunks, export_file_response, export_filename
 from .forms import AddMembersForm, FlagForm, ImportForm, answer_form
 from .models import Annotation, Assignment, ImportJob, Study
 from .selectors import progress as progress_selectors
 from .selectors.workbench import annotator_progress, display_payload, previous_answer
 from .services import ServiceError, add_members
 from .services.assignments import ClaimContention, LeaseLost, NotAllowed, claim_next, flag, skip, submit
+from .services.export_jobs import request_export
 from .services.import_jobs import submit_import
 
 
@@ -40,6 +41,8 @@ def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "domains": selectors.items_by_domain(study),
         "members": selectors.study_members(study),
         "imports": selectors.recent_imports(study),
+        "exports": selectors.recent_exports(study),
+        "export_in_background": selectors.export_runs_in_background(study),
         "import_form": ImportForm(),
         "members_form": AddMembersForm(),
     }
@@ -138,13 +141,47 @@ def study_add_members(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_GET
-def study_export(request: HttpRequest, slug: str, fmt: str) -> StreamingHttpResponse:
+def study_export(request: HttpRequest, slug: str, fmt: str) -> HttpResponse:
+    """The export, streamed; a study too big for that is exported in the background instead."""
     study = access_study(request.user, slug, role=Researcher)
+    if selectors.export_runs_in_background(study):
+        messages.info(
+            request,
+            f"This study has more than {selectors.export_inline_limit():,} annotations: "
+            "prepare the export below; it is written in the background and downloaded when ready.",
+        )
+        return redirect("annotation:study_detail", slug=study.slug)
     response = StreamingHttpResponse(
         (chunk.encode("utf-8") for chunk in export_chunks(study, fmt)), content_type=CONTENT_TYPES[fmt]
     )
     response["Content-Disposition"] = f'attachment; filename="{export_filename(study, fmt)}"'
     return response
+
+
+@login_required
+@require_POST
+def study_export_request(request: HttpRequest, slug: str) -> HttpResponse:
+    study = access_study(request.user, slug, role=Researcher)
+    try:
+        job = request_export(study=study, file_format=request.POST.get("format", ""), created_by=request.user)
+    except ServiceError as exc:
+        messages.error(request, f"No export started: {exc}.")
+        return redirect("annotation:study_detail", slug=study.slug)
+    return redirect("annotation:export_job", slug=study.slug, export_id=job.pk)
+
+
+@login_required
+@require_GET
+def export_job(request: HttpRequest, slug: str, export_id: int) -> HttpResponse:
+    job = access_export_job(request.user, slug, export_id)
+    return render(request, "annotation/export_job.html", {"study": job.study, "job": job})
+
+
+@login_required
+@require_GET
+def export_job_download(request: HttpRequest, slug: str, export_id: int) -> FileResponse:
+    job = access_export_job(request.user, slug, export_id)
+    return export_file_response(job)
 
 
 # --- annotator workbench ------------------------------------------------------

@@ -185,6 +185,8 @@ STORAGES = {
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10_485_760
 IMPORT_UPLOAD_MAX_BYTES = int(os.environ.get("IMPORT_UPLOAD_MAX_BYTES", 200 * 1024 * 1024))
+# Exports of studies with more annotations than this are written by a background task, then downloaded.
+EXPORT_INLINE_MAX_ROWS = int(os.environ.get("EXPORT_INLINE_MAX_ROWS", 50_000))
 
 # --- security ---------------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True
@@ -244,7 +246,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "StudyStatusEnum": "annotation.models.Study.Status",
-        "ImportJobStatusEnum": "annotation.models.ImportJob.Status",
+        "JobStatusEnum": "annotation.models.JobStatus",
         "AssignmentStatusEnum": "annotation.models.Assignment.Status",
         "PreferenceChoiceEnum": "annotation.services.assignments.PREFERENCE_CHOICES",
         "EvidenceJudgementEnum": "annotation.vocab.EVIDENCE_JUDGEMENTS",

@@ -12,8 +12,9 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from rest_framework.authtoken.models import Token
 
-from annotation.models import ImportJob, Item
+from annotation.models import ExportJob, ImportJob, Item
 from annotation.services import add_members, create_study, import_items
+from annotation.services.export_jobs import request_export, run_export_job
 from metaeval.models import Verifier, VerifierRun
 from metaeval.services import create_verifier
 from metaeval.services.runs import start_run
@@ -43,6 +44,7 @@ def route_kwargs(pattern: URLPattern, slug: str, item_id: str, job_id: int) -> d
     values = {
         "slug": slug, "external_id": item_id, "pk": job_id, "fmt": "csv", "chart": "labels", "ext": "svg",
         "assignment_id": 1,
+        "export_id": ExportJob.objects.filter(study__slug=slug).values_list("pk", flat=True).first() or 1,
         "verifier_id": Verifier.objects.filter(study__slug=slug).values_list("pk", flat=True).first() or 1,
         "run_id": VerifierRun.objects.filter(verifier__study__slug=slug).values_list("pk", flat=True).first() or 1,
     }
@@ -52,7 +54,7 @@ def route_kwargs(pattern: URLPattern, slug: str, item_id: str, job_id: int) -> d
 
 
 @pytest.fixture
-def two_studies(make_user):
+def two_studies(make_user, settings, tmp_path):
     alice, bob = make_user("alice"), make_user("bob")
     study_a = create_study(slug="study-a", name="A", kind="verification")
     study_b = create_study(slug="study-b", name="B", kind="verification")
@@ -61,6 +63,8 @@ def two_studies(make_user):
     for study in (study_a, study_b):
         import_items(study=study, stream=jsonl(verification_item("x-1")), fmt="jsonl")
     job = ImportJob.objects.create(study=study_b, what="items", file_name="f.jsonl", file_format="jsonl")
+    settings.VAR_DIR = tmp_path
+    run_export_job(job_id=request_export(study=study_b, file_format="csv").pk)  # a finished export to download
     start_run(verifier=create_verifier(study=study_b, name="overlap", kind="baseline_overlap"), enqueue=False)
     return alice, bob, study_b, job
 

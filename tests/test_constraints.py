@@ -22,6 +22,7 @@ from annotation.models import (
     Annotation,
     AnnotationRevision,
     Assignment,
+    ExportJob,
     ImportJob,
     Item,
     Study,
@@ -325,6 +326,11 @@ def test_import_job_what_and_status_must_be_known(study):
             study=study, what="items", file_name="x", file_format="jsonl", status="lost"
         ),
     )
+
+
+def test_export_job_format_and_status_must_be_known(study):
+    violates("exportjob_format_valid", lambda: ExportJob.objects.create(study=study, file_format="xlsx"))
+    violates("exportjob_status_valid", lambda: ExportJob.objects.create(study=study, file_format="csv", status="lost"))
 
 
 # --- coverage -----------------------------------------------------------------------

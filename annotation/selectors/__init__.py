@@ -6,12 +6,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from ..access import Researcher, studies_for
-from ..models import Annotation, AnnotationRevision, Assignment, ImportJob, Item, Study, StudyMember
+from ..models import Annotation, AnnotationRevision, Assignment, ExportJob, ImportJob, Item, Study, StudyMember
 
 EXPORT_COLUMNS = [
     "study", "item", "domain", "annotator", "label", "raw_label",
@@ -149,6 +150,22 @@ def item_annotations(item: Item) -> QuerySet[Annotation]:
 
 def recent_imports(study: Study, limit: int = 10) -> QuerySet[ImportJob]:
     return ImportJob.objects.filter(study=study).select_related("created_by")[:limit]
+
+
+def recent_exports(study: Study, limit: int = 5) -> QuerySet[ExportJob]:
+    return ExportJob.objects.filter(study=study).select_related("created_by")[:limit]
+
+
+def export_inline_limit() -> int:
+    """Annotations up to which an export streams from the request; more go to a background task."""
+    return settings.EXPORT_INLINE_MAX_ROWS
+
+
+def export_runs_in_background(study: Study) -> bool:
+    """True when the study has too many annotations to export inside a request (DESIGN §5)."""
+    limit = export_inline_limit()
+    # Counting stops at limit + 1: the question is only "more than the limit?".
+    return Annotation.objects.filter(assignment__study=study).values("pk")[: limit + 1].count() > limit
 
 
 def pseudonyms(study: Study) -> dict[int, str]:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.exports import export_chunks
+from annotation.exports import export_chunks, write_export
 from annotation.management.base import study_by_slug
 
 
@@ -18,21 +18,13 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         study = study_by_slug(options["study"])
-        chunks = export_chunks(study, options["format"])
         if options["output"]:
             path = Path(options["output"])
             if not path.parent.exists():
                 raise CommandError(f"the folder {path.parent} does not exist")
-            partial = path.with_name(path.name + ".partial")
-            try:
-                with partial.open("w", encoding="utf-8", newline="") as target:
-                    for chunk in chunks:
-                        target.write(chunk)
-                partial.replace(path)
-            finally:
-                partial.unlink(missing_ok=True)
-            self.stderr.write(f"Wrote {path}")
+            rows = write_export(study, options["format"], path)
+            self.stderr.write(f"Wrote {path} ({rows:,} annotations)")
         else:
-            for chunk in chunks:
+            for chunk in export_chunks(study, options["format"]):
                 self.stdout.write(chunk, ending="")
             self.stdout.flush()
