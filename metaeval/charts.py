@@ -12,13 +12,13 @@ import html
 import io
 import re
 from collections.abc import Mapping, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-
-import numpy as np  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["CHART_FORMATS", "label_distribution_figure", "preference_figure", "agreement_matrix_figure",
            "render", "strip_inline_styles"]
@@ -75,11 +75,23 @@ def strip_inline_styles(svg: str) -> str:
     return re.sub(r"<svg\b", "<svg" + root_attrs, svg, count=1)
 
 
+def _matplotlib() -> ModuleType:
+    """matplotlib (Agg), loaded on first use: importing it costs most of a second at every
+    process start (each manage.py command, each web worker), and only chart downloads draw."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.figure
+    import matplotlib.ticker  # noqa: F401 - used as matplotlib.ticker below
+
+    return matplotlib
+
+
 def render(figure: Figure, fmt: str) -> bytes:
     """The figure as SVG (CSP-clean) or PDF bytes, without timestamps so output is stable."""
     buffer = io.BytesIO()
     if fmt == "svg":
-        with matplotlib.rc_context({"svg.hashsalt": "claimlab"}):  # stable element ids
+        with _matplotlib().rc_context({"svg.hashsalt": "claimlab"}):  # stable element ids
             figure.savefig(buffer, format="svg", metadata={"Date": None})
         return strip_inline_styles(buffer.getvalue().decode("utf-8")).encode("utf-8")
     if fmt == "pdf":
@@ -89,7 +101,7 @@ def render(figure: Figure, fmt: str) -> bytes:
 
 
 def _figure(width: float, height: float) -> Figure:
-    figure = Figure(figsize=(width, height), layout="constrained")
+    figure = _matplotlib().figure.Figure(figsize=(width, height), layout="constrained")
     figure.patch.set_facecolor("white")
     return figure
 
@@ -143,7 +155,7 @@ def preference_figure(rows: Sequence[tuple[str, Mapping[str, int]]], systems: Se
     ax.set_yticks(range(len(rows)), [f"{name} (n={int(t)})" for name, t in zip(names, totals)])
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
-    ax.xaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+    ax.xaxis.set_major_formatter(_matplotlib().ticker.PercentFormatter(1.0))
     ax.legend(ncols=3, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), frameon=False)
     ax.set_title("Preferences, strong and slight")
     ax.spines[["top", "right"]].set_visible(False)

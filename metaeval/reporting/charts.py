@@ -7,14 +7,17 @@ each chart reads only the label frame and the statistic it shows.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from annotation.models import Study
 from metaeval import charts, selectors, stats
 
 from .agreement import agreement_table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["CHARTS", "ChartNotApplicable", "chart_figure", "chart_names"]
 

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
 
 from .estimate import Estimate
 
@@ -87,6 +86,9 @@ def winners(labels: Sequence[str] | np.ndarray | pd.Series,
 
 
 def _binomial(k: int, n: int, confidence: float) -> tuple[float, tuple[float, float]]:
+    # Imported here: scipy.stats takes most of a second to import, at every process start otherwise.
+    from scipy.stats import binomtest
+
     res = binomtest(k, n, 0.5, alternative="two-sided")
     ci = res.proportion_ci(confidence_level=confidence, method="exact")
     return float(res.pvalue), (float(ci.low), float(ci.high))

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from types import ModuleType
 
 import numpy as np
 import pandas as pd
-from scipy import stats as scipy_stats
 
 from ..stats.bootstrap import percentile_ci
 from ..stats.estimate import Estimate
@@ -27,6 +27,14 @@ from ..stats.estimate import Estimate
 __all__ = ["classification_bootstrap", "system_correlation", "system_scores", "tau_b", "spearman_rows"]
 
 _CHUNK = 2_000_000
+
+
+def _scipy_stats() -> ModuleType:
+    """scipy.stats, imported on first use: it takes most of a second to import, which every
+    process (each manage.py command, each web worker) would pay at start otherwise."""
+    from scipy import stats
+
+    return stats
 
 
 def _metric_rows(conf: np.ndarray) -> dict[str, np.ndarray]:
@@ -92,8 +100,8 @@ def tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Spearman's rho (Pearson on average ranks) of each row pair of (B, S) arrays."""
-    rx = scipy_stats.rankdata(np.atleast_2d(x), axis=1)
-    ry = scipy_stats.rankdata(np.atleast_2d(y), axis=1)
+    rx = _scipy_stats().rankdata(np.atleast_2d(x), axis=1)
+    ry = _scipy_stats().rankdata(np.atleast_2d(y), axis=1)
     rx -= rx.mean(axis=1, keepdims=True)
     ry -= ry.mean(axis=1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -142,8 +150,8 @@ def system_correlation(responses: pd.DataFrame, *, n_resamples: int = 1000, seed
     if constant:
         tau = rho = np.nan
     else:
-        tau = scipy_stats.kendalltau(human, verifier).statistic
-        rho = scipy_stats.spearmanr(human, verifier).statistic
+        tau = _scipy_stats().kendalltau(human, verifier).statistic
+        rho = _scipy_stats().spearmanr(human, verifier).statistic
     dists = _correlation_bootstrap(usable[usable["system"].isin(table.index)], list(table.index),
                                    n_resamples=n_resamples, seed=seed)
     out: dict = {"n_systems": n, "systems": systems}
