@@ -8,10 +8,12 @@ constraints, so that they hold even when application code races.
 from __future__ import annotations
 
 import secrets
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.utils import timezone
 
 
 def new_seed() -> int:
@@ -315,7 +317,27 @@ class JobStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class ImportJob(models.Model):
+class BackgroundJob(models.Model):
+    """What an import and an export job share: where they stand, who asked, when."""
+
+    Status = JobStatus
+
+    status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=JobStatus.values), name="%(class)s_status_valid"),
+        ]
+
+
+class ImportJob(BackgroundJob):
     """An uploaded file waiting to be, or having been, imported.
 
     Small uploads are imported during the request; big ones by a background
@@ -326,42 +348,28 @@ class ImportJob(models.Model):
         ITEMS = "items", "Items"
         ANNOTATIONS = "annotations", "Annotations"
 
-    Status = JobStatus
-
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="import_jobs")
     what = models.CharField(max_length=16, choices=What.choices)
     file_name = models.CharField(max_length=255)
     file_path = models.CharField(max_length=500, blank=True, default="")
     file_format = models.CharField(max_length=8)
     update_existing = models.BooleanField(default=False)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     created = models.PositiveIntegerField(default=0)
     updated = models.PositiveIntegerField(default=0)
     errors = models.JSONField(default=list, blank=True)
     error_count = models.PositiveIntegerField(default=0)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(BackgroundJob.Meta):
         constraints = [
-            models.CheckConstraint(
-                condition=Q(what__in=["items", "annotations"]), name="importjob_what_valid"
-            ),
-            models.CheckConstraint(
-                condition=Q(status__in=["queued", "running", "succeeded", "failed"]),
-                name="importjob_status_valid",
-            ),
+            models.CheckConstraint(condition=Q(what__in=["items", "annotations"]), name="importjob_what_valid"),
+            *BackgroundJob.Meta.constraints,
         ]
 
     def __str__(self) -> str:
         return f"{self.what} import {self.file_name} ({self.status})"
 
 
-class ExportJob(models.Model):
+class ExportJob(BackgroundJob):
     """An annotation export written to a file by a background task.
 
     Studies with more annotations than EXPORT_INLINE_MAX_ROWS are not exported
@@ -370,29 +378,25 @@ class ExportJob(models.Model):
     replaces it.
     """
 
-    Status = JobStatus
-
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="export_jobs")
     file_format = models.CharField(max_length=8)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     rows = models.PositiveIntegerField(default=0, help_text="Annotations written.")
     file_path = models.CharField(max_length=500, blank=True, default="", help_text="Empty until written, or once replaced.")
     error = models.TextField(blank=True, default="")
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(BackgroundJob.Meta):
         constraints = [
             models.CheckConstraint(condition=Q(file_format__in=["csv", "jsonl"]), name="exportjob_format_valid"),
-            models.CheckConstraint(
-                condition=Q(status__in=["queued", "running", "succeeded", "failed"]),
-                name="exportjob_status_valid",
-            ),
+            *BackgroundJob.Meta.constraints,
         ]
+
+    #: An export of 300,000 annotations takes about 15 s; one unfinished after this has no live worker.
+    STUCK_AFTER = timedelta(minutes=10)
+
+    def looks_stuck(self, now: datetime | None = None) -> bool:
+        """Still queued or running long after any export should have finished."""
+        unfinished = self.status in (JobStatus.QUEUED, JobStatus.RUNNING)
+        return unfinished and (now or timezone.now()) - self.created_at > self.STUCK_AFTER
 
     def __str__(self) -> str:
         return f"{self.file_format} export of {self.study_id} ({self.status})"

@@ -73,8 +73,15 @@ class ExportJobSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ExportJob
-        fields = ["id", "format", "status", "rows", "error", "created_at", "finished_at", "download_url"]
+        fields = ["id", "format", "status", "rows", "error", "created_at", "finished_at", "download_url", "stuck"]
         read_only_fields = fields
+
+    stuck = serializers.SerializerMethodField(
+        help_text="Still queued or running ten minutes on: no worker is running it; start a new export."
+    )
+
+    def get_stuck(self, job: ExportJob) -> bool:
+        return job.looks_stuck()
 
     def get_download_url(self, job: ExportJob) -> str | None:
         if job.status != ExportJob.Status.SUCCEEDED or not job.file_path:

@@ -174,7 +174,7 @@ def study_export_request(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def export_job(request: HttpRequest, slug: str, export_id: int) -> HttpResponse:
     job = access_export_job(request.user, slug, export_id)
-    return render(request, "annotation/export_job.html", {"study": job.study, "job": job})
+    return render(request, "annotation/export_job.html", {"study": job.study, "job": job, "stuck": job.looks_stuck()})
 
 
 @login_required

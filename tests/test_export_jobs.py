@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,18 @@ def test_the_background_worker_writes_the_export(client, researcher, big, tmp_pa
     job = client.get(response["Location"]).json()
     assert (job["status"], job["rows"]) == ("succeeded", 6)
     assert downloaded(client.get(job["download_url"])) == command_export(big, "csv", tmp_path)
+
+
+@pytest.mark.django_db
+def test_an_export_nobody_runs_is_said_to_be_stuck(client, researcher, big):
+    job = request_export(study=big, file_format="csv")
+    client.force_login(researcher)
+    page = client.get(reverse("annotation:export_job", args=[big.slug, job.pk])).content.decode()
+    assert "export-stuck" not in page and 'http-equiv="refresh"' in page
+    assert client.get(reverse("api-export-job", args=[big.slug, job.pk])).json()["stuck"] is False
+    ExportJob.objects.filter(pk=job.pk).update(created_at=job.created_at - ExportJob.STUCK_AFTER - timedelta(seconds=1))
+    page = client.get(reverse("annotation:export_job", args=[big.slug, job.pk])).content.decode()
+    assert "export-stuck" in page and "db_worker" in page and 'http-equiv="refresh"' not in page
+    assert client.get(reverse("api-export-job", args=[big.slug, job.pk])).json()["stuck"] is True
+    run_export_job(job_id=job.pk)  # a worker that turns up late still finishes it
+    assert client.get(reverse("api-export-job", args=[big.slug, job.pk])).json()["stuck"] is False
