@@ -37,11 +37,6 @@ def table(model: type[models.Model]) -> str:
     return quote(model._meta.db_table)
 
 
-def column(model: type[models.Model], field_name: str) -> str:
-    """The quoted column name of a field (`study` gives `"study_id"`)."""
-    return quote(model._meta.get_field(field_name).column)
-
-
 class Names:
     """A model's quoted table and column names, by field name: `Names(Item).slots_taken`,
     `Names(Item).study` (the `study_id` column), `Names(Item).table`."""
@@ -65,11 +60,6 @@ def names(model: type[models.Model]) -> Names:
 def db_datetime(value: datetime | None) -> Any:
     """A datetime as this database stores it (SQLite: naive UTC text; PostgreSQL: aware)."""
     return connection.ops.adapt_datetimefield_value(value)
-
-
-def db_value(model: type[models.Model], field_name: str, value: Any) -> Any:
-    """A value for writing into a field's column, prepared by the field itself (JSON, datetimes)."""
-    return model._meta.get_field(field_name).get_db_prep_save(value, connection)
 
 
 def fetch_all(sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
