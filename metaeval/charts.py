@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["CHART_FORMATS", "label_distribution_figure", "preference_figure", "agreement_matrix_figure",
-           "render", "strip_inline_styles"]
+           "verifier_figure", "render", "strip_inline_styles"]
 
 CHART_FORMATS = {"svg": "image/svg+xml", "pdf": "application/pdf"}
 PALETTE = {"a_strong": "#1f4e79", "a_slight": "#6f9fd8", "tie": "#b8bec9", "b_slight": "#e8a15c",
@@ -187,3 +187,35 @@ def agreement_matrix_figure(annotators: Sequence[str], kappa: np.ndarray, n: np.
     figure.colorbar(mesh, ax=ax, shrink=0.8, label="Cohen's kappa")
     ax.set_title("Pairwise Cohen's kappa")
     return figure
+
+
+VerifierRow = tuple[str, "float | None", "tuple[float, float] | None", "float | None"]
+
+
+def verifier_figure(rows: Sequence[VerifierRow]) -> Figure:
+    """Each verifier's Cohen kappa against the human majority (dot, 95% interval) beside the
+    human ceiling on the same items (grey diamond): the comparison meta-evaluation papers plot."""
+    figure = _figure(6.4, max(2.2, 1.1 + 0.45 * len(rows)))
+    title = "Verifiers against the human majority (Cohen's kappa)"
+    if not any(kappa is not None for _, kappa, _, _ in rows):
+        return _empty(figure, title, "No verifier has a defined kappa yet")
+    ax = figure.add_subplot()
+    for y, (_, kappa, ci, ceiling) in enumerate(rows):
+        if ci is not None:
+            ax.plot(ci, [y, y], color=ACCENT, linewidth=2, solid_capstyle="butt")
+        if kappa is not None:
+            ax.plot([kappa], [y], "o", color=ACCENT, markersize=6)
+            ax.text(kappa, y - 0.28, f"{kappa:.2f}", ha="center", va="bottom", fontsize=7, color=ACCENT)
+        if ceiling is not None:
+            ax.plot([ceiling], [y], "D", color="#6b7280", markersize=5)
+    ax.set_yticks(range(len(rows)), [name for name, _, _, _ in rows])
+    ax.set_ylim(len(rows) - 0.5, -0.7)
+    ax.set_xlim(min(-0.1, *(ci[0] for _, _, ci, _ in rows if ci is not None)), 1.0)
+    ax.axvline(0, color="#b8bec9", linewidth=0.8)
+    ax.plot([], [], "o-", color=ACCENT, label="verifier (95% interval)")
+    ax.plot([], [], "D", color="#6b7280", linestyle="none", label="human ceiling, same items")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, frameon=False)
+    ax.set_title(title)
+    ax.spines[["top", "right"]].set_visible(False)
+    return figure
+

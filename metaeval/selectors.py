@@ -16,6 +16,7 @@ from django.db.models import Count, Max, Q, QuerySet, Sum
 from annotation.models import Annotation, Item, Study, StudyMember
 
 from .evidence import read_judgements
+from .models import Prediction, Verifier
 
 __all__ = [
     "LABEL_COLUMNS",
@@ -115,5 +116,8 @@ def report_fingerprint(study: Study) -> str:
         n=Count("pk"), ids=Sum("pk"), last=Max("updated_at"), last_assignment=Max("assignment__updated_at"))
     items = Item.objects.filter(study=study).aggregate(n=Count("pk"), ids=Sum("pk"), last=Max("updated_at"))
     names = sorted(StudyMember.objects.filter(study=study).values_list("user_id", "pseudonym"))
-    key = repr((study.pk, study.updated_at, annotations, items, names))
+    predictions = Prediction.objects.filter(verifier__study=study).aggregate(
+        n=Count("pk"), ids=Sum("pk"), last=Max("updated_at"))
+    verifiers = sorted(Verifier.objects.filter(study=study).values_list("pk", "name", "updated_at"))
+    key = repr((study.pk, study.updated_at, annotations, items, names, predictions, verifiers))
     return hashlib.sha256(key.encode()).hexdigest()[:32]

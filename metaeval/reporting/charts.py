@@ -6,13 +6,15 @@ each chart reads only the label frame and the statistic it shows.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from annotation.models import Study
 from metaeval import charts, selectors, stats
+from metaeval.models import Verifier
+from metaeval.verifiers.report import verifier_report
 
 from .agreement import agreement_table
 
@@ -59,10 +61,30 @@ def _agreement(study: Study) -> Figure:
     return charts.agreement_matrix_figure(names, kappa, n)
 
 
+def verifier_rows(sections: Mapping[str, Mapping[str, Any]]) -> list[charts.VerifierRow]:
+    """(verifier, Cohen kappa, its 95% interval, mean human kappa on the same items) from the
+    report's `verifiers` section, so the chart shows exactly the report's numbers."""
+    rows = []
+    for name, section in sections.items():
+        kappa = section.get("cohen_kappa") or {}
+        ceiling = ((section.get("human_ceiling") or {}).get("human") or {}).get("cohen_kappa") or {}
+        ci = kappa.get("ci")
+        rows.append((name, kappa.get("value"), (ci[0], ci[1]) if ci else None, ceiling.get("value")))
+    return rows
+
+
+def _verifiers(study: Study) -> Figure:
+    sections = verifier_report(study, disagreements_limit=0)
+    if not sections:
+        raise ChartNotApplicable("the verifier chart is drawn for studies with verifiers")
+    return charts.verifier_figure(verifier_rows(sections))
+
+
 CHARTS: dict[str, tuple[str, Callable[[Study], Figure]]] = {
     "labels": ("Label distribution", _labels),
     "preference": ("Preferences, strong and slight", _preference),
     "agreement": ("Pairwise Cohen's kappa between annotators", _agreement),
+    "verifiers": ("Verifiers against the human ceiling", _verifiers),
 }
 
 
@@ -76,4 +98,6 @@ def chart_names(study: Study) -> list[str]:
     names = ["labels", "agreement"]
     if study.is_preference:
         names.insert(1, "preference")
+    if Verifier.objects.filter(study=study).exists():
+        names.append("verifiers")
     return names

@@ -62,3 +62,48 @@ def test_report_page_and_api_show_the_verifiers(client, researcher, study_with_v
     assert 'id="verifiers"' in html and "llm-x" in html and "because c-2" in html
     data = client.get(reverse("api-study-report", args=[study_with_verifier.slug])).json()
     assert data["verifiers"]["llm-x"]["n"] == 4
+
+
+@pytest.mark.django_db
+def test_the_verifier_chart_draws_the_reports_numbers(client, researcher, study_with_verifier):
+    from metaeval.reporting.charts import chart_names, verifier_rows
+
+    section = build_report(study_with_verifier)["verifiers"]["llm-x"]
+    [(name, kappa, ci, ceiling)] = verifier_rows({"llm-x": section})
+    majority = {"c-1": "supported", "c-2": "contradicted", "c-3": "inconclusive", "c-4": "supported"}
+    assert name == "llm-x"
+    assert kappa == pytest.approx(cohen_kappa_score([majority[i] for i in sorted(majority)],
+                                                    [VERIFIER[i] for i in sorted(majority)], labels=LABELS))
+    assert list(ci) == section["cohen_kappa"]["ci"] and ci[0] <= kappa <= ci[1]
+    assert ceiling == section["human_ceiling"]["human"]["cohen_kappa"]["value"] and ceiling is not None
+
+    assert chart_names(study_with_verifier)[-1] == "verifiers"
+    client.force_login(researcher)
+    url = reverse("metaeval:report_chart", args=[study_with_verifier.slug, "verifiers", "svg"])
+    response = client.get(url)
+    assert response.status_code == 200 and response["Content-Type"] == "image/svg+xml"
+    assert " style=" not in response.content.decode()  # CSP-clean like every chart
+    assert url in client.get(reverse("metaeval:report", args=[study_with_verifier.slug])).content.decode()
+
+
+@pytest.mark.django_db
+def test_the_verifier_chart_is_redrawn_when_predictions_change(client, researcher, study_with_verifier):
+    client.force_login(researcher)
+    url = reverse("metaeval:report_chart", args=[study_with_verifier.slug, "verifiers", "svg"])
+    etag = client.get(url)["ETag"]
+    assert client.get(url, HTTP_IF_NONE_MATCH=etag).status_code == 304
+    import_predictions(
+        study=study_with_verifier, update=True,
+        stream=jsonl({"item": "c-2", "verifier": "llm-x", "label": "contradicted"}), fmt="jsonl",
+    )
+    assert client.get(url, HTTP_IF_NONE_MATCH=etag).status_code == 200
+
+
+@pytest.mark.django_db
+def test_no_verifier_chart_without_verifiers(client, researcher, loaded_verification_study):
+    from metaeval.reporting.charts import chart_names
+
+    assert "verifiers" not in chart_names(loaded_verification_study)
+    client.force_login(researcher)
+    url = reverse("metaeval:report_chart", args=[loaded_verification_study.slug, "verifiers", "svg"])
+    assert client.get(url).status_code == 404
