@@ -79,6 +79,8 @@ def bootstrap_distribution(table: RatingTable, statistics: Sequence[str], *, n_r
     if n_resamples < 1:
         raise ValueError("n_resamples must be at least 1")
     names = list(dict.fromkeys(statistics))
+    if not names:  # e.g. one annotator per item: no coefficient is defined, so none has an interval
+        return {}
     kernels = {name: kernel_for(table, name, n_raters=n_raters, values=values) for name in names}
     n = table.n_items
     if n == 0:

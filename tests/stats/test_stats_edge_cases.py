@@ -131,6 +131,15 @@ def test_undefined_estimates_serialise_without_nan():
     assert "NaN" not in text
 
 
+def test_one_label_per_item_has_no_agreement_and_no_interval():
+    """One annotator per item (WiCE's human labels): nothing to agree on, every coefficient undefined."""
+    table = stats.build_table(ONE_EACH, ["yes", "no"])
+    summary = stats.agreement_summary(table, n_resamples=50)
+    for name in ("fleiss_kappa", "krippendorff_alpha", "percent_agreement", "gwet_ac1"):
+        assert summary[name]["value"] is None and summary[name]["ci"] is None and summary[name]["reason"]
+    assert stats.bootstrap_ci(table, [], n_resamples=50) == {}
+
+
 def test_bootstrap_counts_undefined_resamples():
     # Two of three items all "yes": some resamples contain only "yes" ratings.
     rows = [(i, a, "yes") for i in range(2) for a in "xyz"] + [(2, "x", "no"), (2, "y", "no"), (2, "z", "yes")]

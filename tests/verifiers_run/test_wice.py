@@ -110,3 +110,20 @@ def test_the_fixture_keeps_wices_own_labels_and_scores():
     scores = json.loads((SHARED / "oracle_chunks_claim_test.gpt-4-0613.entailment_score.json").read_text())
     by_score = {1.0: "supported", 0.5: "partially_supported", 0.0: "not_supported"}
     assert fixture_labels("predictions.jsonl", "gpt-4-0613") == {item: by_score[score] for item, score in scores.items()}
+
+
+def test_the_demo_report_of_a_single_annotator_study_renders(client, wice):
+    """WiCE has one human label per claim: agreement is undefined (said so), the rest of the report stands."""
+    from django.contrib.auth import get_user_model
+    from django.urls import reverse
+
+    from metaeval.reporting.build import build_report
+
+    report = build_report(wice)
+    assert report["agreement"]["fleiss_kappa"]["value"] is None and report["agreement"]["fleiss_kappa"]["reason"]
+    assert report["agreement"]["fleiss_kappa"]["ci"] is None
+    assert {"gpt-4-0613", "gpt-3.5-turbo-0613", "baseline-majority", "baseline-overlap"} == set(report["verifiers"])
+    client.force_login(get_user_model().objects.get(username="researcher"))
+    assert client.get(reverse("metaeval:report", args=["wice"])).status_code == 200
+    chart = client.get(reverse("metaeval:report_chart", args=["wice", "verifiers", "svg"]))
+    assert chart.status_code == 200 and chart["Content-Type"] == "image/svg+xml"
