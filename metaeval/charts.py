@@ -213,7 +213,10 @@ def verifier_figure(rows: Sequence[VerifierRow]) -> Figure:
     ax.set_xlim(min(-0.1, *(ci[0] for _, _, ci, _ in rows if ci is not None)), 1.0)
     ax.axvline(0, color="#b8bec9", linewidth=0.8)
     ax.plot([], [], "o-", color=ACCENT, label="verifier (95% interval)")
-    ax.plot([], [], "D", color="#6b7280", linestyle="none", label="human ceiling, same items")
+    if any(ceiling is not None for *_, ceiling in rows):
+        ax.plot([], [], "D", color="#6b7280", linestyle="none", label="human ceiling, same items")
+    else:
+        ax.plot([], [], " ", label="no human ceiling: it needs two or more human labels per item")
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, frameon=False)
     ax.set_title(title)
     ax.spines[["top", "right"]].set_visible(False)
