@@ -125,6 +125,25 @@ def test_export_round_trip(sources, tmp_path, kind, fmt):
         assert datetime.fromisoformat(row["submitted_at"]).tzinfo is not None
 
 
+def test_exported_timestamps_are_pythons_isoformat(sources):
+    """Whichever side formats them (PostgreSQL does it in SQL), timestamps read as `isoformat()` of the stored value."""
+    study = sources["verification"]
+    annotations = list(Annotation.objects.filter(assignment__study=study).select_related("assignment").order_by("pk"))
+    whole_second = datetime(2024, 2, 29, 23, 59, 59, tzinfo=timezone.get_fixed_timezone(0))
+    with_micro = whole_second.replace(microsecond=70)
+    Annotation.objects.filter(pk=annotations[0].pk).update(created_at=whole_second)
+    Annotation.objects.filter(pk=annotations[1].pk).update(created_at=with_micro)
+    Assignment.objects.filter(pk=annotations[1].assignment_id).update(submitted_at=None)
+    expected = {
+        (a.assignment.item.external_id, a.created_at.isoformat(), a.assignment.submitted_at.isoformat() if a.assignment.submitted_at else None)
+        for a in Annotation.objects.filter(assignment__study=study).select_related("assignment__item")
+    }
+    exported = {(row["item"], row["created_at"], row["submitted_at"]) for row in export_rows(study)}
+    assert exported == expected
+    assert {created for _, created, _ in exported} >= {"2024-02-29T23:59:59+00:00", "2024-02-29T23:59:59.000070+00:00"}
+    assert any(submitted is None for _, _, submitted in exported)
+
+
 def test_exported_values(sources, tmp_path):
     rows = {(row["item"], row["annotator"]): row for row in parse(export("v-src", "jsonl", tmp_path), "jsonl")}
     first = rows[("c-1", "w1")]

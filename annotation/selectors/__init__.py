@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Value
+from django.db import connection
+from django.db.models import CharField, Count, Func, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from ..access import Researcher, studies_for
@@ -173,6 +175,27 @@ def pseudonyms(study: Study) -> dict[int, str]:
     return dict(StudyMember.objects.filter(study=study).values_list("user_id", "pseudonym"))
 
 
+class IsoFormatUTC(Func):
+    """PostgreSQL: a timestamp as the text Python's `datetime.isoformat()` gives for it in UTC
+    (microseconds only when not zero). Why: loading 600,000 timestamps into datetimes and
+    formatting them again was half of a 300,000-row export on PostgreSQL."""
+
+    output_field = CharField()
+    template = (
+        "CASE WHEN %(expressions)s IS NULL THEN NULL ELSE "
+        "to_char(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS') || "
+        "CASE WHEN to_char(%(expressions)s, 'US') = '000000' THEN '' ELSE '.' || to_char(%(expressions)s, 'US') END "
+        "|| '+00:00' END"
+    )
+
+
+def _iso(value: datetime | str | None) -> str | None:
+    """Export text of a timestamp: already text when the database formatted it (IsoFormatUTC)."""
+    if value is None or isinstance(value, str):
+        return value
+    return value.isoformat()
+
+
 def export_rows(study: Study) -> Iterator[dict[str, Any]]:
     """One row per annotation (long format), streamed from the database.
 
@@ -193,12 +216,11 @@ def export_rows(study: Study) -> Iterator[dict[str, Any]]:
         "justification", "evidence_judgements", "active_ms", "assignment__status",
         "created_at", "assignment__submitted_at", "n_revisions", "source",
     )
-    rows = (
-        Annotation.objects.filter(assignment__study=study)
-        .annotate(n_revisions=Coalesce(Subquery(revisions), 0))
-        .order_by("assignment__item__position", "assignment__item_id", "assignment__slot", "pk")
-        .values_list(*fields)
-    )
+    rows = Annotation.objects.filter(assignment__study=study).annotate(n_revisions=Coalesce(Subquery(revisions), 0))
+    if connection.vendor == "postgresql":
+        rows = rows.annotate(created_iso=IsoFormatUTC("created_at"), submitted_iso=IsoFormatUTC("assignment__submitted_at"))
+        fields = tuple({"created_at": "created_iso", "assignment__submitted_at": "submitted_iso"}.get(f, f) for f in fields)
+    rows = rows.order_by("assignment__item__position", "assignment__item_id", "assignment__slot", "pk").values_list(*fields)
     for (item, domain, annotator_id, label, raw_label, left, preferred, strength, choice,
          justification, evidence, active_ms, status, created_at, submitted_at, n_revisions, source) in rows.iterator(chunk_size=5000):
         right = next((system for system in systems if system != left), "") if left else ""
@@ -218,8 +240,8 @@ def export_rows(study: Study) -> Iterator[dict[str, Any]]:
             "evidence_judgements": evidence or None,
             "active_ms": active_ms,
             "status": status,
-            "created_at": created_at.isoformat() if created_at else None,
-            "submitted_at": submitted_at.isoformat() if submitted_at else None,
+            "created_at": _iso(created_at),
+            "submitted_at": _iso(submitted_at),
             "revision_count": n_revisions,
             "source": source,
         }
