@@ -13,7 +13,7 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from .models import Assignment, ExportJob, Item, Study, StudyMember
-from .rawsql import ModelRows, fetch_one, names
+from .rawsql import ModelRows, fetch_one, is_stored_pk, names
 
 Researcher = StudyMember.Role.RESEARCHER
 Annotator = StudyMember.Role.ANNOTATOR
@@ -28,16 +28,6 @@ def studies_for(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Study]:
     if user.is_staff:
         return Study.objects.all()
     return Study.objects.filter(members__user=user).distinct()
-
-
-def role_in(user: AbstractBaseUser | AnonymousUser, study: Study) -> str | None:
-    """The user's role in the study; staff count as researchers."""
-    if not user.is_authenticated:
-        return None
-    if user.is_staff:
-        return Researcher
-    # order_by(): the default ordering would join Study just to sort a single row.
-    return StudyMember.objects.filter(study=study, user=user).order_by().values_list("role", flat=True).first()
 
 
 def _member_role_sql(study_ref: str) -> str:
@@ -95,6 +85,8 @@ def access_assignment(user: AbstractBaseUser | AnonymousUser, assignment_id: int
     Whether the assignment is the user's own to answer is the assignment
     service's question (LeaseLost, HTTP 409), not this helper's.
     """
+    if not is_stored_pk(Assignment, assignment_id):
+        raise Http404("No such assignment.")
     A, S = names(Assignment), names(Study)
     row = fetch_one(
         f"SELECT {ASSIGNMENT_ROWS.select}, {STUDY_ROWS.select}, {_member_role_sql(f'a.{A.study}')} "

@@ -62,6 +62,13 @@ def db_datetime(value: datetime | None) -> Any:
     return connection.ops.adapt_datetimefield_value(value)
 
 
+def is_stored_pk(model: type[models.Model], value: int) -> bool:
+    """Whether `value` fits the model's primary key column. The ORM answers "no such row" for an
+    out-of-range id by itself; hand-written SQL would hand it to the driver (SQLite: OverflowError)."""
+    low, high = connection.ops.integer_field_range(model._meta.pk.get_internal_type())
+    return (low is None or value >= low) and (high is None or value <= high)
+
+
 def fetch_all(sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

@@ -74,7 +74,6 @@ def item_detail(request: HttpRequest, slug: str, external_id: str) -> HttpRespon
             "study": item.study,
             "item": item,
             "annotations": selectors.item_annotations(item),
-            "names": selectors.pseudonyms(item.study),
         },
     )
 

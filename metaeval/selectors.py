@@ -14,6 +14,7 @@ import pandas as pd
 from django.db.models import Count, Max, Q, QuerySet, Sum
 
 from annotation.models import Annotation, Item, Study, StudyMember
+from annotation.selectors import pseudonyms
 
 from .evidence import read_judgements
 from .models import Prediction, Verifier
@@ -36,11 +37,6 @@ EVIDENCE_COLUMNS = ["claim", "annotator", "response_id", "system", "domain", "pa
                     "source_type", "useful"]
 
 
-def pseudonyms(study: Study) -> dict[int, str]:
-    """user id -> pseudonym (the only name a report shows)."""
-    return dict(StudyMember.objects.filter(study=study).values_list("user_id", "pseudonym"))
-
-
 def _annotations(study: Study) -> QuerySet[Annotation]:
     return Annotation.objects.filter(assignment__study=study).exclude(assignment__status="skipped")
 
@@ -61,7 +57,7 @@ def label_frame(study: Study, *, include_gold: bool = False) -> pd.DataFrame:
     )
     frame = pd.DataFrame.from_records(list(values), columns=LABEL_COLUMNS)
     names = pseudonyms(study)
-    frame["annotator"] = [names.get(uid, f"user-{uid}") for uid in frame["annotator"]]
+    frame["annotator"] = [names[uid] for uid in frame["annotator"]]
     return frame
 
 
@@ -99,7 +95,7 @@ def evidence_frame(study: Study) -> tuple[pd.DataFrame, int]:
             if j.passage >= len(types):
                 unreadable += 1
                 continue
-            records.append((external_id, names.get(user_id, f"user-{user_id}"), response_id or external_id,
+            records.append((external_id, names[user_id], response_id or external_id,
                             system, domain, j.passage, j.judgement, types[j.passage] or "(none)", j.useful))
     return pd.DataFrame.from_records(records, columns=EVIDENCE_COLUMNS), unreadable
 

@@ -136,3 +136,13 @@ def test_preference_item_shows_lists_in_declared_system_order(client, researcher
     client.force_login(researcher)
     html = client.get(reverse("annotation:item_detail", args=["pref", "p-9"])).content.decode()
     assert html.index("<h2>safe</h2>") < html.index("<h2>veriscore</h2>")
+
+
+@pytest.mark.django_db
+def test_item_page_names_annotators_by_pseudonym_and_former_members_by_id(client, researcher, loaded_verification_study):
+    former = StudyMember.objects.get(study=loaded_verification_study, pseudonym="w2")
+    user_id = former.user_id
+    former.delete()
+    client.force_login(researcher)
+    html = client.get(reverse("annotation:item_detail", args=["verif", "c-1"])).content.decode()
+    assert "<td>w1</td>" in html and f"<td>user-{user_id}</td>" in html

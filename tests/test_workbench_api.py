@@ -346,3 +346,12 @@ def test_annotate_api_query_count_does_not_grow_with_the_study(client, django_as
         assert (taken.slot, taken.status) == (abandoned.slot, "submitted")
         counts[size] = (fresh, joined, reclaimed)
     assert counts[10] == counts[1000], counts
+
+
+def test_an_id_beyond_any_stored_one_is_a_404(client):
+    """Hand-written SQL must not pass an out-of-range id to the driver (SQLite raised OverflowError)."""
+    study, (a1, *_) = make_study(items=2)
+    client.force_login(a1)
+    for action in ("submit", "skip", "flag"):
+        response = client.post(action_url(action, 10**30), {"label": "supported", "reason": "x"}, content_type="application/json")
+        assert response.status_code == 404, action

@@ -145,9 +145,15 @@ def study_items(study: Study, *, domain: str | None = None, query: str | None = 
     return items
 
 
-def item_annotations(item: Item) -> QuerySet[Annotation]:
-    """An item's annotations with who made them (for researchers only)."""
-    return Annotation.objects.filter(assignment__item=item).select_related("assignment").order_by("assignment__slot")
+def item_annotations(item: Item) -> list[Annotation]:
+    """An item's annotations, each with `pseudonym`, the name of who made it (for researchers only)."""
+    names = pseudonyms(item.study)
+    annotations = list(
+        Annotation.objects.filter(assignment__item=item).select_related("assignment").order_by("assignment__slot")
+    )
+    for annotation in annotations:
+        annotation.pseudonym = names[annotation.assignment.annotator_id]
+    return annotations
 
 
 def recent_imports(study: Study, limit: int = 10) -> QuerySet[ImportJob]:
@@ -170,9 +176,21 @@ def export_runs_in_background(study: Study) -> bool:
     return Annotation.objects.filter(assignment__study=study).values("pk")[: limit + 1].count() > limit
 
 
-def pseudonyms(study: Study) -> dict[int, str]:
-    """user id -> pseudonym, the only name exports and reports show."""
-    return dict(StudyMember.objects.filter(study=study).values_list("user_id", "pseudonym"))
+def unknown_pseudonym(user_id: int) -> str:
+    """The name of someone who holds answers but is no longer a member (as exports show them)."""
+    return f"user-{user_id}"
+
+
+class Pseudonyms(dict[int, str]):
+    """user id -> pseudonym, the only name exports, pages and reports show; `names[user_id]`
+    of a user who is no longer a member gives `user-<id>` instead of a KeyError."""
+
+    def __missing__(self, user_id: int) -> str:
+        return unknown_pseudonym(user_id)
+
+
+def pseudonyms(study: Study) -> Pseudonyms:
+    return Pseudonyms(StudyMember.objects.filter(study=study).values_list("user_id", "pseudonym"))
 
 
 class IsoFormatUTC(Func):
@@ -228,7 +246,7 @@ def export_rows(study: Study) -> Iterator[dict[str, Any]]:
             "study": study.slug,
             "item": item,
             "domain": domain,
-            "annotator": names.get(annotator_id, f"user-{annotator_id}"),
+            "annotator": names[annotator_id],
             "label": label,
             "raw_label": raw_label,
             "left_system": left,

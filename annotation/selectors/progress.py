@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from ..models import Annotation, Assignment, Item, Study, StudyMember
 from ..services.assignments import LOST_LEASE
+from . import pseudonyms, unknown_pseudonym
 
 Status = Assignment.Status
 #: Given back by the annotator (a lease that ran out and was taken over is LOST_LEASE instead).
@@ -94,7 +95,7 @@ def annotator_quality(study: Study) -> list[AnnotatorRow]:
 
     def row(user_id: int) -> AnnotatorRow:
         if user_id not in rows:
-            rows[user_id] = AnnotatorRow(user_id=user_id, pseudonym=f"user-{user_id}")
+            rows[user_id] = AnnotatorRow(user_id=user_id, pseudonym=unknown_pseudonym(user_id))
         return rows[user_id]
 
     counts = (
@@ -224,15 +225,14 @@ def item_slot_status(study: Study, items: Sequence[Item], *, now: datetime | Non
     ids = [item.pk for item in items]
     leases: dict[int, list[Lease]] = defaultdict(list)
     if ids:
-        names = dict(StudyMember.objects.filter(study=study).values_list("user_id", "pseudonym"))
+        names = pseudonyms(study)
         active = (
             Assignment.objects.filter(item_id__in=ids, status=Status.ACTIVE)
             .order_by("lease_expires_at", "pk")
             .values_list("item_id", "annotator_id", "lease_expires_at")
         )
         for item_id, annotator_id, expires_at in active:
-            name = names.get(annotator_id, f"user-{annotator_id}")
-            leases[item_id].append(Lease(name, expires_at, expires_at is not None and expires_at < now))
+            leases[item_id].append(Lease(names[annotator_id], expires_at, expires_at is not None and expires_at < now))
     return [ItemSlots(item=item, slots=study.annotators_per_item, leases=leases[item.pk]) for item in items]
 
 
@@ -253,11 +253,11 @@ def flagged(study: Study, *, limit: int = 100) -> tuple[list[Flag], int]:
     total = flags.count()
     if not total:
         return [], 0
-    names = dict(StudyMember.objects.filter(study=study).values_list("user_id", "pseudonym"))
+    names = pseudonyms(study)
     rows = flags.order_by("-updated_at", "-pk").values_list(
         "item__external_id", "annotator_id", "flag_reason", "status", "updated_at"
     )[:limit]
     return [
-        Flag(external_id, names.get(annotator_id, f"user-{annotator_id}"), reason, status, when)
+        Flag(external_id, names[annotator_id], reason, status, when)
         for external_id, annotator_id, reason, status, when in rows
     ], total

@@ -7,7 +7,8 @@ from typing import Any
 import pandas as pd
 from django.db.models import Count, Q, QuerySet
 
-from annotation.models import Annotation, Item, Study, StudyMember
+from annotation.models import Annotation, Item, Study
+from annotation.selectors import pseudonyms
 
 from ..models import ACTIVE_RUN_STATUSES, Prediction, Verifier, VerifierRun
 
@@ -81,7 +82,7 @@ def human_reference(study: Study) -> tuple[pd.DataFrame, str]:
     are left out, as in the agreement report; skipped assignments carry no
     answer. With no human label at all, each gold label is one rating by "gold".
     """
-    names = dict(StudyMember.objects.filter(study=study).values_list("user_id", "pseudonym"))
+    names = pseudonyms(study)
     rows = (
         Annotation.objects.filter(assignment__study=study, assignment__item__gold_label="")
         .exclude(assignment__status="skipped")
@@ -89,7 +90,7 @@ def human_reference(study: Study) -> tuple[pd.DataFrame, str]:
     )
     frame = pd.DataFrame.from_records(list(rows), columns=["item", "annotator", "label"])
     if len(frame):
-        frame["annotator"] = [names.get(uid, f"user-{uid}") for uid in frame["annotator"]]
+        frame["annotator"] = [names[uid] for uid in frame["annotator"]]
         return frame, "human labels (strict majority per item)"
     gold = Item.objects.filter(study=study).exclude(gold_label="").values_list("external_id", "gold_label")
     frame = pd.DataFrame.from_records([(item, "gold", label) for item, label in gold],
