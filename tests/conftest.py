@@ -5,17 +5,11 @@ from __future__ import annotations
 import csv
 import io
 import json
-from pathlib import Path
-
 import pytest
 from django.contrib.auth import get_user_model
 
 from annotation.models import Study
 from annotation.services import add_members, create_study, import_annotations, import_items
-
-REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
-
 
 def jsonl(*records: dict | str) -> io.BytesIO:
     """A JSONL byte stream; strings are written as raw lines."""

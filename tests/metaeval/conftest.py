@@ -20,11 +20,10 @@ from annotation.models import Study
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
-SHARED_DATA = REPO.parent / "shared" / "data"
 
 
 #: Every demo study, so that the teardown leaves none behind.
-DEMO_SLUGS = [entry["slug"] for entry in json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "studies.json").read_text())]
+DEMO_SLUGS = [entry["slug"] for entry in json.loads((FIXTURES / "studies.json").read_text())]
 
 
 @pytest.fixture(scope="package")

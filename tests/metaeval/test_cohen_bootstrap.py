@@ -16,7 +16,7 @@ from sklearn.metrics import cohen_kappa_score
 from metaeval import stats
 from metaeval.stats.cohen_bootstrap import MAX_FEATURES, cohen_bootstrap, cohen_bootstrap_unavailable
 
-from .conftest import SHARED_DATA
+from tests.datasets import TEST_DATA
 
 B = 4000
 
@@ -26,7 +26,7 @@ def pubmed() -> pd.DataFrame:
     """items x reviewers 0/1 labels."""
     columns = {}
     for r in (1, 2, 3):
-        frame = pd.read_csv(SHARED_DATA / "longsciverify" / f"pubmed_reviewer_{r}.csv", encoding="utf-8-sig")
+        frame = pd.read_csv(TEST_DATA / "longsciverify" / f"pubmed_reviewer_{r}.csv", encoding="utf-8-sig")
         fact = [c for c in frame.columns if c.endswith("_factuality")]
         columns[f"reviewer_{r}"] = frame.set_index("id")[fact].stack(future_stack=True)
     return pd.DataFrame(columns).dropna().astype(int)

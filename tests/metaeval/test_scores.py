@@ -3,7 +3,7 @@
 * FActScore: Min et al. (2023), Table 1 reports FActScore 42.5 / 58.3 / 71.5,
   % responding 99.5 / 85.8 / 90.7 and 26.3 / 34.7 / 40.8 facts per response
   for InstructGPT / ChatGPT / PerplexityAI; their human S / NS / IR labels
-  are in shared/data/factscore_labeled.
+  are in tests/data/factscore_labeled.
 * VeriScore F1@K: the loop of VeriScore's own scoring script (K =
   sorted(claim counts)[n // 2] per domain), re-typed here, on the same data.
 * RAGAS faithfulness and Facts&Evidence credibility: the formulas written
@@ -23,7 +23,9 @@ import pytest
 
 from metaeval import stats
 
-from .conftest import FIXTURES, SHARED_DATA
+from tests.datasets import TEST_DATA, read_jsonl
+
+from .conftest import FIXTURES
 
 FACTSCORE_SYSTEMS = ("InstructGPT", "ChatGPT", "PerplexityAI")
 PAPER_FACTSCORE = {"InstructGPT": 42.5, "ChatGPT": 58.3, "PerplexityAI": 71.5}
@@ -40,8 +42,7 @@ def factscore_data() -> tuple[pd.DataFrame, pd.DataFrame]:
     """
     claims, responses = [], []
     for system in FACTSCORE_SYSTEMS:
-        for n, line in enumerate(open(SHARED_DATA / "factscore_labeled" / f"{system}.jsonl", encoding="utf-8")):
-            record = json.loads(line)
+        for n, record in enumerate(read_jsonl(TEST_DATA / "factscore_labeled" / f"{system}.jsonl.gz")):
             rid = f"{system}-{n}"
             responses.append({"response_id": rid, "system": system, "domain": record["cat"][0],
                               "answered": record["annotations"] is not None})
@@ -219,8 +220,7 @@ def stances() -> pd.DataFrame:
     mapping = {"completely-support": "support", "partially-support": "not_support", "refute": "not_support",
                "irrelevant": "irrelevant"}
     rows = []
-    for n, line in enumerate(open(SHARED_DATA / "factcheck_gpt" / "factcheck-GPT-benchmark.jsonl", encoding="utf-8")):
-        record = json.loads(line)
+    for n, record in enumerate(read_jsonl(TEST_DATA / "factcheck_gpt" / "factcheck-GPT-benchmark.jsonl.gz")):
         for key, sentence in record["sentences"].items():
             if not len(sentence["claims"]) == len(sentence["stance_claim_autoEvid"]) == len(sentence["auto_evidence_url"]):
                 continue

@@ -1,19 +1,18 @@
 """Shared loaders for the statistics tests (no Django, no database).
 
-Real data lives in ``shared/data`` beside the repository clone (CI has it
-there too), so these tests never skip.
+Real data is carried in the repository (``tests/data``, see its README.md),
+so these tests never skip.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+from tests.datasets import TEST_DATA, read_jsonl
 
 
 def _long_from_counts(counts, categories=None) -> pd.DataFrame:
@@ -43,7 +42,7 @@ def _long_from_wide(wide, annotators=None) -> pd.DataFrame:
 @pytest.fixture(scope="session")
 def xsum() -> pd.DataFrame:
     """XSum factuality judgements: item = (bbcid, system), annotator = slot, label yes/no."""
-    df = pd.read_csv(DATA / "xsum_hallucination" / "factuality_annotations_xsum_summaries.csv",
+    df = pd.read_csv(TEST_DATA / "xsum_hallucination" / "factuality_annotations_xsum_summaries.csv.gz",
                      keep_default_na=False, dtype={"bbcid": str})
     df["label"] = df["is_factual"].where(df["is_factual"] != "NULL")
     return df
@@ -56,7 +55,7 @@ def longsci() -> dict[str, pd.DataFrame]:
     for ds in ("pubmed", "arxiv"):
         cols = {}
         for r in (1, 2, 3):
-            d = pd.read_csv(DATA / "longsciverify" / f"{ds}_reviewer_{r}.csv", encoding="utf-8-sig")
+            d = pd.read_csv(TEST_DATA / "longsciverify" / f"{ds}_reviewer_{r}.csv", encoding="utf-8-sig")
             fact = [c for c in d.columns if c.endswith("_factuality")]
             s = d.set_index("id")[fact].stack(future_stack=True)
             cols[f"reviewer_{r}"] = s
@@ -77,10 +76,10 @@ def _longsci_long(wide: pd.DataFrame) -> pd.DataFrame:
 @pytest.fixture(scope="session")
 def wice() -> tuple[pd.DataFrame, pd.DataFrame]:
     """WiCE: human labels of 358 claims (one aggregated label) and GPT-4 verdicts on 100."""
-    rows = [json.loads(line) for line in open(DATA / "wice" / "claim_test.jsonl", encoding="utf-8")]
+    rows = read_jsonl(TEST_DATA / "wice" / "claim_test.jsonl.gz")
     human = pd.DataFrame({"item": [r["meta"]["id"] for r in rows], "annotator": "wice",
                           "label": [r["label"] for r in rows]})
-    scores = json.loads((DATA / "wice" / "oracle_chunks_claim_test.gpt-4-0613.entailment_score.json").read_text())
+    scores = json.loads((TEST_DATA / "wice" / "oracle_chunks_claim_test.gpt-4-0613.entailment_score.json").read_text())
     names = {1.0: "supported", 0.5: "partially_supported", 0.0: "not_supported"}
     preds = pd.DataFrame({"item": list(scores), "label": [names[v] for v in scores.values()]})
     return human, preds

@@ -1,4 +1,4 @@
-"""Real studies from ../shared/data, each figure checked against statsmodels,
+"""Real studies from tests/data, each figure checked against statsmodels,
 krippendorff or scikit-learn run directly on the same data in the test."""
 
 from __future__ import annotations

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from pathlib import Path
-
 import pytest
 
 from metaeval.verifiers import get_preset
 from metaeval.verifiers.demos import DEMOS_PATH, load_demos, parse_search_results
 from metaeval.verifiers.rendering import search_results
+from tests.datasets import TEST_DATA
 
 from .evidence import CLAIM, EVIDENCE
 
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-ORIGINAL_DEMOS = SHARED_DATA / "veriscore_demos" / "few_shot_examples.jsonl"
+ORIGINAL_DEMOS = TEST_DATA / "veriscore_demos" / "few_shot_examples.jsonl"
 
 
 def _original_records() -> list[dict]:

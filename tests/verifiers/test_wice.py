@@ -6,29 +6,22 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
-from pathlib import Path
-
 import pytest
 
 from metaeval.verifiers import get_preset
+from tests.datasets import TEST_DATA, read_jsonl
 
 from .evidence import CLAIM, EVIDENCE
 
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-WICE_DIR = SHARED_DATA / "wice"
-RAW_OUTPUTS = WICE_DIR / "oracle_chunks_claim_test.gpt-4-0613.raw_outputs.jsonl"
+WICE_DIR = TEST_DATA / "wice"
+RAW_OUTPUTS = WICE_DIR / "oracle_chunks_claim_test.gpt-4-0613.raw_outputs.jsonl.gz"
 
 WICE = get_preset("wice")
 
 
-def _read_jsonl(path: Path) -> list[dict]:
-    with path.open(encoding="utf-8") as lines:
-        return [json.loads(line) for line in lines if line.strip()]
-
-
 @pytest.fixture(scope="module")
 def outputs() -> list[dict]:
-    rows = _read_jsonl(RAW_OUTPUTS)
+    rows = read_jsonl(RAW_OUTPUTS)
     assert len(rows) == 300
     return rows
 
@@ -75,7 +68,7 @@ class TestRealGpt4Outputs:
 
     def test_max_over_chunks_reproduces_wices_published_gpt4_scores(self, outputs, parsed):
         """Each claim was judged on 3 evidence chunks; WiCE scores a claim by its best chunk."""
-        ids = {row["claim"]: row["meta"]["id"] for row in _read_jsonl(WICE_DIR / "claim_test.jsonl")}
+        ids = {row["claim"]: row["meta"]["id"] for row in read_jsonl(WICE_DIR / "claim_test.jsonl.gz")}
         by_claim: dict[str, list[float]] = defaultdict(list)
         for row, result in zip(outputs, parsed):
             claim = re.findall(r"<claim>(.*?)</claim>", row["prompt"], re.DOTALL)[-1]
@@ -87,7 +80,7 @@ class TestRealGpt4Outputs:
 class TestRender:
     def test_renders_a_real_claim_with_its_sentences_as_wice_numbered_them(self, outputs):
         """Our rendering of WiCE's first claim shows the same tagged sentences as WiCE's own prompt."""
-        record = _read_jsonl(WICE_DIR / "claim_test.jsonl")[0]
+        record = read_jsonl(WICE_DIR / "claim_test.jsonl.gz")[0]
         prompt = outputs[0]["prompt"]
         task = prompt[prompt.rindex("<input>"):]
         shown = [int(index) for index in re.findall(r"<sentence_(\d+)>", task)]

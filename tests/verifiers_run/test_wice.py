@@ -20,10 +20,11 @@ from annotation.models import Annotation, Study
 from annotation.services.demo import load_demo
 from metaeval.models import Prediction, Verifier
 from metaeval.verifiers.report import verifier_report
+from tests.datasets import TEST_DATA, read_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
-SHARED = REPO.parent / "shared" / "data" / "wice"
+WICE_DATA = TEST_DATA / "wice"
 LABELS = ["supported", "partially_supported", "not_supported"]
 
 pytestmark = pytest.mark.django_db
@@ -98,16 +99,14 @@ def test_wice_humans_are_an_annotation_not_gold_and_loading_twice_changes_nothin
 
 
 def test_the_fixture_keeps_wices_own_labels_and_scores():
-    """The shipped files against the source data (../shared/data/wice), when this machine has it."""
+    """The shipped files against WiCE's own labels and GPT-4 scores (tests/data/wice)."""
     items = [json.loads(line) for line in (FIXTURES / "wice" / "items.jsonl").open(encoding="utf-8")]
     assert len(items) == 100 and all(item["evidence"] for item in items)
     assert "CC BY-SA 4.0" in (FIXTURES / "wice" / "LICENSE.md").read_text()
-    if not SHARED.is_dir():
-        return
-    source = {json.loads(line)["meta"]["id"]: json.loads(line) for line in (SHARED / "claim_test.jsonl").open()}
+    source = {record["meta"]["id"]: record for record in read_jsonl(WICE_DATA / "claim_test.jsonl.gz")}
     human = fixture_labels("annotations.jsonl", "wice_human")
     assert all(human[item] == source[item]["label"] for item in human)
-    scores = json.loads((SHARED / "oracle_chunks_claim_test.gpt-4-0613.entailment_score.json").read_text())
+    scores = json.loads((WICE_DATA / "oracle_chunks_claim_test.gpt-4-0613.entailment_score.json").read_text())
     by_score = {1.0: "supported", 0.5: "partially_supported", 0.0: "not_supported"}
     assert fixture_labels("predictions.jsonl", "gpt-4-0613") == {item: by_score[score] for item, score in scores.items()}
 
