@@ -19,7 +19,7 @@ from metaeval.models import Verifier, VerifierRun
 from metaeval.services import create_verifier
 from metaeval.services.runs import start_run
 
-from .conftest import jsonl, verification_item
+from tests.conftest import jsonl, verification_item
 
 
 def study_routes() -> list[URLPattern]:

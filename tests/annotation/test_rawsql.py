@@ -23,7 +23,7 @@ from annotation.models import Annotation, Assignment, Item, Study
 from annotation.rawsql import ModelRows, fetch_one, insert_returning_id, names
 from annotation.services import assignment_sql, assignments, import_items
 
-from .conftest import jsonl, verification_item
+from tests.conftest import jsonl, verification_item
 
 
 def _load(study: Study, *records: dict) -> None:

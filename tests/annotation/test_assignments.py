@@ -26,7 +26,7 @@ from annotation.services.assignments import (
     submit,
 )
 
-from .conftest import jsonl, preference_item, verification_item
+from tests.conftest import jsonl, preference_item, verification_item
 
 pytestmark = pytest.mark.django_db
 

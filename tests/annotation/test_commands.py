@@ -293,5 +293,5 @@ def test_load_demo_completes_a_partly_loaded_study(tmp_path):
     study = Study.objects.get(slug="factscore-pref")
     assert study.name == "made by hand"
     assert Item.objects.filter(study=study).count() == len(
-        (Path(__file__).resolve().parents[1] / "fixtures" / "factscore" / "items.jsonl").read_text(encoding="utf-8").splitlines()
+        (Path(__file__).resolve().parents[2] / "fixtures" / "factscore" / "items.jsonl").read_text(encoding="utf-8").splitlines()
     )

@@ -11,7 +11,7 @@ from django.urls import reverse
 from annotation.models import Item, StudyMember
 from annotation.services import import_items
 
-from .conftest import jsonl, verification_item
+from tests.conftest import jsonl, verification_item
 
 ASSET = re.compile(r'<(?:script|link|img|iframe|source)\b[^>]*?(?:src|href)="([^"]*)"', re.I)
 
@@ -128,7 +128,7 @@ def test_csv_download_from_the_study_page(client, researcher, loaded_verificatio
 
 @pytest.mark.django_db
 def test_preference_item_shows_lists_in_declared_system_order(client, researcher, preference_study):
-    from .conftest import preference_item
+    from tests.conftest import preference_item
 
     preference_study.systems = ["safe", "veriscore"]
     preference_study.save()

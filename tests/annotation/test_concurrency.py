@@ -25,7 +25,7 @@ from annotation.models import Annotation, AnnotationRevision, Assignment, Item
 from annotation.services import add_members, create_study, import_items
 from annotation.services.assignments import LeaseLost, SubmittedAnswer, claim_next, lease_length, skip, submit
 
-from .conftest import jsonl, preference_item
+from tests.conftest import jsonl, preference_item
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

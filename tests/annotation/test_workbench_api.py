@@ -244,7 +244,7 @@ def test_token_auth_works_without_csrf(client, verification):
 def assignment_routes() -> list[str]:
     """Every named route that takes an assignment id and no study slug (enumerated, so new ones are covered).
 
-    Routes that also carry a slug are checked by tests/test_access.py.
+    Routes that also carry a slug are checked by tests/annotation/test_access.py.
     """
     found = []
 

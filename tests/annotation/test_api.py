@@ -14,7 +14,7 @@ from django.urls import reverse
 from annotation.models import Annotation, ImportJob, Item
 from annotation.services import import_jobs as import_job_limits
 
-from .conftest import verification_item
+from tests.conftest import verification_item
 
 
 def upload(name: str, *records: dict | str) -> SimpleUploadedFile:

@@ -16,7 +16,7 @@ from annotation.models import Annotation, AnnotationRevision, Assignment, Item, 
 from annotation.services import add_members, create_study, import_items
 from annotation.services.assignments import claim_next
 
-from .conftest import jsonl, preference_item, verification_item
+from tests.conftest import jsonl, preference_item, verification_item
 from .test_pages import assert_offline
 
 SYSTEMS = ["sysalpha", "sysbeta"]
