@@ -7,19 +7,20 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 export DJANGO_SETTINGS_MODULE ?= config.settings
 
-.PHONY: run test bench demo-passwords install install-dev check clean
+.PHONY: run test lint format lock bench demo-passwords install install-dev check clean
 
 $(VENV)/bin/python:
 	$(PYTHON_BOOT) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
 # Reinstall only when the pins change (stamp files remember what was installed).
+# The requirements files are hashed locks (see `make lock`), so pip checks every download.
 $(VENV)/.runtime-installed: requirements.txt | $(VENV)/bin/python
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --require-hashes -r requirements.txt
 	touch $@
 
 $(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(VENV)/bin/python
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --require-hashes -r requirements-dev.txt
 	touch $(VENV)/.runtime-installed $@
 
 install: $(VENV)/.runtime-installed
@@ -36,15 +37,38 @@ run: install .env
 	$(PY) manage.py resume_stale_runs
 	@echo ""
 	@echo "Claimlab is starting on http://$(HOST):$(PORT)/ (log in with a demo account above; Ctrl-C stops it)."
-	@trap 'kill 0' EXIT INT TERM; \
-	$(PY) manage.py db_worker --no-reload & \
-	$(PY) manage.py runserver --noreload $(HOST):$(PORT)
+	@# Ctrl-C reaches both processes (same process group); the worker is stopped by
+	@# its pid when the server ends, so make exits cleanly instead of re-signalling itself.
+	@$(PY) manage.py db_worker --no-reload & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null; exit 0' INT TERM; \
+	$(PY) manage.py runserver --noreload $(HOST):$(PORT); \
+	kill $$worker 2>/dev/null; wait $$worker 2>/dev/null; true
 
 demo-passwords: install .env
 	$(PY) manage.py load_demo --reset-passwords
 
+# Every core by default (pytest-xdist, one database per worker); PYTEST_ARGS adds or overrides,
+# e.g. `make test PYTEST_ARGS="-n0 tests/stats"` for one process on one folder.
 test: install-dev
-	DJANGO_SETTINGS_MODULE=config.settings_test $(PY) -m pytest $(PYTEST_ARGS)
+	DJANGO_SETTINGS_MODULE=config.settings_test $(PY) -m pytest -n auto --dist loadfile $(PYTEST_ARGS)
+
+# ruff (lint and format check) and mypy; `make format` applies ruff's fixes and formatting.
+lint: install-dev
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
+
+format: install-dev
+	$(PY) -m ruff check --fix .
+	$(PY) -m ruff format .
+
+# Regenerate the hashed pins from requirements.in / requirements-dev.in (keeps current
+# versions; `make lock LOCK_ARGS=--upgrade` moves to the newest ones).
+LOCK := $(PY) -m piptools compile --quiet --generate-hashes --allow-unsafe --strip-extras \
+	--no-emit-index-url --no-emit-find-links $(LOCK_ARGS)
+lock: install-dev
+	$(LOCK) --output-file requirements.txt requirements.in
+	$(LOCK) --output-file requirements-dev.txt requirements-dev.in
 
 bench: install-dev
 	@set -e; for script in benchmarks/*.py; do echo "== $$script"; $(PY) $$script; done

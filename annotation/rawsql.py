@@ -28,7 +28,9 @@ ModelT = TypeVar("ModelT", bound=models.Model)
 Converter = Callable[[Any, Any, Any], Any]
 
 
-def quote(name: str) -> str:
+def quote(name: str | None) -> str:
+    if name is None:  # only a non-concrete field has no column, and none is passed here
+        raise ValueError("a column without a name cannot be quoted")
     return connection.ops.quote_name(name)
 
 
@@ -39,12 +41,22 @@ def table(model: type[models.Model]) -> str:
 
 class Names:
     """A model's quoted table and column names, by field name: `Names(Item).slots_taken`,
-    `Names(Item).study` (the `study_id` column), `Names(Item).table`."""
+    `Names(Item).study` (the `study_id` column), `Names(Item).table`.
+
+    Column names are looked up in `__getattr__` so that every attribute is typed `str`
+    for mypy, and a misspelt field name fails at once instead of producing bad SQL.
+    """
 
     def __init__(self, model: type[models.Model]) -> None:
         self.table = table(model)
-        for field in model._meta.concrete_fields:
-            setattr(self, field.name, quote(field.column))
+        self._model_name = model.__name__
+        self._columns = {field.name: quote(field.column) for field in model._meta.concrete_fields}
+
+    def __getattr__(self, field_name: str) -> str:
+        try:
+            return self.__dict__["_columns"][field_name]
+        except KeyError:
+            raise AttributeError(f"{self.__dict__.get('_model_name', 'model')} has no column {field_name!r}") from None
 
 
 @cache
@@ -90,7 +102,7 @@ def execute(sql: str, params: Sequence[Any] = ()) -> int:
 
 def insert_returning_id(model: type[models.Model], values: dict[str, Any]) -> int:
     """INSERT one row from {field name or attname (`study_id`): Python value}; its new primary key."""
-    fields = [(model._meta.get_field(name), value) for name, value in values.items()]
+    fields = [(_concrete_field(model, name), value) for name, value in values.items()]
     columns = ", ".join(quote(field.column) for field, _ in fields)
     params = [field.get_db_prep_save(value, connection) for field, value in fields]
     placeholders = ", ".join(["%s"] * len(fields))
@@ -101,6 +113,13 @@ def insert_returning_id(model: type[models.Model], values: dict[str, Any]) -> in
             return cursor.fetchone()[0]
         cursor.execute(sql, params)
         return cursor.lastrowid
+
+
+def _concrete_field(model: type[models.Model], name: str) -> models.Field[Any, Any]:
+    field = model._meta.get_field(name)
+    if not isinstance(field, models.Field) or not field.concrete:
+        raise ValueError(f"{model.__name__}.{name} is not a column")
+    return field
 
 
 class ModelRows(Generic[ModelT]):
