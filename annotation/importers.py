@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .formats import RecordError, json_type, without_nul
-from .vocab import PREFERENCE_STRENGTHS, canonical_label
+from .vocab import PREFERENCE_STRENGTHS, PREFERENCE_TIE, canonical_label, preference_label, preference_parts
 
 MAX_ID_LENGTH = 200
 MAX_SHORT_TEXT = 200
@@ -302,28 +302,27 @@ def parse_annotation(
             label = canonical_label(given, labels, aliases) or ""
             if not label:
                 problems.add("label", f"{given!r} is not one of the study's labels ({', '.join(labels)})")
-        elif preferred and preferred.lower() != "tie":
+        elif preferred and preferred.lower() != PREFERENCE_TIE:
             if preferred not in systems:
                 problems.add("preferred", f"{preferred!r} is not one of the study's systems ({', '.join(systems) or 'none declared'})")
             elif strength not in PREFERENCE_STRENGTHS:
                 problems.add("strength", f"must be 'strong' or 'slight' when a system is preferred, got {strength!r}")
             else:
-                label = f"{'a' if systems.index(preferred) == 0 else 'b'}_{strength}"
+                label = preference_label(systems.index(preferred), strength)
                 raw_label = raw_label or f"{preferred}:{strength}"
-        elif preferred.lower() == "tie" or strength == "tie":
-            label, raw_label = "tie", raw_label or "tie"
+        elif preferred.lower() == PREFERENCE_TIE or strength == PREFERENCE_TIE:
+            label, raw_label = PREFERENCE_TIE, raw_label or PREFERENCE_TIE
         else:
             problems.add("label", "give either 'label' or 'preferred' (a system name or 'tie') with 'strength'")
         if label:
             if label not in labels:
                 problems.add("label", f"{label!r} is not allowed in this study ({', '.join(labels)})")
-            elif label not in ("tie", "both_bad"):
-                side, strength = label.split("_", 1)
-                preferred_system = systems[0 if side == "a" else 1] if len(systems) == 2 else ""
-                if not preferred_system:
-                    problems.add("label", "the study has no declared systems yet; import its items first")
             else:
-                strength = ""
+                index, strength = preference_parts(label)
+                if index is not None:
+                    preferred_system = systems[index] if len(systems) == 2 else ""
+                    if not preferred_system:
+                        problems.add("label", "the study has no declared systems yet; import its items first")
     else:
         if not given:
             problems.add("label", "is required")

@@ -7,8 +7,8 @@ from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_fiel
 from rest_framework import serializers
 
 from .models import Assignment, ExportJob, ImportJob, Item, Study
-from .services.assignments import MAX_ACTIVE_MS, PREFERENCE_CHOICES, SubmittedAnswer
-from .vocab import EVIDENCE_JUDGEMENTS
+from .services.assignments import MAX_ACTIVE_MS, SubmittedAnswer
+from .vocab import EVIDENCE_JUDGEMENTS, PREFERENCE_CHOICES
 
 
 class StudySerializer(serializers.ModelSerializer):

@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from annotation.forms import PREFERENCE_OPTIONS
 from annotation.models import Annotation, AnnotationRevision, Assignment, Item, Study
 from annotation.randomisation import left_system_for, queue_position
 from annotation.selectors import export_rows
@@ -24,6 +25,14 @@ from annotation.services.assignments import (
     lease_length,
     skip,
     submit,
+)
+from annotation.vocab import (
+    PREFERENCE_BOTH_BAD,
+    PREFERENCE_CHOICES,
+    PREFERENCE_LABELS,
+    preference_choice_parts,
+    preference_label,
+    preference_parts,
 )
 
 from .conftest import jsonl, preference_item, verification_item
@@ -420,6 +429,20 @@ def test_bad_preference_answers_are_refused(options, answer, message):
     with pytest.raises(ServiceError, match=message):
         submit(user=a1, study=study, assignment_id=assignment.pk, answer=answer)
     assert not Annotation.objects.exists()
+
+
+def test_preference_labels_and_choices_split_and_join_in_one_place():
+    for label in (*PREFERENCE_LABELS, PREFERENCE_BOTH_BAD):
+        index, strength = preference_parts(label)
+        if label != PREFERENCE_BOTH_BAD:
+            assert preference_label(index, strength) == label
+    assert preference_parts("b_strong") == (1, "strong") and preference_parts("tie") == (None, "")
+    assert preference_choice_parts("left_slight") == (0, "slight") and preference_choice_parts("both_bad") == (None, "")
+    assert [option.value for option in PREFERENCE_OPTIONS] == list(PREFERENCE_CHOICES)  # the page offers the vocabulary
+    for bad in (lambda: preference_parts("a_strongest"), lambda: preference_choice_parts("a_strong"),
+                lambda: preference_label(0, "very"), lambda: preference_label(2, "strong")):
+        with pytest.raises(ValueError):
+            bad()
 
 
 def test_both_bad_when_the_study_offers_it():

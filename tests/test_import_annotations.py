@@ -145,6 +145,14 @@ def test_preference_rows_in_system_space(loaded_preference_study):
     assert left[0] != left[1] and left[0] == left[2]
 
 
+def test_both_bad_is_imported_without_a_preferred_system(db):
+    study = create_study(slug="bb", name="Both bad", kind="preference", both_bad_allowed=True, systems=["a", "b"])
+    import_items(study=study, stream=jsonl(preference_item("p-1", lists={"a": ["x"], "b": ["y"]})), fmt="jsonl")
+    import_annotations(study=study, stream=jsonl({"item": "p-1", "annotator": "w1", "label": "Both_Bad"}), fmt="jsonl")
+    annotation = annotations(study)[("p-1", "w1")]
+    assert (annotation.label, annotation.preferred_system, annotation.strength) == ("both_bad", "", "")
+
+
 def test_a_tie_is_refused_where_the_study_offers_none(db):
     study = create_study(slug="no-tie", name="No tie", kind="preference", tie_allowed=False, systems=["a", "b"])
     import_items(study=study, stream=jsonl(preference_item("p-1", lists={"a": ["x"], "b": ["y"]})), fmt="jsonl")

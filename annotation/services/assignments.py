@@ -49,7 +49,14 @@ from django.utils import timezone
 
 from ..models import Annotation, Assignment, Item, Study
 from ..randomisation import left_system_for, queue_position
-from ..vocab import EVIDENCE_JUDGEMENTS, PREFERENCE_BOTH_BAD
+from ..vocab import (
+    EVIDENCE_JUDGEMENTS,
+    PREFERENCE_BOTH_BAD,
+    PREFERENCE_CHOICES,
+    PREFERENCE_TIE,
+    preference_choice_parts,
+    preference_label,
+)
 from . import assignment_sql as sql
 from .answers import AnswerValues, record_answer, record_first_answer
 from .errors import ServiceError
@@ -58,7 +65,6 @@ from .errors import ServiceError
 CANDIDATES = 32
 #: Attempts when a claim loses a race (each attempt is its own transaction, with a short pause between).
 CLAIM_ATTEMPTS = 10
-PREFERENCE_CHOICES = ("left_strong", "left_slight", "tie", "right_slight", "right_strong", PREFERENCE_BOTH_BAD)
 MAX_TEXT = 10_000
 MAX_ACTIVE_MS = 2**31 - 1
 
@@ -246,20 +252,20 @@ def _preference_values(study: Study, assignment: Assignment, choice: str, justif
     choice = (choice or "").strip()
     if choice not in PREFERENCE_CHOICES:
         raise ServiceError(f"choice must be one of {', '.join(PREFERENCE_CHOICES)}, got {choice!r}")
-    if choice == "tie" and not study.tie_allowed:
+    if choice == PREFERENCE_TIE and not study.tie_allowed:
         raise ServiceError("this study does not allow a tie")
     if choice == PREFERENCE_BOTH_BAD and not study.both_bad_allowed:
         raise ServiceError("this study does not offer 'both bad'")
     systems = list(study.systems)
     if len(systems) != 2:
         raise ServiceError("this preference study does not declare its two systems")
-    if choice in ("tie", PREFERENCE_BOTH_BAD):
+    position, strength = preference_choice_parts(choice)
+    if position is None:  # tie or both bad: the same in screen and system space
         return AnswerValues(label=choice, raw_label=choice, choice=choice, justification=justification, active_ms=active_ms)
-    side, strength = choice.split("_", 1)
     left = assignment.left_system or systems[0]
-    right = systems[1] if left == systems[0] else systems[0]
-    preferred = left if side == "left" else right
-    label = f"{'a' if preferred == systems[0] else 'b'}_{strength}"
+    shown = (left, systems[1] if left == systems[0] else systems[0])
+    preferred = shown[position]
+    label = preference_label(systems.index(preferred), strength)
     if label not in study.labels:
         raise ServiceError(f"{label!r} is not one of the study's labels")
     return AnswerValues(
