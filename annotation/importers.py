@@ -2,16 +2,19 @@
 
 Each `parse_*` function takes one record (a dict from JSONL or CSV) and returns
 either a row ready to store or the list of problems, each naming its field.
-They touch no database: the import services decide what to do with the rows.
+They touch no database (what they need to know of the study comes in as
+arguments): the import services decide what to do with the rows.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from .evidence import InvalidEvidence, checked_judgements
 from .formats import RecordError, json_type, without_nul
 from .vocab import PREFERENCE_STRENGTHS, PREFERENCE_TIE, canonical_label, preference_label, preference_parts
 
@@ -271,8 +274,13 @@ def parse_annotation(
     labels: list[str],
     aliases: dict[str, str],
     systems: list[str],
+    passages: Callable[[str], int | None],
 ) -> AnnotationRow | list[RecordError]:
-    """An annotation made elsewhere: a label, or a preferred system and strength."""
+    """An annotation made elsewhere: a label, or a preferred system and strength.
+
+    `passages` gives an item's number of evidence passages (None: no such
+    item, reported by the caller), for checking the evidence judgements.
+    """
     problems = _Problems(line)
     _unknown_fields(record, ANNOTATION_FIELDS, problems)
     item = problems.string(record, "item", required=True, max_length=MAX_ID_LENGTH)
@@ -281,12 +289,7 @@ def parse_annotation(
     choice = problems.string(record, "choice", max_length=32)
     left_system = problems.string(record, "left_system", max_length=MAX_SHORT_TEXT)
     active_ms = _active_ms(record, problems)
-    evidence = _maybe_json(record.get("evidence_judgements", record.get("evidence")), list)
-    if evidence in (None, ""):
-        evidence = []
-    elif not isinstance(evidence, list) or not all(isinstance(entry, dict) for entry in evidence):
-        problems.add("evidence", "must be an array of objects (one judgement per passage)")
-        evidence = []
+    evidence = _evidence(record, item, problems, passages)
     given = problems.string(record, "label", max_length=MAX_SHORT_TEXT)
     raw_label = problems.string(record, "raw_label", max_length=MAX_SHORT_TEXT) or given
     preferred_system = strength = ""
@@ -345,6 +348,24 @@ def parse_annotation(
         evidence_judgements=evidence,
         active_ms=active_ms,
     )
+
+
+def _evidence(
+    record: dict, item: str, problems: _Problems, passages: Callable[[str], int | None]
+) -> list[dict[str, Any]]:
+    """The record's evidence judgements, checked as a submit checks them, except that a partial set is kept."""
+    name = "evidence_judgements" if "evidence_judgements" in record else "evidence"
+    value = _maybe_json(record.get(name), list)
+    if value in (None, "", []):
+        return []
+    count = passages(item) if item else None
+    if count is None and isinstance(value, list):
+        return []  # no (such) item: reported on its own
+    try:
+        return checked_judgements(value, count or 0, complete=False)
+    except InvalidEvidence as exc:
+        problems.add(name if exc.entry is None else f"{name}[{exc.entry}]", str(exc))
+        return []
 
 
 def _active_ms(record: dict, problems: _Problems) -> int | None:

@@ -370,6 +370,7 @@ def test_verification_answer_with_evidence_and_rationale():
     (SubmittedAnswer(label="supported", evidence=[{"index": 0, "judgement": "support", "useful": "yes"}]), "'useful'"),
     (SubmittedAnswer(label="supported", evidence=[{"index": 0, "judgement": "support"}] * 2), "judged twice"),
     (SubmittedAnswer(label="supported", evidence=["support"]), "must be an object"),
+    (SubmittedAnswer(label="supported", evidence=[{"index": 0, "judgement": "support", "usefull": True}]), "unknown key"),
     (SubmittedAnswer(label="supported", active_ms=-1), "active_ms"),
     (SubmittedAnswer(label="supported", active_ms=True), "active_ms"),
     (SubmittedAnswer(label="supported", justification="x" * 10_001), "limit"),

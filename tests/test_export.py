@@ -40,13 +40,13 @@ V_ITEMS = [
 ]
 V_ANNOTATIONS = [
     {"item": "c-1", "annotator": "w1", "label": "Supported", "justification": "Both passages agree, \"clearly\".",
-     "active_ms": 4200, "evidence": [{"passage": 0, "judgement": "support", "useful": True},
-                                     {"passage": 1, "judgement": "irrelevant", "useful": False}]},
+     "active_ms": 4200, "evidence": [{"index": 0, "judgement": "support", "useful": True},
+                                     {"index": 1, "judgement": "irrelevant", "useful": False}]},
     {"item": "c-1", "annotator": "w2", "label": "contradicted", "active_ms": 0},
     {"item": "c-1", "annotator": "w3", "label": "inconclusive", "justification": "Line one.\nLine two, with a comma."},
     {"item": "c-2", "annotator": "w2", "label": "supported", "raw_label": "SUP"},
     {"item": "c-3", "annotator": "w1", "label": "inconclusive", "choice": "inconclusive",
-     "evidence": [{"passage": 1, "judgement": "not_support", "useful": True}]},
+     "evidence": [{"index": 1, "judgement": "not_support", "useful": True}]},
 ]
 P_ITEMS = [preference_item(f"p-{n}") for n in range(1, 3)]
 P_ANNOTATIONS = [

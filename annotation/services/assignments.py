@@ -47,10 +47,10 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from ..evidence import InvalidEvidence, checked_judgements
 from ..models import Annotation, Assignment, Item, Study
 from ..randomisation import left_system_for, queue_position
 from ..vocab import (
-    EVIDENCE_JUDGEMENTS,
     PREFERENCE_BOTH_BAD,
     PREFERENCE_CHOICES,
     PREFERENCE_TIE,
@@ -277,40 +277,19 @@ def _preference_values(study: Study, assignment: Assignment, choice: str, justif
 def _evidence_judgements(study: Study, item: Item, given: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     """One judgement per passage when the study asks for them, none otherwise: the same rule
     for the web form and the API, so a study's answers are complete for the credibility scores."""
-    passages = item.payload.get("evidence", []) if study.evidence_judgements else []
+    passages = len(item.payload.get("evidence", [])) if study.evidence_judgements else 0
     if not given:
         if passages:
             raise ServiceError(
-                f"this study asks for a judgement of every evidence passage: send 'evidence' with index 0..{len(passages) - 1}"
+                f"this study asks for a judgement of every evidence passage: send 'evidence' with index 0..{passages - 1}"
             )
         return []
     if not study.evidence_judgements:
         raise ServiceError("this study does not ask for evidence judgements")
-    if not isinstance(given, list):
-        raise ServiceError("evidence judgements must be a list of objects with 'index' and 'judgement'")
-    if not passages:
-        raise ServiceError("this item has no evidence passages to judge")
-    judgements: dict[int, dict[str, Any]] = {}
-    for entry in given:
-        if not isinstance(entry, dict):
-            raise ServiceError("each evidence judgement must be an object with 'index' and 'judgement'")
-        index, judgement, useful = entry.get("index"), entry.get("judgement"), entry.get("useful", False)
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(passages):
-            raise ServiceError(f"evidence index must be 0..{len(passages) - 1}, got {index!r}")
-        if judgement not in EVIDENCE_JUDGEMENTS:
-            raise ServiceError(f"evidence judgement must be one of {', '.join(EVIDENCE_JUDGEMENTS)}, got {judgement!r}")
-        if not isinstance(useful, bool):
-            raise ServiceError("'useful' must be true or false")
-        if index in judgements:
-            raise ServiceError(f"evidence passage {index} is judged twice")
-        judgements[index] = {"index": index, "judgement": judgement, "useful": useful}
-    missing = [index for index in range(len(passages)) if index not in judgements]
-    if missing:
-        raise ServiceError(
-            f"every evidence passage needs a judgement; missing index {', '.join(map(str, missing))} "
-            f"(the item has {len(passages)} passages, index 0..{len(passages) - 1})"
-        )
-    return [judgements[index] for index in sorted(judgements)]
+    try:
+        return checked_judgements(given, passages, complete=True)
+    except InvalidEvidence as exc:
+        raise ServiceError(str(exc)) from None
 
 
 def lease_ran_out(assignment: Assignment) -> bool:
