@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from django import forms
 
-from .models import Annotation, ImportJob, Study, StudyMember
+from .models import MAX_ACTIVE_MS, Annotation, ImportJob, Study, StudyMember
 from .services.assignments import MAX_TEXT, SubmittedAnswer
 from .vocab import PREFERENCE_BOTH_BAD, PREFERENCE_TIE
 
@@ -67,7 +67,6 @@ EVIDENCE_OPTIONS = (
 #: Keys with a page-wide meaning; a label never takes one of them as its letter.
 #: b back, k skip, f flag, j text box, u useful, [ ] previous/next passage, ? help.
 RESERVED_KEYS = frozenset("bkfjuynx[]?0123456789")
-MAX_ACTIVE_MS = 2**31 - 1
 
 
 def preference_options(study: Study) -> list[Option]:

@@ -16,12 +16,12 @@ from urllib.parse import urlsplit
 
 from .evidence import InvalidEvidence, checked_judgements
 from .formats import RecordError, json_type, without_nul
+from .models import MAX_ACTIVE_MS
 from .vocab import PREFERENCE_STRENGTHS, PREFERENCE_TIE, canonical_label, preference_label, preference_parts
 
 MAX_ID_LENGTH = 200
 MAX_SHORT_TEXT = 200
 MAX_DOMAIN_LENGTH = 100
-MAX_ACTIVE_MS = 2**31 - 1  # the largest value of Annotation.active_ms on every database
 
 VERIFICATION_FIELDS = {"id", "domain", "claim", "context", "response_id", "system", "gold", "evidence"}
 PREFERENCE_FIELDS = {"id", "domain", "source", "question", "lists", "response_id", "system", "gold"}

@@ -12,7 +12,6 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from annotation.models import Annotation, ImportJob, Item
-from annotation.services import import_jobs as import_job_limits
 
 from .conftest import verification_item
 
@@ -125,8 +124,8 @@ def test_annotation_import_and_export(client, researcher, loaded_verification_st
 
 
 @pytest.mark.django_db(transaction=True)
-def test_big_upload_is_imported_by_the_background_worker(client, researcher, verification_study, monkeypatch):
-    monkeypatch.setattr(import_job_limits, "IMPORT_INLINE_MAX_BYTES", 100)
+def test_big_upload_is_imported_by_the_background_worker(client, researcher, verification_study, settings):
+    settings.IMPORT_INLINE_MAX_BYTES = 100
     client.force_login(researcher)
     response = client.post(
         reverse("api-item-import", args=["verif"]),

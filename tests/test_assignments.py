@@ -432,6 +432,13 @@ def test_bad_preference_answers_are_refused(options, answer, message):
     assert not Annotation.objects.exists()
 
 
+def test_the_lease_length_is_a_setting(settings):
+    settings.ANNOTATION_LEASE_SECONDS = 90
+    study, (a1, *_) = make_study(items=1)
+    now = timezone.now()
+    assert claim_next(user=a1, study=study, now=now).lease_expires_at == now + timedelta(seconds=90)
+
+
 def test_preference_labels_and_choices_split_and_join_in_one_place():
     for label in (*PREFERENCE_LABELS, PREFERENCE_BOTH_BAD):
         index, strength = preference_parts(label)

@@ -48,7 +48,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ..evidence import InvalidEvidence, checked_judgements
-from ..models import Annotation, Assignment, Item, Study
+from ..models import MAX_ACTIVE_MS, Annotation, Assignment, Item, Study
 from ..randomisation import left_system_for, queue_position
 from ..vocab import (
     PREFERENCE_BOTH_BAD,
@@ -66,7 +66,6 @@ CANDIDATES = 32
 #: Attempts when a claim loses a race (each attempt is its own transaction, with a short pause between).
 CLAIM_ATTEMPTS = 10
 MAX_TEXT = 10_000
-MAX_ACTIVE_MS = 2**31 - 1
 
 Status = Assignment.Status
 #: Assignments closed because their lease ran out and another annotator took the slot over.
@@ -86,7 +85,7 @@ class ClaimContention(ServiceError):
 
 
 def lease_length() -> timedelta:
-    return timedelta(seconds=getattr(settings, "ANNOTATION_LEASE_SECONDS", 30 * 60))
+    return timedelta(seconds=settings.ANNOTATION_LEASE_SECONDS)
 
 
 def _check_can_annotate(user: AbstractBaseUser, study: Study, *, lock: bool = False) -> None:

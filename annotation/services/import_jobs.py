@@ -24,7 +24,6 @@ from .annotation_import import import_annotations
 from .errors import ImportFailed, ServiceError
 from .item_import import import_items
 
-IMPORT_INLINE_MAX_BYTES = 1024 * 1024
 IMPORTERS = {ImportJob.What.ITEMS: import_items, ImportJob.What.ANNOTATIONS: import_annotations}
 
 
@@ -63,7 +62,7 @@ def submit_import(
         update_existing=update,
         created_by=created_by,
     )
-    if (upload.size or 0) <= IMPORT_INLINE_MAX_BYTES:
+    if (upload.size or 0) <= settings.IMPORT_INLINE_MAX_BYTES:
         upload.seek(0)
         _run(job, upload)
         return job
