@@ -9,7 +9,6 @@ CSV is written by annotation/csvsafe.py, which makes every cell safe.
 from __future__ import annotations
 
 import csv
-import io
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -223,8 +222,3 @@ def jsonl_chunks(rows: Iterable[dict[str, Any]], *, batch: int = 2000) -> Iterat
             yield "".join(parts)
             parts.clear()
     yield "".join(parts)
-
-
-def open_binary(path: str | Path) -> IO[bytes]:
-    """Open a file for the readers above (binary, buffered)."""
-    return io.open(path, "rb")
