@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from datetime import timedelta
 
 import pytest
@@ -130,7 +131,7 @@ def test_a_skipped_item_is_not_served_again_and_its_slot_is_freed():
     assert skip(user=a1, study=study, assignment_id=first.pk).status == "skipped"  # repeat-safe
 
 
-def test_an_expired_lease_is_reclaimed_by_someone_who_has_not_had_the_item():
+def test_an_expired_lease_is_reclaimed_by_someone_who_has_not_had_the_item(caplog):
     study, (a1, a2, _) = make_study(kind="preference", items=2, n=2)
     now = timezone.now()
     held = claim_next(user=a1, study=study, now=now)
@@ -144,9 +145,10 @@ def test_an_expired_lease_is_reclaimed_by_someone_who_has_not_had_the_item():
     assert (old.status, old.slot, old.annotator_id) == ("skipped", None, a1.pk)
     assert old.lease_expires_at is not None  # the mark of a lease that ran out
     assert Item.objects.get(pk=held.item_id).slots_taken == 1
-    with pytest.raises(LeaseLost, match="ran out"):
+    with caplog.at_level(logging.INFO, logger="annotation.services.assignments"), pytest.raises(LeaseLost, match="ran out"):
         submit(user=a1, study=study, assignment_id=held.pk, answer=SubmittedAnswer(choice="tie"))
     assert not Annotation.objects.exists()
+    assert f"answered assignment {held.pk} in study {study.slug} after its lease ran out" in caplog.text
     # a1 moves on and is never served that item again.
     assert claim_next(user=a1, study=study, now=later).item_id != held.item_id
 
@@ -188,7 +190,7 @@ def test_a_counter_that_lags_behind_cannot_over_assign():
     assert Item.objects.get(pk=first.item_id).slots_taken == 2  # repaired
 
 
-def test_a_claim_that_keeps_losing_races_says_busy_not_finished(monkeypatch):
+def test_a_claim_that_keeps_losing_races_says_busy_not_finished(monkeypatch, caplog):
     """Lost races are retried; if they never stop, the answer is "try again" (503), never "nothing left" (204)."""
     from annotation.services import assignments
 
@@ -209,8 +211,12 @@ def test_a_claim_that_keeps_losing_races_says_busy_not_finished(monkeypatch):
 
     monkeypatch.setattr(assignments, "_claim", always_busy)
     monkeypatch.setattr(assignments, "CLAIM_ATTEMPTS", 3)
-    with pytest.raises(assignments.ClaimContention):
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="annotation.services.assignments"), pytest.raises(assignments.ClaimContention):
         claim_next(user=a1, study=study)
+    levels = [record.levelname for record in caplog.records if record.name == "annotation.services.assignments"]
+    assert levels == ["DEBUG"] * 3 + ["WARNING"]  # each lost race, then giving up
+    assert "lost a race (attempt 3 of 3): _Busy" in caplog.text and "gave up after 3 lost races" in caplog.text
 
 
 def test_gold_items_are_served_like_any_other_and_never_show_the_gold():

@@ -34,6 +34,7 @@ a NOT EXISTS probe of the (item, annotator) unique index.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Iterator
@@ -60,6 +61,8 @@ from ..vocab import (
 from . import assignment_sql as sql
 from .answers import AnswerValues, record_answer, record_first_answer
 from .errors import ServiceError
+
+logger = logging.getLogger(__name__)
 
 #: Fresh items considered per claim; the annotator's keyed-hash order picks among them.
 CANDIDATES = 32
@@ -113,14 +116,22 @@ def claim_next(*, user: AbstractBaseUser, study: Study, now: datetime | None = N
             with transaction.atomic():
                 _check_can_annotate(user, study, lock=True)
                 assignment = _claim(user, study, now)
-        except (IntegrityError, _Busy):
+        except (IntegrityError, _Busy) as exc:
             # A lost race (a constraint said no, or every candidate was locked): the
             # transaction is rolled back with its locks; wait a moment and look again.
+            logger.debug(
+                "claim by user %s in study %s lost a race (attempt %d of %d): %s",
+                user.pk, study.slug, attempt + 1, CLAIM_ATTEMPTS, type(exc).__name__,
+            )
             time.sleep(random.uniform(0.001, 0.005) * (attempt + 1))
             continue
         if assignment is not None:
             assignment.study = study  # callers render it; spare a query
         return assignment
+    logger.warning(
+        "claim by user %s in study %s gave up after %d lost races; the client is told to retry",
+        user.pk, study.slug, CLAIM_ATTEMPTS, extra={"study": study.slug, "attempts": CLAIM_ATTEMPTS},
+    )
     raise ClaimContention("too many annotators are claiming at this moment; try again in a second")
 
 
@@ -314,6 +325,10 @@ def _own_assignment(user: AbstractBaseUser, study: Study, assignment_id: int) ->
     if assignment.annotator_id != user.pk:
         raise LeaseLost("this assignment is not yours: it belongs to another annotator")
     if lease_ran_out(assignment):
+        logger.info(
+            "user %s answered assignment %s in study %s after its lease ran out and the item went to someone else",
+            user.pk, assignment.pk, study.slug, extra={"study": study.slug, "assignment": assignment.pk},
+        )
         raise LeaseLost(
             "this item is no longer assigned to you: your time on it ran out and another annotator took it over"
         )
@@ -341,6 +356,7 @@ def submit(
         if assignment.status == Status.ACTIVE:
             if not sql.mark_submitted(assignment.pk, user.pk, now):
                 # unreachable while the row lock holds; kept so a change there cannot overwrite silently
+                logger.warning("submit of assignment %s lost it despite the row lock", assignment.pk)
                 raise LeaseLost("this item is no longer assigned to you")
             assignment.status, assignment.submitted_at, assignment.lease_expires_at = Status.SUBMITTED, now, None
             # An active assignment has no answer yet (answers are only stored with this
