@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import selectors
-from .access import access_export_job, access_item, studies_for
+from .access import access_export_job, access_item
 from .exports import CONTENT_TYPES, export_chunks, export_file_response, export_filename
 from .models import Annotation, Assignment, ImportJob, Item
 from .permissions import IsAssignmentStudyMember, IsStudyMember, IsStudyResearcher

@@ -8,7 +8,8 @@ from typing import Any
 
 from django.http import FileResponse, Http404
 
-from .formats import csv_chunks, jsonl_chunks
+from .csvsafe import csv_chunks
+from .formats import jsonl_chunks
 from .models import ExportJob, Study
 from .selectors import EXPORT_COLUMNS, export_rows
 

@@ -1,15 +1,14 @@
-"""File formats: streaming JSONL/CSV readers with line numbers, and safe writers.
+"""File formats: streaming JSONL/CSV readers with line numbers, and the JSONL writer.
 
 Readers never hold a whole file: they decode one physical line at a time, so a
 100,000-item upload costs memory for one line, and every problem can name the
 line it is on. They drop NUL characters, which PostgreSQL cannot store.
-Writers neutralise spreadsheet formulas in CSV cells.
+CSV is written by annotation/csvsafe.py, which makes every cell safe.
 """
 
 from __future__ import annotations
 
 import csv
-import io
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -210,58 +209,7 @@ def json_type(value: Any) -> str:
     return "object"
 
 
-# --- writers ------------------------------------------------------------------
-
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def neutralise_cell(value: Any) -> Any:
-    """Prefix a quote to text a spreadsheet would run as a formula (CSV injection)."""
-    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
-        return "'" + value
-    return value
-
-
-def csv_cell(value: Any) -> Any:
-    """One value as a CSV cell: nested data as JSON, None as empty, text neutralised."""
-    if value is None:
-        return ""
-    if isinstance(value, (list, dict)):
-        value = json.dumps(value, ensure_ascii=False)
-    return neutralise_cell(value)
-
-
-class _LineBuffer:
-    """A write target for csv.writer that hands back what was written."""
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-
-    def write(self, text: str) -> int:
-        self.parts.append(text)
-        return len(text)
-
-    def take(self) -> str:
-        text = "".join(self.parts)
-        self.parts.clear()
-        return text
-
-
-def csv_chunks(columns: list[str], rows: Iterable[dict[str, Any]], *, batch: int = 2000) -> Iterator[str]:
-    """Stream a CSV (header first) as text chunks of about `batch` rows each."""
-    buffer = _LineBuffer()
-    # CRLF as in RFC 4180: the csv module quotes a cell holding "\r" only when "\r" is
-    # part of the line terminator, and an unquoted "\r" splits the row for every reader.
-    writer = csv.writer(buffer, lineterminator="\r\n")
-    writer.writerow(columns)
-    pending = 0
-    for row in rows:
-        writer.writerow([csv_cell(row.get(column)) for column in columns])
-        pending += 1
-        if pending >= batch:
-            yield buffer.take()
-            pending = 0
-    yield buffer.take()
+# --- writers (CSV: annotation/csvsafe.py) ------------------------------------------
 
 
 def jsonl_chunks(rows: Iterable[dict[str, Any]], *, batch: int = 2000) -> Iterator[str]:
@@ -274,8 +222,3 @@ def jsonl_chunks(rows: Iterable[dict[str, Any]], *, batch: int = 2000) -> Iterat
             yield "".join(parts)
             parts.clear()
     yield "".join(parts)
-
-
-def open_binary(path: str | Path) -> IO[bytes]:
-    """Open a file for the readers above (binary, buffered)."""
-    return io.open(path, "rb")

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from django import forms
 
-from .models import Annotation, ImportJob, Study, StudyMember
+from .models import MAX_ACTIVE_MS, Annotation, ImportJob, Study, StudyMember
 from .services.assignments import MAX_TEXT, SubmittedAnswer
-from .vocab import PREFERENCE_BOTH_BAD
+from .vocab import PREFERENCE_BOTH_BAD, PREFERENCE_TIE
 
 
 class ImportForm(forms.Form):
@@ -54,7 +54,7 @@ class Option:
 PREFERENCE_OPTIONS = (
     Option("left_strong", "List 1 much better", ("1",)),
     Option("left_slight", "List 1 slightly better", ("2",)),
-    Option("tie", "About the same", ("3",)),
+    Option(PREFERENCE_TIE, "About the same", ("3",)),
     Option("right_slight", "List 2 slightly better", ("4",)),
     Option("right_strong", "List 2 much better", ("5",)),
     Option(PREFERENCE_BOTH_BAD, "Both bad", ("0",)),
@@ -67,7 +67,6 @@ EVIDENCE_OPTIONS = (
 #: Keys with a page-wide meaning; a label never takes one of them as its letter.
 #: b back, k skip, f flag, j text box, u useful, [ ] previous/next passage, ? help.
 RESERVED_KEYS = frozenset("bkfjuynx[]?0123456789")
-MAX_ACTIVE_MS = 2**31 - 1
 
 
 def preference_options(study: Study) -> list[Option]:
@@ -75,7 +74,7 @@ def preference_options(study: Study) -> list[Option]:
     return [
         option
         for option in PREFERENCE_OPTIONS
-        if (option.value != "tie" or study.tie_allowed)
+        if (option.value != PREFERENCE_TIE or study.tie_allowed)
         and (option.value != PREFERENCE_BOTH_BAD or study.both_bad_allowed)
     ]
 

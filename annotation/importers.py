@@ -2,23 +2,26 @@
 
 Each `parse_*` function takes one record (a dict from JSONL or CSV) and returns
 either a row ready to store or the list of problems, each naming its field.
-They touch no database: the import services decide what to do with the rows.
+They touch no database (what they need to know of the study comes in as
+arguments): the import services decide what to do with the rows.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from .evidence import InvalidEvidence, checked_judgements
 from .formats import RecordError, json_type, without_nul
-from .vocab import PREFERENCE_STRENGTHS, canonical_label
+from .models import MAX_ACTIVE_MS
+from .vocab import PREFERENCE_STRENGTHS, PREFERENCE_TIE, canonical_label, preference_label, preference_parts
 
 MAX_ID_LENGTH = 200
 MAX_SHORT_TEXT = 200
 MAX_DOMAIN_LENGTH = 100
-MAX_ACTIVE_MS = 2**31 - 1  # the largest value of Annotation.active_ms on every database
 
 VERIFICATION_FIELDS = {"id", "domain", "claim", "context", "response_id", "system", "gold", "evidence"}
 PREFERENCE_FIELDS = {"id", "domain", "source", "question", "lists", "response_id", "system", "gold"}
@@ -271,8 +274,13 @@ def parse_annotation(
     labels: list[str],
     aliases: dict[str, str],
     systems: list[str],
+    passages: Callable[[str], int | None],
 ) -> AnnotationRow | list[RecordError]:
-    """An annotation made elsewhere: a label, or a preferred system and strength."""
+    """An annotation made elsewhere: a label, or a preferred system and strength.
+
+    `passages` gives an item's number of evidence passages (None: no such
+    item, reported by the caller), for checking the evidence judgements.
+    """
     problems = _Problems(line)
     _unknown_fields(record, ANNOTATION_FIELDS, problems)
     item = problems.string(record, "item", required=True, max_length=MAX_ID_LENGTH)
@@ -281,12 +289,7 @@ def parse_annotation(
     choice = problems.string(record, "choice", max_length=32)
     left_system = problems.string(record, "left_system", max_length=MAX_SHORT_TEXT)
     active_ms = _active_ms(record, problems)
-    evidence = _maybe_json(record.get("evidence_judgements", record.get("evidence")), list)
-    if evidence in (None, ""):
-        evidence = []
-    elif not isinstance(evidence, list) or not all(isinstance(entry, dict) for entry in evidence):
-        problems.add("evidence", "must be an array of objects (one judgement per passage)")
-        evidence = []
+    evidence = _evidence(record, item, problems, passages)
     given = problems.string(record, "label", max_length=MAX_SHORT_TEXT)
     raw_label = problems.string(record, "raw_label", max_length=MAX_SHORT_TEXT) or given
     preferred_system = strength = ""
@@ -302,28 +305,27 @@ def parse_annotation(
             label = canonical_label(given, labels, aliases) or ""
             if not label:
                 problems.add("label", f"{given!r} is not one of the study's labels ({', '.join(labels)})")
-        elif preferred and preferred.lower() != "tie":
+        elif preferred and preferred.lower() != PREFERENCE_TIE:
             if preferred not in systems:
                 problems.add("preferred", f"{preferred!r} is not one of the study's systems ({', '.join(systems) or 'none declared'})")
             elif strength not in PREFERENCE_STRENGTHS:
                 problems.add("strength", f"must be 'strong' or 'slight' when a system is preferred, got {strength!r}")
             else:
-                label = f"{'a' if systems.index(preferred) == 0 else 'b'}_{strength}"
+                label = preference_label(systems.index(preferred), strength)
                 raw_label = raw_label or f"{preferred}:{strength}"
-        elif preferred.lower() == "tie" or strength == "tie":
-            label, raw_label = "tie", raw_label or "tie"
+        elif preferred.lower() == PREFERENCE_TIE or strength == PREFERENCE_TIE:
+            label, raw_label = PREFERENCE_TIE, raw_label or PREFERENCE_TIE
         else:
             problems.add("label", "give either 'label' or 'preferred' (a system name or 'tie') with 'strength'")
         if label:
             if label not in labels:
                 problems.add("label", f"{label!r} is not allowed in this study ({', '.join(labels)})")
-            elif label not in ("tie", "both_bad"):
-                side, strength = label.split("_", 1)
-                preferred_system = systems[0 if side == "a" else 1] if len(systems) == 2 else ""
-                if not preferred_system:
-                    problems.add("label", "the study has no declared systems yet; import its items first")
             else:
-                strength = ""
+                index, strength = preference_parts(label)
+                if index is not None:
+                    preferred_system = systems[index] if len(systems) == 2 else ""
+                    if not preferred_system:
+                        problems.add("label", "the study has no declared systems yet; import its items first")
     else:
         if not given:
             problems.add("label", "is required")
@@ -346,6 +348,24 @@ def parse_annotation(
         evidence_judgements=evidence,
         active_ms=active_ms,
     )
+
+
+def _evidence(
+    record: dict, item: str, problems: _Problems, passages: Callable[[str], int | None]
+) -> list[dict[str, Any]]:
+    """The record's evidence judgements, checked as a submit checks them, except that a partial set is kept."""
+    name = "evidence_judgements" if "evidence_judgements" in record else "evidence"
+    value = _maybe_json(record.get(name), list)
+    if value in (None, "", []):
+        return []
+    count = passages(item) if item else None
+    if count is None and isinstance(value, list):
+        return []  # no (such) item: reported on its own
+    try:
+        return checked_judgements(value, count or 0, complete=False)
+    except InvalidEvidence as exc:
+        problems.add(name if exc.entry is None else f"{name}[{exc.entry}]", str(exc))
+        return []
 
 
 def _active_ms(record: dict, problems: _Problems) -> int | None:

@@ -234,6 +234,9 @@ class Assignment(models.Model):
         return f"{self.item} slot {self.slot} ({self.status})"
 
 
+#: The largest Annotation.active_ms every database stores (PositiveIntegerField: a signed 32-bit column).
+MAX_ACTIVE_MS = 2**31 - 1
+
 #: The fields that make up an answer; a change to any of them is a revision.
 ANSWER_FIELDS = (
     "label", "raw_label", "preferred_system", "strength", "choice", "justification", "evidence_judgements",

@@ -10,7 +10,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from .access import Annotator, Researcher, access_assignment, access_study
+from .access import Researcher, access_assignment, access_study
 
 
 class IsStudyMember(BasePermission):
@@ -32,12 +32,6 @@ class IsStudyResearcher(IsStudyMember):
     """Researchers (and staff) of the study; other members get 403."""
 
     role = Researcher
-
-
-class IsStudyAnnotator(IsStudyMember):
-    """Annotators of the study."""
-
-    role = Annotator
 
 
 class IsAssignmentStudyMember(BasePermission):

@@ -6,9 +6,9 @@ from django.urls import reverse
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
-from .models import Assignment, ExportJob, ImportJob, Item, Study
-from .services.assignments import MAX_ACTIVE_MS, PREFERENCE_CHOICES, SubmittedAnswer
-from .vocab import EVIDENCE_JUDGEMENTS
+from .models import MAX_ACTIVE_MS, Assignment, ExportJob, ImportJob, Item, Study
+from .services.assignments import SubmittedAnswer
+from .vocab import EVIDENCE_JUDGEMENTS, PREFERENCE_CHOICES
 
 
 class StudySerializer(serializers.ModelSerializer):

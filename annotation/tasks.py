@@ -1,23 +1,25 @@
-"""Background tasks of the annotation app (django-tasks API, any backend)."""
+"""Background tasks of the annotation app (django-tasks API, any backend).
+
+The tasks call the modules that run jobs; the modules that queue jobs import
+the tasks. Nothing that runs a job imports this module, so no import is circular.
+"""
 
 from __future__ import annotations
 
 from django_tasks import task
 
+from .services import export_runner, import_runner
+
 
 @task()
 def run_import_job(job_id: int) -> dict:
     """Import a big uploaded file outside the request that uploaded it."""
-    from .services.import_jobs import run_import_job as run
-
-    job = run(job_id=job_id)
+    job = import_runner.run_import_job(job_id=job_id)
     return {"status": job.status, "created": job.created, "updated": job.updated, "errors": job.error_count}
 
 
 @task()
 def run_export_job(job_id: int) -> dict:
     """Write a big annotation export to a file, outside the request that asked for it."""
-    from .services.export_jobs import run_export_job as run
-
-    job = run(job_id=job_id)
+    job = export_runner.run_export_job(job_id=job_id)
     return {"status": job.status, "rows": job.rows}

@@ -14,9 +14,14 @@ VERIFICATION_BINARY: dict[str, str] = {
     "contradicted": "negative",
     "inconclusive": "negative",
 }
-PREFERENCE_LABELS: tuple[str, ...] = ("a_strong", "a_slight", "tie", "b_slight", "b_strong")
+PREFERENCE_TIE = "tie"
+PREFERENCE_LABELS: tuple[str, ...] = ("a_strong", "a_slight", PREFERENCE_TIE, "b_slight", "b_strong")
 PREFERENCE_BOTH_BAD = "both_bad"
 PREFERENCE_STRENGTHS: tuple[str, ...] = ("strong", "slight")
+#: What the annotator picks on screen (left is "List 1"); the label says which *system* won.
+PREFERENCE_CHOICES: tuple[str, ...] = (
+    "left_strong", "left_slight", PREFERENCE_TIE, "right_slight", "right_strong", PREFERENCE_BOTH_BAD,
+)
 EVIDENCE_JUDGEMENTS: tuple[str, ...] = ("support", "not_support", "irrelevant")
 BINARY_SIDES: tuple[str, ...] = ("positive", "negative")
 
@@ -52,17 +57,32 @@ def canonical_label(raw: str, labels: Sequence[str], aliases: Mapping[str, str])
     return None
 
 
-def preference_label(preferred_index: int | None, strength: str) -> str:
-    """The ordinal label for "system A/B preferred with this strength" (None: tie)."""
+def preference_label(preferred_index: int | None, strength: str = "") -> str:
+    """The ordinal label for "system A (0) / B (1) preferred with this strength"; None is a tie.
+
+    A/B are the study's systems in declared order, never screen positions.
+    """
     if preferred_index is None:
-        return "tie"
-    side = "a" if preferred_index == 0 else "b"
-    return f"{side}_{strength}"
+        return PREFERENCE_TIE
+    if preferred_index not in (0, 1) or strength not in PREFERENCE_STRENGTHS:
+        raise ValueError(f"no preference label for system {preferred_index!r} with strength {strength!r}")
+    return f"{'ab'[preferred_index]}_{strength}"
 
 
 def preference_parts(label: str) -> tuple[int | None, str]:
-    """Split an ordinal preference label into (system index or None, strength)."""
-    if label in ("tie", PREFERENCE_BOTH_BAD):
+    """Split a preference label into (system index, strength); (None, "") for tie and both_bad."""
+    return _sided_parts(label, ("a", "b"), PREFERENCE_LABELS)
+
+
+def preference_choice_parts(choice: str) -> tuple[int | None, str]:
+    """Split a screen choice into (position: 0 left, 1 right, strength); (None, "") for tie and both_bad."""
+    return _sided_parts(choice, ("left", "right"), PREFERENCE_CHOICES)
+
+
+def _sided_parts(value: str, sides: tuple[str, str], known: Sequence[str]) -> tuple[int | None, str]:
+    if value in (PREFERENCE_TIE, PREFERENCE_BOTH_BAD):
         return None, ""
-    side, strength = label.split("_", 1)
-    return (0 if side == "a" else 1), strength
+    if value not in known:
+        raise ValueError(f"{value!r} is not one of {', '.join(known)}")
+    side, strength = value.split("_", 1)
+    return sides.index(side), strength

@@ -184,7 +184,14 @@ STORAGES = {
 # Uploads larger than this go to a temporary file, so big imports stream from disk.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10_485_760
+
+# --- Annotation ---------------------------------------------------------------
+# How long an annotator holds an item: after this, the next annotator who asks for work may take it over.
+ANNOTATION_LEASE_SECONDS = int(os.environ.get("ANNOTATION_LEASE_SECONDS", 30 * 60))
+# Uploads bigger than this are refused (the import commands take any size).
 IMPORT_UPLOAD_MAX_BYTES = int(os.environ.get("IMPORT_UPLOAD_MAX_BYTES", 200 * 1024 * 1024))
+# Uploads up to this size are imported during the request; bigger ones by a background task.
+IMPORT_INLINE_MAX_BYTES = int(os.environ.get("IMPORT_INLINE_MAX_BYTES", 1024 * 1024))
 # Exports of studies with more annotations than this are written by a background task, then downloaded.
 EXPORT_INLINE_MAX_ROWS = int(os.environ.get("EXPORT_INLINE_MAX_ROWS", 50_000))
 

@@ -96,6 +96,31 @@ def test_logs_are_json_lines_outside_debug(tmp_path):
     assert record["message"] == "import finished" and record["level"] == "WARNING" and record["study"] == "demo"
 
 
+ANNOTATION_SETTINGS = {
+    # name: (default, a value an operator might set)
+    "ANNOTATION_LEASE_SECONDS": (30 * 60, 600),
+    "IMPORT_UPLOAD_MAX_BYTES": (200 * 1024 * 1024, 1000),
+    "IMPORT_INLINE_MAX_BYTES": (1024 * 1024, 10),
+    "EXPORT_INLINE_MAX_ROWS": (50_000, 7),
+}
+
+
+def test_annotation_settings_come_from_the_environment(tmp_path):
+    code = f"import json; from django.conf import settings; print(json.dumps([getattr(settings, name) for name in {list(ANNOTATION_SETTINGS)!r}]))"
+    env = {name: str(value) for name, (_, value) in ANNOTATION_SETTINGS.items()}
+    result = manage("shell", "--no-imports", "-c", code, env={"DEBUG": "1", **env}, tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [value for _, value in ANNOTATION_SETTINGS.values()]
+
+
+def test_annotation_settings_defaults():
+    from config import settings
+
+    for name, (default, _) in ANNOTATION_SETTINGS.items():
+        if name not in os.environ:
+            assert getattr(settings, name) == default, name
+
+
 @pytest.mark.parametrize("value,expected", [("1", True), ("true", True), ("on", True), ("0", False), ("", False)])
 def test_env_bool(monkeypatch, value, expected):
     from config.settings import env_bool

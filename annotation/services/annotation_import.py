@@ -54,12 +54,14 @@ def import_annotations(
             taken[(item_id, user_id)] = (assignment_id, status)
             if slot is not None:
                 slots.setdefault(item_id, set()).add(slot)
+        passages = _PassageCounts(study)
         identities: dict[str, int] = {}
         seen: dict[tuple[int, str], int] = {}
         pending: list[tuple[tuple, AnnotationRow]] = []
         for line, record in errors.records(stream, fmt, result, max_line_bytes=max_line_bytes):
             row = parse_annotation(
-                line, record, kind=study.kind, labels=study.labels, aliases=study.label_aliases, systems=study.systems
+                line, record, kind=study.kind, labels=study.labels, aliases=study.label_aliases, systems=study.systems,
+                passages=passages,
             )
             if isinstance(row, list):
                 errors.extend(row)
@@ -101,6 +103,21 @@ def import_annotations(
         result.created += _flush(pending)
         _recount_slots(study)
     return result
+
+
+class _PassageCounts:
+    """Evidence passages per item id, read on the first record that judges evidence (most files judge none)."""
+
+    def __init__(self, study: Study) -> None:
+        self.study = study
+        self.counts: dict[str, int] | None = None
+
+    def __call__(self, external_id: str) -> int | None:
+        if self.counts is None:
+            # Streamed: only the counts stay in memory, not the passages' text.
+            rows = Item.objects.filter(study=self.study).values_list("external_id", "payload__evidence")
+            self.counts = {item: len(evidence or []) for item, evidence in rows.iterator(chunk_size=BATCH_SIZE)}
+        return self.counts.get(external_id)
 
 
 ASSIGNMENT_FIELDS = [

@@ -34,6 +34,7 @@ a NOT EXISTS probe of the (item, annotator) unique index.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Iterator
@@ -47,20 +48,27 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from ..models import Annotation, Assignment, Item, Study
+from ..evidence import InvalidEvidence, checked_judgements
+from ..models import MAX_ACTIVE_MS, Annotation, Assignment, Item, Study
 from ..randomisation import left_system_for, queue_position
-from ..vocab import EVIDENCE_JUDGEMENTS, PREFERENCE_BOTH_BAD
+from ..vocab import (
+    PREFERENCE_BOTH_BAD,
+    PREFERENCE_CHOICES,
+    PREFERENCE_TIE,
+    preference_choice_parts,
+    preference_label,
+)
 from . import assignment_sql as sql
 from .answers import AnswerValues, record_answer, record_first_answer
 from .errors import ServiceError
+
+logger = logging.getLogger(__name__)
 
 #: Fresh items considered per claim; the annotator's keyed-hash order picks among them.
 CANDIDATES = 32
 #: Attempts when a claim loses a race (each attempt is its own transaction, with a short pause between).
 CLAIM_ATTEMPTS = 10
-PREFERENCE_CHOICES = ("left_strong", "left_slight", "tie", "right_slight", "right_strong", PREFERENCE_BOTH_BAD)
 MAX_TEXT = 10_000
-MAX_ACTIVE_MS = 2**31 - 1
 
 Status = Assignment.Status
 #: Assignments closed because their lease ran out and another annotator took the slot over.
@@ -80,7 +88,7 @@ class ClaimContention(ServiceError):
 
 
 def lease_length() -> timedelta:
-    return timedelta(seconds=getattr(settings, "ANNOTATION_LEASE_SECONDS", 30 * 60))
+    return timedelta(seconds=settings.ANNOTATION_LEASE_SECONDS)
 
 
 def _check_can_annotate(user: AbstractBaseUser, study: Study, *, lock: bool = False) -> None:
@@ -108,14 +116,22 @@ def claim_next(*, user: AbstractBaseUser, study: Study, now: datetime | None = N
             with transaction.atomic():
                 _check_can_annotate(user, study, lock=True)
                 assignment = _claim(user, study, now)
-        except (IntegrityError, _Busy):
+        except (IntegrityError, _Busy) as exc:
             # A lost race (a constraint said no, or every candidate was locked): the
             # transaction is rolled back with its locks; wait a moment and look again.
+            logger.debug(
+                "claim by user %s in study %s lost a race (attempt %d of %d): %s",
+                user.pk, study.slug, attempt + 1, CLAIM_ATTEMPTS, type(exc).__name__,
+            )
             time.sleep(random.uniform(0.001, 0.005) * (attempt + 1))
             continue
         if assignment is not None:
             assignment.study = study  # callers render it; spare a query
         return assignment
+    logger.warning(
+        "claim by user %s in study %s gave up after %d lost races; the client is told to retry",
+        user.pk, study.slug, CLAIM_ATTEMPTS, extra={"study": study.slug, "attempts": CLAIM_ATTEMPTS},
+    )
     raise ClaimContention("too many annotators are claiming at this moment; try again in a second")
 
 
@@ -246,20 +262,20 @@ def _preference_values(study: Study, assignment: Assignment, choice: str, justif
     choice = (choice or "").strip()
     if choice not in PREFERENCE_CHOICES:
         raise ServiceError(f"choice must be one of {', '.join(PREFERENCE_CHOICES)}, got {choice!r}")
-    if choice == "tie" and not study.tie_allowed:
+    if choice == PREFERENCE_TIE and not study.tie_allowed:
         raise ServiceError("this study does not allow a tie")
     if choice == PREFERENCE_BOTH_BAD and not study.both_bad_allowed:
         raise ServiceError("this study does not offer 'both bad'")
     systems = list(study.systems)
     if len(systems) != 2:
         raise ServiceError("this preference study does not declare its two systems")
-    if choice in ("tie", PREFERENCE_BOTH_BAD):
+    position, strength = preference_choice_parts(choice)
+    if position is None:  # tie or both bad: the same in screen and system space
         return AnswerValues(label=choice, raw_label=choice, choice=choice, justification=justification, active_ms=active_ms)
-    side, strength = choice.split("_", 1)
     left = assignment.left_system or systems[0]
-    right = systems[1] if left == systems[0] else systems[0]
-    preferred = left if side == "left" else right
-    label = f"{'a' if preferred == systems[0] else 'b'}_{strength}"
+    shown = (left, systems[1] if left == systems[0] else systems[0])
+    preferred = shown[position]
+    label = preference_label(systems.index(preferred), strength)
     if label not in study.labels:
         raise ServiceError(f"{label!r} is not one of the study's labels")
     return AnswerValues(
@@ -271,40 +287,19 @@ def _preference_values(study: Study, assignment: Assignment, choice: str, justif
 def _evidence_judgements(study: Study, item: Item, given: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     """One judgement per passage when the study asks for them, none otherwise: the same rule
     for the web form and the API, so a study's answers are complete for the credibility scores."""
-    passages = item.payload.get("evidence", []) if study.evidence_judgements else []
+    passages = len(item.payload.get("evidence", [])) if study.evidence_judgements else 0
     if not given:
         if passages:
             raise ServiceError(
-                f"this study asks for a judgement of every evidence passage: send 'evidence' with index 0..{len(passages) - 1}"
+                f"this study asks for a judgement of every evidence passage: send 'evidence' with index 0..{passages - 1}"
             )
         return []
     if not study.evidence_judgements:
         raise ServiceError("this study does not ask for evidence judgements")
-    if not isinstance(given, list):
-        raise ServiceError("evidence judgements must be a list of objects with 'index' and 'judgement'")
-    if not passages:
-        raise ServiceError("this item has no evidence passages to judge")
-    judgements: dict[int, dict[str, Any]] = {}
-    for entry in given:
-        if not isinstance(entry, dict):
-            raise ServiceError("each evidence judgement must be an object with 'index' and 'judgement'")
-        index, judgement, useful = entry.get("index"), entry.get("judgement"), entry.get("useful", False)
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(passages):
-            raise ServiceError(f"evidence index must be 0..{len(passages) - 1}, got {index!r}")
-        if judgement not in EVIDENCE_JUDGEMENTS:
-            raise ServiceError(f"evidence judgement must be one of {', '.join(EVIDENCE_JUDGEMENTS)}, got {judgement!r}")
-        if not isinstance(useful, bool):
-            raise ServiceError("'useful' must be true or false")
-        if index in judgements:
-            raise ServiceError(f"evidence passage {index} is judged twice")
-        judgements[index] = {"index": index, "judgement": judgement, "useful": useful}
-    missing = [index for index in range(len(passages)) if index not in judgements]
-    if missing:
-        raise ServiceError(
-            f"every evidence passage needs a judgement; missing index {', '.join(map(str, missing))} "
-            f"(the item has {len(passages)} passages, index 0..{len(passages) - 1})"
-        )
-    return [judgements[index] for index in sorted(judgements)]
+    try:
+        return checked_judgements(given, passages, complete=True)
+    except InvalidEvidence as exc:
+        raise ServiceError(str(exc)) from None
 
 
 def lease_ran_out(assignment: Assignment) -> bool:
@@ -330,6 +325,10 @@ def _own_assignment(user: AbstractBaseUser, study: Study, assignment_id: int) ->
     if assignment.annotator_id != user.pk:
         raise LeaseLost("this assignment is not yours: it belongs to another annotator")
     if lease_ran_out(assignment):
+        logger.info(
+            "user %s answered assignment %s in study %s after its lease ran out and the item went to someone else",
+            user.pk, assignment.pk, study.slug, extra={"study": study.slug, "assignment": assignment.pk},
+        )
         raise LeaseLost(
             "this item is no longer assigned to you: your time on it ran out and another annotator took it over"
         )
@@ -357,6 +356,7 @@ def submit(
         if assignment.status == Status.ACTIVE:
             if not sql.mark_submitted(assignment.pk, user.pk, now):
                 # unreachable while the row lock holds; kept so a change there cannot overwrite silently
+                logger.warning("submit of assignment %s lost it despite the row lock", assignment.pk)
                 raise LeaseLost("this item is no longer assigned to you")
             assignment.status, assignment.submitted_at, assignment.lease_expires_at = Status.SUBMITTED, now, None
             # An active assignment has no answer yet (answers are only stored with this

@@ -3,29 +3,25 @@
 Long work never runs inside a request (DESIGN §5): uploads larger than
 IMPORT_INLINE_MAX_BYTES are saved under var/uploads and imported by the
 `run_import_job` task; smaller ones are imported at once so the researcher
-sees the outcome, or the line-numbered errors, immediately.
+sees the outcome, or the line-numbered errors, immediately. Either way
+import_runner.py runs the job.
 """
 
 from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import IO
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
-from django.utils import timezone
 
 from ..formats import detect_format
 from ..models import ImportJob, Study
-from .annotation_import import import_annotations
-from .errors import ImportFailed, ServiceError
-from .item_import import import_items
-
-IMPORT_INLINE_MAX_BYTES = 1024 * 1024
-IMPORTERS = {ImportJob.What.ITEMS: import_items, ImportJob.What.ANNOTATIONS: import_annotations}
+from ..tasks import run_import_job
+from .errors import ServiceError
+from .import_runner import run_import
 
 
 def upload_dir() -> Path:
@@ -63,9 +59,9 @@ def submit_import(
         update_existing=update,
         created_by=created_by,
     )
-    if (upload.size or 0) <= IMPORT_INLINE_MAX_BYTES:
+    if (upload.size or 0) <= settings.IMPORT_INLINE_MAX_BYTES:
         upload.seek(0)
-        _run(job, upload)
+        run_import(job, upload)
         return job
     path = upload_dir() / f"{job.pk}-{uuid.uuid4().hex}.{fmt}"
     with path.open("wb") as target:
@@ -73,39 +69,5 @@ def submit_import(
             target.write(chunk)
     job.file_path = str(path)
     job.save(update_fields=["file_path"])
-    from ..tasks import run_import_job
-
     transaction.on_commit(lambda: run_import_job.enqueue(job.pk))
     return job
-
-
-def run_import_job(*, job_id: int) -> ImportJob:
-    """Run a queued import job from its stored file; safe to call twice."""
-    job = ImportJob.objects.select_related("study").get(pk=job_id)
-    if job.status != ImportJob.Status.QUEUED:
-        return job
-    job.status = ImportJob.Status.RUNNING
-    job.save(update_fields=["status"])
-    path = Path(job.file_path)
-    try:
-        with path.open("rb") as stream:
-            _run(job, stream)
-    finally:
-        path.unlink(missing_ok=True)
-    return job
-
-
-def _run(job: ImportJob, stream: IO[bytes]) -> None:
-    importer = IMPORTERS[job.what]
-    try:
-        result = importer(study=job.study, stream=stream, fmt=job.file_format, update=job.update_existing)
-    except ImportFailed as exc:
-        job.status = ImportJob.Status.FAILED
-        job.errors = [error.as_dict() for error in exc.errors]
-        job.error_count = exc.total
-    else:
-        job.status = ImportJob.Status.SUCCEEDED
-        job.created, job.updated = result.created, result.updated
-    job.finished_at = timezone.now()
-    job.save()
-

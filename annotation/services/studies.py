@@ -9,7 +9,7 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from ..models import Study
-from ..vocab import BINARY_SIDES, PREFERENCE_BOTH_BAD, default_binary_map, default_labels
+from ..vocab import BINARY_SIDES, PREFERENCE_BOTH_BAD, PREFERENCE_TIE, default_binary_map, default_labels
 from .errors import ServiceError
 
 
@@ -64,8 +64,8 @@ def create_study(
     if not 1 <= annotators_per_item <= 100:
         raise ServiceError("annotators per item must be between 1 and 100")
     chosen = _validated_labels(kind, labels, both_bad_allowed)
-    if kind == "preference" and not tie_allowed and "tie" in chosen:
-        chosen.remove("tie")
+    if kind == "preference" and not tie_allowed and PREFERENCE_TIE in chosen:
+        chosen.remove(PREFERENCE_TIE)
     aliases = dict(label_aliases or {})
     bad_aliases = sorted(target for target in aliases.values() if target not in chosen)
     if bad_aliases:

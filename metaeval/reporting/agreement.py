@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from annotation.models import Study
+from annotation.vocab import preference_parts
 from metaeval import stats
 
 from .options import ReportOptions
@@ -38,14 +39,18 @@ def binary_collapse(study: Study) -> tuple[dict[str, str | None], list[str]] | N
     if study.is_preference:
         if len(study.systems) != 2:
             return None
-        a, b = study.systems
-        mapping = {label: (a if label.startswith("a_") else b if label.startswith("b_") else None)
-                   for label in categories_for(study)}
-        return mapping, [a, b]
+        systems = list(study.systems)
+        mapping = {label: _preferred_system(label, systems) for label in categories_for(study)}
+        return mapping, systems
     if not study.binary_map:
         return None
     mapping = {label: study.binary_map.get(label) for label in categories_for(study)}
     return mapping, ["positive", "negative"]
+
+
+def _preferred_system(label: str, systems: list[str]) -> str | None:
+    index, _ = preference_parts(label)
+    return None if index is None else systems[index]
 
 
 def agreement_table(frame: pd.DataFrame, study: Study) -> tuple[stats.RatingTable, int]:

@@ -1,31 +1,25 @@
 """The report as one long CSV: a row per number, so a spreadsheet or R can filter it.
 
 Columns: ``section, scope, statistic, value, ci_low, ci_high, n, note``.
-Text cells that a spreadsheet would run as a formula (starting with
-``= + - @``, tab or CR) are prefixed with ``'``; numbers are written as they are.
+Written by annotation/csvsafe.py like the exports: text cells a spreadsheet
+would run as a formula get a leading ``'``, rows end in CRLF, so a cell
+holding a line break stays one cell; numbers are written as they are.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterator
 from typing import Any
+
+from annotation.csvsafe import csv_text
 
 from .present import Row, agreement_rows, estimate_row, pair_rows
 
 __all__ = ["CSV_COLUMNS", "report_csv"]
 
 CSV_COLUMNS = ["section", "scope", "statistic", "value", "ci_low", "ci_high", "n", "note"]
-_RISKY = ("=", "+", "-", "@", "\t", "\r")
 
 Line = tuple[str, str, str, Any, Any, Any, Any, str]
-
-
-def _safe(cell: Any) -> Any:
-    if isinstance(cell, str) and cell.startswith(_RISKY):
-        return "'" + cell
-    return "" if cell is None else cell
 
 
 def _rows(section: str, scope: str, rows: list[Row]) -> Iterator[Line]:
@@ -129,9 +123,4 @@ def _lines(report: dict[str, Any]) -> Iterator[Line]:
 
 def report_csv(report: dict[str, Any]) -> str:
     """The whole report as CSV text (UTF-8, one number per row)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    for line in _lines(report):
-        writer.writerow([_safe(cell) for cell in line])
-    return buffer.getvalue()
+    return csv_text(CSV_COLUMNS, _lines(report))

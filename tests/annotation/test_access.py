@@ -14,7 +14,8 @@ from rest_framework.authtoken.models import Token
 
 from annotation.models import ExportJob, ImportJob, Item
 from annotation.services import add_members, create_study, import_items
-from annotation.services.export_jobs import request_export, run_export_job
+from annotation.services.export_jobs import request_export
+from annotation.services.export_runner import run_export_job
 from metaeval.models import Verifier, VerifierRun
 from metaeval.services import create_verifier
 from metaeval.services.runs import start_run

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 
 import pytest
@@ -12,7 +13,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from annotation.models import Annotation, ImportJob, Item
-from annotation.services import import_jobs as import_job_limits
+from annotation.services import import_runner
 
 from tests.conftest import verification_item
 
@@ -108,6 +109,41 @@ def test_item_import_by_upload(client, researcher, verification_study):
 
 
 @pytest.mark.django_db
+def test_import_jobs_log_their_start_and_outcome(client, researcher, verification_study, caplog):
+    client.force_login(researcher)
+    url = reverse("api-item-import", args=["verif"])
+    with caplog.at_level(logging.INFO, logger="annotation.services.import_runner"):
+        client.post(url, {"file": upload("items.jsonl", verification_item("a"), verification_item("b"))})
+        client.post(url, {"file": upload("items.jsonl", {"id": "c", "claim": 7})})
+    good, bad = ImportJob.objects.order_by("pk")
+    records = [record for record in caplog.records if record.name == "annotation.services.import_runner"]
+    messages = [record.getMessage() for record in records]
+    assert len(messages) == 4 and messages[0] == f"import job {good.pk} started: items into study verif from items.jsonl"
+    assert messages[1].startswith(f"import job {good.pk} finished in ")
+    assert messages[1].endswith(": 2 created, 0 updated from 2 records") and records[1].n_created == 2
+    assert messages[2].startswith(f"import job {bad.pk} started")
+    assert messages[3].startswith(f"import job {bad.pk} refused the file ") and messages[3].endswith(": 1 problem(s)")
+
+
+@pytest.mark.django_db
+def test_an_import_that_breaks_fails_its_job_and_logs_the_traceback(client, researcher, verification_study, monkeypatch, caplog):
+    def broken(**kwargs):
+        raise RuntimeError("the disk is on fire")
+
+    monkeypatch.setitem(import_runner.IMPORTERS, ImportJob.What.ITEMS, broken)
+    client.force_login(researcher)
+    with caplog.at_level(logging.INFO, logger="annotation.services.import_runner"):
+        response = client.post(reverse("api-item-import", args=["verif"]), {"file": upload("items.jsonl", verification_item("a"))})
+    body = response.json()
+    assert response.status_code == 400 and body["status"] == "failed" and body["error_count"] == 1
+    assert "unexpected error (RuntimeError: the disk is on fire); nothing was changed" in body["errors"][0]["message"]
+    [failure] = [record for record in caplog.records if record.levelno == logging.ERROR]
+    assert failure.exc_info is not None and failure.exc_info[0] is RuntimeError
+    assert "Traceback (most recent call last)" in caplog.text and "the disk is on fire" in caplog.text
+    assert ImportJob.objects.get().status == "failed"  # not left running or queued
+
+
+@pytest.mark.django_db
 def test_annotation_import_and_export(client, researcher, loaded_verification_study):
     client.force_login(researcher)
     response = client.post(
@@ -125,8 +161,8 @@ def test_annotation_import_and_export(client, researcher, loaded_verification_st
 
 
 @pytest.mark.django_db(transaction=True)
-def test_big_upload_is_imported_by_the_background_worker(client, researcher, verification_study, monkeypatch):
-    monkeypatch.setattr(import_job_limits, "IMPORT_INLINE_MAX_BYTES", 100)
+def test_big_upload_is_imported_by_the_background_worker(client, researcher, verification_study, settings):
+    settings.IMPORT_INLINE_MAX_BYTES = 100
     client.force_login(researcher)
     response = client.post(
         reverse("api-item-import", args=["verif"]),

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from annotation.forms import PREFERENCE_OPTIONS
 from annotation.models import Annotation, AnnotationRevision, Assignment, Item, Study
 from annotation.randomisation import left_system_for, queue_position
 from annotation.selectors import export_rows
@@ -24,6 +26,14 @@ from annotation.services.assignments import (
     lease_length,
     skip,
     submit,
+)
+from annotation.vocab import (
+    PREFERENCE_BOTH_BAD,
+    PREFERENCE_CHOICES,
+    PREFERENCE_LABELS,
+    preference_choice_parts,
+    preference_label,
+    preference_parts,
 )
 
 from tests.conftest import jsonl, preference_item, verification_item
@@ -121,7 +131,7 @@ def test_a_skipped_item_is_not_served_again_and_its_slot_is_freed():
     assert skip(user=a1, study=study, assignment_id=first.pk).status == "skipped"  # repeat-safe
 
 
-def test_an_expired_lease_is_reclaimed_by_someone_who_has_not_had_the_item():
+def test_an_expired_lease_is_reclaimed_by_someone_who_has_not_had_the_item(caplog):
     study, (a1, a2, _) = make_study(kind="preference", items=2, n=2)
     now = timezone.now()
     held = claim_next(user=a1, study=study, now=now)
@@ -135,9 +145,10 @@ def test_an_expired_lease_is_reclaimed_by_someone_who_has_not_had_the_item():
     assert (old.status, old.slot, old.annotator_id) == ("skipped", None, a1.pk)
     assert old.lease_expires_at is not None  # the mark of a lease that ran out
     assert Item.objects.get(pk=held.item_id).slots_taken == 1
-    with pytest.raises(LeaseLost, match="ran out"):
+    with caplog.at_level(logging.INFO, logger="annotation.services.assignments"), pytest.raises(LeaseLost, match="ran out"):
         submit(user=a1, study=study, assignment_id=held.pk, answer=SubmittedAnswer(choice="tie"))
     assert not Annotation.objects.exists()
+    assert f"answered assignment {held.pk} in study {study.slug} after its lease ran out" in caplog.text
     # a1 moves on and is never served that item again.
     assert claim_next(user=a1, study=study, now=later).item_id != held.item_id
 
@@ -179,7 +190,7 @@ def test_a_counter_that_lags_behind_cannot_over_assign():
     assert Item.objects.get(pk=first.item_id).slots_taken == 2  # repaired
 
 
-def test_a_claim_that_keeps_losing_races_says_busy_not_finished(monkeypatch):
+def test_a_claim_that_keeps_losing_races_says_busy_not_finished(monkeypatch, caplog):
     """Lost races are retried; if they never stop, the answer is "try again" (503), never "nothing left" (204)."""
     from annotation.services import assignments
 
@@ -200,8 +211,12 @@ def test_a_claim_that_keeps_losing_races_says_busy_not_finished(monkeypatch):
 
     monkeypatch.setattr(assignments, "_claim", always_busy)
     monkeypatch.setattr(assignments, "CLAIM_ATTEMPTS", 3)
-    with pytest.raises(assignments.ClaimContention):
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="annotation.services.assignments"), pytest.raises(assignments.ClaimContention):
         claim_next(user=a1, study=study)
+    levels = [record.levelname for record in caplog.records if record.name == "annotation.services.assignments"]
+    assert levels == ["DEBUG"] * 3 + ["WARNING"]  # each lost race, then giving up
+    assert "lost a race (attempt 3 of 3): _Busy" in caplog.text and "gave up after 3 lost races" in caplog.text
 
 
 def test_gold_items_are_served_like_any_other_and_never_show_the_gold():
@@ -361,6 +376,7 @@ def test_verification_answer_with_evidence_and_rationale():
     (SubmittedAnswer(label="supported", evidence=[{"index": 0, "judgement": "support", "useful": "yes"}]), "'useful'"),
     (SubmittedAnswer(label="supported", evidence=[{"index": 0, "judgement": "support"}] * 2), "judged twice"),
     (SubmittedAnswer(label="supported", evidence=["support"]), "must be an object"),
+    (SubmittedAnswer(label="supported", evidence=[{"index": 0, "judgement": "support", "usefull": True}]), "unknown key"),
     (SubmittedAnswer(label="supported", active_ms=-1), "active_ms"),
     (SubmittedAnswer(label="supported", active_ms=True), "active_ms"),
     (SubmittedAnswer(label="supported", justification="x" * 10_001), "limit"),
@@ -420,6 +436,27 @@ def test_bad_preference_answers_are_refused(options, answer, message):
     with pytest.raises(ServiceError, match=message):
         submit(user=a1, study=study, assignment_id=assignment.pk, answer=answer)
     assert not Annotation.objects.exists()
+
+
+def test_the_lease_length_is_a_setting(settings):
+    settings.ANNOTATION_LEASE_SECONDS = 90
+    study, (a1, *_) = make_study(items=1)
+    now = timezone.now()
+    assert claim_next(user=a1, study=study, now=now).lease_expires_at == now + timedelta(seconds=90)
+
+
+def test_preference_labels_and_choices_split_and_join_in_one_place():
+    for label in (*PREFERENCE_LABELS, PREFERENCE_BOTH_BAD):
+        index, strength = preference_parts(label)
+        if label != PREFERENCE_BOTH_BAD:
+            assert preference_label(index, strength) == label
+    assert preference_parts("b_strong") == (1, "strong") and preference_parts("tie") == (None, "")
+    assert preference_choice_parts("left_slight") == (0, "slight") and preference_choice_parts("both_bad") == (None, "")
+    assert [option.value for option in PREFERENCE_OPTIONS] == list(PREFERENCE_CHOICES)  # the page offers the vocabulary
+    for bad in (lambda: preference_parts("a_strongest"), lambda: preference_choice_parts("a_strong"),
+                lambda: preference_label(0, "very"), lambda: preference_label(2, "strong")):
+        with pytest.raises(ValueError):
+            bad()
 
 
 def test_both_bad_when_the_study_offers_it():

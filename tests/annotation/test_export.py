@@ -17,7 +17,7 @@ from django.db.models.query import QuerySet
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from annotation import formats
+from annotation import csvsafe
 from annotation.exports import export_chunks
 from annotation.models import Annotation, Assignment, Item, Study, StudyMember
 from annotation.selectors import EXPORT_COLUMNS, export_rows
@@ -40,13 +40,13 @@ V_ITEMS = [
 ]
 V_ANNOTATIONS = [
     {"item": "c-1", "annotator": "w1", "label": "Supported", "justification": "Both passages agree, \"clearly\".",
-     "active_ms": 4200, "evidence": [{"passage": 0, "judgement": "support", "useful": True},
-                                     {"passage": 1, "judgement": "irrelevant", "useful": False}]},
+     "active_ms": 4200, "evidence": [{"index": 0, "judgement": "support", "useful": True},
+                                     {"index": 1, "judgement": "irrelevant", "useful": False}]},
     {"item": "c-1", "annotator": "w2", "label": "contradicted", "active_ms": 0},
     {"item": "c-1", "annotator": "w3", "label": "inconclusive", "justification": "Line one.\nLine two, with a comma."},
     {"item": "c-2", "annotator": "w2", "label": "supported", "raw_label": "SUP"},
     {"item": "c-3", "annotator": "w1", "label": "inconclusive", "choice": "inconclusive",
-     "evidence": [{"passage": 1, "judgement": "not_support", "useful": True}]},
+     "evidence": [{"index": 1, "judgement": "not_support", "useful": True}]},
 ]
 P_ITEMS = [preference_item(f"p-{n}") for n in range(1, 3)]
 P_ANNOTATIONS = [
@@ -250,10 +250,35 @@ def test_csv_neutralises_formulas_and_jsonl_keeps_them(db, tmp_path):
 
 @pytest.mark.parametrize("start", ["=", "+", "-", "@", "\t", "\r"])
 def test_every_formula_start_is_neutralised(start):
-    assert formats.neutralise_cell(start + "x") == "'" + start + "x"
-    assert formats.csv_cell(start + "x") == "'" + start + "x"
-    assert formats.neutralise_cell("x" + start) == "x" + start
-    assert formats.csv_cell(-5) == -5  # numbers are data, not formulas
+    assert csvsafe.neutralise_cell(start + "x") == "'" + start + "x"
+    assert csvsafe.csv_cell(start + "x") == "'" + start + "x"
+    assert csvsafe.neutralise_cell("x" + start) == "x" + start
+    assert csvsafe.csv_cell(-5) == -5  # numbers are data, not formulas
+
+
+#: Cells that break a naive CSV writer (rows split, quotes unbalanced) or run as formulas.
+AWKWARD = ["one\rtwo", "one\ntwo", "one\r\ntwo", 'say "hi", twice', "=1+1", "+1", "-1", "@SUM(A1)", "\tx", "\rx"]
+
+
+def test_awkward_cells_read_back_as_one_row_each():
+    text = csvsafe.csv_text(["n", "cell"], [[n, cell] for n, cell in enumerate(AWKWARD)])
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    assert rows[0] == ["n", "cell"] and len(rows) == 1 + len(AWKWARD)
+    assert [cell for _, cell in rows[1:]] == [csvsafe.neutralise_cell(cell) for cell in AWKWARD]
+    assert [cell for _, cell in rows[1:]][4:] == ["'" + cell for cell in AWKWARD[4:]]
+    assert text.startswith("n,cell\r\n") and text.endswith("\r\n")
+
+
+def test_an_export_with_awkward_cells_has_one_row_per_annotation(db, tmp_path):
+    study = create_study(slug="awkward", name="Awkward", kind="verification", annotators_per_item=len(AWKWARD))
+    import_items(study=study, stream=jsonl(verification_item("c-1")), fmt="jsonl")
+    import_annotations(study=study, stream=jsonl(*(
+        {"item": "c-1", "annotator": f"w{n}", "label": "supported", "justification": cell}
+        for n, cell in enumerate(AWKWARD))), fmt="jsonl")
+    rows = list(csv.reader(io.StringIO(export(study.slug, "csv", tmp_path), newline="")))
+    assert len(rows) == 1 + len(AWKWARD) and {len(row) for row in rows} == {len(EXPORT_COLUMNS)}
+    column = EXPORT_COLUMNS.index("justification")
+    assert sorted(row[column] for row in rows[1:]) == sorted(csvsafe.neutralise_cell(cell) for cell in AWKWARD)
 
 
 # --- streaming ------------------------------------------------------------------------
@@ -323,7 +348,7 @@ def test_csv_chunks_are_yielded_before_the_rows_run_out():
             yield {"item": f"c-{n}", "label": "x"}
         raise RuntimeError("the writer read past what it needed for the first chunks")
 
-    chunks = formats.csv_chunks(["item", "label"], rows(), batch=100)
+    chunks = csvsafe.csv_chunks(["item", "label"], rows(), batch=100)
     first = next(chunks)
     assert first.startswith("item,label\r\n") and first.count("\r\n") == 101
     assert next(chunks).count("\n") == 100

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from pathlib import Path
 
@@ -12,7 +13,8 @@ from django.urls import reverse
 from annotation import exports
 from annotation.models import ExportJob
 from annotation.services import add_members, create_study
-from annotation.services.export_jobs import export_dir, request_export, run_export_job
+from annotation.services.export_jobs import request_export
+from annotation.services.export_runner import export_dir, run_export_job
 
 
 @pytest.fixture
@@ -34,7 +36,7 @@ def downloaded(response) -> bytes:
 
 
 @pytest.mark.django_db
-def test_a_big_study_is_exported_in_the_background_from_the_study_page(client, researcher, big, tmp_path):
+def test_a_big_study_is_exported_in_the_background_from_the_study_page(client, researcher, big, tmp_path, caplog):
     client.force_login(researcher)
     response = client.get(reverse("annotation:study_export", args=[big.slug, "csv"]), follow=True)
     assert "more than 2 annotations" in response.content.decode()  # not streamed: told to prepare it
@@ -47,9 +49,13 @@ def test_a_big_study_is_exported_in_the_background_from_the_study_page(client, r
     waiting = client.get(response.url).content.decode()
     assert "Queued" in waiting and 'http-equiv="refresh"' in waiting
 
-    run_export_job(job_id=job.pk)
+    with caplog.at_level(logging.INFO, logger="annotation.services.export_runner"):
+        run_export_job(job_id=job.pk)
     job.refresh_from_db()
     assert (job.status, job.rows, job.error) == ("succeeded", 6, "")
+    started, finished = (record.getMessage() for record in caplog.records if record.name.startswith("annotation."))
+    assert started == f"export job {job.pk} started: csv of study {big.slug}"
+    assert finished.startswith(f"export job {job.pk} finished in ") and finished.endswith(": 6 annotations")
     ready = client.get(response.url).content.decode()
     assert 'id="export-download"' in ready and "refresh" not in ready
     file = client.get(reverse("annotation:export_job_download", args=[big.slug, job.pk]))
@@ -106,7 +112,7 @@ def test_a_newer_export_replaces_the_older_file(client, researcher, big):
 
 
 @pytest.mark.django_db
-def test_a_failed_export_says_why_and_leaves_no_file(client, researcher, big, monkeypatch):
+def test_a_failed_export_says_why_and_leaves_no_file(client, researcher, big, monkeypatch, caplog):
     real = exports.export_rows
 
     def breaks_halfway(study):
@@ -116,9 +122,14 @@ def test_a_failed_export_says_why_and_leaves_no_file(client, researcher, big, mo
 
     monkeypatch.setattr(exports, "export_rows", breaks_halfway)
     job = request_export(study=big, file_format="csv")
-    run_export_job(job_id=job.pk)
+    with caplog.at_level(logging.INFO, logger="annotation.services.export_runner"):
+        run_export_job(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == "failed" and job.error == "OSError: No space left on device" and job.file_path == ""
+    # The researcher gets the text; the operator's log gets the traceback too.
+    [failure] = [record for record in caplog.records if record.levelno == logging.ERROR]
+    assert failure.getMessage().startswith(f"export job {job.pk} failed after ") and failure.exc_info[0] is OSError
+    assert "Traceback (most recent call last)" in caplog.text and "breaks_halfway" in caplog.text
     assert list(export_dir().iterdir()) == []  # no file, no .partial
     client.force_login(researcher)
     assert "No space left on device" in client.get(reverse("annotation:export_job", args=[big.slug, job.pk])).content.decode()

@@ -145,6 +145,14 @@ def test_preference_rows_in_system_space(loaded_preference_study):
     assert left[0] != left[1] and left[0] == left[2]
 
 
+def test_both_bad_is_imported_without_a_preferred_system(db):
+    study = create_study(slug="bb", name="Both bad", kind="preference", both_bad_allowed=True, systems=["a", "b"])
+    import_items(study=study, stream=jsonl(preference_item("p-1", lists={"a": ["x"], "b": ["y"]})), fmt="jsonl")
+    import_annotations(study=study, stream=jsonl({"item": "p-1", "annotator": "w1", "label": "Both_Bad"}), fmt="jsonl")
+    annotation = annotations(study)[("p-1", "w1")]
+    assert (annotation.label, annotation.preferred_system, annotation.strength) == ("both_bad", "", "")
+
+
 def test_a_tie_is_refused_where_the_study_offers_none(db):
     study = create_study(slug="no-tie", name="No tie", kind="preference", tie_allowed=False, systems=["a", "b"])
     import_items(study=study, stream=jsonl(preference_item("p-1", lists={"a": ["x"], "b": ["y"]})), fmt="jsonl")
@@ -153,7 +161,7 @@ def test_a_tie_is_refused_where_the_study_offers_none(db):
 
 
 def test_csv_annotations_with_evidence_judgements(loaded_verification_study):
-    judgements = [{"passage": 0, "judgement": "support", "useful": True}]
+    judgements = [{"index": 0, "judgement": "support", "useful": True}]
     stream = csv_bytes([
         {"item": "c-1", "annotator": "w3", "label": "supported", "evidence_judgements": judgements,
          "active_ms": "1500", "justification": "Passage 1 says so."},
@@ -166,15 +174,33 @@ def test_csv_annotations_with_evidence_judgements(loaded_verification_study):
     assert (got[("c-2", "w3")].evidence_judgements, got[("c-2", "w3")].active_ms) == ([], None)
 
 
+def test_imported_evidence_judgements_may_be_partial_but_are_stored_as_a_submit_stores_them(verification_study):
+    passages = [{"text": f"Passage {n}."} for n in range(3)]
+    import_items(study=verification_study, stream=jsonl(verification_item("c-1", evidence=passages)), fmt="jsonl")
+    given = [{"index": 2, "judgement": "not_support", "useful": True}, {"index": 0, "judgement": "support"}]
+    import_annotations(study=verification_study, stream=jsonl(
+        {"item": "c-1", "annotator": "w1", "label": "supported", "evidence": given}), fmt="jsonl")
+    assert annotations(verification_study)[("c-1", "w1")].evidence_judgements == [
+        {"index": 0, "judgement": "support", "useful": False},
+        {"index": 2, "judgement": "not_support", "useful": True},
+    ]
+
+
+def test_evidence_judgements_on_an_item_without_passages_are_refused(loaded_preference_study):
+    failure = import_fails(loaded_preference_study, jsonl(
+        {"item": "p-1", "annotator": "w1", "label": "tie", "evidence": [{"index": 0, "judgement": "support"}]}))
+    assert_error(failure, 1, "evidence", "this item has no evidence passages to judge")
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 def test_nul_characters_are_dropped(loaded_verification_study, fmt):
     row = {"item": "c-1", "annotator": "w\x003", "label": "supported\x00", "justification": "Why\x00 not",
-           "evidence": [{"note": "a\x00b"}]}
+           "evidence": [{"index": 0, "judgement": "supp\x00ort"}]}
     stream = jsonl(row) if fmt == "jsonl" else csv_bytes([row])
     import_annotations(study=loaded_verification_study, stream=stream, fmt=fmt)
     annotation = annotations(loaded_verification_study)[("c-1", "w3")]
     assert (annotation.label, annotation.raw_label, annotation.justification) == ("supported", "supported", "Why not")
-    assert annotation.evidence_judgements == [{"note": "ab"}]
+    assert annotation.evidence_judgements == [{"index": 0, "judgement": "support", "useful": False}]
 
 
 # --- errors: line, field, and nothing stored ------------------------------------------------
@@ -188,6 +214,7 @@ P_GOOD = [
     {"item": "p-2", "annotator": "w1", "label": "tie"},
 ]
 
+V_JUDGED = {"item": "c-3", "annotator": "w3", "label": "supported"}
 V_CASES = [
     ("unknown item", {"item": "c-99", "annotator": "w3", "label": "supported"}, "item",
      ("no item 'c-99' in study 'verif'", "import the items first")),
@@ -212,6 +239,23 @@ V_CASES = [
     ("active_ms beyond the column", {"item": "c-3", "annotator": "w3", "label": "supported", "active_ms": 2**31},
      "active_ms", ("whole number of milliseconds",)),
     ("unknown field", {"item": "c-3", "annotator": "w3", "lable": "supported"}, "lable", ("unknown field",)),
+    # Evidence judgements: the submit's rule (annotation/evidence.py), on the item's one passage.
+    ("evidence judgement off the vocabulary", {**V_JUDGED, "evidence": [{"index": 0, "judgement": "maybe"}]},
+     "evidence[0]", ("evidence judgement must be one of support, not_support, irrelevant", "'maybe'")),
+    ("evidence index out of range", {**V_JUDGED, "evidence": [{"index": 1, "judgement": "support"}]},
+     "evidence[0]", ("evidence index must be 0..0, got 1",)),
+    ("evidence passage judged twice",
+     {**V_JUDGED, "evidence": [{"index": 0, "judgement": "support"}, {"index": 0, "judgement": "irrelevant"}]},
+     "evidence[1]", ("evidence passage 0 is judged twice",)),
+    ("evidence index as text", {**V_JUDGED, "evidence_judgements": [{"index": "0", "judgement": "support"}]},
+     "evidence_judgements[0]", ("evidence index must be 0..0, got '0'",)),
+    ("useful as text", {**V_JUDGED, "evidence": [{"index": 0, "judgement": "support", "useful": "yes"}]},
+     "evidence[0]", ("'useful' must be true or false",)),
+    ("evidence judgement not an object", {**V_JUDGED, "evidence": ["support"]},
+     "evidence[0]", ("must be an object with 'index' and 'judgement', got string",)),
+    ("misspelt key in an evidence judgement",
+     {**V_JUDGED, "evidence": [{"index": 0, "judgement": "support", "usefull": True}]},
+     "evidence[0]", ("unknown key(s) 'usefull'",)),
 ]
 V_JSON_CASES = [
     ("active_ms as a fraction", {"item": "c-3", "annotator": "w3", "label": "supported", "active_ms": 1.5},

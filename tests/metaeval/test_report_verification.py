@@ -7,6 +7,7 @@ import io
 import pytest
 from django.urls import reverse
 
+from annotation.models import Annotation, StudyMember
 from annotation.services import add_members, create_study, import_annotations, import_items
 from metaeval import selectors
 from metaeval.reporting import ReportOptions, build_report
@@ -24,7 +25,9 @@ def _item(n: int, **extra) -> dict:
                              evidence=evidence, **extra)
 
 
-# (item, worker, label, evidence judgements as stored by different tools)
+# (item, worker, label, evidence judgements as stored by different tools). Imports
+# now refuse all but the canonical shape; rows stored before that, in these
+# spellings, are still read, so the fixture writes them straight to the table.
 LABELS = [
     ("c-0", "w1", "supported", [{"index": 0, "judgement": "support"}, {"index": 1, "judgement": "irrelevant"}]),
     ("c-0", "w2", "supported", [{"passage": 0, "label": "Supports"}, {"passage": 2, "label": "not support"}]),
@@ -51,8 +54,11 @@ def study(db, researcher):
     items = [_item(n, gold="supported") if n == 8 else _item(n) for n in range(9)]
     import_items(study=study, stream=jsonl(*items), fmt="jsonl")
     import_annotations(study=study, stream=jsonl(*(
-        {"item": item, "annotator": who, "label": label, "evidence_judgements": judgements}
-        for item, who, label, judgements in LABELS)), fmt="jsonl")
+        {"item": item, "annotator": who, "label": label} for item, who, label, _ in LABELS)), fmt="jsonl")
+    users = dict(StudyMember.objects.filter(study=study).values_list("pseudonym", "user_id"))
+    for item, who, _, judgements in LABELS:
+        Annotation.objects.filter(assignment__item__external_id=item, assignment__annotator_id=users[who]).update(
+            evidence_judgements=judgements)
     return study
 
 

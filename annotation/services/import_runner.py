@@ -1,0 +1,84 @@
+"""Running an import job: inline for small uploads, or what the `run_import_job` task does.
+
+Only runs jobs; recording and queueing them is import_jobs.py, which imports
+the task. This module never imports annotation.tasks, so tasks can import it
+at the top.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import IO
+
+from django.utils import timezone
+
+from ..formats import RecordError
+from ..models import ImportJob
+from .annotation_import import import_annotations
+from .errors import ImportFailed
+from .item_import import import_items
+
+logger = logging.getLogger(__name__)
+
+IMPORTERS = {ImportJob.What.ITEMS: import_items, ImportJob.What.ANNOTATIONS: import_annotations}
+
+
+def run_import_job(*, job_id: int) -> ImportJob:
+    """Run a queued import job from its stored file; safe to call twice."""
+    job = ImportJob.objects.select_related("study").get(pk=job_id)
+    if job.status != ImportJob.Status.QUEUED:
+        return job
+    job.status = ImportJob.Status.RUNNING
+    job.save(update_fields=["status"])
+    path = Path(job.file_path)
+    try:
+        with path.open("rb") as stream:
+            run_import(job, stream)
+    finally:
+        path.unlink(missing_ok=True)
+    return job
+
+
+def run_import(job: ImportJob, stream: IO[bytes]) -> None:
+    """Import `stream` as the job says and record the outcome on it.
+
+    A file with problems fails with its line-numbered errors; an unexpected
+    error fails the job too (logged with its traceback), so that no job is
+    left "running" for ever. Either way the import changed nothing.
+    """
+    where = {"job": job.pk, "study": job.study.slug, "what": job.what}
+    logger.info("import job %s started: %s into study %s from %s", job.pk, job.what, job.study.slug, job.file_name, extra=where)
+    started = time.monotonic()
+    try:
+        result = IMPORTERS[job.what](study=job.study, stream=stream, fmt=job.file_format, update=job.update_existing)
+    except ImportFailed as exc:
+        seconds = round(time.monotonic() - started, 3)
+        logger.info(
+            "import job %s refused the file after %.1f s: %d problem(s)", job.pk, seconds, exc.total,
+            extra={**where, "n_problems": exc.total, "seconds": seconds},
+        )
+        job.status = ImportJob.Status.FAILED
+        job.errors = [error.as_dict() for error in exc.errors]
+        job.error_count = exc.total
+    except Exception as exc:  # noqa: BLE001 - recorded on the job for the researcher, logged for the operator
+        seconds = round(time.monotonic() - started, 3)
+        logger.exception("import job %s failed after %.1f s", job.pk, seconds, extra={**where, "seconds": seconds})
+        job.status = ImportJob.Status.FAILED
+        message = f"the import stopped on an unexpected error ({type(exc).__name__}: {exc}); nothing was changed"
+        job.errors, job.error_count = [RecordError(None, message).as_dict()], 1
+    else:
+        seconds = round(time.monotonic() - started, 3)
+        logger.info(
+            "import job %s finished in %.1f s: %d created, %d updated from %d records",
+            job.pk, seconds, result.created, result.updated, result.records,
+            extra={
+                **where, "n_created": result.created, "n_updated": result.updated, "n_records": result.records,
+                "seconds": seconds,
+            },
+        )
+        job.status = ImportJob.Status.SUCCEEDED
+        job.created, job.updated = result.created, result.updated
+    job.finished_at = timezone.now()
+    job.save()
