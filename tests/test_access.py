@@ -16,8 +16,8 @@ from annotation.models import ExportJob, ImportJob, Item
 from annotation.services import add_members, create_study, import_items
 from annotation.services.export_jobs import request_export, run_export_job
 from metaeval.models import Verifier, VerifierRun
-from metaeval.services import create_verifier
-from metaeval.services.runs import start_run
+from metaeval.verifiers.services import create_verifier
+from metaeval.verifiers.services.runs import start_run
 
 from .conftest import jsonl, verification_item
 

@@ -101,7 +101,7 @@ def human_reference(study: Study) -> tuple[pd.DataFrame, str]:
 def fitting_presets(study: Study) -> list[str]:
     """Presets whose verdicts map onto the study's labels without a label map (a form's sensible first choice)."""
     from .presets import PRESETS
-    from .spec import LabelMapper
+    from .runner.spec import LabelMapper
 
     mapper = LabelMapper(study.labels, study.label_aliases, {})
     return [preset_id for preset_id, preset in PRESETS.items() if preset_id != "custom"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from metaeval.verifiers import get_preset
-from metaeval.verifiers.demos import DEMOS_PATH, load_demos, parse_search_results
-from metaeval.verifiers.rendering import search_results
+from metaeval.verifiers.presets import get_preset
+from metaeval.verifiers.presets.demos import DEMOS_PATH, load_demos, parse_search_results
+from metaeval.verifiers.presets.rendering import search_results
 
 from .evidence import CLAIM, EVIDENCE
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from metaeval.verifiers import get_preset
+from metaeval.verifiers.presets import get_preset
 
 from .evidence import CLAIM, EVIDENCE
 

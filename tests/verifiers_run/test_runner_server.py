@@ -6,8 +6,8 @@ import pytest
 from django_tasks_db.models import DBTaskResult
 
 from metaeval.models import Prediction, VerifierRun
-from metaeval.services import start_run
-from metaeval.tasks import run_verifier_chunk
+from metaeval.verifiers.services import start_run
+from metaeval.verifiers.tasks import run_verifier_chunk
 from metaeval.verifiers.runner import run_to_completion
 
 from .conftest import add_items, claim_item, llm_verifier
@@ -74,7 +74,7 @@ def test_a_run_is_a_chain_of_chunk_tasks(claims_study, fake_server, monkeypatch,
     with django_capture_on_commit_callbacks(execute=True):
         run = start_run(verifier=verifier)
     def queued():
-        return DBTaskResult.objects.filter(task_path="metaeval.tasks.run_verifier_chunk")
+        return DBTaskResult.objects.filter(task_path="metaeval.verifiers.tasks.run_verifier_chunk")
 
     assert [task.args_kwargs["args"] for task in queued()] == [[run.pk, 0]]
     first = run_verifier_chunk.call(run.pk, 0)  # what the worker does with that row

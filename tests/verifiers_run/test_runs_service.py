@@ -10,8 +10,8 @@ from django_tasks_db.models import DBTaskResult
 
 from annotation.services import ServiceError, create_study
 from metaeval.models import VerifierRun
-from metaeval.services import create_verifier, import_predictions, resume_stale_runs, start_run, stop_run
-from metaeval.services.runs import count_cached
+from metaeval.verifiers.services import create_verifier, import_predictions, resume_stale_runs, start_run, stop_run
+from metaeval.verifiers.services.runs import count_cached
 from tests.conftest import jsonl
 
 from .conftest import llm_verifier
@@ -26,7 +26,7 @@ def age(run: VerifierRun, seconds: float) -> None:
 
 
 def chunk_tasks() -> list[list[int]]:
-    return [task.args_kwargs["args"] for task in DBTaskResult.objects.filter(task_path="metaeval.tasks.run_verifier_chunk")]
+    return [task.args_kwargs["args"] for task in DBTaskResult.objects.filter(task_path="metaeval.verifiers.tasks.run_verifier_chunk")]
 
 
 def test_start_queues_one_chunk_task_after_commit(claims_study, django_capture_on_commit_callbacks):

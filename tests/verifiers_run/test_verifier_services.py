@@ -8,7 +8,7 @@ import pytest
 
 from annotation.services import ServiceError, create_study
 from metaeval.models import Verifier
-from metaeval.services import VerifierInvalid, create_verifier, ensure_baselines, update_verifier
+from metaeval.verifiers.services import VerifierInvalid, create_verifier, ensure_baselines, update_verifier
 
 pytestmark = pytest.mark.django_db
 

@@ -19,10 +19,10 @@ from django.db import IntegrityError, transaction
 from annotation.models import Study
 from annotation.services.errors import ServiceError
 
-from ..models import Verifier
-from ..verifiers.baselines import DEFAULT_THRESHOLD, default_sides
-from ..verifiers.presets import PRESETS
-from ..verifiers.spec import LabelMapper, key_variable_problem, preset_for, url_problem
+from ...models import Verifier
+from ..presets.baselines import DEFAULT_THRESHOLD, default_sides
+from ..presets import PRESETS
+from ..runner.spec import LabelMapper, key_variable_problem, preset_for, url_problem
 
 __all__ = ["VerifierInvalid", "validated_fields", "create_verifier", "ensure_baselines", "update_verifier", "BASELINE_NAMES"]
 

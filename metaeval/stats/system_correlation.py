@@ -21,8 +21,8 @@ from types import ModuleType
 import numpy as np
 import pandas as pd
 
-from ..stats.bootstrap import percentile_ci
-from ..stats.estimate import Estimate
+from .bootstrap import percentile_ci
+from .estimate import Estimate
 
 __all__ = ["classification_bootstrap", "system_correlation", "system_scores", "tau_b", "spearman_rows"]
 

@@ -15,7 +15,7 @@ from annotation.services.errors import ImportFailed, ServiceError
 
 from .services import create_verifier, import_predictions, start_run, stop_run, update_verifier
 from .services.verifiers import VerifierInvalid
-from .verifier_serializers import (
+from .serializers import (
     ImportOutcomeSerializer,
     PredictionImportSerializer,
     RunSerializer,
@@ -24,8 +24,8 @@ from .verifier_serializers import (
     VerifierUpdateSerializer,
     VerifierWriteSerializer,
 )
-from .verifiers.access import access_run, access_verifier
-from .verifiers.selectors import study_verifiers
+from .access import access_run, access_verifier
+from .selectors import study_verifiers
 
 
 class ProblemSerializer(serializers.Serializer):

@@ -29,8 +29,8 @@ from django.utils import timezone
 from annotation.models import Annotation, Item
 from annotation.services.errors import ServiceError
 
-from ..models import ACTIVE_RUN_STATUSES, Prediction, Verifier, VerifierRun
-from ..verifiers.baselines import majority_label
+from ...models import ACTIVE_RUN_STATUSES, Prediction, Verifier, VerifierRun
+from ..presets.baselines import majority_label
 
 __all__ = [
     "Outcome",

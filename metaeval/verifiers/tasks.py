@@ -14,7 +14,7 @@ def run_verifier_chunk(run_id: int, generation: int) -> dict:
     next start of the same verifier) queues the chunk again under a new
     generation, which retires any task of the old chain.
     """
-    from .verifiers.runner import run_chunk
+    from .runner import run_chunk
 
     result = run_chunk(run_id, generation)
     if result.more:

@@ -17,9 +17,9 @@ from urllib.parse import urlsplit
 
 from annotation.vocab import canonical_label
 
-from .base import Evidence, Message, Preset
-from .custom import DEFAULT_LABELS
-from .presets import get_preset
+from ..presets.base import Evidence, Message, Preset
+from ..presets.custom import DEFAULT_LABELS
+from ..presets import get_preset
 
 __all__ = [
     "ENV_NAME",

@@ -36,7 +36,7 @@ from openai.types.chat import ChatCompletion
 from annotation.models import Item
 from annotation.services.errors import ServiceError
 
-from ..models import Prediction, Verifier, VerifierRun
+from ...models import Prediction, Verifier, VerifierRun
 from ..services.runs import (
     Outcome,
     begin_chunk,
@@ -46,8 +46,8 @@ from ..services.runs import (
     record_predictions,
     run_params,
 )
-from .base import Message, Preset
-from .baselines import DEFAULT_THRESHOLD, overlap_score
+from ..presets.base import Message, Preset
+from ..presets.baselines import DEFAULT_THRESHOLD, overlap_score
 from .spec import ItemInput, LabelMapper, cache_key, item_input, key_variable_problem, preset_for, render_item
 
 __all__ = [
