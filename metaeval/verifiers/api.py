@@ -13,8 +13,8 @@ from annotation.formats import detect_format
 from annotation.permissions import IsStudyResearcher
 from annotation.services.errors import ImportFailed, ServiceError
 
-from .services import create_verifier, import_predictions, start_run, stop_run, update_verifier
-from .services.verifiers import VerifierInvalid
+from .access import access_run, access_verifier
+from .selectors import study_verifiers
 from .serializers import (
     ImportOutcomeSerializer,
     PredictionImportSerializer,
@@ -24,8 +24,8 @@ from .serializers import (
     VerifierUpdateSerializer,
     VerifierWriteSerializer,
 )
-from .access import access_run, access_verifier
-from .selectors import study_verifiers
+from .services import create_verifier, import_predictions, start_run, stop_run, update_verifier
+from .services.verifiers import VerifierInvalid
 
 
 class ProblemSerializer(serializers.Serializer):

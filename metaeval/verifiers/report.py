@@ -26,10 +26,10 @@ import pandas as pd
 from annotation.models import Study
 
 from ..models import Prediction, Verifier
-from .services.runs import estimate_cost
 from ..stats import Estimate, build_table, human_ceiling, json_ready, majority_vote, verifier_vs_majority
-from ..stats.verifier import classification_metrics, prediction_codes
 from ..stats.system_correlation import classification_bootstrap, system_correlation
+from ..stats.verifier import classification_metrics, prediction_codes
+from .runner.chunks import estimate_cost
 from .selectors import current_predictions, human_reference, item_systems
 
 __all__ = ["verifier_report"]

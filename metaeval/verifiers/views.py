@@ -18,11 +18,11 @@ from annotation.access import Researcher, access_study
 from annotation.formats import detect_format
 from annotation.services.errors import ImportFailed, ServiceError
 
-from .services import create_verifier, ensure_baselines, import_predictions, start_run, stop_run
-from .services.verifiers import VerifierInvalid
 from .access import access_run, access_verifier
 from .forms import PredictionImportForm, StartRunForm, VerifierForm
 from .selectors import fitting_presets, recent_runs, run_status, study_verifiers
+from .services import create_verifier, ensure_baselines, import_predictions, start_run, stop_run
+from .services.verifiers import VerifierInvalid
 
 PREDICTION_UPLOAD_MAX_BYTES = 10 * 1024 * 1024
 

@@ -10,9 +10,8 @@ import pytest
 
 from annotation.models import Item
 from metaeval.models import Prediction, VerifierRun
+from metaeval.verifiers.runner import jobs, orchestration, run_to_completion
 from metaeval.verifiers.services import start_run, stop_run, update_verifier
-from metaeval.verifiers.runner import orchestration
-from metaeval.verifiers.runner import run_to_completion
 
 from .conftest import add_items, claim_item, llm_verifier
 
@@ -246,14 +245,14 @@ def test_a_queued_run_that_is_stopped_never_starts(claims_study):
 
 
 def test_an_item_whose_prompt_cannot_be_built_gets_an_error_and_the_others_go_on(claims_study, monkeypatch):
-    build = orchestration._job
+    build = jobs.build_job
 
     def fragile(spec, item_id, data):
         if "number 2" in data.claim:
             raise ValueError("evidence passage 3 is not text")
         return build(spec, item_id, data)
 
-    monkeypatch.setattr(orchestration, "_job", fragile)
+    monkeypatch.setattr(jobs, "build_job", fragile)
     endpoint = Endpoint()
     verifier = llm_verifier(claims_study, URL)
     done = run(verifier, endpoint)

@@ -6,9 +6,9 @@ import pytest
 from django_tasks_db.models import DBTaskResult
 
 from metaeval.models import Prediction, VerifierRun
+from metaeval.verifiers.runner import run_to_completion
 from metaeval.verifiers.services import start_run
 from metaeval.verifiers.tasks import run_verifier_chunk
-from metaeval.verifiers.runner import run_to_completion
 
 from .conftest import add_items, claim_item, llm_verifier
 

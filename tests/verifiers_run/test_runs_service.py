@@ -10,8 +10,8 @@ from django_tasks_db.models import DBTaskResult
 
 from annotation.services import ServiceError, create_study
 from metaeval.models import VerifierRun
+from metaeval.verifiers.runner.chunks import count_cached
 from metaeval.verifiers.services import create_verifier, import_predictions, resume_stale_runs, start_run, stop_run
-from metaeval.verifiers.services.runs import count_cached
 from tests.conftest import jsonl
 
 from .conftest import llm_verifier

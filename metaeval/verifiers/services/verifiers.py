@@ -20,9 +20,10 @@ from annotation.models import Study
 from annotation.services.errors import ServiceError
 
 from ...models import Verifier
-from ..presets.baselines import DEFAULT_THRESHOLD, default_sides
 from ..presets import PRESETS
-from ..runner.spec import LabelMapper, key_variable_problem, preset_for, url_problem
+from ..presets.baselines import DEFAULT_THRESHOLD, default_sides
+from ..runner.client import key_variable_problem, url_problem
+from ..runner.spec import LabelMapper, preset_for
 
 __all__ = ["VerifierInvalid", "validated_fields", "create_verifier", "ensure_baselines", "update_verifier", "BASELINE_NAMES"]
 
