@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
@@ -138,7 +139,6 @@ class PredictionImport(APIView):
 
     permission_classes = [IsStudyResearcher]
     parser_classes = [MultiPartParser]
-    max_bytes = 10 * 1024 * 1024
 
     @extend_schema(operation_id="prediction_import", request=PredictionImportSerializer,
                    responses={200: ImportOutcomeSerializer,
@@ -151,8 +151,9 @@ class PredictionImport(APIView):
             fmt = detect_format(upload.name or "", data.validated_data.get("format"))
         except ValueError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-        if upload.size and upload.size > self.max_bytes:
-            return Response({"detail": f"the file is {upload.size:,} bytes; the limit here is {self.max_bytes:,} "
+        limit = settings.PREDICTION_UPLOAD_MAX_BYTES
+        if upload.size and upload.size > limit:
+            return Response({"detail": f"the file is {upload.size:,} bytes; the limit here is {limit:,} "
                                        "(use manage.py import_predictions)"}, status=status.HTTP_400_BAD_REQUEST)
         try:
             result = import_predictions(study=self.study, stream=upload, fmt=fmt, update=data.validated_data["update"])

@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from ..models import Verifier, VerifierRun
 from .presets import PRESETS
+from .services.verifiers import MAX_CONCURRENCY
 
 KINDS = ", ".join(Verifier.Kind.values)
 
@@ -67,7 +68,7 @@ class VerifierUpdateSerializer(VerifierWriteSerializer):
 
 class StartRunSerializer(serializers.Serializer):
     limit = serializers.IntegerField(required=False, allow_null=True, min_value=1)
-    concurrency = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=512)
+    concurrency = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_CONCURRENCY)
 
 
 class RunSerializer(serializers.ModelSerializer):

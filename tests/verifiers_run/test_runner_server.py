@@ -68,8 +68,8 @@ def test_a_rerun_sends_zero_requests(claims_study, fake_server):
     assert (again.status, again.cached, again.done) == ("succeeded", 6, 6)
 
 
-def test_a_run_is_a_chain_of_chunk_tasks(claims_study, fake_server, monkeypatch, django_capture_on_commit_callbacks):
-    monkeypatch.setenv("CLAIMLAB_VERIFIER_CHUNK_SIZE", "4")
+def test_a_run_is_a_chain_of_chunk_tasks(claims_study, fake_server, settings, django_capture_on_commit_callbacks):
+    settings.VERIFIER_CHUNK_SIZE = 4
     verifier = llm_verifier(claims_study, fake_server.base_url)
     with django_capture_on_commit_callbacks(execute=True):
         run = start_run(verifier=verifier)

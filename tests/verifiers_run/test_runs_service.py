@@ -63,9 +63,9 @@ def test_nothing_to_run(claims_study, db):
         start_run(verifier=imported, enqueue=False)
 
 
-def test_starting_a_verifier_whose_run_is_orphaned_resumes_that_run(claims_study, monkeypatch,
+def test_starting_a_verifier_whose_run_is_orphaned_resumes_that_run(claims_study, settings,
                                                                      django_capture_on_commit_callbacks):
-    monkeypatch.setenv("CLAIMLAB_VERIFIER_STALE_SECONDS", "60")
+    settings.VERIFIER_STALE_SECONDS = 60.0
     verifier = llm_verifier(claims_study, URL)
     run = start_run(verifier=verifier, enqueue=False)
     VerifierRun.objects.filter(pk=run.pk).update(status="running")
@@ -77,8 +77,8 @@ def test_starting_a_verifier_whose_run_is_orphaned_resumes_that_run(claims_study
     assert VerifierRun.objects.count() == 1
 
 
-def test_stop(claims_study, monkeypatch):
-    monkeypatch.setenv("CLAIMLAB_VERIFIER_STALE_SECONDS", "60")
+def test_stop(claims_study, settings):
+    settings.VERIFIER_STALE_SECONDS = 60.0
     verifier = llm_verifier(claims_study, URL)
     queued = start_run(verifier=verifier, enqueue=False)
     assert stop_run(run=queued).status == "stopped"  # no worker has it: stopped at once

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 import openai
+from django.conf import settings
 from openai.types.chat import ChatCompletion
 
 from ..presets.base import Message
@@ -40,7 +41,7 @@ __all__ = [
 
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 KEY_SUFFIX = "_API_KEY"
-EXTRA_KEY_VARIABLES = "CLAIMLAB_VERIFIER_KEY_VARIABLES"
+EXTRA_KEY_VARIABLES = "CLAIMLAB_VERIFIER_KEY_VARIABLES"  # the environment variable behind the setting
 UNUSED_KEY = "unused"
 MAX_ERROR_CHARS = 1000
 
@@ -54,7 +55,7 @@ def key_variable_problem(name: str) -> str | None:
 
     Names must end in ``_API_KEY`` (OPENAI_API_KEY, TOGETHER_API_KEY, ...),
     or be listed by the operator in CLAIMLAB_VERIFIER_KEY_VARIABLES
-    (comma-separated). Otherwise a
+    (comma-separated; ``settings.VERIFIER_KEY_VARIABLES``). Otherwise a
     researcher could name SECRET_KEY or DATABASE_URL and have the worker send
     it, as a bearer token, to a base URL of their choosing.
     """
@@ -62,8 +63,7 @@ def key_variable_problem(name: str) -> str | None:
         looks_like_key = len(name) > 20 and not name.isupper()
         return ("must be the NAME of an environment variable (capitals, digits, _), e.g. OPENAI_API_KEY"
                 + ("; do not paste the key itself" if looks_like_key else ""))
-    allowed = {part.strip() for part in os.environ.get(EXTRA_KEY_VARIABLES, "").split(",") if part.strip()}
-    if not name.endswith(KEY_SUFFIX) and name not in allowed:
+    if not name.endswith(KEY_SUFFIX) and name not in settings.VERIFIER_KEY_VARIABLES:
         return (f"must end in {KEY_SUFFIX} (e.g. OPENAI_API_KEY), so that no other secret of the server can be sent "
                 f"to an endpoint; an operator can allow other names in {EXTRA_KEY_VARIABLES}")
     return None

@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
 import httpx2
 import openai
+from django.conf import settings
 
 from ..presets.base import Message
 from .chunks import Outcome
@@ -39,10 +39,9 @@ Progress = Callable[[int], None]
 
 
 def chunk_size(concurrency: int) -> int:
-    """Items per chunk: a few rounds of the concurrency (CLAIMLAB_VERIFIER_CHUNK_SIZE overrides)."""
-    configured = os.environ.get("CLAIMLAB_VERIFIER_CHUNK_SIZE", "").strip()
-    if configured.isdigit() and int(configured) > 0:
-        return int(configured)
+    """Items per chunk: a few rounds of the concurrency (settings.VERIFIER_CHUNK_SIZE overrides)."""
+    if settings.VERIFIER_CHUNK_SIZE:
+        return int(settings.VERIFIER_CHUNK_SIZE)
     return max(16, min(MAX_CHUNK, concurrency * CHUNK_WAVES))
 
 

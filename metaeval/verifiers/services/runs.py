@@ -16,9 +16,9 @@ this module shares; nothing below imports these services back.
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -31,6 +31,7 @@ from ...models import ACTIVE_RUN_STATUSES, Verifier, VerifierRun
 from ..runner.chunks import finish_run
 from ..runner.params import run_params
 from ..tasks import run_verifier_chunk
+from .verifiers import MAX_CONCURRENCY
 
 __all__ = [
     "interrupt_run",
@@ -40,17 +41,12 @@ __all__ = [
     "stop_run",
 ]
 
-DEFAULT_STALE_SECONDS = 120.0
 Status = VerifierRun.Status
 
 
 def stale_after() -> timedelta:
-    """How long a heartbeat may be silent before the run counts as orphaned (CLAIMLAB_VERIFIER_STALE_SECONDS)."""
-    try:
-        seconds = float(os.environ.get("CLAIMLAB_VERIFIER_STALE_SECONDS", DEFAULT_STALE_SECONDS))
-    except ValueError:
-        seconds = DEFAULT_STALE_SECONDS
-    return timedelta(seconds=max(seconds, 0.0))
+    """How long a heartbeat may be silent before the run counts as orphaned (settings.VERIFIER_STALE_SECONDS)."""
+    return timedelta(seconds=settings.VERIFIER_STALE_SECONDS)
 
 
 def _is_stale(run: VerifierRun, threshold: timedelta, now=None) -> bool:
@@ -85,8 +81,8 @@ def start_run(
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ServiceError(f"limit must be a whole number of items, at least 1, got {limit!r}")
     if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int)
-                                    or not 1 <= concurrency <= 512):
-        raise ServiceError(f"concurrency must be a whole number from 1 to 512, got {concurrency!r}")
+                                    or not 1 <= concurrency <= MAX_CONCURRENCY):
+        raise ServiceError(f"concurrency must be a whole number from 1 to {MAX_CONCURRENCY}, got {concurrency!r}")
     verifier = Verifier.objects.select_for_update().select_related("study").get(pk=verifier.pk)
     active = VerifierRun.objects.filter(verifier=verifier, status__in=ACTIVE_RUN_STATUSES).first()
     if active is not None:
