@@ -25,6 +25,7 @@ from .selectors import fitting_presets, recent_runs, run_status, study_verifiers
 from .services import create_verifier, ensure_baselines, import_predictions, start_run, stop_run
 from .services.verifiers import VerifierInvalid
 
+
 def _page(request: HttpRequest, study, form: VerifierForm, import_form: PredictionImportForm | None = None,
           import_errors: list | None = None, status: int = 200) -> HttpResponse:
     context = {
