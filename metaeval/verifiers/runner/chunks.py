@@ -12,6 +12,7 @@ this module; it imports neither.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -38,6 +39,7 @@ __all__ = [
 ]
 
 Status = VerifierRun.Status
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -191,6 +193,7 @@ def fail_run(run_id: int, message: str) -> None:
         run = VerifierRun.objects.select_for_update().select_related("verifier").get(pk=run_id)
         if not run.is_active:
             return
+        logger.warning("verifier run %s failed: %s", run_id, message)
         run.error_message = message[:5000]
         finish_run(run, Status.FAILED)
 
@@ -201,3 +204,6 @@ def finish_run(run: VerifierRun, status: str) -> None:
     run.finished_at = timezone.now()
     recount(run)
     run.save()
+    logger.info("verifier run %s %s: %d of %d items done (%d from earlier runs), %d errors, %d unparseable, "
+                "%d tokens in, %d out", run.pk, status, run.done, run.total, run.cached, run.errors, run.unparseable,
+                run.tokens_in, run.tokens_out)

@@ -10,6 +10,7 @@ text for its prediction, and no key ever appears in that text or a log line.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 KEY_SUFFIX = "_API_KEY"
 EXTRA_KEY_VARIABLES = "CLAIMLAB_VERIFIER_KEY_VARIABLES"  # the environment variable behind the setting
 UNUSED_KEY = "unused"
+logger = logging.getLogger(__name__)
 MAX_ERROR_CHARS = 1000
 
 
@@ -136,6 +138,14 @@ def _status_message(exc: openai.APIStatusError) -> str:
 
 async def complete(client: openai.AsyncOpenAI, spec: RunSpec, messages: list[Message]) -> Answer:
     """One request with the client's retries; every failure becomes an Answer with an error, never an exception."""
+    answer = await _ask(client, spec, messages)
+    if answer.error:  # the model and what went wrong; never the key, the headers or the prompt
+        logger.debug("verifier call to %s at %s failed: %s", spec.params.get("model"), spec.params.get("base_url"),
+                     answer.error)
+    return answer
+
+
+async def _ask(client: openai.AsyncOpenAI, spec: RunSpec, messages: list[Message]) -> Answer:
     params = spec.params
     retries = params.get("retries", 0)
     try:

@@ -9,6 +9,7 @@ network.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,8 @@ from .params import run_params
 from .spec import item_input, spec_for
 
 __all__ = ["ChunkResult", "dry_run_prompt", "run_chunk", "run_to_completion"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -53,12 +56,19 @@ def run_chunk(run_id: int, generation: int, *, transport: httpx2.AsyncBaseTransp
     run = begin_chunk(run_id, generation)
     if run is None:
         status = VerifierRun.objects.filter(pk=run_id).values_list("status", flat=True).first() or "missing"
+        logger.info("verifier run %s: chunk task of generation %d skipped (run %s)", run_id, generation, status)
         return ChunkResult(ran=False, more=False, status=status)
+    logger.info("verifier run %s: chunk after item %d started (generation %d, %d of %d done)", run_id, run.cursor,
+                generation, run.done, run.total)
     try:
-        return _run_chunk(run, generation, transport=transport, progress=progress)
+        result = _run_chunk(run, generation, transport=transport, progress=progress)
     except Exception as exc:  # a bug or a lost database: end the run visibly instead of leaving it "running"
+        logger.exception("verifier run %s: chunk failed", run_id)
         fail_run(run_id, f"the run stopped on an internal error: {type(exc).__name__}: {exc}")
         raise
+    logger.info("verifier run %s: chunk finished: %d items, %d cached, %d asked; %s%s", run_id, result.items,
+                result.cached, result.asked, result.status, ", more to do" if result.more else "")
+    return result
 
 
 def _run_chunk(run: VerifierRun, generation: int, *, transport: httpx2.AsyncBaseTransport | None,

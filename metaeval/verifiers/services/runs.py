@@ -16,6 +16,7 @@ this module shares; nothing below imports these services back.
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
 from django.conf import settings
@@ -42,6 +43,7 @@ __all__ = [
 ]
 
 Status = VerifierRun.Status
+logger = logging.getLogger(__name__)
 
 
 def stale_after() -> timedelta:
@@ -104,6 +106,8 @@ def start_run(
         raise ServiceError(f"{verifier.name!r} already has a run in progress") from None
     if enqueue:
         _enqueue(run)
+    logger.info("verifier run %s of %r (study %s) %s: %d items", run.pk, verifier.name, verifier.study.slug,
+                "queued" if enqueue else "started in process", run.total)
     return run
 
 
@@ -118,6 +122,7 @@ def stop_run(*, run: VerifierRun) -> VerifierRun:
     elif run.status == Status.RUNNING:
         run.status = Status.STOPPING
         run.save(update_fields=["status"])
+    logger.info("verifier run %s: stop asked, now %s", run.pk, run.status)
     return run
 
 
@@ -134,6 +139,8 @@ def _resume(run: VerifierRun, *, enqueue: bool = True) -> bool:
     run.save(update_fields=["generation", "heartbeat_at"])
     if enqueue:
         _enqueue(run)
+    logger.info("verifier run %s: orphaned (stale heartbeat), resumed as generation %d after item %d (%d of %d done)",
+                run.pk, run.generation, run.cursor, run.done, run.total)
     return True
 
 
@@ -158,5 +165,6 @@ def interrupt_run(run_id: int, message: str) -> None:
     with transaction.atomic():
         run = VerifierRun.objects.select_for_update().select_related("verifier").get(pk=run_id)
         if run.is_active:
+            logger.warning("verifier run %s interrupted: %s", run_id, message)
             run.error_message = message
             finish_run(run, Status.STOPPED)
