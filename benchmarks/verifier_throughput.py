@@ -88,8 +88,8 @@ def main() -> int:
 
     from annotation.services import create_study, import_items
     from metaeval.models import Prediction
-    from metaeval.services import create_verifier, start_run
     from metaeval.verifiers.runner import run_to_completion
+    from metaeval.verifiers.services import create_verifier, start_run
 
     call_command("migrate", verbosity=0)
     server, base_url = start_server(args.latency)

@@ -268,6 +268,34 @@ TASKS = {
     }
 }
 
+# --- Verifiers ---
+# Read here, once per process; the verifier code reads them through django.conf.settings.
+
+
+def _verifier_stale_seconds() -> float:
+    """Seconds without a heartbeat after which a run counts as orphaned (a bad value falls back to 120)."""
+    try:
+        seconds = float(os.environ.get("CLAIMLAB_VERIFIER_STALE_SECONDS", 120.0))
+    except ValueError:
+        seconds = 120.0
+    return max(seconds, 0.0)
+
+
+def _verifier_chunk_size() -> int | None:
+    """Items per chunk task when set to a positive whole number; else None (a few rounds of the concurrency)."""
+    configured = os.environ.get("CLAIMLAB_VERIFIER_CHUNK_SIZE", "").strip()
+    return int(configured) if configured.isdigit() and int(configured) > 0 else None
+
+
+# A run whose heartbeat is this old is resumed (by resume_stale_runs, or by starting its verifier again).
+VERIFIER_STALE_SECONDS = _verifier_stale_seconds()
+# Items per chunk task; None: 16 rounds of the verifier's concurrency, from 16 to 2,000 items.
+VERIFIER_CHUNK_SIZE = _verifier_chunk_size()
+# Environment variables besides *_API_KEY that a verifier may name as the holder of its API key.
+VERIFIER_KEY_VARIABLES = env_list("CLAIMLAB_VERIFIER_KEY_VARIABLES")
+# Prediction files uploaded on the verifiers page or the API (bigger: manage.py import_predictions).
+PREDICTION_UPLOAD_MAX_BYTES = int(os.environ.get("PREDICTION_UPLOAD_MAX_BYTES", 10 * 1024 * 1024))
+
 # --- logging: one JSON object per line outside debug ---------------------------
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
 LOGGING = {

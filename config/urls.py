@@ -21,8 +21,8 @@ urlpatterns = [
     ),
     path("api/", include("annotation.api_urls")),
     path("api/", include("metaeval.api_urls")),
-    path("api/", include("metaeval.verifiers_api_urls")),
+    path("api/", include("metaeval.verifiers.api_urls")),
     path("", include("annotation.urls")),
     path("", include("metaeval.urls")),
-    path("", include("metaeval.verifiers_urls")),
+    path("", include("metaeval.verifiers.urls")),
 ]

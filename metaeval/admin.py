@@ -12,8 +12,8 @@ from django.http import HttpRequest
 from annotation.services.errors import ServiceError
 
 from .models import Prediction, Verifier, VerifierRun
-from .services import start_run, stop_run
-from .services.verifiers import EDITABLE, VerifierInvalid, validated_fields
+from .verifiers.services import start_run, stop_run
+from .verifiers.services.verifiers import EDITABLE, VerifierInvalid, validated_fields
 
 
 class VerifierAdminForm(forms.ModelForm):

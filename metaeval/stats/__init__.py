@@ -33,6 +33,12 @@ from .agreement import (
     randolph_kappa,
 )
 from .bootstrap import BOOTSTRAP_STATISTICS, bootstrap_ci, bootstrap_distribution, percentile_ci
+from .classification import (
+    CLASSIFICATION_METRICS,
+    classification_bootstrap,
+    classification_metrics,
+    confusion_metrics,
+)
 from .estimate import Estimate, json_ready
 from .preference import (
     PREFERENCE_3WAY,
@@ -53,10 +59,10 @@ from .scores import (
     veriscore_k,
 )
 from .summary import agreement_summary
+from .system_correlation import system_correlation
 from .table import RatingTable, build_table, collapse_labels
 from .verifier import (
     MajorityVote,
-    classification_metrics,
     human_ceiling,
     majority_vote,
     prediction_codes,
@@ -68,6 +74,7 @@ VERISCORE_BINARY = {"supported": "supported", "contradicted": "unsupported", "in
 
 __all__ = [
     "BOOTSTRAP_STATISTICS",
+    "CLASSIFICATION_METRICS",
     "Estimate",
     "MajorityVote",
     "PREFERENCE_3WAY",
@@ -79,9 +86,11 @@ __all__ = [
     "bootstrap_distribution",
     "build_table",
     "claim_scores",
+    "classification_bootstrap",
     "classification_metrics",
     "cohen_kappa",
     "collapse_labels",
+    "confusion_metrics",
     "consensus_distribution",
     "credibility",
     "fleiss_kappa",
@@ -107,6 +116,7 @@ __all__ = [
     "preference_counts_by",
     "randolph_kappa",
     "sign_test",
+    "system_correlation",
     "verifier_vs_majority",
     "veriscore_f1_at_k",
     "veriscore_k",

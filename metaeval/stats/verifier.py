@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .agreement import kappa_from_confusion, cohen_weights
+from .classification import classification_metrics
 from .estimate import Estimate
 from .table import RatingTable, as_table
 
@@ -27,12 +27,9 @@ __all__ = [
     "MajorityVote",
     "majority_vote",
     "prediction_codes",
-    "classification_metrics",
     "verifier_vs_majority",
     "human_ceiling",
 ]
-
-NO_OVERLAP = "no item has both a human majority label and a prediction"
 
 
 @dataclass(frozen=True)
@@ -107,68 +104,15 @@ def prediction_codes(table: RatingTable, predictions: pd.DataFrame, *, item: str
                  "n_predictions_unknown_item": int((~matched).sum())}
 
 
-def _finite(x: float) -> float | None:
-    return float(x) if np.isfinite(x) else None
-
-
-def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, categories: Sequence) -> dict[str, Any]:
-    """Accuracy, balanced accuracy, Cohen kappa, macro-F1, per class, confusion.
-
-    Inputs are category codes (0..K-1). Kappa uses the full category list.
-    Balanced accuracy averages recall over classes present in ``y_true``;
-    macro-F1 averages F1 = 2TP / (2TP + FP + FN) over classes present in
-    either (scikit-learn's conventions). The confusion matrix has human
-    labels as rows and predictions as columns, in category order.
-    """
-    y_true = np.asarray(y_true, dtype=np.int64)
-    y_pred = np.asarray(y_pred, dtype=np.int64)
-    k = len(categories)
-    n = len(y_true)
-    conf = np.bincount(y_true * k + y_pred, minlength=k * k).reshape(k, k)
-    tp = np.diag(conf).astype(np.float64)
-    support = conf.sum(axis=1).astype(np.float64)
-    predicted = conf.sum(axis=0).astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        precision = tp / predicted
-        recall = tp / support
-        f1 = 2 * tp / (support + predicted)
-    per_class = {
-        c: {"precision": _finite(precision[i]), "recall": _finite(recall[i]), "f1": _finite(f1[i]),
-            "support": int(support[i]),
-            "predicted": int(predicted[i])}
-        for i, c in enumerate(categories)
-    }
-    matrix = {"labels": list(categories), "rows": "human", "columns": "prediction", "matrix": conf.tolist()}
-    if n == 0:
-        undefined = Estimate.undefined(NO_OVERLAP, 0)
-        return {"n_items": 0, "accuracy": undefined, "balanced_accuracy": undefined, "cohen_kappa": undefined,
-                "macro_f1": undefined, "per_class": per_class, "confusion_matrix": matrix}
-    kappa, _, _, d_e = kappa_from_confusion(conf, cohen_weights(k))
-    if d_e > 1e-12:
-        kappa_est = Estimate(float(kappa), None, n)
-    else:
-        kappa_est = Estimate.undefined(
-            "humans and verifier used one and the same category: chance disagreement is 0, so kappa is undefined", n)
-    in_union = (support + predicted) > 0
-    return {
-        "n_items": n,
-        "accuracy": Estimate(float(tp.sum() / n), None, n),
-        "balanced_accuracy": Estimate(float(recall[support > 0].mean()), None, n,
-                                      extra={"n_classes": int((support > 0).sum())}),
-        "cohen_kappa": kappa_est,
-        "macro_f1": Estimate(float(f1[in_union].mean()), None, n, extra={"n_classes": int(in_union.sum())}),
-        "per_class": per_class,
-        "confusion_matrix": matrix,
-    }
-
-
 def verifier_vs_majority(data: RatingTable | pd.DataFrame, predictions: pd.DataFrame,
                          categories: Sequence | None = None, *, item: str | Sequence[str] | None = None,
-                         label: str = "label", min_ratings: int = 1) -> dict[str, Any]:
+                         label: str = "label", min_ratings: int = 1, n_resamples: int = 0, seed: int | None = 0,
+                         confidence: float = 0.95) -> dict[str, Any]:
     """The verifier against the human majority label, with coverage.
 
     Coverage is the share of items with a human majority that have a
-    prediction; the metrics use exactly those items.
+    prediction; the metrics use exactly those items (with bootstrap
+    intervals over them when ``n_resamples`` is given).
     """
     table = as_table(data, categories)
     vote = majority_vote(table, min_ratings=min_ratings)
@@ -187,7 +131,8 @@ def verifier_vs_majority(data: RatingTable | pd.DataFrame, predictions: pd.DataF
         "n_predictions_without_majority": int(((pred >= 0) & ~has_majority).sum()),
         **dropped,
         "coverage": coverage,
-        **classification_metrics(vote.codes[use], pred[use], table.categories),
+        **classification_metrics(vote.codes[use], pred[use], table.categories, n_resamples=n_resamples, seed=seed,
+                                 confidence=confidence),
     }
 
 

@@ -1,13 +1,11 @@
-"""Verifier prompt presets and the parsers for their answers (DESIGN §5, issue 5).
+"""The verifier domain of metaeval, a room of its own (DESIGN §1).
 
-Pure Python: no models, no network. A runner renders a preset's chat
-messages, sends them to any OpenAI-compatible endpoint, and stores what
-``parse`` returns, raw output included. See ``presets.PRESETS`` for the ids.
+Laid out like the ``annotation`` app: ``presets/`` (prompts, parsers,
+baselines; pure Python), ``runner/`` (one chunk of a run against an
+OpenAI-compatible endpoint), ``services/`` (every write), ``selectors``
+(reads), ``access`` (objects fetched through the user), ``views``/``urls``
+(the verifiers page), ``api``/``serializers``/``api_urls`` (the DRF face),
+``forms``, ``tasks`` (the background chunk task) and ``report`` (the
+verifiers section of a study report). The statistics it reports come from
+``metaeval.stats``.
 """
-
-from .base import Aggregate, Evidence, Message, Preset
-from .parsing import PARSE_STATUSES, ParseResult, ParseStatus
-from .presets import PRESETS, get_preset
-
-__all__ = ["Aggregate", "Evidence", "Message", "PARSE_STATUSES", "PRESETS", "ParseResult", "ParseStatus", "Preset",
-           "get_preset"]

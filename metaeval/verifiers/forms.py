@@ -8,6 +8,7 @@ from typing import Any
 from django import forms
 
 from .presets import PRESETS
+from .services.verifiers import MAX_CONCURRENCY, MAX_RETRIES
 
 LABEL_MAP_HELP = 'Only if the preset\'s labels are not the study\'s, as JSON: {"unsupported": "not_supported"}.'
 
@@ -27,9 +28,10 @@ class VerifierForm(forms.Form):
     )
     temperature = forms.FloatField(initial=0.0, min_value=0.0, max_value=2.0)
     max_tokens = forms.IntegerField(initial=512, min_value=1)
-    concurrency = forms.IntegerField(initial=8, min_value=1, max_value=512, help_text="Requests in flight at once.")
+    concurrency = forms.IntegerField(initial=8, min_value=1, max_value=MAX_CONCURRENCY,
+                                     help_text="Requests in flight at once.")
     timeout = forms.FloatField(initial=60.0, min_value=0.001, help_text="Seconds per attempt.")
-    retries = forms.IntegerField(initial=2, min_value=0, max_value=10, help_text="On 429, 5xx and timeouts.")
+    retries = forms.IntegerField(initial=2, min_value=0, max_value=MAX_RETRIES, help_text="On 429, 5xx and timeouts.")
     template = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}),
                                help_text="Custom preset only: a Django template over claim, context and evidence.")
     system_prompt = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),

@@ -26,15 +26,24 @@ import pandas as pd
 from annotation.models import Study
 
 from ..models import Prediction, Verifier
-from ..services.runs import estimate_cost
-from ..stats import Estimate, build_table, human_ceiling, json_ready, majority_vote, verifier_vs_majority
-from ..stats.verifier import classification_metrics, prediction_codes
-from .agreement import classification_bootstrap, system_correlation
+from ..stats import (
+    CLASSIFICATION_METRICS,
+    Estimate,
+    build_table,
+    classification_metrics,
+    human_ceiling,
+    json_ready,
+    majority_vote,
+    prediction_codes,
+    system_correlation,
+    verifier_vs_majority,
+)
+from .runner.chunks import estimate_cost
 from .selectors import current_predictions, human_reference, item_systems
 
 __all__ = ["verifier_report"]
 
-METRICS = ("accuracy", "balanced_accuracy", "cohen_kappa", "macro_f1")
+METRICS = CLASSIFICATION_METRICS
 MAX_RATIONALE = 2000
 
 
@@ -100,17 +109,16 @@ def _verifier_section(study: Study, verifier: Verifier, rows: pd.DataFrame, tabl
                         **{name: Estimate.undefined(reason) for name in METRICS}})
         return section
     frame = labelled[["item", "label"]]
-    result = verifier_vs_majority(table, frame, item="item")
+    result = verifier_vs_majority(table, frame, item="item", n_resamples=n_resamples, seed=seed)
     vote = majority_vote(table)
     pred, _ = prediction_codes(table, frame, item="item")
     use = (vote.codes >= 0) & (pred >= 0)
-    intervals = classification_bootstrap(vote.codes[use], pred[use], len(labels), n_resamples=n_resamples, seed=seed)
     section.update({
         "n": result["n_predicted"],
         "n_reference_items": result["n_majority"],
         "n_no_majority": result["n_no_majority"],
         "coverage": result["coverage"],
-        **{name: _with_interval(result[name], intervals.get(name)) for name in METRICS},
+        **{name: result[name] for name in METRICS},
         "per_class": result["per_class"],
         "confusion": result["confusion_matrix"],
         "human_ceiling": _ceiling(table, frame),
@@ -121,13 +129,6 @@ def _verifier_section(study: Study, verifier: Verifier, rows: pd.DataFrame, tabl
     section["system_correlation"] = _system_correlation(study, majority, labelled, items, n_resamples=n_resamples,
                                                         seed=seed)
     return section
-
-
-def _with_interval(estimate: Estimate, interval: dict | None) -> Estimate:
-    if interval is None or not estimate.defined:
-        return estimate
-    extra = {key: value for key, value in interval.items() if key != "ci"}
-    return estimate.with_ci(interval["ci"], **extra)
 
 
 def _ceiling(table, frame: pd.DataFrame) -> dict[str, Any]:

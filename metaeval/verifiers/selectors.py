@@ -11,6 +11,8 @@ from annotation.models import Annotation, Item, Study
 from annotation.selectors import pseudonyms
 
 from ..models import ACTIVE_RUN_STATUSES, Prediction, Verifier, VerifierRun
+from .presets import PRESETS
+from .runner.spec import LabelMapper
 
 __all__ = [
     "PREDICTION_COLUMNS",
@@ -100,9 +102,6 @@ def human_reference(study: Study) -> tuple[pd.DataFrame, str]:
 
 def fitting_presets(study: Study) -> list[str]:
     """Presets whose verdicts map onto the study's labels without a label map (a form's sensible first choice)."""
-    from .presets import PRESETS
-    from .spec import LabelMapper
-
     mapper = LabelMapper(study.labels, study.label_aliases, {})
     return [preset_id for preset_id, preset in PRESETS.items() if preset_id != "custom"
             and not mapper.unmapped(preset.prediction_labels)]

@@ -17,8 +17,8 @@ from annotation.services import add_members, create_study, import_items
 from annotation.services.export_jobs import request_export
 from annotation.services.export_runner import run_export_job
 from metaeval.models import Verifier, VerifierRun
-from metaeval.services import create_verifier
-from metaeval.services.runs import start_run
+from metaeval.verifiers.services import create_verifier
+from metaeval.verifiers.services.runs import start_run
 
 from tests.conftest import jsonl, verification_item
 

@@ -9,7 +9,7 @@ from sklearn.metrics import accuracy_score, cohen_kappa_score
 from annotation.models import Assignment
 from annotation.services import import_annotations, import_items
 from metaeval.reporting.build import build_report
-from metaeval.services.prediction_import import import_predictions
+from metaeval.verifiers.services.prediction_import import import_predictions
 from tests.conftest import jsonl, verification_item
 
 LABELS = ["supported", "contradicted", "inconclusive"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metaeval.verifiers.custom import make_custom_preset
+from metaeval.verifiers.presets.custom import make_custom_preset
 
 from .evidence import CLAIM, CONTEXT, EVIDENCE
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metaeval.verifiers.parsing import (
+from metaeval.verifiers.presets.parsing import (
     ParseResult,
     Vocabulary,
     extract_json,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metaeval.verifiers import PRESETS, ParseResult, Preset, get_preset
+from metaeval.verifiers.presets import PRESETS, ParseResult, Preset, get_preset
 
 from .evidence import CLAIM, CONTEXT, EVIDENCE
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metaeval.verifiers import get_preset
+from metaeval.verifiers.presets import get_preset
 
 from .evidence import CLAIM, EVIDENCE
 

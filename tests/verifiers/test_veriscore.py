@@ -6,9 +6,9 @@ import json
 from collections import Counter
 import pytest
 
-from metaeval.verifiers import get_preset
-from metaeval.verifiers.demos import DEMOS_PATH, load_demos, parse_search_results
-from metaeval.verifiers.rendering import search_results
+from metaeval.verifiers.presets import get_preset
+from metaeval.verifiers.presets.demos import DEMOS_PATH, load_demos, parse_search_results
+from metaeval.verifiers.presets.rendering import search_results
 from tests.datasets import TEST_DATA
 
 from .evidence import CLAIM, EVIDENCE

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
 import pytest
 
-from metaeval.verifiers import get_preset
+from metaeval.verifiers.presets import get_preset
 from tests.datasets import TEST_DATA, read_jsonl
 
 from .evidence import CLAIM, EVIDENCE

@@ -7,7 +7,7 @@ import pytest
 from annotation.models import Study
 from annotation.services import add_members, create_study, import_annotations, import_items
 from metaeval.models import Verifier
-from metaeval.services import create_verifier
+from metaeval.verifiers.services import create_verifier
 from tests.conftest import jsonl
 from tests.support.fake_openai import FakeOpenAI
 

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from metaeval.models import Prediction, Verifier, VerifierRun
-from metaeval.services import create_verifier, import_predictions, start_run
+from metaeval.verifiers.services import create_verifier, import_predictions, start_run
 from tests.conftest import jsonl
 
 pytestmark = pytest.mark.django_db

@@ -6,10 +6,10 @@ import pytest
 
 from annotation.services import ServiceError, create_study
 from metaeval.models import Prediction
-from metaeval.services import create_verifier, ensure_baselines, start_run
-from metaeval.tasks import run_verifier_chunk
-from metaeval.verifiers.baselines import content_words, default_sides, majority_label, overlap_score
+from metaeval.verifiers.presets.baselines import content_words, default_sides, majority_label, overlap_score
 from metaeval.verifiers.runner import run_to_completion
+from metaeval.verifiers.services import create_verifier, ensure_baselines, start_run
+from metaeval.verifiers.tasks import run_verifier_chunk
 
 from .conftest import add_items, add_labels
 

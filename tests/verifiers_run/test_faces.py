@@ -17,14 +17,14 @@ from rest_framework.authtoken.models import Token
 
 from annotation.services import add_members, create_study, import_items
 from metaeval.models import Prediction, Verifier, VerifierRun
-from metaeval.services import create_verifier, start_run
+from metaeval.verifiers.services import create_verifier, start_run
 from tests.conftest import jsonl
 
 from .conftest import llm_verifier
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.verifiers_run.urls")]
 REPO = Path(__file__).resolve().parents[2]
-NEW_MODULES = ("metaeval.verifiers_urls", "metaeval.verifiers_api_urls")
+NEW_MODULES = ("metaeval.verifiers.urls", "metaeval.verifiers.api_urls")
 LLM = {"name": "gpt-4o-mini", "preset": "veriscore_ternary", "model": "gpt-4o-mini",
        "base_url": "https://api.example.org/v1", "api_key_env": "OPENAI_API_KEY"}
 
@@ -70,7 +70,7 @@ def test_api_starts_polls_and_stops_a_run(client, researcher, claims_study, djan
     assert started.status_code == 202, started.content
     run = started.json()
     assert (run["status"], run["total"], run["done"], run["active"]) == ("queued", 4, 0, True)
-    assert DBTaskResult.objects.filter(task_path="metaeval.tasks.run_verifier_chunk").count() == 1
+    assert DBTaskResult.objects.filter(task_path="metaeval.verifiers.tasks.run_verifier_chunk").count() == 1
     again = client.post(runs_url, {}, content_type="application/json")
     assert again.status_code == 400 and "already has a run in progress" in again.json()["detail"]
     status_url = reverse("api-run-detail", args=["claims", run["id"]])

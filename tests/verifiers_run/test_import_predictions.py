@@ -10,7 +10,7 @@ from django.core.management.base import CommandError
 
 from annotation.services import ImportFailed, ServiceError, create_study
 from metaeval.models import Prediction, Verifier
-from metaeval.services import import_predictions
+from metaeval.verifiers.services import import_predictions
 from tests.conftest import csv_bytes, jsonl
 
 from .conftest import llm_verifier

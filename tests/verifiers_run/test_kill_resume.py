@@ -25,8 +25,8 @@ from django.db.models import Count
 
 from annotation.models import Item
 from metaeval.models import Prediction, VerifierRun
-from metaeval.services import start_run
-from metaeval.verifiers.spec import item_input, preset_for, render_item
+from metaeval.verifiers.runner.spec import item_input, preset_for, render_item
+from metaeval.verifiers.services import start_run
 from tests.support.fake_openai import FakeOpenAI
 
 from .conftest import add_items, claim_item, llm_verifier

@@ -13,9 +13,10 @@ from sklearn.metrics import accuracy_score, balanced_accuracy_score, cohen_kappa
 from annotation.models import Item
 from annotation.services import create_study
 from metaeval.models import Prediction, Verifier
-from metaeval.services import create_verifier, import_predictions
-from metaeval.verifiers.agreement import classification_bootstrap, spearman_rows, tau_b
+from metaeval.stats.classification import classification_bootstrap
+from metaeval.stats.system_correlation import spearman_rows, tau_b
 from metaeval.verifiers.report import verifier_report
+from metaeval.verifiers.services import create_verifier, import_predictions
 from tests.conftest import jsonl
 
 from .conftest import add_items, add_labels

@@ -10,9 +10,8 @@ import pytest
 
 from annotation.models import Item
 from metaeval.models import Prediction, VerifierRun
-from metaeval.services import start_run, stop_run, update_verifier
-from metaeval.verifiers import runner
-from metaeval.verifiers.runner import run_to_completion
+from metaeval.verifiers.runner import jobs, orchestration, run_to_completion
+from metaeval.verifiers.services import start_run, stop_run, update_verifier
 
 from .conftest import add_items, claim_item, llm_verifier
 
@@ -213,7 +212,7 @@ def test_evidence_level_presets_ask_once_per_passage_and_pool_the_verdicts(claim
 
 def test_a_stop_cancels_the_calls_still_waiting(claims_study, monkeypatch):
     add_items(claims_study, [claim_item(f"s{n}", f"Stoppable claim {n}.") for n in range(40)])
-    record = runner.record_predictions
+    record = orchestration.record_predictions
     calls = {"n": 0}
 
     def record_then_stop(run_id, generation, outcomes):
@@ -222,7 +221,7 @@ def test_a_stop_cancels_the_calls_still_waiting(claims_study, monkeypatch):
             stop_run(run=VerifierRun.objects.get(pk=run_id))
         return record(run_id, generation, outcomes)
 
-    monkeypatch.setattr(runner, "record_predictions", record_then_stop)
+    monkeypatch.setattr(orchestration, "record_predictions", record_then_stop)
 
     async def slow(request: httpx2.Request) -> httpx2.Response:
         await asyncio.sleep(0.05)
@@ -246,14 +245,14 @@ def test_a_queued_run_that_is_stopped_never_starts(claims_study):
 
 
 def test_an_item_whose_prompt_cannot_be_built_gets_an_error_and_the_others_go_on(claims_study, monkeypatch):
-    build = runner._job
+    build = jobs.build_job
 
     def fragile(spec, item_id, data):
         if "number 2" in data.claim:
             raise ValueError("evidence passage 3 is not text")
         return build(spec, item_id, data)
 
-    monkeypatch.setattr(runner, "_job", fragile)
+    monkeypatch.setattr(jobs, "build_job", fragile)
     endpoint = Endpoint()
     verifier = llm_verifier(claims_study, URL)
     done = run(verifier, endpoint)

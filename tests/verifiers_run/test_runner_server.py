@@ -6,9 +6,9 @@ import pytest
 from django_tasks_db.models import DBTaskResult
 
 from metaeval.models import Prediction, VerifierRun
-from metaeval.services import start_run
-from metaeval.tasks import run_verifier_chunk
 from metaeval.verifiers.runner import run_to_completion
+from metaeval.verifiers.services import start_run
+from metaeval.verifiers.tasks import run_verifier_chunk
 
 from .conftest import add_items, claim_item, llm_verifier
 
@@ -68,13 +68,13 @@ def test_a_rerun_sends_zero_requests(claims_study, fake_server):
     assert (again.status, again.cached, again.done) == ("succeeded", 6, 6)
 
 
-def test_a_run_is_a_chain_of_chunk_tasks(claims_study, fake_server, monkeypatch, django_capture_on_commit_callbacks):
-    monkeypatch.setenv("CLAIMLAB_VERIFIER_CHUNK_SIZE", "4")
+def test_a_run_is_a_chain_of_chunk_tasks(claims_study, fake_server, settings, django_capture_on_commit_callbacks):
+    settings.VERIFIER_CHUNK_SIZE = 4
     verifier = llm_verifier(claims_study, fake_server.base_url)
     with django_capture_on_commit_callbacks(execute=True):
         run = start_run(verifier=verifier)
     def queued():
-        return DBTaskResult.objects.filter(task_path="metaeval.tasks.run_verifier_chunk")
+        return DBTaskResult.objects.filter(task_path="metaeval.verifiers.tasks.run_verifier_chunk")
 
     assert [task.args_kwargs["args"] for task in queued()] == [[run.pk, 0]]
     first = run_verifier_chunk.call(run.pk, 0)  # what the worker does with that row

@@ -10,8 +10,8 @@ from django_tasks_db.models import DBTaskResult
 
 from annotation.services import ServiceError, create_study
 from metaeval.models import VerifierRun
-from metaeval.services import create_verifier, import_predictions, resume_stale_runs, start_run, stop_run
-from metaeval.services.runs import count_cached
+from metaeval.verifiers.runner.chunks import count_cached
+from metaeval.verifiers.services import create_verifier, import_predictions, resume_stale_runs, start_run, stop_run
 from tests.conftest import jsonl
 
 from .conftest import llm_verifier
@@ -26,7 +26,7 @@ def age(run: VerifierRun, seconds: float) -> None:
 
 
 def chunk_tasks() -> list[list[int]]:
-    return [task.args_kwargs["args"] for task in DBTaskResult.objects.filter(task_path="metaeval.tasks.run_verifier_chunk")]
+    return [task.args_kwargs["args"] for task in DBTaskResult.objects.filter(task_path="metaeval.verifiers.tasks.run_verifier_chunk")]
 
 
 def test_start_queues_one_chunk_task_after_commit(claims_study, django_capture_on_commit_callbacks):
@@ -63,9 +63,9 @@ def test_nothing_to_run(claims_study, db):
         start_run(verifier=imported, enqueue=False)
 
 
-def test_starting_a_verifier_whose_run_is_orphaned_resumes_that_run(claims_study, monkeypatch,
+def test_starting_a_verifier_whose_run_is_orphaned_resumes_that_run(claims_study, settings,
                                                                      django_capture_on_commit_callbacks):
-    monkeypatch.setenv("CLAIMLAB_VERIFIER_STALE_SECONDS", "60")
+    settings.VERIFIER_STALE_SECONDS = 60.0
     verifier = llm_verifier(claims_study, URL)
     run = start_run(verifier=verifier, enqueue=False)
     VerifierRun.objects.filter(pk=run.pk).update(status="running")
@@ -77,8 +77,8 @@ def test_starting_a_verifier_whose_run_is_orphaned_resumes_that_run(claims_study
     assert VerifierRun.objects.count() == 1
 
 
-def test_stop(claims_study, monkeypatch):
-    monkeypatch.setenv("CLAIMLAB_VERIFIER_STALE_SECONDS", "60")
+def test_stop(claims_study, settings):
+    settings.VERIFIER_STALE_SECONDS = 60.0
     verifier = llm_verifier(claims_study, URL)
     queued = start_run(verifier=verifier, enqueue=False)
     assert stop_run(run=queued).status == "stopped"  # no worker has it: stopped at once

@@ -8,7 +8,7 @@ import pytest
 
 from annotation.services import ServiceError, create_study
 from metaeval.models import Verifier
-from metaeval.services import VerifierInvalid, create_verifier, ensure_baselines, update_verifier
+from metaeval.verifiers.services import VerifierInvalid, create_verifier, ensure_baselines, update_verifier
 
 pytestmark = pytest.mark.django_db
 
@@ -58,8 +58,8 @@ def test_bad_definitions_are_refused_with_the_field_named(claims_study, changes,
     assert not Verifier.objects.exists()
 
 
-def test_an_operator_can_allow_other_key_variables(claims_study, monkeypatch):
-    monkeypatch.setenv("CLAIMLAB_VERIFIER_KEY_VARIABLES", "OPENROUTER_KEY, HF_TOKEN")
+def test_an_operator_can_allow_other_key_variables(claims_study, settings):
+    settings.VERIFIER_KEY_VARIABLES = ["OPENROUTER_KEY", "HF_TOKEN"]
     assert create_verifier(study=claims_study, **{**GOOD, "api_key_env": "HF_TOKEN"}).api_key_env == "HF_TOKEN"
     with pytest.raises(VerifierInvalid):
         create_verifier(study=claims_study, **{**GOOD, "name": "other", "api_key_env": "GITHUB_TOKEN"})

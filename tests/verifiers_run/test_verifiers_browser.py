@@ -13,8 +13,8 @@ import pytest
 from django.urls import reverse
 
 from metaeval.models import VerifierRun
-from metaeval.services import create_verifier, start_run
 from metaeval.verifiers.runner import run_to_completion
+from metaeval.verifiers.services import create_verifier, start_run
 from tests.browser.conftest import _allow_orm_beside_playwright, browser, context, guard, page  # noqa: F401 (fixtures)
 
 pytestmark = [pytest.mark.browser, pytest.mark.urls("tests.verifiers_run.urls"), pytest.mark.django_db(transaction=True)]

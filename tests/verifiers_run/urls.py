@@ -14,7 +14,7 @@ def _included(module: str) -> bool:
 
 
 urlpatterns = list(project_patterns)
-if not _included("metaeval.verifiers_api_urls"):
-    urlpatterns.insert(0, path("api/", include("metaeval.verifiers_api_urls")))
-if not _included("metaeval.verifiers_urls"):
-    urlpatterns.append(path("", include("metaeval.verifiers_urls")))
+if not _included("metaeval.verifiers.api_urls"):
+    urlpatterns.insert(0, path("api/", include("metaeval.verifiers.api_urls")))
+if not _included("metaeval.verifiers.urls"):
+    urlpatterns.append(path("", include("metaeval.verifiers.urls")))

@@ -1,5 +1,5 @@
 from annotation.management.base import ImportCommand
-from metaeval.services import import_predictions
+from metaeval.verifiers.services import import_predictions
 
 
 class Command(ImportCommand):

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from metaeval.services.demo import load_demo_verifiers
+from metaeval.verifiers.services.demo import load_demo_verifiers
 
 
 class Command(BaseCommand):

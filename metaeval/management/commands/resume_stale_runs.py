@@ -7,8 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from metaeval.services import resume_stale_runs
-from metaeval.services.runs import stale_after
+from metaeval.verifiers.services import resume_stale_runs
+from metaeval.verifiers.services.runs import stale_after
 
 
 class Command(BaseCommand):

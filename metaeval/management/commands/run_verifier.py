@@ -11,9 +11,9 @@ from tqdm import tqdm
 from annotation.management.base import study_by_slug
 from annotation.services.errors import ServiceError
 from metaeval.models import Verifier
-from metaeval.services import start_run
-from metaeval.services.runs import interrupt_run
 from metaeval.verifiers.runner import MissingApiKey, api_key_for, dry_run_prompt, run_to_completion
+from metaeval.verifiers.services import start_run
+from metaeval.verifiers.services.runs import interrupt_run
 
 
 def verifier_by_name(study, name: str) -> Verifier:

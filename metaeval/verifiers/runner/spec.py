@@ -1,4 +1,4 @@
-"""From a Verifier row to what the runner needs: its preset, its label mapping and cache keys.
+"""From a run's fixed configuration to what a chunk needs: its preset, its label mapping, its items' prompts.
 
 Kept free of queries so that validation (services), the dry run (CLI) and
 the runner all read a verifier's configuration the same way.
@@ -6,74 +6,27 @@ the runner all read a verifier's configuration the same way.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from annotation.vocab import canonical_label
 
-from .base import Evidence, Message, Preset
-from .custom import DEFAULT_LABELS
-from .presets import get_preset
+from ...models import Verifier, VerifierRun
+from ..presets import get_preset
+from ..presets.base import Evidence, Message, Preset
+from ..presets.custom import DEFAULT_LABELS
+from .client import UNUSED_KEY, api_key_for
 
 __all__ = [
-    "ENV_NAME",
-    "key_variable_problem",
+    "ItemInput",
     "LabelMapper",
-    "cache_key",
+    "RunSpec",
     "item_input",
     "preset_for",
     "render_item",
-    "url_problem",
+    "spec_for",
 ]
-
-ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
-#: Bumped when the runner's parsing or request shape changes in a way that must invalidate old answers.
-CACHE_VERSION = 1
-
-
-KEY_SUFFIX = "_API_KEY"
-EXTRA_KEY_VARIABLES = "CLAIMLAB_VERIFIER_KEY_VARIABLES"
-
-
-def key_variable_problem(name: str) -> str | None:
-    """Why a verifier may not read its API key from the variable ``name``, or None.
-
-    Names must end in ``_API_KEY`` (OPENAI_API_KEY, TOGETHER_API_KEY, ...),
-    or be listed by the operator in CLAIMLAB_VERIFIER_KEY_VARIABLES
-    (comma-separated). Otherwise a researcher could name SECRET_KEY or
-    DATABASE_URL and have the worker send it, as a bearer token, to a base
-    URL of their choosing.
-    """
-    if not ENV_NAME.fullmatch(name) or len(name) > 100:
-        looks_like_key = len(name) > 20 and not name.isupper()
-        return ("must be the NAME of an environment variable (capitals, digits, _), e.g. OPENAI_API_KEY"
-                + ("; do not paste the key itself" if looks_like_key else ""))
-    allowed = {part.strip() for part in os.environ.get(EXTRA_KEY_VARIABLES, "").split(",") if part.strip()}
-    if not name.endswith(KEY_SUFFIX) and name not in allowed:
-        return (f"must end in {KEY_SUFFIX} (e.g. OPENAI_API_KEY), so that no other secret of the server can be sent "
-                f"to an endpoint; an operator can allow other names in {EXTRA_KEY_VARIABLES}")
-    return None
-
-
-def url_problem(url: str) -> str | None:
-    """Why ``url`` is not an http(s) base URL, or None when it is one."""
-    try:
-        parts = urlsplit(url.strip())
-    except ValueError:
-        return "is not a valid URL"
-    if parts.scheme not in ("http", "https"):
-        return "must start with http:// or https://"
-    if not parts.hostname:
-        return "must name a host, e.g. http://127.0.0.1:8001/v1"
-    if parts.username or parts.password:
-        return "must not contain a user name or password; put the key in an environment variable"
-    return None
 
 
 def preset_for(preset_id: str, *, template: str = "", labels: Sequence[str] = (), system: str = "") -> Preset:
@@ -133,8 +86,39 @@ def render_item(preset: Preset, data: ItemInput) -> list[list[Message]]:
     return [preset.render(data.claim, data.context, data.evidence)]
 
 
-def cache_key(parts: Mapping[str, Any]) -> str:
-    """SHA-256 of a canonical JSON of what determines an answer (model, messages, parameters, preset, parser)."""
-    text = json.dumps({"v": CACHE_VERSION, **parts}, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
-                      default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything a chunk needs to know about its run's verifier, read once per chunk."""
+
+    kind: str
+    params: dict[str, Any]
+    mapper: LabelMapper
+    preset: Preset | None = None
+    api_key: str = UNUSED_KEY
+    count_irrelevant: bool = False
+    parser_key: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_llm(self) -> bool:
+        return self.kind == Verifier.Kind.LLM
+
+
+def spec_for(run: VerifierRun, *, need_key: bool = True) -> RunSpec:
+    """The run's configuration (fixed at its start) as a RunSpec; MissingApiKey when the key is not set."""
+    study = run.verifier.study
+    params = run.params or {}
+    kind = params.get("kind", run.verifier.kind)
+    mapper = LabelMapper(study.labels, study.label_aliases, params.get("label_map") or {})
+    if kind != Verifier.Kind.LLM:
+        return RunSpec(kind=kind, params=params, mapper=mapper)
+    preset = preset_for(params["preset"], template=params.get("template", ""), labels=params.get("custom_labels", []),
+                        system=params.get("system_prompt", ""))
+    parser_key = {
+        "labels": list(preset.prediction_labels), "label_map": params.get("label_map") or {},
+        "study_labels": list(study.labels), "aliases": study.label_aliases,
+    }
+    if preset.evidence_level:
+        parser_key["count_irrelevant"] = study.irrelevant_in_credibility
+    return RunSpec(kind=kind, params=params, mapper=mapper, preset=preset,
+                   api_key=api_key_for(params.get("api_key_env", "")) if need_key else UNUSED_KEY,
+                   count_irrelevant=study.irrelevant_in_credibility, parser_key=parser_key)

@@ -6,8 +6,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .models import Verifier, VerifierRun
-from .verifiers.presets import PRESETS
+from ..models import Verifier, VerifierRun
+from .presets import PRESETS
+from .services.verifiers import MAX_CONCURRENCY
 
 KINDS = ", ".join(Verifier.Kind.values)
 
@@ -36,7 +37,7 @@ class VerifierSerializer(serializers.ModelSerializer):
 
 
 class VerifierWriteSerializer(serializers.Serializer):
-    """What a researcher may set; types only here, the rules in metaeval.services.verifiers."""
+    """What a researcher may set; types only here, the rules in metaeval.verifiers.services.verifiers."""
 
     name = serializers.CharField(max_length=100)
     kind = KindField(default=Verifier.Kind.LLM, help_text="llm, baseline_majority or baseline_overlap; imported "
@@ -67,7 +68,7 @@ class VerifierUpdateSerializer(VerifierWriteSerializer):
 
 class StartRunSerializer(serializers.Serializer):
     limit = serializers.IntegerField(required=False, allow_null=True, min_value=1)
-    concurrency = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=512)
+    concurrency = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_CONCURRENCY)
 
 
 class RunSerializer(serializers.ModelSerializer):

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import verifier_api as api
+from . import api
 
 urlpatterns = [
     path("studies/<slug:slug>/verifiers/", api.VerifierList.as_view(), name="api-verifier-list"),

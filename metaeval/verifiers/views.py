@@ -7,6 +7,7 @@ service. The live progress is static/js/verifier_runs.js polling
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -18,13 +19,11 @@ from annotation.access import Researcher, access_study
 from annotation.formats import detect_format
 from annotation.services.errors import ImportFailed, ServiceError
 
+from .access import access_run, access_verifier
+from .forms import PredictionImportForm, StartRunForm, VerifierForm
+from .selectors import fitting_presets, recent_runs, run_status, study_verifiers
 from .services import create_verifier, ensure_baselines, import_predictions, start_run, stop_run
 from .services.verifiers import VerifierInvalid
-from .verifiers.access import access_run, access_verifier
-from .verifiers.forms import PredictionImportForm, StartRunForm, VerifierForm
-from .verifiers.selectors import fitting_presets, recent_runs, run_status, study_verifiers
-
-PREDICTION_UPLOAD_MAX_BYTES = 10 * 1024 * 1024
 
 
 def _page(request: HttpRequest, study, form: VerifierForm, import_form: PredictionImportForm | None = None,
@@ -128,8 +127,9 @@ def import_predictions_upload(request: HttpRequest, slug: str) -> HttpResponse:
     problems: list = []
     try:
         fmt = detect_format(upload.name or "")
-        if upload.size and upload.size > PREDICTION_UPLOAD_MAX_BYTES:
-            raise ServiceError(f"the file is {upload.size:,} bytes; upload at most {PREDICTION_UPLOAD_MAX_BYTES:,} "
+        limit = settings.PREDICTION_UPLOAD_MAX_BYTES
+        if upload.size and upload.size > limit:
+            raise ServiceError(f"the file is {upload.size:,} bytes; upload at most {limit:,} "
                                "here, or use manage.py import_predictions")
         result = import_predictions(study=study, stream=upload, fmt=fmt, update=form.cleaned_data["update"])
     except ImportFailed as exc:

@@ -1,15 +1,11 @@
-"""Verifier-versus-human numbers that ``metaeval.stats`` does not have yet, as pure functions (no Django).
+"""Does a verifier rank systems as humans do? Rank correlation of their scores, with intervals.
 
-- ``classification_bootstrap``: percentile intervals for accuracy, balanced
-  accuracy, Cohen kappa and macro-F1 of a verifier against the human
-  majority, resampling items (vectorised: one bincount per chunk of resamples);
-- ``system_correlation``: Kendall tau-b and Spearman rho between systems'
-  human-based and verifier-based supported fractions, with percentile
-  intervals from resampling each system's responses. Fewer than three
-  systems, or scores that do not vary, give ``None`` with the reason.
-
-Both follow ``metaeval.stats``: results are ``Estimate`` objects, undefined
-values are None with a reason, never 0.
+``system_correlation``: Kendall tau-b and Spearman rho between systems'
+human-based and verifier-based supported fractions, with percentile
+intervals from resampling each system's responses (vectorised over
+resamples by ``tau_b`` and ``spearman_rows``). Fewer than three systems, or
+scores that do not vary, give ``None`` with the reason: results are
+``Estimate`` objects, undefined values are None with a reason, never 0.
 """
 
 from __future__ import annotations
@@ -21,12 +17,10 @@ from types import ModuleType
 import numpy as np
 import pandas as pd
 
-from ..stats.bootstrap import percentile_ci
-from ..stats.estimate import Estimate
+from .bootstrap import percentile_ci
+from .estimate import Estimate
 
-__all__ = ["classification_bootstrap", "system_correlation", "system_scores", "tau_b", "spearman_rows"]
-
-_CHUNK = 2_000_000
+__all__ = ["system_correlation", "system_scores", "tau_b", "spearman_rows"]
 
 
 def _scipy_stats() -> ModuleType:
@@ -35,56 +29,6 @@ def _scipy_stats() -> ModuleType:
     from scipy import stats
 
     return stats
-
-
-def _metric_rows(conf: np.ndarray) -> dict[str, np.ndarray]:
-    """Accuracy, balanced accuracy, kappa, macro-F1 of each (K x K) confusion in a (B, K, K) stack."""
-    n = conf.sum(axis=(1, 2)).astype(np.float64)
-    diag = np.diagonal(conf, axis1=1, axis2=2).astype(np.float64)
-    rows = conf.sum(axis=2).astype(np.float64)
-    cols = conf.sum(axis=1).astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: a metric undefined on that resample
-        accuracy = diag.sum(axis=1) / n
-        recall = np.where(rows > 0, diag / rows, np.nan)
-        balanced = np.nanmean(recall, axis=1) if recall.size else np.full(len(n), np.nan)
-        chance = (rows * cols).sum(axis=1) / (n * n)
-        kappa = np.where(chance < 1 - 1e-12, (accuracy - chance) / (1 - chance), np.nan)
-        union = rows + cols
-        f1 = np.where(union > 0, 2 * diag / union, np.nan)
-        macro = np.nanmean(f1, axis=1)
-    return {"accuracy": accuracy, "balanced_accuracy": balanced, "cohen_kappa": kappa, "macro_f1": macro}
-
-
-def classification_bootstrap(y_true: np.ndarray, y_pred: np.ndarray, n_categories: int, *, n_resamples: int = 1000,
-                             seed: int | None = 0, confidence: float = 0.95) -> dict[str, dict]:
-    """Percentile CIs over items: ``{metric: {"ci", "n_undefined", ...}}`` (empty when fewer than 2 items).
-
-    Resample ``b`` is row ``b`` of ``default_rng(seed).integers(0, n, (n_resamples, n))``.
-    """
-    y_true = np.asarray(y_true, dtype=np.int64)
-    y_pred = np.asarray(y_pred, dtype=np.int64)
-    n, k = len(y_true), n_categories
-    if n < 2 or n_resamples < 1:
-        return {}
-    pair = y_true * k + y_pred
-    rng = np.random.default_rng(seed)
-    step = max(1, _CHUNK // n)
-    parts: dict[str, list[np.ndarray]] = {}
-    for start in range(0, n_resamples, step):
-        b = min(step, n_resamples - start)
-        idx = rng.integers(0, n, size=(b, n))
-        flat = (np.arange(b)[:, None] * (k * k) + pair[idx]).ravel()
-        conf = np.bincount(flat, minlength=b * k * k).reshape(b, k, k)
-        for name, values in _metric_rows(conf).items():
-            parts.setdefault(name, []).append(values)
-    out = {}
-    for name, chunks in parts.items():
-        dist = np.concatenate(chunks)
-        out[name] = {"ci": percentile_ci(dist, confidence), "ci_method": "percentile bootstrap over items",
-                     "n_resamples": n_resamples, "n_undefined": int((~np.isfinite(dist)).sum()), "seed": seed,
-                     "confidence": confidence}
-    return out
 
 
 def tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:

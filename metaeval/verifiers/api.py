@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
@@ -13,9 +14,9 @@ from annotation.formats import detect_format
 from annotation.permissions import IsStudyResearcher
 from annotation.services.errors import ImportFailed, ServiceError
 
-from .services import create_verifier, import_predictions, start_run, stop_run, update_verifier
-from .services.verifiers import VerifierInvalid
-from .verifier_serializers import (
+from .access import access_run, access_verifier
+from .selectors import study_verifiers
+from .serializers import (
     ImportOutcomeSerializer,
     PredictionImportSerializer,
     RunSerializer,
@@ -24,8 +25,8 @@ from .verifier_serializers import (
     VerifierUpdateSerializer,
     VerifierWriteSerializer,
 )
-from .verifiers.access import access_run, access_verifier
-from .verifiers.selectors import study_verifiers
+from .services import create_verifier, import_predictions, start_run, stop_run, update_verifier
+from .services.verifiers import VerifierInvalid
 
 
 class ProblemSerializer(serializers.Serializer):
@@ -138,7 +139,6 @@ class PredictionImport(APIView):
 
     permission_classes = [IsStudyResearcher]
     parser_classes = [MultiPartParser]
-    max_bytes = 10 * 1024 * 1024
 
     @extend_schema(operation_id="prediction_import", request=PredictionImportSerializer,
                    responses={200: ImportOutcomeSerializer,
@@ -151,8 +151,9 @@ class PredictionImport(APIView):
             fmt = detect_format(upload.name or "", data.validated_data.get("format"))
         except ValueError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-        if upload.size and upload.size > self.max_bytes:
-            return Response({"detail": f"the file is {upload.size:,} bytes; the limit here is {self.max_bytes:,} "
+        limit = settings.PREDICTION_UPLOAD_MAX_BYTES
+        if upload.size and upload.size > limit:
+            return Response({"detail": f"the file is {upload.size:,} bytes; the limit here is {limit:,} "
                                        "(use manage.py import_predictions)"}, status=status.HTTP_400_BAD_REQUEST)
         try:
             result = import_predictions(study=self.study, stream=upload, fmt=fmt, update=data.validated_data["update"])

@@ -15,7 +15,8 @@ from pathlib import Path
 from annotation.models import Study
 from annotation.services.demo import fixtures_dir
 
-from ..models import Verifier
+from ...models import Verifier
+from ..runner import run_to_completion
 from .prediction_import import import_predictions
 from .runs import start_run
 from .verifiers import ensure_baselines
@@ -25,8 +26,6 @@ __all__ = ["load_demo_verifiers"]
 
 def load_demo_verifiers(*, directory: Path | None = None) -> list[str]:
     """Import the demo's predictions and run the baselines of every demo verification study; one line per study."""
-    from ..verifiers.runner import run_to_completion
-
     directory = directory or fixtures_dir()
     definitions = json.loads((directory / "studies.json").read_text(encoding="utf-8"))
     lines = []

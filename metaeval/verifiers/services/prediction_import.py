@@ -25,7 +25,7 @@ from annotation.models import Item, Study
 from annotation.services.errors import ErrorCollector, ImportResult, ServiceError
 from annotation.vocab import canonical_label
 
-from ..models import Prediction, Verifier
+from ...models import Prediction, Verifier
 
 __all__ = ["IMPORTED_CACHE_KEY", "PREDICTION_FIELDS", "import_predictions", "parse_prediction"]
 

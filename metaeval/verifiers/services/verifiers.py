@@ -19,10 +19,11 @@ from django.db import IntegrityError, transaction
 from annotation.models import Study
 from annotation.services.errors import ServiceError
 
-from ..models import Verifier
-from ..verifiers.baselines import DEFAULT_THRESHOLD, default_sides
-from ..verifiers.presets import PRESETS
-from ..verifiers.spec import LabelMapper, key_variable_problem, preset_for, url_problem
+from ...models import Verifier
+from ..presets import PRESETS
+from ..presets.baselines import DEFAULT_THRESHOLD, default_sides
+from ..runner.client import key_variable_problem, url_problem
+from ..runner.spec import LabelMapper, preset_for
 
 __all__ = ["VerifierInvalid", "validated_fields", "create_verifier", "ensure_baselines", "update_verifier", "BASELINE_NAMES"]
 

@@ -1,8 +1,10 @@
-"""Background tasks of metaeval (django-tasks API: the database backend by default, RQ to scale out)."""
+"""Background tasks of the verifiers (django-tasks API: the database backend by default, RQ to scale out)."""
 
 from __future__ import annotations
 
 from django_tasks import task
+
+from .runner import run_chunk
 
 
 @task()
@@ -14,8 +16,6 @@ def run_verifier_chunk(run_id: int, generation: int) -> dict:
     next start of the same verifier) queues the chunk again under a new
     generation, which retires any task of the old chain.
     """
-    from .verifiers.runner import run_chunk
-
     result = run_chunk(run_id, generation)
     if result.more:
         run_verifier_chunk.enqueue(run_id, generation)
