@@ -7,7 +7,7 @@ easy path (Zulip's `access_*` pattern).
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404
@@ -21,7 +21,7 @@ STUDY_ROWS = ModelRows(Study, alias="s")
 ASSIGNMENT_ROWS = ModelRows(Assignment, alias="a")
 
 
-def studies_for(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Study]:
+def studies_for(user: User | AnonymousUser) -> QuerySet[Study]:
     """The studies this user may see at all: staff see every study."""
     if not user.is_authenticated:
         return Study.objects.none()
@@ -36,13 +36,13 @@ def _member_role_sql(study_ref: str) -> str:
     return f"(SELECT m.{M.role} FROM {M.table} m WHERE m.{M.study} = {study_ref} AND m.{M.user} = %s LIMIT 1)"
 
 
-def _role(user: AbstractBaseUser | AnonymousUser, member_role: str | None) -> str | None:
+def _role(user: User | AnonymousUser, member_role: str | None) -> str | None:
     if not user.is_authenticated:
         return None
     return Researcher if user.is_staff else member_role
 
 
-def access_study(user: AbstractBaseUser | AnonymousUser, slug: str, *, role: str | None = None) -> Study:
+def access_study(user: User | AnonymousUser, slug: str, *, role: str | None = None) -> Study:
     """The study with this slug if the user is in it (with `role`, when given).
 
     Not a member: 404, so outsiders cannot even learn that the study exists.
@@ -54,21 +54,21 @@ def access_study(user: AbstractBaseUser | AnonymousUser, slug: str, *, role: str
         f"SELECT {STUDY_ROWS.select}, {_member_role_sql(f's.{S.id}')} FROM {S.table} s WHERE s.{S.slug} = %s",
         (user.pk, slug),
     )
-    study = None
-    if row is not None:
-        study = STUDY_ROWS.instance(row)
-        study.member_role = row[-1]
-    actual = _role(user, study.member_role) if study is not None else None
+    if row is None:
+        raise Http404("No such study.")
+    study = STUDY_ROWS.instance(row)
+    study.member_role = row[-1]
+    actual = _role(user, study.member_role)
     if actual is None:
         raise Http404("No such study.")
     if role is not None and actual != role:
         raise PermissionDenied(f"This page is for the study's {role}s.")
-    study.user_role = actual  # type: ignore[attr-defined]
+    study.user_role = actual
     return study
 
 
 def access_item(
-    user: AbstractBaseUser | AnonymousUser, slug: str, external_id: str, *, role: str | None = Researcher
+    user: User | AnonymousUser, slug: str, external_id: str, *, role: str | None = Researcher
 ) -> Item:
     """An item of a study the user may see, by its external id."""
     study = access_study(user, slug, role=role)
@@ -78,7 +78,7 @@ def access_item(
     return item
 
 
-def access_assignment(user: AbstractBaseUser | AnonymousUser, assignment_id: int) -> Assignment:
+def access_assignment(user: User | AnonymousUser, assignment_id: int) -> Assignment:
     """An assignment of a study the user is a member of (staff: any), with its study.
 
     404 for outsiders, like every other route of a study they are not in.
@@ -93,19 +93,19 @@ def access_assignment(user: AbstractBaseUser | AnonymousUser, assignment_id: int
         f"FROM {A.table} a JOIN {S.table} s ON s.{S.id} = a.{A.study} WHERE a.{A.id} = %s",
         (user.pk, assignment_id),
     )
-    assignment = None
-    if row is not None:
-        assignment = ASSIGNMENT_ROWS.instance(row)
-        assignment.study = STUDY_ROWS.instance(row, ASSIGNMENT_ROWS.width)
-        assignment.member_role = row[-1]
-    role = _role(user, assignment.member_role) if assignment is not None else None
+    if row is None:
+        raise Http404("No such assignment.")
+    assignment = ASSIGNMENT_ROWS.instance(row)
+    assignment.study = STUDY_ROWS.instance(row, ASSIGNMENT_ROWS.width)
+    assignment.member_role = row[-1]
+    role = _role(user, assignment.member_role)
     if role is None:
         raise Http404("No such assignment.")
-    assignment.study.user_role = role  # type: ignore[attr-defined]
+    assignment.study.user_role = role
     return assignment
 
 
-def access_export_job(user: AbstractBaseUser | AnonymousUser, slug: str, job_id: int) -> ExportJob:
+def access_export_job(user: User | AnonymousUser, slug: str, job_id: int) -> ExportJob:
     """One of a study's export jobs, for the study's researchers (404 for outsiders, 403 for annotators)."""
     study = access_study(user, slug, role=Researcher)
     job = ExportJob.objects.filter(study=study, pk=job_id).first()

@@ -16,8 +16,9 @@ from rest_framework.views import APIView
 from . import selectors
 from .access import access_export_job, access_item
 from .exports import CONTENT_TYPES, export_chunks, export_file_response, export_filename
+from .http import logged_in_user
 from .models import Annotation, Assignment, ImportJob, Item
-from .permissions import IsAssignmentStudyMember, IsStudyMember, IsStudyResearcher
+from .permissions import AssignmentScoped, IsAssignmentStudyMember, IsStudyMember, IsStudyResearcher, StudyScoped
 from .selectors.workbench import annotator_progress, display_payload
 from .serializers import (
     AnswerResultSerializer,
@@ -44,10 +45,10 @@ class StudyList(generics.ListAPIView):
     serializer_class = StudySerializer
 
     def get_queryset(self):
-        return selectors.studies_with_role(self.request.user)
+        return selectors.studies_with_role(logged_in_user(self.request))
 
 
-class StudyDetail(APIView):
+class StudyDetail(StudyScoped, APIView):
     """One study; researchers also get counts by domain."""
 
     permission_classes = [IsStudyMember]
@@ -62,7 +63,7 @@ class StudyDetail(APIView):
         return Response(StudySerializer(study).data)
 
 
-class ItemList(generics.ListAPIView):
+class ItemList(StudyScoped, generics.ListAPIView):
     """A study's items in import order (researchers)."""
 
     serializer_class = ItemSerializer
@@ -90,7 +91,7 @@ class ItemDetail(generics.RetrieveAPIView):
         return access_item(self.request.user, self.kwargs["slug"], self.kwargs["external_id"])
 
 
-class ImportUpload(APIView):
+class ImportUpload(StudyScoped, APIView):
     """Upload items or annotations; small files import at once, big ones in the background."""
 
     permission_classes = [IsStudyResearcher]
@@ -115,14 +116,15 @@ class ImportUpload(APIView):
                 upload=upload.validated_data["file"],
                 file_format=upload.validated_data.get("format"),
                 update=upload.validated_data["update"],
-                created_by=request.user,
+                created_by=logged_in_user(request),
             )
         except ServiceError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-        code = {
+        codes: dict[str, int] = {
             ImportJob.Status.SUCCEEDED: status.HTTP_201_CREATED,
             ImportJob.Status.FAILED: status.HTTP_400_BAD_REQUEST,
-        }.get(job.status, status.HTTP_202_ACCEPTED)
+        }
+        code = codes.get(job.status, status.HTTP_202_ACCEPTED)
         return Response(ImportJobSerializer(job).data, status=code)
 
 
@@ -132,7 +134,7 @@ class AnnotationImportUpload(ImportUpload):
     what = ImportJob.What.ANNOTATIONS
 
 
-class ImportJobDetail(generics.RetrieveAPIView):
+class ImportJobDetail(StudyScoped, generics.RetrieveAPIView):
     """An import's status and its errors."""
 
     serializer_class = ImportJobSerializer
@@ -146,7 +148,7 @@ class ServiceErrorSerializer(serializers.Serializer):
     detail = serializers.CharField()
 
 
-class AnnotationExport(APIView):
+class AnnotationExport(StudyScoped, APIView):
     """All annotations, one row per annotation, streamed as CSV or JSON Lines.
 
     A study with more than EXPORT_INLINE_MAX_ROWS annotations is not streamed:
@@ -180,7 +182,7 @@ class AnnotationExport(APIView):
         return response
 
 
-class ExportJobCreate(APIView):
+class ExportJobCreate(StudyScoped, APIView):
     """Have the export written to a file in the background (any study size); poll the job, then download."""
 
     permission_classes = [IsStudyResearcher]
@@ -189,7 +191,7 @@ class ExportJobCreate(APIView):
     def post(self, request: Request, slug: str) -> Response:
         form = ExportRequestSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        job = request_export(study=self.study, file_format=form.validated_data["format"], created_by=request.user)
+        job = request_export(study=self.study, file_format=form.validated_data["format"], created_by=logged_in_user(request))
         job.study = self.study
         headers = {"Location": reverse("api-export-job", args=[slug, job.pk])}
         return Response(ExportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED, headers=headers)
@@ -228,7 +230,7 @@ def _errors(*codes: int) -> dict[int, OpenApiResponse]:
     return {code: OpenApiResponse(ServiceErrorSerializer, description=described[code]) for code in codes}
 
 
-class AssignmentServiceView(APIView):
+class AssignmentServiceView(StudyScoped, APIView):
     """Turns the assignment service's refusals into HTTP answers."""
 
     STATUS_FOR = (
@@ -246,7 +248,7 @@ class AssignmentServiceView(APIView):
         return super().handle_exception(exc)
 
     def result(self, assignment: Assignment) -> Response:
-        progress = annotator_progress(self.request.user, self.study)
+        progress = annotator_progress(logged_in_user(self.request), self.study)
         return Response(AnswerResultSerializer({"assignment": assignment, "progress": progress}).data)
 
 
@@ -264,18 +266,19 @@ class NextAssignment(AssignmentServiceView):
         },
     )
     def post(self, request: Request, slug: str) -> Response:
-        assignment = assignments.claim_next(user=request.user, study=self.study)
+        user = logged_in_user(request)
+        assignment = assignments.claim_next(user=user, study=self.study)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         data = {
             "assignment": assignment,
             "item": display_payload(assignment),
-            "progress": annotator_progress(request.user, self.study),
+            "progress": annotator_progress(user, self.study),
         }
         return Response(NextAssignmentSerializer(data).data)
 
 
-class SubmitAssignment(AssignmentServiceView):
+class SubmitAssignment(AssignmentScoped, AssignmentServiceView):
     """Answer your assignment; again on an answered one to revise it (kept as a revision)."""
 
     permission_classes = [IsAssignmentStudyMember]
@@ -285,24 +288,24 @@ class SubmitAssignment(AssignmentServiceView):
         answer = SubmitAnswerSerializer(data=request.data)
         answer.is_valid(raise_exception=True)
         done = assignments.submit(
-            user=request.user, study=self.study, assignment_id=self.assignment.pk,
+            user=logged_in_user(request), study=self.study, assignment_id=self.assignment.pk,
             answer=answer.answer(), source=Annotation.Source.API,
         )
         return self.result(done)
 
 
-class SkipAssignment(AssignmentServiceView):
+class SkipAssignment(AssignmentScoped, AssignmentServiceView):
     """Give your assignment back without answering: the slot goes to someone else."""
 
     permission_classes = [IsAssignmentStudyMember]
 
     @extend_schema(request=None, responses={200: AnswerResultSerializer, **_errors(403, 404, 409)})
     def post(self, request: Request, assignment_id: int) -> Response:
-        skipped = assignments.skip(user=request.user, study=self.study, assignment_id=self.assignment.pk)
+        skipped = assignments.skip(user=logged_in_user(request), study=self.study, assignment_id=self.assignment.pk)
         return self.result(skipped)
 
 
-class FlagAssignment(AssignmentServiceView):
+class FlagAssignment(AssignmentScoped, AssignmentServiceView):
     """Flag the item of your assignment as a problem, with a reason; then answer or skip it."""
 
     permission_classes = [IsAssignmentStudyMember]
@@ -312,6 +315,6 @@ class FlagAssignment(AssignmentServiceView):
         form = FlagSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         flagged = assignments.flag(
-            user=request.user, study=self.study, assignment_id=self.assignment.pk, reason=form.validated_data["reason"]
+            user=logged_in_user(request), study=self.study, assignment_id=self.assignment.pk, reason=form.validated_data["reason"]
         )
         return self.result(flagged)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import secrets
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -62,6 +63,15 @@ class Study(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    # Set on instances by the code that fetched them, never stored: declarations only, not
+    # database fields, present only on studies that came through that code. (Values added
+    # with .annotate() are typed by django-stubs' WithAnnotations instead: the plugin rejects
+    # an annotation named like an attribute the model declares.)
+    member_role: str | None  # access.py: the user's membership role, None for a non-member
+    user_role: str  # access.py (and selectors.studies_with_role): the role the user acts in, staff as researcher
+    counts: dict[str, int]  # api.StudyDetail, for researchers: selectors.study_counts
+    domains: list[dict[str, Any]]  # api.StudyDetail, for researchers: selectors.items_by_domain
 
     class Meta:
         ordering = ["-created_at", "slug"]
@@ -203,6 +213,10 @@ class Assignment(models.Model):
     submitted_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    # Set by access.access_assignment (the user's membership role in the assignment's study,
+    # None for a non-member); declaration only, not a database field.
+    member_role: str | None
+
     class Meta:
         ordering = ["study", "annotator", "queue_position"]
         indexes = [
@@ -273,6 +287,9 @@ class Annotation(models.Model):
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.WEB)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    # Set by selectors.item_annotations (who made it, by pseudonym); declaration only, not a database field.
+    pseudonym: str
 
     class Meta:
         ordering = ["assignment_id"]

@@ -6,11 +6,28 @@ still fetched through `access.py`, which 404s for outsiders.
 
 from __future__ import annotations
 
+from typing import cast
+
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from .access import Researcher, access_assignment, access_study
+from .models import Assignment, Study
+
+
+class StudyScoped:
+    """Mixin for views behind IsStudyMember or IsStudyResearcher: the
+    permission check sets `study` (with `user_role`) before the handler runs."""
+
+    study: Study
+
+
+class AssignmentScoped(StudyScoped):
+    """Mixin for views behind IsAssignmentStudyMember: the permission check sets
+    `assignment` and its `study` before the handler runs."""
+
+    assignment: Assignment
 
 
 class IsStudyMember(BasePermission):
@@ -24,7 +41,8 @@ class IsStudyMember(BasePermission):
         slug = view.kwargs.get("slug")
         if slug is None:
             return True
-        view.study = access_study(request.user, slug, role=self.role)
+        # The guarded view declares `study` by inheriting StudyScoped.
+        cast(StudyScoped, view).study = access_study(request.user, slug, role=self.role)
         return True
 
 
@@ -47,6 +65,8 @@ class IsAssignmentStudyMember(BasePermission):
         assignment_id = view.kwargs.get("assignment_id")
         if assignment_id is None:
             return True
-        view.assignment = access_assignment(request.user, assignment_id)
-        view.study = view.assignment.study
+        # The guarded view declares `assignment` and `study` by inheriting AssignmentScoped.
+        scoped = cast(AssignmentScoped, view)
+        scoped.assignment = access_assignment(request.user, assignment_id)
+        scoped.study = scoped.assignment.study
         return True

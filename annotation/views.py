@@ -13,6 +13,7 @@ from . import selectors
 from .access import Annotator, Researcher, access_export_job, access_item, access_study
 from .exports import CONTENT_TYPES, export_chunks, export_file_response, export_filename
 from .forms import AddMembersForm, FlagForm, ImportForm, answer_form
+from .http import AuthenticatedHttpRequest
 from .models import Annotation, Assignment, ImportJob, Study
 from .selectors import progress as progress_selectors
 from .selectors.workbench import annotator_progress, display_payload, previous_answer
@@ -24,13 +25,13 @@ from .services.import_jobs import submit_import
 
 @login_required
 @require_GET
-def my_studies(request: HttpRequest) -> HttpResponse:
+def my_studies(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "annotation/my_studies.html", {"rows": selectors.my_studies(request.user)})
 
 
 @login_required
 @require_GET
-def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
+def study_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     study = access_study(request.user, slug)
     if study.user_role != Researcher:
         progress = annotator_progress(request.user, study) if study.user_role == Annotator else None
@@ -51,7 +52,7 @@ def study_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_GET
-def item_list(request: HttpRequest, slug: str) -> HttpResponse:
+def item_list(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     study = access_study(request.user, slug, role=Researcher)
     domain = request.GET.get("domain")
     query = request.GET.get("q", "").strip()
@@ -65,7 +66,7 @@ def item_list(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_GET
-def item_detail(request: HttpRequest, slug: str, external_id: str) -> HttpResponse:
+def item_detail(request: AuthenticatedHttpRequest, slug: str, external_id: str) -> HttpResponse:
     item = access_item(request.user, slug, external_id, role=Researcher)
     return render(
         request,
@@ -80,12 +81,12 @@ def item_detail(request: HttpRequest, slug: str, external_id: str) -> HttpRespon
 
 @login_required
 @require_POST
-def study_import(request: HttpRequest, slug: str) -> HttpResponse:
+def study_import(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     study = access_study(request.user, slug, role=Researcher)
     form = ImportForm(request.POST, request.FILES)
     if not form.is_valid():
         messages.error(request, "Choose what to import and a file: " + "; ".join(
-            f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()
+            f"{field}: {' '.join(str(error) for error in errors)}" for field, errors in form.errors.items()
         ))
         return redirect("annotation:study_detail", slug=study.slug)
     try:
@@ -105,7 +106,7 @@ def study_import(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_GET
-def import_job(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+def import_job(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpResponse:
     study = access_study(request.user, slug, role=Researcher)
     job = get_object_or_404(ImportJob, study=study, pk=pk)
     return render(request, "annotation/import_job.html", {"study": study, "job": job})
@@ -113,11 +114,11 @@ def import_job(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def study_add_members(request: HttpRequest, slug: str) -> HttpResponse:
+def study_add_members(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     study = access_study(request.user, slug, role=Researcher)
     form = AddMembersForm(request.POST)
     if not form.is_valid():
-        messages.error(request, " ".join(" ".join(errors) for errors in form.errors.values()))
+        messages.error(request, " ".join(" ".join(str(error) for error in errors) for errors in form.errors.values()))
         return redirect("annotation:study_detail", slug=study.slug)
     try:
         outcomes = add_members(study=study, usernames=form.cleaned_data["usernames"], role=form.cleaned_data["role"])
@@ -140,7 +141,7 @@ def study_add_members(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_GET
-def study_export(request: HttpRequest, slug: str, fmt: str) -> HttpResponse:
+def study_export(request: AuthenticatedHttpRequest, slug: str, fmt: str) -> HttpResponse | StreamingHttpResponse:
     """The export, streamed; a study too big for that is exported in the background instead."""
     study = access_study(request.user, slug, role=Researcher)
     if selectors.export_runs_in_background(study):
@@ -159,7 +160,7 @@ def study_export(request: HttpRequest, slug: str, fmt: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def study_export_request(request: HttpRequest, slug: str) -> HttpResponse:
+def study_export_request(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     study = access_study(request.user, slug, role=Researcher)
     try:
         job = request_export(study=study, file_format=request.POST.get("format", ""), created_by=request.user)
@@ -171,14 +172,14 @@ def study_export_request(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_GET
-def export_job(request: HttpRequest, slug: str, export_id: int) -> HttpResponse:
+def export_job(request: AuthenticatedHttpRequest, slug: str, export_id: int) -> HttpResponse:
     job = access_export_job(request.user, slug, export_id)
     return render(request, "annotation/export_job.html", {"study": job.study, "job": job, "stuck": job.looks_stuck()})
 
 
 @login_required
 @require_GET
-def export_job_download(request: HttpRequest, slug: str, export_id: int) -> FileResponse:
+def export_job_download(request: AuthenticatedHttpRequest, slug: str, export_id: int) -> FileResponse:
     job = access_export_job(request.user, slug, export_id)
     return export_file_response(job)
 
@@ -202,7 +203,7 @@ def _refused(request: HttpRequest, study: Study, reason: str) -> HttpResponse:
 
 
 def _workbench(
-    request: HttpRequest, study: Study, assignment: Assignment, form, *, revising: bool, status: int = 200
+    request: AuthenticatedHttpRequest, study: Study, assignment: Assignment, form, *, revising: bool, status: int = 200
 ) -> HttpResponse:
     """The annotate page (or the revise page) for one assignment."""
     assignment.study = study
@@ -236,7 +237,7 @@ def _form_for(study: Study, assignment: Assignment, data=None, *, prefill: bool 
 
 @login_required
 @require_GET
-def annotate(request: HttpRequest, slug: str) -> HttpResponse:
+def annotate(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     """The annotator's current item (the same one until answered or skipped), or the finish page."""
     study = access_study(request.user, slug)
     try:
@@ -255,7 +256,7 @@ def annotate(request: HttpRequest, slug: str) -> HttpResponse:
     return _workbench(request, study, assignment, _form_for(study, assignment), revising=False)
 
 
-def _save_answer(request: HttpRequest, study: Study, assignment: Assignment, *, revising: bool) -> HttpResponse:
+def _save_answer(request: AuthenticatedHttpRequest, study: Study, assignment: Assignment, *, revising: bool) -> HttpResponse:
     form = _form_for(study, assignment, request.POST)
     if form.is_valid():
         try:
@@ -276,7 +277,7 @@ def _save_answer(request: HttpRequest, study: Study, assignment: Assignment, *, 
 
 @login_required
 @require_POST
-def annotate_submit(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
+def annotate_submit(request: AuthenticatedHttpRequest, slug: str, assignment_id: int) -> HttpResponse:
     """Answer the current item; a repeated POST (double click) changes nothing."""
     study = access_study(request.user, slug)
     assignment = progress_selectors.own_assignment(request.user, study, assignment_id)
@@ -286,7 +287,7 @@ def annotate_submit(request: HttpRequest, slug: str, assignment_id: int) -> Http
 
 
 @login_required
-def annotate_revise(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
+def annotate_revise(request: AuthenticatedHttpRequest, slug: str, assignment_id: int) -> HttpResponse:
     """An earlier answer, pre-filled, to change ("back"); the service keeps the revision."""
     if request.method not in ("GET", "POST"):
         return HttpResponseNotAllowed(["GET", "POST"])
@@ -307,7 +308,7 @@ def annotate_revise(request: HttpRequest, slug: str, assignment_id: int) -> Http
 
 @login_required
 @require_POST
-def annotate_skip(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
+def annotate_skip(request: AuthenticatedHttpRequest, slug: str, assignment_id: int) -> HttpResponse:
     study = access_study(request.user, slug)
     assignment = progress_selectors.own_assignment(request.user, study, assignment_id)
     if assignment is None:
@@ -323,7 +324,7 @@ def annotate_skip(request: HttpRequest, slug: str, assignment_id: int) -> HttpRe
 
 @login_required
 @require_POST
-def annotate_flag(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
+def annotate_flag(request: AuthenticatedHttpRequest, slug: str, assignment_id: int) -> HttpResponse:
     """Flag an item with a reason; "flag and skip" also gives it back."""
     study = access_study(request.user, slug)
     assignment = progress_selectors.own_assignment(request.user, study, assignment_id)
@@ -351,7 +352,7 @@ def annotate_flag(request: HttpRequest, slug: str, assignment_id: int) -> HttpRe
 
 @login_required
 @require_GET
-def study_progress(request: HttpRequest, slug: str) -> HttpResponse:
+def study_progress(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     study = access_study(request.user, slug, role=Researcher)
     state = request.GET.get("state", "")
     state = state if state in progress_selectors.ITEM_STATES else ""

@@ -46,6 +46,7 @@ import urllib.error
 import urllib.request
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 SLUG = "bench-load"
@@ -116,7 +117,8 @@ def setup_study(items: int, annotators: int, password: str) -> list[str]:
     return names
 
 
-def request(base: str, method: str, path: str, token: str | None = None, body: dict | None = None) -> tuple[int, dict | None, float]:
+def request(base: str, method: str, path: str, token: str | None = None, body: dict | None = None) -> tuple[int, Any, float]:
+    """(HTTP status, the decoded JSON body or None when empty, seconds taken)."""
     data = json.dumps(body).encode() if body is not None else None
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if token:
@@ -186,7 +188,7 @@ def annotate(base: str, token: str, tally: Tally, seed: int) -> None:
 def baseline(base: str, tokens: list[str], seconds: float) -> float:
     """Requests per second of a cheap authenticated API call, same clients, same server."""
     stop = time.perf_counter() + seconds
-    counts = Counter()
+    counts: Counter[str] = Counter()
 
     def hammer(token: str) -> None:
         while time.perf_counter() < stop:
@@ -211,7 +213,7 @@ def cpu_seconds(server_pid: int) -> dict[str, float]:
     CPU went says what the throughput figure measures.
     """
     tick = os.sysconf("SC_CLK_TCK")
-    used: Counter[str] = Counter()
+    used: dict[str, float] = defaultdict(float)
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -356,8 +358,8 @@ def main() -> None:
     checks = verify()
     rate = tally.labels / wall
     label_lat = tally.latency["label"]
-    pool = "" if args.db != "postgres" else (" without a connection pool" if args.no_pool else " with the psycopg pool (DATABASE_POOL=1)")
-    print(f"database: {'PostgreSQL' + pool if args.db == 'postgres' else 'SQLite file (WAL) in ' + str(folder)}; "
+    pooling = "" if args.db != "postgres" else (" without a connection pool" if args.no_pool else " with the psycopg pool (DATABASE_POOL=1)")
+    print(f"database: {'PostgreSQL' + pooling if args.db == 'postgres' else 'SQLite file (WAL) in ' + str(folder)}; "
           f"gunicorn {args.workers} sync workers; {args.annotators} annotators over HTTP, no think time; "
           f"{os.cpu_count()} cores (clients, server and database share them)")
     print(f"baseline: GET /api/studies/{SLUG}/ at {per_second_baseline:.0f} requests/s, "
@@ -370,7 +372,9 @@ def main() -> None:
               f"max {max(values) * 1000:7.1f} ms   ({len(values):,} requests)")
     cpu = {role: cpu_after[role] - cpu_before[role] for role in cpu_after}
     cpu["other processes"] = cpu["machine busy"] - cpu["web server"] - cpu["load clients"] - cpu["database"]
-    print(f"CPU during the run ({os.cpu_count()} cores x {wall:.0f} s = {os.cpu_count() * wall:.0f} core-s): "
+    cores = os.cpu_count()  # None where the number cannot be found out
+    core_seconds = "?" if cores is None else f"{cores * wall:.0f}"
+    print(f"CPU during the run ({cores} cores x {wall:.0f} s = {core_seconds} core-s): "
           + ", ".join(f"{role} {cpu[role]:.0f} s" for role in ("web server", "load clients", "database", "other processes"))
           + f"; per label: web server {cpu['web server'] / max(tally.labels, 1) * 1000:.1f} ms, "
           f"database {cpu['database'] / max(tally.labels, 1) * 1000:.1f} ms")

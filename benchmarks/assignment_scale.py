@@ -158,6 +158,8 @@ def time_labels(study, users: list, labels: int, *, api_turn: bool) -> list[floa
         user = users[k % len(users)]
         start = time.perf_counter()
         assignment = claim_next(user=user, study=study)
+        if assignment is None:
+            raise SystemExit(f"{study.slug}: nothing left to claim for {user.username}; the study is too small for the labels timed")
         if api_turn:
             display_payload(assignment)
             annotator_progress(user, study)
@@ -221,8 +223,8 @@ def main() -> None:
     print(f"\nmedian over {args.labels} labels per study ({args.annotators} annotators taking turns, N={N}, studies "
           f"interleaved in blocks of {BLOCK}); ratios against the {args.small:,}-item study measured in this run")
     print(f"{'study':<46} {'claim+submit ms':>16} {'p95 ms':>8} {'x base':>7} {'API turn ms':>12} {'x base':>7}")
-    for name, median, p95, turn in rows:
-        print(f"{name:<46} {median * 1000:16.2f} {p95 * 1000:8.2f} {median / base_service:7.2f} {turn * 1000:12.2f} {turn / base_turn:7.2f}")
+    for name, median, p95, median_turn in rows:
+        print(f"{name:<46} {median * 1000:16.2f} {p95 * 1000:8.2f} {median / base_service:7.2f} {median_turn * 1000:12.2f} {median_turn / base_turn:7.2f}")
     ratio = rows[1][1] / base_service
     print(f"\ngoal: median claim_next + submit, {args.large:,} vs {args.small:,} items: ratio {ratio:.2f} "
           f"(<= 1.5: {'met' if ratio <= 1.5 else 'MISSED'})")

@@ -67,6 +67,7 @@ def run_phase(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
     if status != 0:
+        assert process.stderr is not None  # stderr=PIPE above
         raise SystemExit(f"phase failed: {' '.join(argv)}\n{process.stderr.read().decode()}")
     return wall, usage.ru_maxrss / 1024
 

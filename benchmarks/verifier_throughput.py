@@ -38,6 +38,7 @@ def start_server(latency: float) -> tuple[subprocess.Popen, str]:
         [sys.executable, str(REPO / "tests" / "support" / "fake_openai.py"), "--port", "0", "--latency", str(latency)],
         stdout=subprocess.PIPE, text=True,
     )
+    assert process.stdout is not None  # stdout=PIPE above
     line = process.stdout.readline().strip()
     if not line.startswith("PORT "):
         process.kill()

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
+from annotation.http import logged_in_user
 from annotation.services.errors import ServiceError
 
 from .models import Prediction, Verifier, VerifierRun
 from .verifiers.services import start_run, stop_run
 from .verifiers.services.verifiers import EDITABLE, VerifierInvalid, validated_fields
+
+if TYPE_CHECKING:  # django-stubs-ext is a development dependency
+    from django_stubs_ext import WithAnnotations
+
+
+class PredictionCount(TypedDict):
+    n_predictions: int
 
 
 class VerifierAdminForm(forms.ModelForm):
@@ -24,7 +32,8 @@ class VerifierAdminForm(forms.ModelForm):
         fields = "__all__"
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()  # a ModelForm's clean() returns self.cleaned_data itself (a form's may return None)
+        cleaned = self.cleaned_data
         study = cleaned.get("study")
         kind = cleaned.get("kind")
         if study is None or kind is None:
@@ -66,14 +75,15 @@ class VerifierAdmin(admin.ModelAdmin):
         return super().get_queryset(request).annotate(n_predictions=Count("predictions"))
 
     @admin.display(description="predictions", ordering="n_predictions")
-    def prediction_count(self, verifier: Verifier) -> int:
+    def prediction_count(self, verifier: WithAnnotations[Verifier, PredictionCount]) -> int:
+        """`verifier` comes from get_queryset, which counts its predictions."""
         return verifier.n_predictions
 
     @admin.action(description="Start a run of the selected verifiers (background worker)")
     def start_runs(self, request: HttpRequest, queryset: QuerySet[Verifier]) -> None:
         for verifier in queryset:
             try:
-                run = start_run(verifier=verifier, created_by=request.user)
+                run = start_run(verifier=verifier, created_by=logged_in_user(request))
             except ServiceError as exc:
                 self.message_user(request, f"{verifier.name}: {exc}", messages.ERROR)
             else:

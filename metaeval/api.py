@@ -8,13 +8,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.permissions import IsStudyResearcher
+from annotation.permissions import IsStudyResearcher, StudyScoped
 
 from .reporting import build_report, options_from_query
 from .serializers import ReportSerializer
 
 
-class StudyReport(APIView):
+class StudyReport(StudyScoped, APIView):
     """A study's meta-evaluation report: agreement with intervals, preference analysis, factuality scores."""
 
     permission_classes = [IsStudyResearcher]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import get_conditional_response, patch_cache_control
@@ -13,6 +13,7 @@ from django.utils.http import quote_etag
 from django.views.decorators.http import require_GET
 
 from annotation.access import Researcher, access_study
+from annotation.http import AuthenticatedHttpRequest
 from metaeval import charts, selectors
 from metaeval.reporting import build_report, options_from_query
 from metaeval.reporting.charts import CHARTS, ChartNotApplicable, chart_figure, chart_names
@@ -25,7 +26,7 @@ CHART_VERSION = "1"  # bump when a chart's drawing changes, so old ETags stop ma
 
 @login_required
 @require_GET
-def report_page(request: HttpRequest, slug: str) -> HttpResponse:
+def report_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     """The researcher's report: every section, charts as <img> of the SVG route."""
     study = access_study(request.user, slug, role=Researcher)
     options = options_from_query(request.GET, by_domain=True, binary=True)
@@ -40,7 +41,7 @@ def report_page(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_GET
-def report_download(request: HttpRequest, slug: str, fmt: str) -> HttpResponse:
+def report_download(request: AuthenticatedHttpRequest, slug: str, fmt: str) -> HttpResponse:
     """The report as a JSON, CSV or standalone HTML file (same options as the page)."""
     study = access_study(request.user, slug, role=Researcher)
     report = build_report(study, options_from_query(request.GET, by_domain=True, binary=True))
@@ -57,7 +58,7 @@ def report_download(request: HttpRequest, slug: str, fmt: str) -> HttpResponse:
 
 @login_required
 @require_GET
-def report_chart(request: HttpRequest, slug: str, chart: str, ext: str) -> HttpResponse:
+def report_chart(request: AuthenticatedHttpRequest, slug: str, chart: str, ext: str) -> HttpResponse:
     """One chart as SVG or PDF; revalidated on every view (ETag), redrawn only when the data changed."""
     study = access_study(request.user, slug, role=Researcher)
     if chart not in CHARTS:

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import connection
 from django.db.models import CharField, Count, Func, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
@@ -38,7 +38,7 @@ class StudyProgress:
         return round(100 * self.annotations / self.expected) if self.expected else 0
 
 
-def my_studies(user: AbstractBaseUser) -> list[StudyProgress]:
+def my_studies(user: User) -> list[StudyProgress]:
     """The user's studies with their role and progress, in three queries."""
     studies = list(
         studies_for(user)
@@ -74,14 +74,11 @@ def my_studies(user: AbstractBaseUser) -> list[StudyProgress]:
     ]
 
 
-def studies_with_role(user: AbstractBaseUser) -> QuerySet[Study]:
+def studies_with_role(user: User) -> QuerySet[Study]:
     """The user's studies with `user_role` and `n_items`, for the API list."""
     role = StudyMember.objects.filter(study=OuterRef("pk"), user=user).values("role")[:1]
-    studies = studies_for(user).annotate(n_items=Count("items", distinct=True))
-    if user.is_staff:
-        studies = studies.annotate(user_role=Coalesce(Subquery(role), Value(Researcher)))
-    else:
-        studies = studies.annotate(user_role=Subquery(role))
+    user_role = Coalesce(Subquery(role), Value(Researcher)) if user.is_staff else Subquery(role)
+    studies = studies_for(user).annotate(n_items=Count("items", distinct=True), user_role=user_role)  # type: ignore[no-redef]  # django-stubs takes Study's declared user_role (set by access.py) for a clash; Django refuses only names of fields
     return studies.order_by("slug")
 
 
@@ -228,7 +225,7 @@ def export_rows(study: Study) -> Iterator[dict[str, Any]]:
         .annotate(n=Count("pk"))
         .values("n")
     )
-    fields = (
+    fields: tuple[str, ...] = (
         "assignment__item__external_id", "assignment__item__domain", "assignment__annotator_id",
         "label", "raw_label", "assignment__left_system", "preferred_system", "strength", "choice",
         "justification", "evidence_judgements", "active_ms", "assignment__status",
@@ -238,9 +235,9 @@ def export_rows(study: Study) -> Iterator[dict[str, Any]]:
     if connection.vendor == "postgresql":
         rows = rows.annotate(created_iso=IsoFormatUTC("created_at"), submitted_iso=IsoFormatUTC("assignment__submitted_at"))
         fields = tuple({"created_at": "created_iso", "assignment__submitted_at": "submitted_iso"}.get(f, f) for f in fields)
-    rows = rows.order_by("assignment__item__position", "assignment__item_id", "assignment__slot", "pk").values_list(*fields)
+    values = rows.order_by("assignment__item__position", "assignment__item_id", "assignment__slot", "pk").values_list(*fields)
     for (item, domain, annotator_id, label, raw_label, left, preferred, strength, choice,
-         justification, evidence, active_ms, status, created_at, submitted_at, n_revisions, source) in rows.iterator(chunk_size=5000):
+         justification, evidence, active_ms, status, created_at, submitted_at, n_revisions, source) in values.iterator(chunk_size=5000):
         right = next((system for system in systems if system != left), "") if left else ""
         yield {
             "study": study.slug,

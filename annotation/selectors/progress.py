@@ -12,11 +12,12 @@ study: aggregates are grouped in the database, never computed per row.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Count, F, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
@@ -25,6 +26,9 @@ from ..models import Annotation, Assignment, Item, Study, StudyMember
 from ..services.assignments import LOST_LEASE
 from . import pseudonyms, unknown_pseudonym
 
+if TYPE_CHECKING:  # django-stubs-ext is a development dependency
+    from django_stubs_ext import WithAnnotations
+
 Status = Assignment.Status
 #: Given back by the annotator (a lease that ran out and was taken over is LOST_LEASE instead).
 SKIPPED = Q(status=Status.SKIPPED) & ~LOST_LEASE
@@ -32,7 +36,7 @@ SKIPPED = Q(status=Status.SKIPPED) & ~LOST_LEASE
 
 # --- the annotator's own ------------------------------------------------------
 
-def own_assignment(user: AbstractBaseUser, study: Study, assignment_id: int) -> Assignment | None:
+def own_assignment(user: User, study: Study, assignment_id: int) -> Assignment | None:
     """One of the user's assignments in this study (with item and answer), or None."""
     assignment = (
         Assignment.objects.filter(study=study, annotator=user, pk=assignment_id)
@@ -126,9 +130,9 @@ def annotator_quality(study: Study) -> list[AnnotatorRow]:
             timed=Count("active_ms"),
         )
     )
-    for entry in gold:
-        target = row(entry["assignment__annotator_id"])
-        target.gold_n, target.gold_correct, target.timed = entry["gold_n"], entry["gold_correct"], entry["timed"]
+    for gold_entry in gold:
+        target = row(gold_entry["assignment__annotator_id"])
+        target.gold_n, target.gold_correct, target.timed = gold_entry["gold_n"], gold_entry["gold_correct"], gold_entry["timed"]
 
     for user_id, median in median_active_ms(study).items():
         row(user_id).median_active_ms = median
@@ -154,6 +158,7 @@ def median_active_ms(study: Study) -> dict[int, float]:
     )
     middles: dict[int, list[int]] = defaultdict(list)
     for user_id, active_ms in ranked:
+        assert active_ms is not None  # the query keeps only answers with a time (active_ms__isnull=False)
         middles[user_id].append(active_ms)
     return {user_id: sum(values) / len(values) for user_id, values in middles.items()}
 
@@ -170,7 +175,20 @@ ITEM_STATES = {
 }
 
 
-def items_with_slots(study: Study, state: str = "") -> QuerySet[Item]:
+class SlotCounts(TypedDict):
+    """What `items_with_slots` adds to each item: its assignments by state."""
+
+    n_submitted: int
+    n_skipped: int
+    n_timed_out: int
+    n_active: int
+    n_flagged: int
+
+
+ItemWithSlots: TypeAlias = "WithAnnotations[Item, SlotCounts]"
+
+
+def items_with_slots(study: Study, state: str = "") -> QuerySet[ItemWithSlots]:
     """The study's items in import order with their slot counts (paginate this).
 
     `state` narrows them: "open" (some slot taken, fewer than N answers),
@@ -204,13 +222,13 @@ def items_with_slots(study: Study, state: str = "") -> QuerySet[Item]:
 @dataclass
 class Lease:
     pseudonym: str
-    expires_at: datetime
+    expires_at: datetime | None
     expired: bool
 
 
 @dataclass
 class ItemSlots:
-    item: Item
+    item: ItemWithSlots
     slots: int
     leases: list[Lease] = field(default_factory=list)
 
@@ -219,9 +237,10 @@ class ItemSlots:
         return self.item.n_submitted >= self.slots
 
 
-def item_slot_status(study: Study, items: Sequence[Item], *, now: datetime | None = None) -> list[ItemSlots]:
+def item_slot_status(study: Study, items: Iterable[ItemWithSlots], *, now: datetime | None = None) -> list[ItemSlots]:
     """Slot status of a page of items (from `items_with_slots`), with their active leases: two queries."""
     now = now or timezone.now()
+    items = list(items)  # read twice
     ids = [item.pk for item in items]
     leases: dict[int, list[Lease]] = defaultdict(list)
     if ids:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 
 from ..models import Assignment, Item, Study
@@ -19,7 +19,7 @@ from ..rawsql import fetch_one, names
 PROGRESS_COUNT_LIMIT = 1000
 
 
-def annotator_progress(user: AbstractBaseUser, study: Study) -> dict[str, int | bool]:
+def annotator_progress(user: User, study: Study) -> dict[str, int | bool]:
     """{"done": answered, "total": answered + open + still available to this user, "total_exact": bool}.
 
     Two queries, neither of which grows with the study: the user's own
@@ -33,20 +33,24 @@ def annotator_progress(user: AbstractBaseUser, study: Study) -> dict[str, int | 
     """
     n = study.annotators_per_item
     A, IT = names(Assignment), names(Item)
-    done, active, had_unfinished = fetch_one(
+    counts = fetch_one(
         f"SELECT COUNT(CASE WHEN a.{A.status} = %s THEN 1 END), COUNT(CASE WHEN a.{A.status} = %s THEN 1 END), "
         f"COUNT(CASE WHEN i.{IT.slots_taken} < %s THEN 1 END) FROM {A.table} a JOIN {IT.table} i ON i.{IT.id} = a.{A.item} "
         f"WHERE a.{A.study} = %s AND a.{A.annotator} = %s",
         (Assignment.Status.SUBMITTED, Assignment.Status.ACTIVE, n, study.pk, user.pk),
     )
+    assert counts is not None  # an aggregate without GROUP BY always returns one row
+    done, active, had_unfinished = counts
     limit = PROGRESS_COUNT_LIMIT + had_unfinished
     # Read from the top of the (study, slots_taken) index, as claims do: right after a
     # bulk change and before (auto)vacuum, the bottom holds the dead versions.
-    (unfinished,) = fetch_one(
+    open_count = fetch_one(
         f"SELECT COUNT(*) FROM (SELECT i.{IT.id} FROM {IT.table} i WHERE i.{IT.study} = %s AND i.{IT.slots_taken} < %s "
         f"ORDER BY i.{IT.slots_taken} DESC LIMIT %s) unfinished",
         (study.pk, n, limit + 1),
     )
+    assert open_count is not None  # COUNT(*) always returns one row
+    (unfinished,) = open_count
     exact = unfinished <= limit
     available = max(min(unfinished, limit) - had_unfinished, 0)
     return {"done": done, "total": done + active + available, "total_exact": exact}
@@ -85,7 +89,7 @@ def display_payload(assignment: Assignment) -> dict[str, Any]:
     }
 
 
-def submitted_history(user: AbstractBaseUser, study: Study) -> QuerySet[Assignment]:
+def submitted_history(user: User, study: Study) -> QuerySet[Assignment]:
     """The user's answered assignments, latest first (for "back")."""
     return (
         Assignment.objects.filter(study=study, annotator=user, status=Assignment.Status.SUBMITTED)
@@ -94,7 +98,7 @@ def submitted_history(user: AbstractBaseUser, study: Study) -> QuerySet[Assignme
     )
 
 
-def previous_answer(user: AbstractBaseUser, study: Study, before: Assignment | None = None) -> Assignment | None:
+def previous_answer(user: User, study: Study, before: Assignment | None = None) -> Assignment | None:
     """The answer submitted just before `before` (or the latest one)."""
     history = submitted_history(user, study)
     if before is not None and before.submitted_at is not None:

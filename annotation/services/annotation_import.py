@@ -48,12 +48,12 @@ def import_annotations(
         items = {external_id: pk for external_id, pk in Item.objects.filter(study=study).values_list("external_id", "pk")}
         taken: dict[tuple[int, int], tuple[int, str]] = {}
         slots: dict[int, set[int]] = {}
-        for assignment_id, item_id, user_id, slot, status in Assignment.objects.filter(study=study).values_list(
+        for assignment_pk, item_pk, user_pk, slot, status in Assignment.objects.filter(study=study).values_list(
             "pk", "item_id", "annotator_id", "slot", "status"
         ):
-            taken[(item_id, user_id)] = (assignment_id, status)
+            taken[(item_pk, user_pk)] = (assignment_pk, status)
             if slot is not None:
-                slots.setdefault(item_id, set()).add(slot)
+                slots.setdefault(item_pk, set()).add(slot)
         passages = _PassageCounts(study)
         identities: dict[str, int] = {}
         seen: dict[tuple[int, str], int] = {}
@@ -79,13 +79,13 @@ def import_annotations(
             user_id = identities[row.annotator]
             existing = taken.get((item_id, user_id))
             if existing is not None:
-                existing, status = existing
+                assignment_pk, status = existing
                 if status != Assignment.Status.SUBMITTED:
                     errors.extend([RecordError(line, f"annotator {row.annotator!r} has an assignment on item {row.item!r} that is {status} in Claimlab; only submitted labels can be replaced", "annotator")])
                 elif not update:
                     errors.extend([RecordError(line, f"annotator {row.annotator!r} already has a label on item {row.item!r}; use --update to replace it", "annotator")])
                 elif not errors:
-                    _update_existing(existing, row, result)
+                    _update_existing(assignment_pk, row, result)
                 continue
             used = slots.setdefault(item_id, set())
             free = next((slot for slot in range(study.annotators_per_item) if slot not in used), None)

@@ -8,12 +8,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import models, transaction
 
 from ..models import Study, StudyMember
 from .errors import ServiceError
 
-PSEUDONYM_PREFIX = {StudyMember.Role.ANNOTATOR: "ann", StudyMember.Role.RESEARCHER: "res"}
+PSEUDONYM_PREFIX: dict[str, str] = {StudyMember.Role.ANNOTATOR: "ann", StudyMember.Role.RESEARCHER: "res"}
 
 
 @dataclass
@@ -55,6 +55,7 @@ def add_members(*, study: Study, usernames: Iterable[str], role: str) -> list[Me
         raise ServiceError("give at least one username")
     User = get_user_model()
     username_field = User._meta.get_field(User.USERNAME_FIELD)
+    assert isinstance(username_field, models.Field)  # a column, not a relation: `username`, a CharField, on Django's User
     invalid = []
     for name in names:
         try:
@@ -69,7 +70,7 @@ def add_members(*, study: Study, usernames: Iterable[str], role: str) -> list[Me
         user = User.objects.filter(**{User.USERNAME_FIELD: name}).first()
         password = None
         created = user is None
-        if created:
+        if user is None:
             password = generate_password()
             user = User.objects.create_user(**{User.USERNAME_FIELD: name}, password=password)
         member = StudyMember.objects.filter(study=study, user=user).first()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils.text import slugify
 
@@ -50,7 +50,7 @@ def create_study(
     both_bad_allowed: bool = False,
     irrelevant_in_credibility: bool = False,
     status: str = Study.Status.OPEN,
-    created_by: AbstractBaseUser | None = None,
+    created_by: User | None = None,
 ) -> Study:
     """Create a study, with the kind's default vocabulary unless labels are given."""
     if kind not in Study.Kind.values:

@@ -13,7 +13,7 @@ kappa at high agreement on skewed labels.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Literal
+from typing import Literal, TypeAlias
 
 import krippendorff
 import numpy as np
@@ -50,9 +50,9 @@ __all__ = [
     "pattern_sums",
 ]
 
-Data = RatingTable | pd.DataFrame
-Weights = Literal["linear", "quadratic"] | None
-Level = Literal["nominal", "ordinal", "interval"]
+Data: TypeAlias = RatingTable | pd.DataFrame
+Weights: TypeAlias = Literal["linear", "quadratic"] | None
+Level: TypeAlias = Literal["nominal", "ordinal", "interval"]
 
 _ONE = 1.0 - 1e-12  # chance agreement at (or within rounding of) 1 means undefined
 ALL_ONE_CATEGORY = "all ratings fall in one category: chance agreement is 1, so kappa is undefined"

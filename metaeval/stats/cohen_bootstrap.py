@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .agreement import cohen_weights, kappa_from_confusion
+from .agreement import Weights, cohen_weights, kappa_from_confusion
 from .table import RatingTable
 
 __all__ = ["MAX_FEATURES", "cohen_bootstrap", "cohen_bootstrap_unavailable"]
@@ -54,8 +54,8 @@ def cohen_bootstrap_unavailable(table: RatingTable) -> str | None:
     return None
 
 
-def cohen_bootstrap(table: RatingTable, weights: Sequence[str | None] = (None,), *, n_resamples: int = 1000,
-                    seed: int | None = 0) -> dict[str | None, tuple[np.ndarray, np.ndarray]]:
+def cohen_bootstrap(table: RatingTable, weights: Sequence[Weights] = (None,), *, n_resamples: int = 1000,
+                    seed: int | None = 0) -> dict[Weights, tuple[np.ndarray, np.ndarray]]:
     """Per weighting: (kappa of every pair on every resample (B x Q), mean of the defined pairs (B)).
 
     Pairs are in ``table.pair_confusions`` order (as ``pairwise_cohen_kappa``

@@ -68,10 +68,10 @@ def preference_counts_by(labels: Sequence[str] | np.ndarray | pd.Series, groups:
                          systems: tuple[Hashable, Hashable] = ("a", "b")) -> dict[Hashable, dict[str, Any]]:
     """``preference_counts`` per group (e.g. per domain), groups in sorted order."""
     labels = np.asarray(labels, dtype=object)
-    groups = np.asarray(groups, dtype=object)
-    if len(labels) != len(groups):
+    group_values = np.asarray(groups, dtype=object)
+    if len(labels) != len(group_values):
         raise ValueError("labels and groups differ in length")
-    codes, uniques = pd.factorize(pd.Series(groups), sort=True)
+    codes, uniques = pd.factorize(pd.Series(group_values), sort=True)
     return {uniques[g]: preference_counts(labels[codes == g], systems) for g in range(len(uniques))}
 
 
@@ -117,7 +117,8 @@ def sign_test(labels: Sequence[str] | np.ndarray | pd.Series,
     return Estimate(wins_a / n, None, n, ci=ci, extra={**extra, "p_value": p_value, "preferred": preferred})
 
 
-def position_bias(shown_left: Sequence[Hashable], winner: Sequence[Hashable | None], *,
+def position_bias(shown_left: Sequence[Hashable] | np.ndarray | pd.Series,
+                  winner: Sequence[Hashable | None] | np.ndarray | pd.Series, *,
                   confidence: float = 0.95) -> Estimate:
     """Does the system shown on the left win more often than chance?
 

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .agreement import (
+    Weights,
     consensus_distribution,
     fleiss_kappa,
     fleiss_kappa_generalized,
@@ -35,7 +36,7 @@ from .table import RatingTable, as_table
 __all__ = ["agreement_summary"]
 
 
-PairBoot = dict[str | None, tuple[np.ndarray, np.ndarray]] | str | None
+PairBoot = dict[Weights, tuple[np.ndarray, np.ndarray]] | str | None
 
 
 def _with_ci(est: Estimate, dist: np.ndarray, confidence: float, seed: int | None) -> Estimate:
@@ -46,7 +47,7 @@ def _with_ci(est: Estimate, dist: np.ndarray, confidence: float, seed: int | Non
                        seed=seed)
 
 
-def _pairs(table: RatingTable, weights: str | None, boot: PairBoot = None, confidence: float = 0.95,
+def _pairs(table: RatingTable, weights: Weights, boot: PairBoot = None, confidence: float = 0.95,
            seed: int | None = 0) -> tuple[list[dict], dict]:
     """Pairwise kappas and their mean, with bootstrap intervals when ``boot`` holds the resamples.
 
@@ -106,7 +107,7 @@ def agreement_summary(data: RatingTable | pd.DataFrame, categories: Sequence[Has
         "categories": list(table.categories),
     }
     out.update({name: e.to_dict() for name, e in est.items()})
-    weights: list[str | None] = [None, "linear", "quadratic"] if ordinal else [None]
+    weights: list[Weights] = [None, "linear", "quadratic"] if ordinal else [None]
     boot: PairBoot = None
     if ci:
         boot = cohen_bootstrap_unavailable(table) or cohen_bootstrap(table, weights, n_resamples=n_resamples,

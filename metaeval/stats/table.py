@@ -207,7 +207,9 @@ class RatingTable:
                            self.item_index, self.annotator_index, self.categories,
                            self.item_columns, self.n_missing_dropped)
 
-    def collapse(self, mapping: Mapping[Hashable, Hashable | None],
+    # Keys are the table's categories, of whatever type they are (`Any`: `Mapping` is invariant
+    # in its key type, so `Mapping[Hashable, ...]` would refuse a `dict[str, str]`).
+    def collapse(self, mapping: Mapping[Any, Hashable | None],
                  categories: Sequence[Hashable] | None = None) -> RatingTable:
         """Map every category through ``mapping`` (None drops the rating).
 

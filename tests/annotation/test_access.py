@@ -23,9 +23,9 @@ from metaeval.verifiers.services.runs import start_run
 from tests.conftest import jsonl, verification_item
 
 
-def study_routes() -> list[URLPattern]:
-    """Every named route whose URL carries a study slug."""
-    found: list[URLPattern] = []
+def study_routes() -> list[tuple[str, URLPattern]]:
+    """(name, route) of every named route whose URL carries a study slug."""
+    found: list[tuple[str, URLPattern]] = []
 
     def walk(patterns, namespace: str | None = None):
         for entry in patterns:

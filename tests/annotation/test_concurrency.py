@@ -82,7 +82,7 @@ def test_many_annotators_at_once_give_every_item_exactly_n_answers():
 
     def work(user, now, seed: int) -> dict[str, int]:
         rng = random.Random(seed)
-        outcome = Counter()
+        outcome: Counter[str] = Counter()
         while (assignment := claim_next(user=user, study=study, now=now)) is not None:
             try:
                 if rng.random() < 0.08:
@@ -98,7 +98,7 @@ def test_many_annotators_at_once_give_every_item_exactly_n_answers():
 
     def quit_after(user, answers: int) -> dict[str, int]:
         """Answer a few items (slowly: a fast worker may take one over), then claim one more and walk away."""
-        outcome = Counter()
+        outcome: Counter[str] = Counter()
         for _ in range(answers):
             assignment = claim_next(user=user, study=study, now=base)
             if assignment is None:

@@ -8,6 +8,7 @@ import io
 import json
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -38,7 +39,7 @@ V_ITEMS = [
     )
     for n in range(1, 4)
 ]
-V_ANNOTATIONS = [
+V_ANNOTATIONS: list[dict[str, Any]] = [
     {"item": "c-1", "annotator": "w1", "label": "Supported", "justification": "Both passages agree, \"clearly\".",
      "active_ms": 4200, "evidence": [{"index": 0, "judgement": "support", "useful": True},
                                      {"index": 1, "judgement": "irrelevant", "useful": False}]},
@@ -49,7 +50,7 @@ V_ANNOTATIONS = [
      "evidence": [{"index": 1, "judgement": "not_support", "useful": True}]},
 ]
 P_ITEMS = [preference_item(f"p-{n}") for n in range(1, 3)]
-P_ANNOTATIONS = [
+P_ANNOTATIONS: list[dict[str, Any]] = [
     {"item": "p-1", "annotator": "w1", "preferred": "veriscore", "strength": "strong", "left_system": "safe",
      "choice": "right_strong", "justification": "List 2 covers more.", "active_ms": 15000},
     {"item": "p-1", "annotator": "w2", "label": "tie", "justification": "Same facts."},

@@ -27,7 +27,7 @@ def loaded_preference_study(preference_study) -> Study:
     return preference_study
 
 
-def annotations(study: Study) -> dict[tuple[str, str], Annotation]:
+def annotations_of(study: Study) -> dict[tuple[str, str], Annotation]:
     """(item id, pseudonym) -> annotation."""
     names = dict(StudyMember.objects.filter(study=study).values_list("user_id", "pseudonym"))
     return {
@@ -77,7 +77,7 @@ def test_verification_labels_are_canonicalised_and_the_raw_label_kept(loaded_ver
     ]
     result = import_annotations(study=loaded_verification_study, stream=jsonl(*rows), fmt="jsonl")
     assert (result.created, result.updated, result.records) == (3, 0, 3)
-    got = annotations(loaded_verification_study)
+    got = annotations_of(loaded_verification_study)
     assert [(got[(row["item"], "w3")].label, got[(row["item"], "w3")].raw_label) for row in rows] == [
         ("supported", "supported"),
         ("contradicted", "CONTRADICTED"),
@@ -100,7 +100,7 @@ def test_label_aliases(db):
         {"item": "x-2", "annotator": "wid_1", "label": "Factual"},
     ]
     import_annotations(study=study, stream=jsonl(*rows), fmt="jsonl")
-    got = annotations(study)
+    got = annotations_of(study)
     assert {key: (a.label, a.raw_label) for key, a in got.items()} == {
         ("x-1", "wid_0"): ("factual", "yes"),
         ("x-1", "wid_1"): ("not_factual", "No"),
@@ -121,7 +121,7 @@ def test_preference_rows_in_system_space(loaded_preference_study):
         {"item": "p-3", "annotator": "w2", "preferred_system": "safe", "strength": "strong", "justification": "Fewer errors."},
     ]
     import_annotations(study=loaded_preference_study, stream=jsonl(*rows), fmt="jsonl")
-    got = annotations(loaded_preference_study)
+    got = annotations_of(loaded_preference_study)
     values = {key: (a.label, a.preferred_system, a.strength) for key, a in got.items()}
     assert values == {
         ("p-1", "w1"): ("a_strong", "veriscore", "strong"),
@@ -168,7 +168,7 @@ def test_csv_annotations_with_evidence_judgements(loaded_verification_study):
         {"item": "c-2", "annotator": "w3", "label": "inconclusive"},
     ])
     assert import_annotations(study=loaded_verification_study, stream=stream, fmt="csv").created == 2
-    got = annotations(loaded_verification_study)
+    got = annotations_of(loaded_verification_study)
     first = got[("c-1", "w3")]
     assert (first.evidence_judgements, first.active_ms, first.justification) == (judgements, 1500, "Passage 1 says so.")
     assert (got[("c-2", "w3")].evidence_judgements, got[("c-2", "w3")].active_ms) == ([], None)
@@ -198,7 +198,7 @@ def test_nul_characters_are_dropped(loaded_verification_study, fmt):
            "evidence": [{"index": 0, "judgement": "supp\x00ort"}]}
     stream = jsonl(row) if fmt == "jsonl" else csv_bytes([row])
     import_annotations(study=loaded_verification_study, stream=stream, fmt=fmt)
-    annotation = annotations(loaded_verification_study)[("c-1", "w3")]
+    annotation = annotations_of(loaded_verification_study)[("c-1", "w3")]
     assert (annotation.label, annotation.raw_label, annotation.justification) == ("supported", "supported", "Why not")
     assert annotation.evidence_judgements == [{"index": 0, "judgement": "support", "useful": False}]
 
@@ -325,7 +325,7 @@ def test_empty_file(loaded_verification_study):
 
 def test_update_changes_the_label_and_appends_a_revision(loaded_verification_study):
     study = loaded_verification_study
-    before = annotations(study)[("c-2", "w1")]
+    before = annotations_of(study)[("c-2", "w1")]
     assert before.label == "supported"
     rows = [
         {"item": "c-2", "annotator": "w1", "label": "Contradicted", "justification": "Passage 2 disagrees."},
@@ -352,7 +352,7 @@ def test_a_second_change_appends_a_second_revision(loaded_verification_study):
     study = loaded_verification_study
     for label in ("contradicted", "inconclusive"):
         import_annotations(study=study, stream=jsonl({"item": "c-1", "annotator": "w1", "label": label}), fmt="jsonl", update=True)
-    annotation = annotations(study)[("c-1", "w1")]
+    annotation = annotations_of(study)[("c-1", "w1")]
     trail = [(r.old_value["label"], r.new_value["label"]) for r in annotation.revisions.order_by("changed_at", "pk")]
     assert trail == [("supported", "contradicted"), ("contradicted", "inconclusive")]
 
@@ -364,7 +364,7 @@ def test_a_failed_update_changes_nothing(loaded_verification_study):
     ]
     failure = import_fails(loaded_verification_study, jsonl(*rows), update=True)
     assert_error(failure, 2, "item", "no item 'c-404'")
-    assert annotations(loaded_verification_study)[("c-1", "w1")].label == "supported"
+    assert annotations_of(loaded_verification_study)[("c-1", "w1")].label == "supported"
 
 
 # --- identities -----------------------------------------------------------------------
@@ -446,7 +446,7 @@ def test_update_with_only_a_new_active_ms_changes_the_timing_without_a_revision(
         fmt="jsonl",
         update=True,
     )
-    annotation = annotations(loaded_verification_study)[("c-1", "w1")]
+    annotation = annotations_of(loaded_verification_study)[("c-1", "w1")]
     assert annotation.active_ms == 4200
     assert AnnotationRevision.objects.filter(annotation=annotation).count() == 0
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, Callable
 
 import pytest
@@ -36,12 +37,17 @@ def without(record: dict, *names: str) -> dict:
     return {name: value for name, value in record.items() if name not in names}
 
 
-def build(kind: str, fmt: str, records: list[dict | str], *, newline: str = "\n") -> io.BytesIO:
+def build(kind: str, fmt: str, records: Sequence[dict | str], *, newline: str = "\n") -> io.BytesIO:
     """A file in `fmt`; raw strings are JSONL lines written as they are."""
     if fmt == "jsonl":
         lines = [record if isinstance(record, str) else json.dumps(record, ensure_ascii=False) for record in records]
         return io.BytesIO((newline.join(lines) + newline).encode("utf-8"))
-    return csv_bytes([flat_item(record) for record in records], newline=newline)
+    rows = []
+    for record in records:
+        if isinstance(record, str):
+            raise ValueError("raw strings are JSONL lines; a CSV file is built from records only")
+        rows.append(flat_item(record))
+    return csv_bytes(rows, newline=newline)
 
 
 def first_line(fmt: str) -> int:

@@ -39,7 +39,9 @@ def _field_values(instance) -> dict:
 
 def _study_row(slug: str) -> Study:
     rows, S = ModelRows(Study, alias="s"), names(Study)
-    return rows.instance(fetch_one(f"SELECT {rows.select} FROM {S.table} s WHERE s.{S.slug} = %s", (slug,)))
+    row = fetch_one(f"SELECT {rows.select} FROM {S.table} s WHERE s.{S.slug} = %s", (slug,))
+    assert row is not None, f"no study {slug!r}"
+    return rows.instance(row)
 
 
 @pytest.mark.django_db

@@ -51,7 +51,7 @@ def _plain_quantiles(pubmed: pd.DataFrame) -> dict[tuple[str, str], np.ndarray]:
     rng = np.random.default_rng(3)
     values = pubmed.to_numpy()
     names = list(pubmed.columns)
-    out = {pair: [] for pair in itertools.combinations(names, 2)}
+    out: dict[tuple[str, str], list[float]] = {pair: [] for pair in itertools.combinations(names, 2)}
     for _ in range(B):
         sample = values[rng.integers(0, len(values), len(values))]
         for (a, b) in out:

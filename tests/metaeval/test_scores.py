@@ -111,12 +111,13 @@ def test_ir_excluded_instead_of_counted_as_not_supported(factscore_data):
     assert chat["mean_claims_per_response"] > chat["mean_countable_claims_per_response"]
 
 
-def _veriscore_script(claims: pd.DataFrame, responses: pd.DataFrame) -> dict[tuple[str, str], float]:
-    """VeriScore's scoring loop: triplets (supported, claims) per response, K median per domain."""
+def _veriscore_script(claims: pd.DataFrame, responses: pd.DataFrame) -> dict[tuple[str, str], tuple[int, float]]:
+    """VeriScore's scoring loop: triplets (supported, claims) per response, K median per domain;
+    (domain, system) -> (K, mean F1@K)."""
     answered = responses.loc[responses["answered"]]
     per_response = claims.groupby("response_id")["label"].agg(
         supported=lambda s: int((s == "S").sum()), total="size")
-    triplets = defaultdict(lambda: defaultdict(list))
+    triplets: defaultdict[str, defaultdict[str, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
     for rid, system, domain in zip(answered["response_id"], answered["system"], answered["domain"]):
         s, total = per_response.loc[rid] if rid in per_response.index else (0, 0)
         triplets[domain][system].append((int(s), int(total)))

@@ -29,7 +29,7 @@ def _naive(wide_rows: np.ndarray, seed: int, n_resamples: int) -> dict[str, np.n
     """One resample at a time, with statsmodels / krippendorff / plain formulas."""
     n = len(wide_rows)
     idx = np.random.default_rng(seed).integers(0, n, size=(n_resamples, n))
-    out = {"fleiss_kappa": [], "krippendorff_alpha": [], "percent_agreement": [], "gwet_ac1": [],
+    out: dict[str, list[float]] = {"fleiss_kappa": [], "krippendorff_alpha": [], "percent_agreement": [], "gwet_ac1": [],
            "randolph_kappa": [], "majority_agreement": []}
     for b in range(n_resamples):
         sub = wide_rows[idx[b]]

@@ -83,9 +83,12 @@ class FakeOpenAI:
         if loop is None or not loop.is_running():
             return
 
+        server, gate = self._server, self._gate
+        assert server is not None and gate is not None  # _serve made both before the loop started running
+
         async def shutdown() -> None:
-            self._server.close()
-            self._gate.set()
+            server.close()
+            gate.set()
             others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
             for task in others:
                 task.cancel()
@@ -125,7 +128,7 @@ class FakeOpenAI:
     def hold_after(self, n: int) -> None:
         """Requests after the n-th wait (without answering) until ``release()``."""
         self._hold_after = n
-        if self._loop is not None:
+        if self._loop is not None and self._gate is not None:
             self._loop.call_soon_threadsafe(self._gate.clear)
 
     def release(self) -> None:
@@ -200,6 +203,7 @@ class FakeOpenAI:
         if self.latency:
             await asyncio.sleep(self.latency)
         if self._hold_after is not None and number > self._hold_after:
+            assert self._gate is not None  # made by _serve before the server accepted any connection
             await self._gate.wait()
         if "429" in markers or ("429-once" in markers and self.prompts[key] == 1):
             return self._error(429, "Rate limit reached for requests", {"retry-after-ms": "20"})

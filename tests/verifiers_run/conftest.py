@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from annotation.models import Study
@@ -51,7 +53,7 @@ def fake_server():
 
 
 def llm_verifier(study: Study, base_url: str, **overrides) -> Verifier:
-    fields = {"name": "gpt", "preset": "veriscore_ternary", "model": "fake-model", "base_url": base_url,
+    fields: dict[str, Any] = {"name": "gpt", "preset": "veriscore_ternary", "model": "fake-model", "base_url": base_url,
               "concurrency": 4, "timeout": 5.0, "retries": 0}
     fields.update(overrides)
     return create_verifier(study=study, **fields)
