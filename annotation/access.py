@@ -67,9 +67,7 @@ def access_study(user: User | AnonymousUser, slug: str, *, role: str | None = No
     return study
 
 
-def access_item(
-    user: User | AnonymousUser, slug: str, external_id: str, *, role: str | None = Researcher
-) -> Item:
+def access_item(user: User | AnonymousUser, slug: str, external_id: str, *, role: str | None = Researcher) -> Item:
     """An item of a study the user may see, by its external id."""
     study = access_study(user, slug, role=role)
     item = Item.objects.filter(study=study, external_id=external_id).first()

@@ -40,8 +40,13 @@ class StudyAdmin(admin.ModelAdmin):
             "Design",
             {
                 "fields": (
-                    "annotators_per_item", "seed", "evidence_judgements", "justification_required",
-                    "tie_allowed", "both_bad_allowed", "irrelevant_in_credibility",
+                    "annotators_per_item",
+                    "seed",
+                    "evidence_judgements",
+                    "justification_required",
+                    "tie_allowed",
+                    "both_bad_allowed",
+                    "irrelevant_in_credibility",
                 )
             },
         ),
@@ -78,7 +83,17 @@ class ItemAdmin(admin.ModelAdmin):
 
 @admin.register(Assignment)
 class AssignmentAdmin(admin.ModelAdmin):
-    list_display = ("id", "item", "annotator", "slot", "status", "left_system", "lease_expires_at", "flagged", "submitted_at")
+    list_display = (
+        "id",
+        "item",
+        "annotator",
+        "slot",
+        "status",
+        "left_system",
+        "lease_expires_at",
+        "flagged",
+        "submitted_at",
+    )
     list_filter = ("status", "flagged", "study")
     search_fields = ("item__external_id", "annotator__username")
     raw_id_fields = ("item", "annotator")
@@ -95,7 +110,17 @@ class AnnotationRevisionInline(admin.TabularInline):
 
 @admin.register(Annotation)
 class AnnotationAdmin(admin.ModelAdmin):
-    list_display = ("id", "item_id_display", "annotator_display", "label", "raw_label", "preferred_system", "strength", "source", "updated_at")
+    list_display = (
+        "id",
+        "item_id_display",
+        "annotator_display",
+        "label",
+        "raw_label",
+        "preferred_system",
+        "strength",
+        "source",
+        "updated_at",
+    )
     list_filter = ("source", "label", "assignment__study")
     search_fields = ("assignment__item__external_id", "label", "raw_label", "justification")
     raw_id_fields = ("assignment",)
@@ -121,7 +146,17 @@ class AnnotationRevisionAdmin(admin.ModelAdmin):
 
 @admin.register(ImportJob)
 class ImportJobAdmin(admin.ModelAdmin):
-    list_display = ("file_name", "study", "what", "status", "created", "updated", "error_count", "created_by", "created_at")
+    list_display = (
+        "file_name",
+        "study",
+        "what",
+        "status",
+        "created",
+        "updated",
+        "error_count",
+        "created_by",
+        "created_at",
+    )
     list_filter = ("status", "what", "study")
     search_fields = ("file_name", "study__slug")
     readonly_fields = ("errors",)

@@ -33,8 +33,7 @@ from .serializers import (
     StudySerializer,
     SubmitAnswerSerializer,
 )
-from .services import ServiceError
-from .services import assignments
+from .services import ServiceError, assignments
 from .services.export_jobs import request_export
 from .services.import_jobs import submit_import
 
@@ -69,7 +68,9 @@ class ItemList(StudyScoped, generics.ListAPIView):
     serializer_class = ItemSerializer
     permission_classes = [IsStudyResearcher]
 
-    @extend_schema(parameters=[OpenApiParameter("domain", str), OpenApiParameter("q", str, description="id or text contains")])
+    @extend_schema(
+        parameters=[OpenApiParameter("domain", str), OpenApiParameter("q", str, description="id or text contains")]
+    )
     def get(self, request: Request, *args, **kwargs) -> Response:
         return super().get(request, *args, **kwargs)
 
@@ -162,7 +163,9 @@ class AnnotationExport(StudyScoped, APIView):
         responses={
             (200, "text/csv"): OpenApiTypes.STR,
             (200, "application/x-ndjson"): OpenApiTypes.STR,
-            400: OpenApiResponse(ServiceErrorSerializer, description="Unknown format, or the study is too big to stream."),
+            400: OpenApiResponse(
+                ServiceErrorSerializer, description="Unknown format, or the study is too big to stream."
+            ),
         },
     )
     def get(self, request: Request, slug: str) -> StreamingHttpResponse | Response:
@@ -191,7 +194,9 @@ class ExportJobCreate(StudyScoped, APIView):
     def post(self, request: Request, slug: str) -> Response:
         form = ExportRequestSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        job = request_export(study=self.study, file_format=form.validated_data["format"], created_by=logged_in_user(request))
+        job = request_export(
+            study=self.study, file_format=form.validated_data["format"], created_by=logged_in_user(request)
+        )
         job.study = self.study
         headers = {"Location": reverse("api-export-job", args=[slug, job.pk])}
         return Response(ExportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED, headers=headers)
@@ -218,6 +223,7 @@ class ExportJobDownload(APIView):
 
 
 # --- annotating ------------------------------------------------------------------
+
 
 def _errors(*codes: int) -> dict[int, OpenApiResponse]:
     described = {
@@ -283,13 +289,18 @@ class SubmitAssignment(AssignmentScoped, AssignmentServiceView):
 
     permission_classes = [IsAssignmentStudyMember]
 
-    @extend_schema(request=SubmitAnswerSerializer, responses={200: AnswerResultSerializer, **_errors(400, 403, 404, 409)})
+    @extend_schema(
+        request=SubmitAnswerSerializer, responses={200: AnswerResultSerializer, **_errors(400, 403, 404, 409)}
+    )
     def post(self, request: Request, assignment_id: int) -> Response:
         answer = SubmitAnswerSerializer(data=request.data)
         answer.is_valid(raise_exception=True)
         done = assignments.submit(
-            user=logged_in_user(request), study=self.study, assignment_id=self.assignment.pk,
-            answer=answer.answer(), source=Annotation.Source.API,
+            user=logged_in_user(request),
+            study=self.study,
+            assignment_id=self.assignment.pk,
+            answer=answer.answer(),
+            source=Annotation.Source.API,
         )
         return self.result(done)
 
@@ -315,6 +326,9 @@ class FlagAssignment(AssignmentScoped, AssignmentServiceView):
         form = FlagSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         flagged = assignments.flag(
-            user=logged_in_user(request), study=self.study, assignment_id=self.assignment.pk, reason=form.validated_data["reason"]
+            user=logged_in_user(request),
+            study=self.study,
+            assignment_id=self.assignment.pk,
+            reason=form.validated_data["reason"],
         )
         return self.result(flagged)

@@ -12,7 +12,11 @@ urlpatterns = [
     path("studies/<slug:slug>/annotations/export", api.AnnotationExport.as_view(), name="api-annotation-export"),
     path("studies/<slug:slug>/exports", api.ExportJobCreate.as_view(), name="api-export-create"),
     path("studies/<slug:slug>/exports/<int:export_id>", api.ExportJobDetail.as_view(), name="api-export-job"),
-    path("studies/<slug:slug>/exports/<int:export_id>/download", api.ExportJobDownload.as_view(), name="api-export-download"),
+    path(
+        "studies/<slug:slug>/exports/<int:export_id>/download",
+        api.ExportJobDownload.as_view(),
+        name="api-export-download",
+    ),
     path("studies/<slug:slug>/imports/<int:pk>", api.ImportJobDetail.as_view(), name="api-import-job"),
     path("studies/<slug:slug>/assignments/next", api.NextAssignment.as_view(), name="api-assignment-next"),
     path("assignments/<int:assignment_id>/submit", api.SubmitAssignment.as_view(), name="api-assignment-submit"),

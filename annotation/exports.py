@@ -1,4 +1,4 @@
-"""Annotation export as streamed CSV or JSON Lines text (DESIGN §4)."""
+"""Annotation export as streamed CSV or JSON Lines text (README, File formats)."""
 
 from __future__ import annotations
 
@@ -60,6 +60,8 @@ def export_file_response(job: ExportJob) -> FileResponse:
     if path is None or not path.exists():
         raise Http404("This export was replaced by a newer one of the same format; download that one.")
     return FileResponse(
-        path.open("rb"), as_attachment=True, filename=export_filename(job.study, job.file_format),
+        path.open("rb"),
+        as_attachment=True,
+        filename=export_filename(job.study, job.file_format),
         content_type=CONTENT_TYPES[job.file_format],
     )

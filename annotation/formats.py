@@ -79,17 +79,14 @@ def _text_lines(stream: IO[bytes], max_line_bytes: int) -> Iterator[tuple[int, s
             raw = raw[len(_BOM) :]
         content = raw[:-1] if raw.endswith(b"\n") else raw
         if len(content) - content.endswith(b"\r") > max_line_bytes:
-            raise FileFormatError(
-                RecordError(number, f"line is longer than the limit of {max_line_bytes:,} bytes")
-            )
+            raise FileFormatError(RecordError(number, f"line is longer than the limit of {max_line_bytes:,} bytes"))
         try:
             yield number, raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise FileFormatError(
                 RecordError(
                     number,
-                    f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
-                    "save the file as UTF-8",
+                    f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); save the file as UTF-8",
                 )
             ) from None
 
@@ -110,9 +107,7 @@ def iter_jsonl(
         if "\\u0000" in text:
             value = without_nul(value)
         if not isinstance(value, dict):
-            yield number, RecordError(
-                number, f"expected a JSON object per line, got {json_type(value)}"
-            )
+            yield number, RecordError(number, f"expected a JSON object per line, got {json_type(value)}")
             continue
         yield number, value
 
@@ -158,17 +153,20 @@ def iter_csv(
         if not any(cell.strip() for cell in cells):
             continue
         if len(cells) != len(header):
-            yield start, RecordError(
-                start, f"expected {len(header)} cells as in the header, found {len(cells)}"
-            )
+            yield start, RecordError(start, f"expected {len(header)} cells as in the header, found {len(cells)}")
             continue
-        unnamed = [index + 1 for index, (name, cell) in enumerate(zip(header, cells)) if not name and cell.strip()]
+        unnamed = [
+            index + 1 for index, (name, cell) in enumerate(zip(header, cells, strict=True)) if not name and cell.strip()
+        ]
         if unnamed:
-            yield start, RecordError(
-                start, f"a value in column {unnamed[0]}, which has no name in the header; name it or empty it"
+            yield (
+                start,
+                RecordError(
+                    start, f"a value in column {unnamed[0]}, which has no name in the header; name it or empty it"
+                ),
             )
             continue
-        yield start, {name: cell for name, cell in zip(header, cells) if name and cell != ""}
+        yield start, {name: cell for name, cell in zip(header, cells, strict=True) if name and cell != ""}
 
 
 def iter_records(

@@ -40,6 +40,7 @@ class AddMembersForm(forms.Form):
 # the keyboard shortcut shown next to each choice; static/js/workbench.js
 # reads the same keys from the rendered page, so page and script cannot disagree.
 
+
 @dataclass(frozen=True)
 class Option:
     value: str
@@ -162,11 +163,13 @@ class VerificationAnswerForm(AnswerForm):
         for passage in evidence:
             index = passage["index"]
             asked = index < self.passages
-            rows.append({
-                "passage": passage,
-                "judgement": self[f"evidence_{index}"] if asked else None,
-                "useful": self[f"useful_{index}"] if asked else None,
-            })
+            rows.append(
+                {
+                    "passage": passage,
+                    "judgement": self[f"evidence_{index}"] if asked else None,
+                    "useful": self[f"useful_{index}"] if asked else None,
+                }
+            )
         return rows
 
     def to_answer(self) -> SubmittedAnswer:

@@ -1,4 +1,4 @@
-"""Validation of imported records (DESIGN §4) into typed rows.
+"""Validation of imported records (README, File formats) into typed rows.
 
 Each `parse_*` function takes one record (a dict from JSONL or CSV) and returns
 either a row ready to store or the list of problems, each naming its field.
@@ -72,8 +72,10 @@ class _Problems:
             if required:
                 self.add(name, "is required and must be a non-empty string")
             return ""
-        if isinstance(value, bool) or not isinstance(value, (str, int)) or (
-            isinstance(value, int) and name not in ("id", "item", "annotator", "response_id", "label", "gold")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (str, int))
+            or (isinstance(value, int) and name not in ("id", "item", "annotator", "response_id", "label", "gold"))
         ):
             self.add(name, f"must be a string, got {json_type(value)}")
             return ""
@@ -225,7 +227,8 @@ def parse_preference_item(
         problems.add("lists", f"must be an object mapping system -> claims, got {json_type(lists_value)}")
     elif len(lists_value) != 2:
         problems.add(
-            "lists", f"must hold exactly two systems, found {len(lists_value)} ({', '.join(map(str, lists_value)) or 'none'})"
+            "lists",
+            f"must hold exactly two systems, found {len(lists_value)} ({', '.join(map(str, lists_value)) or 'none'})",
         )
     else:
         names = [str(name).strip() for name in lists_value]
@@ -237,7 +240,7 @@ def parse_preference_item(
         elif any(not name or len(name) > MAX_SHORT_TEXT for name in names):
             problems.add("lists", "system names must be non-empty and at most 200 characters")
         else:
-            for name, value in zip(names, lists_value.values()):
+            for name, value in zip(names, lists_value.values(), strict=True):
                 claims = _claim_list(value, f"lists.{name}", problems)
                 if claims is not None:
                     lists[name] = claims
@@ -258,11 +261,29 @@ def parse_preference_item(
 
 
 ANNOTATION_FIELDS = {
-    "item", "annotator", "label", "raw_label", "preferred", "preferred_system", "strength",
-    "choice", "left_system", "right_system", "justification", "rationale", "evidence",
-    "evidence_judgements", "active_ms",
+    "item",
+    "annotator",
+    "label",
+    "raw_label",
+    "preferred",
+    "preferred_system",
+    "strength",
+    "choice",
+    "left_system",
+    "right_system",
+    "justification",
+    "rationale",
+    "evidence",
+    "evidence_judgements",
+    "active_ms",
     # Columns of our own export, accepted and ignored so an export re-imports as is.
-    "study", "domain", "status", "created_at", "submitted_at", "revision_count", "source",
+    "study",
+    "domain",
+    "status",
+    "created_at",
+    "submitted_at",
+    "revision_count",
+    "source",
 }
 
 
@@ -307,7 +328,10 @@ def parse_annotation(
                 problems.add("label", f"{given!r} is not one of the study's labels ({', '.join(labels)})")
         elif preferred and preferred.lower() != PREFERENCE_TIE:
             if preferred not in systems:
-                problems.add("preferred", f"{preferred!r} is not one of the study's systems ({', '.join(systems) or 'none declared'})")
+                problems.add(
+                    "preferred",
+                    f"{preferred!r} is not one of the study's systems ({', '.join(systems) or 'none declared'})",
+                )
             elif strength not in PREFERENCE_STRENGTHS:
                 problems.add("strength", f"must be 'strong' or 'slight' when a system is preferred, got {strength!r}")
             else:

@@ -1,4 +1,4 @@
-"""Tables of the annotation side (DESIGN §2).
+"""Tables of the annotation side (docs/architecture.md, Data model).
 
 Invariants that matter for honest numbers (one label per annotator per item,
 never more than N slots per item, answers stored in system space) are database
@@ -40,12 +40,8 @@ class Study(models.Model):
     label_aliases = models.JSONField(
         default=dict, blank=True, help_text="Raw label -> canonical label, e.g. {'yes': 'factual'}."
     )
-    binary_map = models.JSONField(
-        default=dict, blank=True, help_text="Canonical label -> 'positive' or 'negative'."
-    )
-    systems = models.JSONField(
-        default=list, blank=True, help_text="Preference studies: the two systems, A then B."
-    )
+    binary_map = models.JSONField(default=dict, blank=True, help_text="Canonical label -> 'positive' or 'negative'.")
+    systems = models.JSONField(default=list, blank=True, help_text="Preference studies: the two systems, A then B.")
     annotators_per_item = models.PositiveSmallIntegerField(default=3)
     seed = models.BigIntegerField(default=new_seed)
     evidence_judgements = models.BooleanField(
@@ -77,15 +73,9 @@ class Study(models.Model):
         ordering = ["-created_at", "slug"]
         verbose_name_plural = "studies"
         constraints = [
-            models.CheckConstraint(
-                condition=Q(annotators_per_item__gte=1), name="study_annotators_per_item_positive"
-            ),
-            models.CheckConstraint(
-                condition=Q(kind__in=["preference", "verification"]), name="study_kind_valid"
-            ),
-            models.CheckConstraint(
-                condition=Q(status__in=["draft", "open", "closed"]), name="study_status_valid"
-            ),
+            models.CheckConstraint(condition=Q(annotators_per_item__gte=1), name="study_annotators_per_item_positive"),
+            models.CheckConstraint(condition=Q(kind__in=["preference", "verification"]), name="study_kind_valid"),
+            models.CheckConstraint(condition=Q(status__in=["draft", "open", "closed"]), name="study_status_valid"),
         ]
 
     def __str__(self) -> str:
@@ -102,16 +92,10 @@ class StudyMember(models.Model):
         ANNOTATOR = "annotator", "Annotator"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="members")
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="study_memberships"
-    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="study_memberships")
     role = models.CharField(max_length=16, choices=Role.choices)
-    pseudonym = models.CharField(
-        max_length=100, help_text="What exports and reports call this annotator."
-    )
-    is_external = models.BooleanField(
-        default=False, help_text="An identity whose labels were imported, not a login."
-    )
+    pseudonym = models.CharField(max_length=100, help_text="What exports and reports call this annotator.")
+    is_external = models.BooleanField(default=False, help_text="An identity whose labels were imported, not a login.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -119,9 +103,7 @@ class StudyMember(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["study", "user"], name="member_unique_per_study"),
             models.UniqueConstraint(fields=["study", "pseudonym"], name="member_pseudonym_unique"),
-            models.CheckConstraint(
-                condition=Q(role__in=["researcher", "annotator"]), name="member_role_valid"
-            ),
+            models.CheckConstraint(condition=Q(role__in=["researcher", "annotator"]), name="member_role_valid"),
         ]
 
     def __str__(self) -> str:
@@ -194,9 +176,7 @@ class Assignment(models.Model):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
-    annotator = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
-    )
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
     slot = models.PositiveSmallIntegerField(null=True, blank=True)
     max_slots = models.PositiveSmallIntegerField()
     queue_position = models.BigIntegerField(
@@ -253,7 +233,13 @@ MAX_ACTIVE_MS = 2**31 - 1
 
 #: The fields that make up an answer; a change to any of them is a revision.
 ANSWER_FIELDS = (
-    "label", "raw_label", "preferred_system", "strength", "choice", "justification", "evidence_judgements",
+    "label",
+    "raw_label",
+    "preferred_system",
+    "strength",
+    "choice",
+    "justification",
+    "evidence_judgements",
 )
 
 
@@ -393,7 +379,7 @@ class ExportJob(BackgroundJob):
     """An annotation export written to a file by a background task.
 
     Studies with more annotations than EXPORT_INLINE_MAX_ROWS are not exported
-    inside a request (DESIGN §5: long work never runs there); the file waits
+    inside a request (long work never runs there); the file waits
     under var/exports until a newer export of the same study and format
     replaces it.
     """
@@ -401,7 +387,9 @@ class ExportJob(BackgroundJob):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="export_jobs")
     file_format = models.CharField(max_length=8)
     rows = models.PositiveIntegerField(default=0, help_text="Annotations written.")
-    file_path = models.CharField(max_length=500, blank=True, default="", help_text="Empty until written, or once replaced.")
+    file_path = models.CharField(
+        max_length=500, blank=True, default="", help_text="Empty until written, or once replaced."
+    )
     error = models.TextField(blank=True, default="")
 
     class Meta(BackgroundJob.Meta):
@@ -413,10 +401,10 @@ class ExportJob(BackgroundJob):
     #: An export of 300,000 annotations takes about 15 s; one unfinished after this has no live worker.
     STUCK_AFTER = timedelta(minutes=10)
 
+    def __str__(self) -> str:
+        return f"{self.file_format} export of {self.study_id} ({self.status})"
+
     def looks_stuck(self, now: datetime | None = None) -> bool:
         """Still queued or running long after any export should have finished."""
         unfinished = self.status in (JobStatus.QUEUED, JobStatus.RUNNING)
         return unfinished and (now or timezone.now()) - self.created_at > self.STUCK_AFTER
-
-    def __str__(self) -> str:
-        return f"{self.file_format} export of {self.study_id} ({self.status})"

@@ -133,7 +133,7 @@ class ModelRows(Generic[ModelT]):
 
     def __init__(self, model: type[ModelT], field_names: Iterable[str] | None = None, alias: str | None = None) -> None:
         self.model = model
-        concrete = [field for field in model._meta.concrete_fields]
+        concrete = list(model._meta.concrete_fields)
         wanted = None if field_names is None else set(field_names) | {model._meta.pk.name}
         self.fields = [field for field in concrete if wanted is None or field.name in wanted]
         if wanted is not None and len(self.fields) != len(wanted):
@@ -167,7 +167,9 @@ def _select_list(model: type[models.Model], attnames: tuple[str, ...], alias: st
 
 
 @cache
-def _converters_for(model: type[models.Model], attnames: tuple[str, ...], alias: str) -> list[tuple[int, list[Converter], Any]]:
+def _converters_for(
+    model: type[models.Model], attnames: tuple[str, ...], alias: str
+) -> list[tuple[int, list[Converter], Any]]:
     """Django's per-column converters (backend's, then the field's), as the SQL compiler collects them."""
     by_attname = {field.attname: field for field in model._meta.concrete_fields}
     found = []

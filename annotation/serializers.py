@@ -18,8 +18,19 @@ class StudySerializer(serializers.ModelSerializer):
     class Meta:
         model = Study
         fields = [
-            "slug", "name", "kind", "status", "labels", "annotators_per_item", "evidence_judgements",
-            "justification_required", "tie_allowed", "both_bad_allowed", "role", "n_items", "created_at",
+            "slug",
+            "name",
+            "kind",
+            "status",
+            "labels",
+            "annotators_per_item",
+            "evidence_judgements",
+            "justification_required",
+            "tie_allowed",
+            "both_bad_allowed",
+            "role",
+            "n_items",
+            "created_at",
         ]
 
 
@@ -28,8 +39,15 @@ class StudyDetailSerializer(StudySerializer):
     domains = serializers.ListField(child=serializers.DictField(), read_only=True)
 
     class Meta(StudySerializer.Meta):
-        fields = StudySerializer.Meta.fields + [
-            "instructions", "label_aliases", "binary_map", "systems", "seed", "counts", "domains",
+        fields = [
+            *StudySerializer.Meta.fields,
+            "instructions",
+            "label_aliases",
+            "binary_map",
+            "systems",
+            "seed",
+            "counts",
+            "domains",
         ]
 
 
@@ -60,7 +78,20 @@ class ImportJobSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ImportJob
-        fields = ["id", "what", "file_name", "file_format", "update_existing", "status", "created", "updated", "error_count", "errors", "created_at", "finished_at"]
+        fields = [
+            "id",
+            "what",
+            "file_name",
+            "file_format",
+            "update_existing",
+            "status",
+            "created",
+            "updated",
+            "error_count",
+            "errors",
+            "created_at",
+            "finished_at",
+        ]
 
 
 class ExportRequestSerializer(serializers.Serializer):
@@ -69,7 +100,9 @@ class ExportRequestSerializer(serializers.Serializer):
 
 class ExportJobSerializer(serializers.ModelSerializer):
     format = serializers.CharField(source="file_format", read_only=True)
-    download_url = serializers.SerializerMethodField(help_text="Set once the file is ready (and until a newer export replaces it).")
+    download_url = serializers.SerializerMethodField(
+        help_text="Set once the file is ready (and until a newer export replaces it)."
+    )
 
     class Meta:
         model = ExportJob
@@ -94,11 +127,14 @@ class ExportJobSerializer(serializers.ModelSerializer):
 # justification required, evidence passages that exist) is the assignment
 # service's decision, reported as a 400 with its message.
 
+
 class ProgressSerializer(serializers.Serializer):
     done = serializers.IntegerField(help_text="Items you have answered.")
-    total = serializers.IntegerField(help_text="Answered + open + still available to you (a lower bound when not `total_exact`).")
+    total = serializers.IntegerField(
+        help_text="Answered + open + still available to you (a lower bound when not `total_exact`)."
+    )
     total_exact = serializers.BooleanField(
-        help_text="False in very big studies, where open items are counted only up to 1,000 (show it as \"1,000+\")."
+        help_text='False in very big studies, where open items are counted only up to 1,000 (show it as "1,000+").'
     )
 
 
@@ -128,8 +164,12 @@ class PreferenceDisplaySerializer(serializers.Serializer):
     kind = serializers.CharField(help_text="Always `preference`.")
     source = serializers.CharField(allow_blank=True)
     question = serializers.CharField(allow_blank=True)
-    list_1 = serializers.ListField(child=serializers.CharField(), help_text="Shown on the left; answer `left_*` to prefer it.")
-    list_2 = serializers.ListField(child=serializers.CharField(), help_text="Shown on the right; answer `right_*` to prefer it.")
+    list_1 = serializers.ListField(
+        child=serializers.CharField(), help_text="Shown on the left; answer `left_*` to prefer it."
+    )
+    list_2 = serializers.ListField(
+        child=serializers.CharField(), help_text="Shown on the right; answer `right_*` to prefer it."
+    )
 
 
 @extend_schema_field(
@@ -163,18 +203,30 @@ class EvidenceJudgementSerializer(serializers.Serializer):
 class SubmitAnswerSerializer(serializers.Serializer):
     """An answer: `label` (+ `evidence`, `rationale`) for verification, `choice` (+ `justification`) for preference."""
 
-    label = serializers.CharField(required=False, allow_blank=True, help_text="Verification: one of the study's labels.")
-    evidence = EvidenceJudgementSerializer(
-        many=True, required=False, help_text="Verification, when the study asks for evidence judgements: exactly one per passage (required then, refused otherwise)."
+    label = serializers.CharField(
+        required=False, allow_blank=True, help_text="Verification: one of the study's labels."
     )
-    rationale = serializers.CharField(required=False, allow_blank=True, help_text="Verification: why (the study may require it).")
+    evidence = EvidenceJudgementSerializer(
+        many=True,
+        required=False,
+        help_text="Verification, when the study asks for evidence judgements: exactly one per passage (required then, refused otherwise).",
+    )
+    rationale = serializers.CharField(
+        required=False, allow_blank=True, help_text="Verification: why (the study may require it)."
+    )
     choice = serializers.ChoiceField(
-        choices=PREFERENCE_CHOICES, required=False,
+        choices=PREFERENCE_CHOICES,
+        required=False,
         help_text="Preference, in screen terms (list_1 is left): the server stores the preferred system.",
     )
-    justification = serializers.CharField(required=False, allow_blank=True, help_text="Preference: why (the study may require it).")
+    justification = serializers.CharField(
+        required=False, allow_blank=True, help_text="Preference: why (the study may require it)."
+    )
     active_ms = serializers.IntegerField(
-        required=False, allow_null=True, min_value=0, max_value=MAX_ACTIVE_MS,
+        required=False,
+        allow_null=True,
+        min_value=0,
+        max_value=MAX_ACTIVE_MS,
         help_text="Time actively spent on the item, in milliseconds.",
     )
 

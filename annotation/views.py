@@ -85,9 +85,13 @@ def study_import(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     study = access_study(request.user, slug, role=Researcher)
     form = ImportForm(request.POST, request.FILES)
     if not form.is_valid():
-        messages.error(request, "Choose what to import and a file: " + "; ".join(
-            f"{field}: {' '.join(str(error) for error in errors)}" for field, errors in form.errors.items()
-        ))
+        messages.error(
+            request,
+            "Choose what to import and a file: "
+            + "; ".join(
+                f"{field}: {' '.join(str(error) for error in errors)}" for field, errors in form.errors.items()
+            ),
+        )
         return redirect("annotation:study_detail", slug=study.slug)
     try:
         job = submit_import(
@@ -256,13 +260,18 @@ def annotate(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     return _workbench(request, study, assignment, _form_for(study, assignment), revising=False)
 
 
-def _save_answer(request: AuthenticatedHttpRequest, study: Study, assignment: Assignment, *, revising: bool) -> HttpResponse:
+def _save_answer(
+    request: AuthenticatedHttpRequest, study: Study, assignment: Assignment, *, revising: bool
+) -> HttpResponse:
     form = _form_for(study, assignment, request.POST)
     if form.is_valid():
         try:
             submit(
-                user=request.user, study=study, assignment_id=assignment.pk,
-                answer=form.to_answer(), source=Annotation.Source.WEB,
+                user=request.user,
+                study=study,
+                assignment_id=assignment.pk,
+                answer=form.to_answer(),
+                source=Annotation.Source.WEB,
             )
         except (LeaseLost, NotAllowed) as exc:
             messages.error(request, f"Your answer was not saved: {exc}.")
@@ -349,6 +358,7 @@ def annotate_flag(request: AuthenticatedHttpRequest, slug: str, assignment_id: i
 
 
 # --- researcher: progress and quality control ------------------------------------
+
 
 @login_required
 @require_GET

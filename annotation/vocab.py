@@ -1,4 +1,4 @@
-"""Label vocabularies (DESIGN §3) and the mapping from raw to canonical labels.
+"""Label vocabularies (docs/architecture.md, Label vocabularies) and the mapping from raw to canonical labels.
 
 Raw labels are always kept beside the canonical one; this module only decides
 which canonical label a raw one stands for.
@@ -20,7 +20,12 @@ PREFERENCE_BOTH_BAD = "both_bad"
 PREFERENCE_STRENGTHS: tuple[str, ...] = ("strong", "slight")
 #: What the annotator picks on screen (left is "List 1"); the label says which *system* won.
 PREFERENCE_CHOICES: tuple[str, ...] = (
-    "left_strong", "left_slight", PREFERENCE_TIE, "right_slight", "right_strong", PREFERENCE_BOTH_BAD,
+    "left_strong",
+    "left_slight",
+    PREFERENCE_TIE,
+    "right_slight",
+    "right_strong",
+    PREFERENCE_BOTH_BAD,
 )
 EVIDENCE_JUDGEMENTS: tuple[str, ...] = ("support", "not_support", "irrelevant")
 BINARY_SIDES: tuple[str, ...] = ("positive", "negative")

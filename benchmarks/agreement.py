@@ -47,7 +47,7 @@ from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from metaeval import stats  # noqa: E402  (pure: no Django needed)
+from metaeval import stats
 
 LABELS = ["supported", "contradicted", "inconclusive"]
 ANNOTATORS = ["w1", "w2", "w3"]
@@ -64,11 +64,13 @@ def synthetic(n_items: int, *, n_labels: int | None = None, seed: int = 7) -> pd
     truth = rng.choice(3, size=n_items, p=[0.6, 0.25, 0.15])
     agree = rng.random((n_items, 3)) < 0.7
     codes = np.where(agree, truth[:, None], rng.integers(0, 3, size=(n_items, 3)))
-    frame = pd.DataFrame({
-        "item": np.repeat(np.arange(n_items), 3),
-        "annotator": np.tile(np.array(ANNOTATORS, dtype=object), n_items),
-        "label": np.array(LABELS, dtype=object)[codes.ravel()],
-    })
+    frame = pd.DataFrame(
+        {
+            "item": np.repeat(np.arange(n_items), 3),
+            "annotator": np.tile(np.array(ANNOTATORS, dtype=object), n_items),
+            "label": np.array(LABELS, dtype=object)[codes.ravel()],
+        }
+    )
     if n_labels is not None and n_labels < len(frame):
         keep = np.sort(rng.choice(len(frame), size=n_labels, replace=False))
         frame = frame.iloc[keep].reset_index(drop=True)
@@ -102,21 +104,29 @@ def bare(wide: np.ndarray) -> dict:
     table, _ = aggregate_raters(complete, n_cat=3)
     return {
         "fleiss_kappa": fleiss_kappa(table, method="fleiss"),
-        "alpha_nominal": krippendorff.alpha(reliability_data=wide.T, level_of_measurement="nominal",
-                                            value_domain=[0, 1, 2]),
-        "alpha_ordinal": krippendorff.alpha(reliability_data=wide.T, level_of_measurement="ordinal",
-                                            value_domain=[0, 1, 2]),
+        "alpha_nominal": krippendorff.alpha(
+            reliability_data=wide.T, level_of_measurement="nominal", value_domain=[0, 1, 2]
+        ),
+        "alpha_ordinal": krippendorff.alpha(
+            reliability_data=wide.T, level_of_measurement="ordinal", value_domain=[0, 1, 2]
+        ),
     }
 
 
 def nltk_triples(frame: pd.DataFrame) -> list[tuple[str, str, str]]:
-    return list(zip(frame["annotator"], frame["item"].astype(str), frame["label"]))
+    return list(zip(frame["annotator"], frame["item"].astype(str), frame["label"], strict=True))
 
 
 def nltk_run(triples: list[tuple[str, str, str]]) -> dict:
     task = AnnotationTask(data=triples)
-    return {"alpha": task.alpha(), "pi": task.pi(), "multi_kappa": task.multi_kappa(), "kappa": task.kappa(),
-            "S": task.S(), "avg_Ao": task.avg_Ao()}
+    return {
+        "alpha": task.alpha(),
+        "pi": task.pi(),
+        "multi_kappa": task.multi_kappa(),
+        "kappa": task.kappa(),
+        "S": task.S(),
+        "avg_Ao": task.avg_Ao(),
+    }
 
 
 def check(name: str, a: float, b: float, tol: float = 1e-9) -> str:
@@ -126,8 +136,10 @@ def check(name: str, a: float, b: float, tol: float = 1e-9) -> str:
 
 def scenario(title: str, frame: pd.DataFrame, *, repeat: int, nltk_items: int | None, goals: bool) -> None:
     n_items = frame["item"].nunique()
-    print(f"\n== {title}: {n_items:,} items, {len(frame):,} labels, {frame['annotator'].nunique()} annotators, "
-          f"{len(LABELS)} labels ==")
+    print(
+        f"\n== {title}: {n_items:,} items, {len(frame):,} labels, {frame['annotator'].nunique()} annotators, "
+        f"{len(LABELS)} labels =="
+    )
     wide = wide_codes(frame)
     t_full, full = best_of(repeat, lambda: ours(frame, ci=True))
     t_coef, coef = best_of(repeat, lambda: ours(frame, ci=False))
@@ -149,18 +161,27 @@ def scenario(title: str, frame: pd.DataFrame, *, repeat: int, nltk_items: int | 
     t_nltk_run, nltk_values = best_of(1, lambda: nltk_run(triples))
     sub_labels = len(subset)
     t_nltk = t_nltk_run * len(frame) / sub_labels
-    how = "measured on all items" if sub_labels == len(frame) else (
-        f"measured on {subset['item'].nunique():,} items / {sub_labels:,} labels ({t_nltk_run:.3f} s){complete_only}"
-        f"; extrapolated linearly to {len(frame):,} labels")
-    sub_items = subset["item"].nunique()
+    how = (
+        "measured on all items"
+        if sub_labels == len(frame)
+        else (
+            f"measured on {subset['item'].nunique():,} items / {sub_labels:,} labels ({t_nltk_run:.3f} s){complete_only}"
+            f"; extrapolated linearly to {len(frame):,} labels"
+        )
+    )
+    subset["item"].nunique()
     print(f"  NLTK AnnotationTask (6 nominal coefficients)        {t_nltk:8.3f} s   [{how}]")
 
     print("  ratios")
     print(f"    full report with CIs / bare library calls      {t_full / t_bare:7.2f}x")
-    print(f"    coefficients without CIs / bare library calls {t_coef / t_bare:7.2f}x" + (
-        f"   goal <= 2x: {'met' if t_coef / t_bare <= 2 else 'MISSED'}" if goals else ""))
-    print(f"    NLTK / coefficients without CIs                {t_nltk / t_coef:7.1f}x faster" + (
-        f"   goal >= 20x: {'met' if t_nltk / t_coef >= 20 else 'MISSED'}" if goals else ""))
+    print(
+        f"    coefficients without CIs / bare library calls {t_coef / t_bare:7.2f}x"
+        + (f"   goal <= 2x: {'met' if t_coef / t_bare <= 2 else 'MISSED'}" if goals else "")
+    )
+    print(
+        f"    NLTK / coefficients without CIs                {t_nltk / t_coef:7.1f}x faster"
+        + (f"   goal >= 20x: {'met' if t_nltk / t_coef >= 20 else 'MISSED'}" if goals else "")
+    )
     print(f"    NLTK (no CIs at all) / full report with CIs    {t_nltk / t_full:7.1f}x faster")
     if goals:
         print(f"    full report with CIs under 5 s: {'met' if t_full < 5 else 'MISSED'} ({t_full:.2f} s)")
@@ -171,13 +192,15 @@ def scenario(title: str, frame: pd.DataFrame, *, repeat: int, nltk_items: int | 
     print(check("alpha ordinal vs krippendorff", coef["krippendorff_alpha_ordinal"]["value"], ref["alpha_ordinal"]))
     if sub_labels == len(frame):
         print(check("alpha nominal vs NLTK alpha", coef["krippendorff_alpha"]["value"], nltk_values["alpha"], 1e-6))
-        print(check("mean pairwise Cohen vs NLTK kappa", coef["mean_cohen_kappa"]["value"], nltk_values["kappa"],
-                    1e-9))
-        print(check("percent agreement vs NLTK avg_Ao", coef["percent_agreement"]["value"], nltk_values["avg_Ao"],
-                    1e-9))
+        print(check("mean pairwise Cohen vs NLTK kappa", coef["mean_cohen_kappa"]["value"], nltk_values["kappa"], 1e-9))
+        print(
+            check("percent agreement vs NLTK avg_Ao", coef["percent_agreement"]["value"], nltk_values["avg_Ao"], 1e-9)
+        )
     fk = full["fleiss_kappa"]
-    print(f"  Fleiss kappa {fk['value']:.4f}, 95% CI [{fk['ci'][0]:.4f}, {fk['ci'][1]:.4f}] on {fk['n_items']:,} "
-          f"complete items ({fk['n_items_left_out']:,} left out)")
+    print(
+        f"  Fleiss kappa {fk['value']:.4f}, 95% CI [{fk['ci'][0]:.4f}, {fk['ci'][1]:.4f}] on {fk['n_items']:,} "
+        f"complete items ({fk['n_items_left_out']:,} left out)"
+    )
 
 
 def main() -> None:
@@ -186,19 +209,30 @@ def main() -> None:
     parser.add_argument("--big-items", type=int, default=350_000)
     parser.add_argument("--big-labels", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--nltk-items", type=int, default=None,
-                        help="time NLTK on this many items and extrapolate (default: all of the 100k scenario, "
-                             "100,000 of the 1M-label one)")
+    parser.add_argument(
+        "--nltk-items",
+        type=int,
+        default=None,
+        help="time NLTK on this many items and extrapolate (default: all of the 100k scenario, "
+        "100,000 of the 1M-label one)",
+    )
     args = parser.parse_args()
-    versions = ", ".join(f"{name} {metadata.version(name)}" for name in
-                         ("numpy", "pandas", "statsmodels", "krippendorff", "nltk"))
+    versions = ", ".join(
+        f"{name} {metadata.version(name)}" for name in ("numpy", "pandas", "statsmodels", "krippendorff", "nltk")
+    )
     print(f"{versions}; best of {args.repeat} runs")
     ours(synthetic(2_000), ci=True)  # warm imports and caches outside the timers
-    scenario(f"{args.items:,} x 3 x 3", synthetic(args.items), repeat=args.repeat, nltk_items=args.nltk_items,
-             goals=True)
+    scenario(
+        f"{args.items:,} x 3 x 3", synthetic(args.items), repeat=args.repeat, nltk_items=args.nltk_items, goals=True
+    )
     big = synthetic(args.big_items, n_labels=args.big_labels, seed=11)
-    scenario("1,000,000 labels (missing at random)", big, repeat=args.repeat,
-             nltk_items=args.nltk_items or 100_000, goals=False)
+    scenario(
+        "1,000,000 labels (missing at random)",
+        big,
+        repeat=args.repeat,
+        nltk_items=args.nltk_items or 100_000,
+        goals=False,
+    )
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ call `POST /api/studies/{slug}/assignments/next` and
 204. The study has labels / N items, so the run ends after exactly that many
 labels.
 
-On PostgreSQL the server runs as in production (DESIGN §6): psycopg's
+On PostgreSQL the server runs as in production (docs/architecture.md, Runtime): psycopg's
 connection pool (DATABASE_POOL=1; `--no-pool` for a connection per request),
 and the tables are VACUUM ANALYZEd after the bulk load, as autovacuum would
 do (it is off on the development machines). Extra psycopg options can ride
@@ -77,7 +77,7 @@ def server_env(args: argparse.Namespace, folder: Path) -> dict[str, str]:
     }
     if args.db == "postgres":
         env["DATABASE_URL"] = os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/claimlab"
-        # The production setting (DESIGN §6: psycopg 3 with a pool): without it every
+        # The production setting (psycopg 3 with a pool, docs/architecture.md, Runtime): without it every
         # request opens and closes its own PostgreSQL connection.
         env["DATABASE_POOL"] = "0" if args.no_pool else "1"
     else:
@@ -99,12 +99,21 @@ def setup_study(items: int, annotators: int, password: str) -> list[str]:
     study = create_study(slug=SLUG, name="Load benchmark", kind="verification", annotators_per_item=N)
     rng = random.Random(5)
     lines = [
-        json.dumps({
-            "id": f"c-{n:05d}",
-            "claim": f"Claim {n}: " + " ".join(rng.choice(("river", "court", "1980", "museum")) for _ in range(12)),
-            "context": "A sentence from a model's answer.",
-            "evidence": [{"text": "An evidence passage. " * 20, "title": "Doc", "url": f"https://example.org/{n}", "source_type": "news"}],
-        })
+        json.dumps(
+            {
+                "id": f"c-{n:05d}",
+                "claim": f"Claim {n}: " + " ".join(rng.choice(("river", "court", "1980", "museum")) for _ in range(12)),
+                "context": "A sentence from a model's answer.",
+                "evidence": [
+                    {
+                        "text": "An evidence passage. " * 20,
+                        "title": "Doc",
+                        "url": f"https://example.org/{n}",
+                        "source_type": "news",
+                    }
+                ],
+            }
+        )
         for n in range(items)
     ]
     import_items(study=study, stream=io.BytesIO("\n".join(lines).encode()), fmt="jsonl")
@@ -117,7 +126,9 @@ def setup_study(items: int, annotators: int, password: str) -> list[str]:
     return names
 
 
-def request(base: str, method: str, path: str, token: str | None = None, body: dict | None = None) -> tuple[int, Any, float]:
+def request(
+    base: str, method: str, path: str, token: str | None = None, body: dict | None = None
+) -> tuple[int, Any, float]:
     """(HTTP status, the decoded JSON body or None when empty, seconds taken)."""
     data = json.dumps(body).encode() if body is not None else None
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -180,7 +191,7 @@ def annotate(base: str, token: str, tally: Tally, seed: int) -> None:
             tally.add("label", next_s + submit_s)
             with tally.lock:
                 tally.labels += 1
-        except Exception as exc:  # noqa: BLE001 - a benchmark counts failures, it does not stop on them
+        except Exception as exc:
             tally.error(f"{type(exc).__name__}: {exc}"[:160])
             time.sleep(0.1)
 
@@ -230,7 +241,7 @@ def cpu_seconds(server_pid: int) -> dict[str, float]:
         elif comm.startswith("postgres"):
             used["database"] += seconds
     busy = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
-    user, nice, system, idle, iowait, irq, softirq, steal = (int(value) for value in busy[:8])
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(value) for value in busy[:8])
     used["machine busy"] = (user + nice + system + irq + softirq + steal) / tick
     return used
 
@@ -248,7 +259,9 @@ def verify() -> dict[str, int]:
 
     submitted = (
         Assignment.objects.filter(study__slug=SLUG, status="submitted")
-        .values("item_id").annotate(n=Count("pk"), people=Count("annotator", distinct=True)).order_by()
+        .values("item_id")
+        .annotate(n=Count("pk"), people=Count("annotator", distinct=True))
+        .order_by()
     )
     answers = {row["item_id"]: row["n"] for row in submitted}
     people = {row["item_id"]: row["people"] for row in submitted}
@@ -266,28 +279,37 @@ def verify() -> dict[str, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
-        "--db", choices=["sqlite", "postgres"], default="postgres" if os.environ.get("DATABASE_URL") else "sqlite",
+        "--db",
+        choices=["sqlite", "postgres"],
+        default="postgres" if os.environ.get("DATABASE_URL") else "sqlite",
         help="default: postgres when DATABASE_URL is set (as `make bench` on CI), else sqlite",
     )
     parser.add_argument("--annotators", type=int, default=50)
     parser.add_argument("--labels", type=int, default=3000, help="labels in the run (the study gets labels / N items)")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
     parser.add_argument("--baseline-seconds", type=float, default=5.0)
-    parser.add_argument("--no-pool", action="store_true", help="PostgreSQL: a new connection per request (DATABASE_POOL=0)")
+    parser.add_argument(
+        "--no-pool", action="store_true", help="PostgreSQL: a new connection per request (DATABASE_POOL=0)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and the bench study")
     args = parser.parse_args()
     items = args.labels // N
 
     folder = Path(tempfile.mkdtemp(prefix="claimlab-load-"))
     env = server_env(args, folder)
-    os.environ.update({key: env[key] for key in ("DJANGO_SETTINGS_MODULE", "DEBUG", "SECRET_KEY", "CLAIMLAB_VAR_DIR", "LOG_LEVEL", "STATIC_ROOT")})
+    os.environ.update(
+        {
+            key: env[key]
+            for key in ("DJANGO_SETTINGS_MODULE", "DEBUG", "SECRET_KEY", "CLAIMLAB_VAR_DIR", "LOG_LEVEL", "STATIC_ROOT")
+        }
+    )
     if "DATABASE_URL" in env:
         os.environ["DATABASE_URL"] = env["DATABASE_URL"]
     else:
         os.environ.pop("DATABASE_URL", None)
     manage = [sys.executable, str(REPO / "manage.py")]
-    subprocess.run(manage + ["migrate", "--no-input", "-v", "0"], env=env, cwd=REPO, check=True)
-    subprocess.run(manage + ["collectstatic", "--no-input", "-v", "0"], env=env, cwd=REPO, check=True)
+    subprocess.run([*manage, "migrate", "--no-input", "-v", "0"], env=env, cwd=REPO, check=True)
+    subprocess.run([*manage, "collectstatic", "--no-input", "-v", "0"], env=env, cwd=REPO, check=True)
 
     sys.path.insert(0, str(REPO))
     import django
@@ -302,16 +324,34 @@ def main() -> None:
         # machines): fresh statistics and a clean visibility map, so the planner uses
         # the (study, slots_taken) index instead of reading every item.
         with connection.cursor() as cursor:
-            for table in ("annotation_item", "annotation_assignment", "annotation_annotation", "annotation_studymember"):
+            for table in (
+                "annotation_item",
+                "annotation_assignment",
+                "annotation_annotation",
+                "annotation_studymember",
+            ):
                 cursor.execute(f"VACUUM ANALYZE {table}")
     connection.close()  # the server does the work from here on
 
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
-        [str(Path(sys.executable).with_name("gunicorn")), "config.wsgi:application", "--workers", str(args.workers),
-         "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "--timeout", "120"],
-        env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=open(folder / "gunicorn.log", "wb"),
+        [
+            str(Path(sys.executable).with_name("gunicorn")),
+            "config.wsgi:application",
+            "--workers",
+            str(args.workers),
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--log-level",
+            "warning",
+            "--timeout",
+            "120",
+        ],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=open(folder / "gunicorn.log", "wb"),
     )
     try:
         for _ in range(200):
@@ -332,7 +372,9 @@ def main() -> None:
 
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(max_workers=args.workers) as pool:  # each login checks a (slow, on purpose) password hash
+        with ThreadPoolExecutor(
+            max_workers=args.workers
+        ) as pool:  # each login checks a (slow, on purpose) password hash
             tokens = list(pool.map(token_for, names))
 
         cpu_base_before = cpu_seconds(server.pid)
@@ -357,28 +399,47 @@ def main() -> None:
 
     checks = verify()
     rate = tally.labels / wall
-    label_lat = tally.latency["label"]
-    pooling = "" if args.db != "postgres" else (" without a connection pool" if args.no_pool else " with the psycopg pool (DATABASE_POOL=1)")
-    print(f"database: {'PostgreSQL' + pooling if args.db == 'postgres' else 'SQLite file (WAL) in ' + str(folder)}; "
-          f"gunicorn {args.workers} sync workers; {args.annotators} annotators over HTTP, no think time; "
-          f"{os.cpu_count()} cores (clients, server and database share them)")
-    print(f"baseline: GET /api/studies/{SLUG}/ at {per_second_baseline:.0f} requests/s, "
-          f"{base_cpu_ms:.1f} ms of web-server CPU each (same server, same clients)")
-    print(f"labels: {tally.labels:,} in {wall:.1f} s = {rate:.1f} labels/s "
-          f"(one label = {per_second_baseline / rate:.1f} baseline requests; it is 2 requests)")
+    tally.latency["label"]
+    pooling = (
+        ""
+        if args.db != "postgres"
+        else (" without a connection pool" if args.no_pool else " with the psycopg pool (DATABASE_POOL=1)")
+    )
+    print(
+        f"database: {'PostgreSQL' + pooling if args.db == 'postgres' else 'SQLite file (WAL) in ' + str(folder)}; "
+        f"gunicorn {args.workers} sync workers; {args.annotators} annotators over HTTP, no think time; "
+        f"{os.cpu_count()} cores (clients, server and database share them)"
+    )
+    print(
+        f"baseline: GET /api/studies/{SLUG}/ at {per_second_baseline:.0f} requests/s, "
+        f"{base_cpu_ms:.1f} ms of web-server CPU each (same server, same clients)"
+    )
+    print(
+        f"labels: {tally.labels:,} in {wall:.1f} s = {rate:.1f} labels/s "
+        f"(one label = {per_second_baseline / rate:.1f} baseline requests; it is 2 requests)"
+    )
     for kind in ("next", "submit", "label"):
         values = tally.latency[kind]
-        print(f"  {kind:<7} p50 {statistics.median(values) * 1000:7.1f} ms   p95 {percentile(values, 0.95) * 1000:7.1f} ms   "
-              f"max {max(values) * 1000:7.1f} ms   ({len(values):,} requests)")
+        print(
+            f"  {kind:<7} p50 {statistics.median(values) * 1000:7.1f} ms   p95 {percentile(values, 0.95) * 1000:7.1f} ms   "
+            f"max {max(values) * 1000:7.1f} ms   ({len(values):,} requests)"
+        )
     cpu = {role: cpu_after[role] - cpu_before[role] for role in cpu_after}
     cpu["other processes"] = cpu["machine busy"] - cpu["web server"] - cpu["load clients"] - cpu["database"]
     cores = os.cpu_count()  # None where the number cannot be found out
     core_seconds = "?" if cores is None else f"{cores * wall:.0f}"
-    print(f"CPU during the run ({cores} cores x {wall:.0f} s = {core_seconds} core-s): "
-          + ", ".join(f"{role} {cpu[role]:.0f} s" for role in ("web server", "load clients", "database", "other processes"))
-          + f"; per label: web server {cpu['web server'] / max(tally.labels, 1) * 1000:.1f} ms, "
-          f"database {cpu['database'] / max(tally.labels, 1) * 1000:.1f} ms")
-    print(f"errors: {sum(tally.errors.values())}" + "".join(f"\n  {count} x {what}" for what, count in tally.errors.most_common(10)))
+    print(
+        f"CPU during the run ({cores} cores x {wall:.0f} s = {core_seconds} core-s): "
+        + ", ".join(
+            f"{role} {cpu[role]:.0f} s" for role in ("web server", "load clients", "database", "other processes")
+        )
+        + f"; per label: web server {cpu['web server'] / max(tally.labels, 1) * 1000:.1f} ms, "
+        f"database {cpu['database'] / max(tally.labels, 1) * 1000:.1f} ms"
+    )
+    print(
+        f"errors: {sum(tally.errors.values())}"
+        + "".join(f"\n  {count} x {what}" for what, count in tally.errors.most_common(10))
+    )
     print("check: " + ", ".join(f"{name} {value:,}" for name, value in checks.items()))
     exact = checks["items with exactly N"] == checks["items"] == items and checks["annotations"] == args.labels
     print(f"exactly N={N} per item from N different annotators: {'yes' if exact else 'NO'}")

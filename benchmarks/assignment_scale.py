@@ -35,7 +35,21 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-WORDS = ("the", "river", "court", "1980", "president", "museum", "was", "founded", "in", "paris", "won", "award", "novel")
+WORDS = (
+    "the",
+    "river",
+    "court",
+    "1980",
+    "president",
+    "museum",
+    "was",
+    "founded",
+    "in",
+    "paris",
+    "won",
+    "award",
+    "novel",
+)
 LABELS = ("supported", "contradicted", "inconclusive")
 N = 3
 BLOCK = 20  # labels per study before switching to the next one
@@ -49,16 +63,26 @@ def write_items(path: Path, n_items: int) -> None:
     rng = random.Random(n_items)
     with path.open("w", encoding="utf-8") as out:
         for n in range(n_items):
-            out.write(json.dumps({
-                "id": f"c-{n:06d}",
-                "domain": rng.choice(("biography", "science", "history")),
-                "claim": sentence(rng, 14),
-                "context": sentence(rng, 30),
-                "evidence": [
-                    {"text": sentence(rng, 60), "title": sentence(rng, 5), "url": f"https://example.org/{n}/{k}", "source_type": "news"}
-                    for k in range(3)
-                ],
-            }) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "id": f"c-{n:06d}",
+                        "domain": rng.choice(("biography", "science", "history")),
+                        "claim": sentence(rng, 14),
+                        "context": sentence(rng, 30),
+                        "evidence": [
+                            {
+                                "text": sentence(rng, 60),
+                                "title": sentence(rng, 5),
+                                "url": f"https://example.org/{n}/{k}",
+                                "source_type": "news",
+                            }
+                            for k in range(3)
+                        ],
+                    }
+                )
+                + "\n"
+            )
 
 
 def write_labels(path: Path, n_items: int, done_share: float) -> int:
@@ -159,7 +183,9 @@ def time_labels(study, users: list, labels: int, *, api_turn: bool) -> list[floa
         start = time.perf_counter()
         assignment = claim_next(user=user, study=study)
         if assignment is None:
-            raise SystemExit(f"{study.slug}: nothing left to claim for {user.username}; the study is too small for the labels timed")
+            raise SystemExit(
+                f"{study.slug}: nothing left to claim for {user.username}; the study is too small for the labels timed"
+            )
         if api_turn:
             display_payload(assignment)
             annotator_progress(user, study)
@@ -213,21 +239,32 @@ def main() -> None:
             service[name] += time_labels(study, users, BLOCK, api_turn=False)
             turn[name] += time_labels(study, users, BLOCK // 2, api_turn=True)
     rows = [
-        (name, statistics.median(service[name]), sorted(service[name])[int(0.95 * len(service[name]))], statistics.median(turn[name]))
+        (
+            name,
+            statistics.median(service[name]),
+            sorted(service[name])[int(0.95 * len(service[name]))],
+            statistics.median(turn[name]),
+        )
         for name, _ in loaded_studies
     ]
     if not args.keep and connection.vendor == "postgresql":
         Study.objects.filter(slug__in=[slug for _, slug, _, _ in scenarios]).delete()
 
     base_service, base_turn = rows[0][1], rows[0][3]
-    print(f"\nmedian over {args.labels} labels per study ({args.annotators} annotators taking turns, N={N}, studies "
-          f"interleaved in blocks of {BLOCK}); ratios against the {args.small:,}-item study measured in this run")
+    print(
+        f"\nmedian over {args.labels} labels per study ({args.annotators} annotators taking turns, N={N}, studies "
+        f"interleaved in blocks of {BLOCK}); ratios against the {args.small:,}-item study measured in this run"
+    )
     print(f"{'study':<46} {'claim+submit ms':>16} {'p95 ms':>8} {'x base':>7} {'API turn ms':>12} {'x base':>7}")
     for name, median, p95, median_turn in rows:
-        print(f"{name:<46} {median * 1000:16.2f} {p95 * 1000:8.2f} {median / base_service:7.2f} {median_turn * 1000:12.2f} {median_turn / base_turn:7.2f}")
+        print(
+            f"{name:<46} {median * 1000:16.2f} {p95 * 1000:8.2f} {median / base_service:7.2f} {median_turn * 1000:12.2f} {median_turn / base_turn:7.2f}"
+        )
     ratio = rows[1][1] / base_service
-    print(f"\ngoal: median claim_next + submit, {args.large:,} vs {args.small:,} items: ratio {ratio:.2f} "
-          f"(<= 1.5: {'met' if ratio <= 1.5 else 'MISSED'})")
+    print(
+        f"\ngoal: median claim_next + submit, {args.large:,} vs {args.small:,} items: ratio {ratio:.2f} "
+        f"(<= 1.5: {'met' if ratio <= 1.5 else 'MISSED'})"
+    )
     if not args.keep:
         import shutil
 

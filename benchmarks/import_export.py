@@ -24,7 +24,21 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-WORDS = ("the", "river", "court", "1980", "president", "museum", "was", "founded", "in", "paris", "won", "award", "novel")
+WORDS = (
+    "the",
+    "river",
+    "court",
+    "1980",
+    "president",
+    "museum",
+    "was",
+    "founded",
+    "in",
+    "paris",
+    "won",
+    "award",
+    "novel",
+)
 SOURCE_TYPES = ("news", "wikipedia", "academic", "government", "web")
 LABELS = ("supported", "contradicted", "inconclusive")
 
@@ -48,7 +62,12 @@ def generate(folder: Path, n_items: int, per_item: int, n_annotators: int) -> tu
                 "response_id": f"r-{n // 8:06d}",
                 "system": rng.choice(("gpt-4o", "llama-3-70b", "mistral-large")),
                 "evidence": [
-                    {"text": sentence(rng, 60), "title": sentence(rng, 5), "url": f"https://example.org/{n}/{k}", "source_type": rng.choice(SOURCE_TYPES)}
+                    {
+                        "text": sentence(rng, 60),
+                        "title": sentence(rng, 5),
+                        "url": f"https://example.org/{n}/{k}",
+                        "source_type": rng.choice(SOURCE_TYPES),
+                    }
                     for k in range(3)
                 ],
             }
@@ -56,7 +75,10 @@ def generate(folder: Path, n_items: int, per_item: int, n_annotators: int) -> tu
     with labels.open("w", encoding="utf-8") as out:
         for n in range(n_items):
             for annotator in rng.sample(range(n_annotators), per_item):
-                out.write(json.dumps({"item": f"c-{n:06d}", "annotator": f"w{annotator:02d}", "label": rng.choice(LABELS)}) + "\n")
+                out.write(
+                    json.dumps({"item": f"c-{n:06d}", "annotator": f"w{annotator:02d}", "label": rng.choice(LABELS)})
+                    + "\n"
+                )
     return items, labels
 
 
@@ -90,32 +112,82 @@ def main() -> None:
     args = parser.parse_args()
 
     folder = Path(tempfile.mkdtemp(prefix="claimlab-bench-"))
-    env = {**os.environ, "DEBUG": "1", "DJANGO_SETTINGS_MODULE": "config.settings", "CLAIMLAB_VAR_DIR": str(folder / "var"), "LOG_LEVEL": "WARNING"}
+    env = {
+        **os.environ,
+        "DEBUG": "1",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "CLAIMLAB_VAR_DIR": str(folder / "var"),
+        "LOG_LEVEL": "WARNING",
+    }
     manage = [sys.executable, str(REPO / "manage.py")]
     print(f"generating {args.items:,} items and {args.items * args.per_item:,} annotations in {folder} ...", flush=True)
     items, labels = generate(folder, args.items, args.per_item, args.annotators)
     print(f"  items file {items.stat().st_size / 1e6:.1f} MB, annotations file {labels.stat().st_size / 1e6:.1f} MB")
 
-    run_phase(manage + ["migrate", "--no-input", "-v", "0"], env)
+    run_phase([*manage, "migrate", "--no-input", "-v", "0"], env)
     if os.environ.get("DATABASE_URL"):
-        run_phase(manage + ["shell", "--no-imports", "-c", "from annotation.models import Study; Study.objects.filter(slug='bench-import').delete()"], env)
-    run_phase(manage + ["create_study", "bench-import", "--name", "Benchmark", "--kind", "verification", "--annotators-per-item", str(args.per_item)], env)
+        run_phase(
+            [
+                *manage,
+                "shell",
+                "--no-imports",
+                "-c",
+                "from annotation.models import Study; Study.objects.filter(slug='bench-import').delete()",
+            ],
+            env,
+        )
+    run_phase(
+        [
+            *manage,
+            "create_study",
+            "bench-import",
+            "--name",
+            "Benchmark",
+            "--kind",
+            "verification",
+            "--annotators-per-item",
+            str(args.per_item),
+        ],
+        env,
+    )
 
     python = [sys.executable, "-c", BASELINE]
     results = [
-        ("baseline: json.loads over items file", *run_phase(python + [str(items)], env)),
-        ("import_items (100k items)", *run_phase(manage + ["import_items", "bench-import", str(items)], env)),
-        ("baseline: json.loads over annotations file", *run_phase(python + [str(labels)], env)),
-        ("import_annotations", *run_phase(manage + ["import_annotations", "bench-import", str(labels)], env)),
-        ("export_annotations --format csv", *run_phase(manage + ["export_annotations", "bench-import", "--format", "csv", "--output", str(folder / "out.csv")], env)),
-        ("export_annotations --format jsonl", *run_phase(manage + ["export_annotations", "bench-import", "--format", "jsonl", "--output", str(folder / "out.jsonl")], env)),
+        ("baseline: json.loads over items file", *run_phase([*python, str(items)], env)),
+        ("import_items (100k items)", *run_phase([*manage, "import_items", "bench-import", str(items)], env)),
+        ("baseline: json.loads over annotations file", *run_phase([*python, str(labels)], env)),
+        ("import_annotations", *run_phase([*manage, "import_annotations", "bench-import", str(labels)], env)),
+        (
+            "export_annotations --format csv",
+            *run_phase(
+                [*manage, "export_annotations", "bench-import", "--format", "csv", "--output", str(folder / "out.csv")],
+                env,
+            ),
+        ),
+        (
+            "export_annotations --format jsonl",
+            *run_phase(
+                [
+                    *manage,
+                    "export_annotations",
+                    "bench-import",
+                    "--format",
+                    "jsonl",
+                    "--output",
+                    str(folder / "out.jsonl"),
+                ],
+                env,
+            ),
+        ),
     ]
     exported = sum(1 for _ in (folder / "out.csv").open(encoding="utf-8")) - 1
     if exported != args.items * args.per_item:
         raise SystemExit(f"export has {exported} rows, expected {args.items * args.per_item}")
 
     base_items, base_labels = results[0][1], results[2][1]
-    print(f"\ndatabase: {'DATABASE_URL' if os.environ.get('DATABASE_URL') else 'SQLite file (WAL)'}; {os.cpu_count()} cores")
+    print(
+        f"\ndatabase: {'DATABASE_URL' if os.environ.get('DATABASE_URL') else 'SQLite file (WAL)'}; {os.cpu_count()} cores"
+    )
     print(f"{'phase':<44} {'wall s':>8} {'x baseline':>11} {'peak RSS MB':>12}")
     for name, wall, rss in results:
         base = base_labels if "annotation" in name else base_items

@@ -36,7 +36,8 @@ sys.path.insert(0, str(REPO))
 def start_server(latency: float) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(
         [sys.executable, str(REPO / "tests" / "support" / "fake_openai.py"), "--port", "0", "--latency", str(latency)],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert process.stdout is not None  # stdout=PIPE above
     line = process.stdout.readline().strip()
@@ -54,12 +55,24 @@ def server_requests(base_url: str) -> int:
 def items_file(n: int) -> io.BytesIO:
     lines = []
     for k in range(n):
-        lines.append(json.dumps({
-            "id": f"claim-{k:05d}", "domain": "bench", "claim": f"The museum number {k} was founded in {1800 + k % 200}.",
-            "system": f"system-{k % 4}", "response_id": f"r-{k // 10:05d}",
-            "evidence": [{"text": f"Museum {k} opened its doors in {1800 + k % 200} in the old town.",
-                          "title": "City history", "url": f"https://example.org/{k}"}],
-        }))
+        lines.append(
+            json.dumps(
+                {
+                    "id": f"claim-{k:05d}",
+                    "domain": "bench",
+                    "claim": f"The museum number {k} was founded in {1800 + k % 200}.",
+                    "system": f"system-{k % 4}",
+                    "response_id": f"r-{k // 10:05d}",
+                    "evidence": [
+                        {
+                            "text": f"Museum {k} opened its doors in {1800 + k % 200} in the old town.",
+                            "title": "City history",
+                            "url": f"https://example.org/{k}",
+                        }
+                    ],
+                }
+            )
+        )
     return io.BytesIO(("\n".join(lines) + "\n").encode())
 
 
@@ -99,8 +112,16 @@ def main() -> int:
     try:
         study = create_study(slug=slug, name="Verifier throughput", kind="verification")
         import_items(study=study, stream=items_file(args.claims), fmt="jsonl")
-        verifier = create_verifier(study=study, name="fake-llm", preset="custom", model="fake-model", base_url=base_url,
-                                   concurrency=args.concurrency, timeout=30, retries=2)
+        verifier = create_verifier(
+            study=study,
+            name="fake-llm",
+            preset="custom",
+            model="fake-model",
+            base_url=base_url,
+            concurrency=args.concurrency,
+            timeout=30,
+            retries=2,
+        )
         before = server_requests(base_url)
         started, cpu = time.perf_counter(), time.process_time()
         run = run_to_completion(start_run(verifier=verifier, enqueue=False))
@@ -117,15 +138,23 @@ def main() -> int:
 
         bound = args.claims * args.latency / args.concurrency
         engine = "PostgreSQL" if "postgres" in os.environ["DATABASE_URL"] else "SQLite file"
-        print(f"verifier throughput ({engine}, {os.cpu_count()} cores): {args.claims:,} claims, concurrency "
-              f"{args.concurrency}, {args.latency * 1000:.0f} ms per request")
-        print(f"  run {run.pk}: {run.status}, wall time {wall:.1f} s, {sent:,} requests sent, {sent / wall:.0f} requests/s "
-              f"(runner process CPU {cpu:.1f} s = {cpu / wall:.0%} of a core)")
-        print(f"  stored {stored:,} predictions ({labelled:,} labelled supported, {run.errors} errors, "
-              f"{run.unparseable} unparseable), {run.tokens_in:,} tokens in / {run.tokens_out:,} out")
+        print(
+            f"verifier throughput ({engine}, {os.cpu_count()} cores): {args.claims:,} claims, concurrency "
+            f"{args.concurrency}, {args.latency * 1000:.0f} ms per request"
+        )
+        print(
+            f"  run {run.pk}: {run.status}, wall time {wall:.1f} s, {sent:,} requests sent, {sent / wall:.0f} requests/s "
+            f"(runner process CPU {cpu:.1f} s = {cpu / wall:.0%} of a core)"
+        )
+        print(
+            f"  stored {stored:,} predictions ({labelled:,} labelled supported, {run.errors} errors, "
+            f"{run.unparseable} unparseable), {run.tokens_in:,} tokens in / {run.tokens_out:,} out"
+        )
         print(f"  latency bound {bound:.2f} s; wall time / bound = {wall / bound:.2f}x (goal: at most 2x)")
-        print(f"  rerun {rerun.pk}: {rerun.status} in {rerun_wall:.1f} s, {rerun.cached:,} cached, "
-              f"requests the server saw: {resent}")
+        print(
+            f"  rerun {rerun.pk}: {rerun.status} in {rerun_wall:.1f} s, {rerun.cached:,} cached, "
+            f"requests the server saw: {resent}"
+        )
         ok = run.status == "succeeded" and stored == args.claims and sent == args.claims and resent == 0
         return 0 if ok else 1
     finally:

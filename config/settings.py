@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from csp.constants import NONE, SELF
@@ -122,23 +123,21 @@ ASGI_APPLICATION = "config.asgi.application"
 # --- database ---------------------------------------------------------------
 # Default: a SQLite file under var/ in WAL mode. IMMEDIATE transactions take the
 # write lock up front, so two writers queue on the busy timeout instead of one
-# failing with "database is locked" halfway through (DESIGN §5).
+# failing with "database is locked" halfway through (docs/architecture.md, Mechanisms).
 SQLITE_PATH = VAR_DIR / "claimlab.sqlite3"
 DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
-    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": SQLITE_PATH}}
+    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": str(SQLITE_PATH)}}
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
             "transaction_mode": "IMMEDIATE",
             "timeout": 20,
-            "init_command": (
-                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000;"
-            ),
+            "init_command": ("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000;"),
         }
     )
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
@@ -298,7 +297,7 @@ PREDICTION_UPLOAD_MAX_BYTES = int(os.environ.get("PREDICTION_UPLOAD_MAX_BYTES", 
 
 # --- logging: one JSON object per line outside debug ---------------------------
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
-LOGGING = {
+LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {

@@ -9,21 +9,21 @@ import os
 os.environ.setdefault("DEBUG", "1")
 os.environ.setdefault("SECRET_KEY", "test-only-key-" + "x" * 50)
 
-from config.settings import *  # noqa: E402,F403
+from config.settings import *
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-STORAGES["staticfiles"]["BACKEND"] = "django.contrib.staticfiles.storage.StaticFilesStorage"  # noqa: F405
-LOGGING["handlers"]["console"]["formatter"] = "console"  # noqa: F405
+STORAGES["staticfiles"]["BACKEND"] = "django.contrib.staticfiles.storage.StaticFilesStorage"
+LOGGING["handlers"]["console"]["formatter"] = "console"
 
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The test database is a file, not Django's in-memory default: the concurrency
     # tests need one connection per thread and SQLite's real file locking (WAL,
     # IMMEDIATE transactions, busy timeout), as in production. One file per test
     # process, so suites run side by side on one machine never share it; Django
     # deletes it when the run ends.
-    import tempfile  # noqa: E402
-    from pathlib import Path  # noqa: E402
+    import tempfile
+    from pathlib import Path
 
-    DATABASES["default"]["TEST"] = {  # noqa: F405
+    DATABASES["default"]["TEST"] = {
         "NAME": str(Path(tempfile.gettempdir()) / f"claimlab-test-{os.getpid()}.sqlite3"),
     }

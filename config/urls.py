@@ -1,7 +1,7 @@
 """URL wiring only: each app owns its routes."""
 
-from django.contrib import admin
 from csp.decorators import csp_update
+from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView

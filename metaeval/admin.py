@@ -54,8 +54,18 @@ class VerifierAdminForm(forms.ModelForm):
 @admin.register(Verifier)
 class VerifierAdmin(admin.ModelAdmin):
     form = VerifierAdminForm
-    list_display = ("name", "study", "kind", "preset", "model", "base_url", "api_key_env", "concurrency",
-                    "prediction_count", "created_at")
+    list_display = (
+        "name",
+        "study",
+        "kind",
+        "preset",
+        "model",
+        "base_url",
+        "api_key_env",
+        "concurrency",
+        "prediction_count",
+        "created_at",
+    )
     list_filter = ("kind", "preset", "study")
     search_fields = ("name", "model", "study__slug")
     readonly_fields = ("created_by", "created_at", "updated_at")
@@ -63,8 +73,22 @@ class VerifierAdmin(admin.ModelAdmin):
     actions = ["start_runs"]
     fieldsets = (
         (None, {"fields": ("study", "name", "kind")}),
-        ("Model and endpoint", {"fields": ("preset", "model", "base_url", "api_key_env", "temperature", "max_tokens",
-                                           "concurrency", "timeout", "retries")}),
+        (
+            "Model and endpoint",
+            {
+                "fields": (
+                    "preset",
+                    "model",
+                    "base_url",
+                    "api_key_env",
+                    "temperature",
+                    "max_tokens",
+                    "concurrency",
+                    "timeout",
+                    "retries",
+                )
+            },
+        ),
         ("Custom preset", {"fields": ("template", "system_prompt", "custom_labels"), "classes": ("collapse",)}),
         ("Labels and options", {"fields": ("label_map", "options")}),
         ("Cost estimate", {"fields": ("price_input_per_1k", "price_output_per_1k")}),
@@ -92,8 +116,21 @@ class VerifierAdmin(admin.ModelAdmin):
 
 @admin.register(VerifierRun)
 class VerifierRunAdmin(admin.ModelAdmin):
-    list_display = ("id", "verifier", "status", "done", "total", "cached", "errors", "unparseable", "tokens_in",
-                    "tokens_out", "estimated_cost", "heartbeat_at", "created_at")
+    list_display = (
+        "id",
+        "verifier",
+        "status",
+        "done",
+        "total",
+        "cached",
+        "errors",
+        "unparseable",
+        "tokens_in",
+        "tokens_out",
+        "estimated_cost",
+        "heartbeat_at",
+        "created_at",
+    )
     list_filter = ("status", "verifier__study")
     search_fields = ("verifier__name", "verifier__study__slug")
     list_select_related = ("verifier",)
@@ -116,8 +153,20 @@ class VerifierRunAdmin(admin.ModelAdmin):
 
 @admin.register(Prediction)
 class PredictionAdmin(admin.ModelAdmin):
-    list_display = ("id", "verifier", "item", "label", "raw_label", "parse_status", "score", "latency_ms",
-                    "tokens_in", "tokens_out", "short_error", "created_at")
+    list_display = (
+        "id",
+        "verifier",
+        "item",
+        "label",
+        "raw_label",
+        "parse_status",
+        "score",
+        "latency_ms",
+        "tokens_in",
+        "tokens_out",
+        "short_error",
+        "created_at",
+    )
     list_filter = ("parse_status", "verifier__kind", "verifier__study")
     search_fields = ("item__external_id", "verifier__name", "rationale", "error")
     list_select_related = ("verifier", "item")

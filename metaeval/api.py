@@ -24,10 +24,15 @@ class StudyReport(StudyScoped, APIView):
         parameters=[
             OpenApiParameter("by_domain", OpenApiTypes.BOOL, description="Add agreement per domain."),
             OpenApiParameter("binary", OpenApiTypes.BOOL, description="Add the binary collapse of the labels."),
-            OpenApiParameter("source_type", str, many=True,
-                             description="Credibility: keep only these evidence source types (repeat or comma)."),
-            OpenApiParameter("exclude_source_type", str, many=True,
-                             description="Credibility: leave out these evidence source types."),
+            OpenApiParameter(
+                "source_type",
+                str,
+                many=True,
+                description="Credibility: keep only these evidence source types (repeat or comma).",
+            ),
+            OpenApiParameter(
+                "exclude_source_type", str, many=True, description="Credibility: leave out these evidence source types."
+            ),
         ],
         responses=ReportSerializer,
     )

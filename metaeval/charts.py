@@ -20,12 +20,18 @@ import numpy as np
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["CHART_FORMATS", "label_distribution_figure", "preference_figure", "agreement_matrix_figure",
-           "verifier_figure", "render", "strip_inline_styles"]
+__all__ = [
+    "CHART_FORMATS",
+    "label_distribution_figure",
+    "preference_figure",
+    "agreement_matrix_figure",
+    "verifier_figure",
+    "render",
+    "strip_inline_styles",
+]
 
 CHART_FORMATS = {"svg": "image/svg+xml", "pdf": "application/pdf"}
-PALETTE = {"a_strong": "#1f4e79", "a_slight": "#6f9fd8", "tie": "#b8bec9", "b_slight": "#e8a15c",
-           "b_strong": "#b4530f"}
+PALETTE = {"a_strong": "#1f4e79", "a_slight": "#6f9fd8", "tie": "#b8bec9", "b_slight": "#e8a15c", "b_strong": "#b4530f"}
 ACCENT = "#2f6db0"
 
 _STYLE_ATTR = re.compile(r'\sstyle="([^"]*)"')
@@ -33,9 +39,25 @@ _STYLE_ELEMENT = re.compile(r"<style[^>]*>(.*?)</style>", re.S)
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
 # CSS properties matplotlib writes that SVG also accepts as presentation attributes.
 _PRESENTATION = {
-    "fill", "fill-opacity", "fill-rule", "stroke", "stroke-width", "stroke-opacity", "stroke-linejoin",
-    "stroke-linecap", "stroke-dasharray", "stroke-dashoffset", "stroke-miterlimit", "opacity", "clip-path",
-    "font-family", "font-size", "font-style", "font-weight", "text-anchor", "dominant-baseline",
+    "fill",
+    "fill-opacity",
+    "fill-rule",
+    "stroke",
+    "stroke-width",
+    "stroke-opacity",
+    "stroke-linejoin",
+    "stroke-linecap",
+    "stroke-dasharray",
+    "stroke-dashoffset",
+    "stroke-miterlimit",
+    "opacity",
+    "clip-path",
+    "font-family",
+    "font-size",
+    "font-style",
+    "font-weight",
+    "text-anchor",
+    "dominant-baseline",
 }
 
 
@@ -65,8 +87,7 @@ def strip_inline_styles(svg: str) -> str:
     svg = _COMMENT.sub("", svg)
     global_rules = []
     for body in _STYLE_ELEMENT.findall(svg):
-        for rule in re.findall(r"\*\s*\{([^}]*)\}", body):
-            global_rules.append(rule)
+        global_rules.extend(re.findall(r"\*\s*\{([^}]*)\}", body))
         if re.sub(r"\*\s*\{[^}]*\}", "", body).strip():
             raise ValueError("unexpected CSS in the SVG's <style> element")
     svg = _STYLE_ELEMENT.sub("", svg)
@@ -82,7 +103,7 @@ def _matplotlib() -> ModuleType:
 
     matplotlib.use("Agg")
     import matplotlib.figure
-    import matplotlib.ticker  # noqa: F401 - used as matplotlib.ticker below
+    import matplotlib.ticker
 
     return matplotlib
 
@@ -138,8 +159,13 @@ def preference_figure(rows: Sequence[tuple[str, Mapping[str, int]]], systems: Se
     if not rows or not any(sum(c.values()) for _, c in rows):
         return _empty(figure, "Preferences", "No judgements yet")
     a, b = systems
-    parts = [("a_strong", f"{a} much better"), ("a_slight", f"{a} slightly better"), ("tie", "tie"),
-             ("b_slight", f"{b} slightly better"), ("b_strong", f"{b} much better")]
+    parts = [
+        ("a_strong", f"{a} much better"),
+        ("a_slight", f"{a} slightly better"),
+        ("tie", "tie"),
+        ("b_slight", f"{b} slightly better"),
+        ("b_strong", f"{b} much better"),
+    ]
     ax = figure.add_subplot()
     names = [name for name, _ in rows]
     totals = np.array([max(sum(c.values()), 1) for _, c in rows], dtype=float)
@@ -147,12 +173,19 @@ def preference_figure(rows: Sequence[tuple[str, Mapping[str, int]]], systems: Se
     for key, label in parts:
         share = np.array([c.get(key, 0) for _, c in rows]) / totals
         ax.barh(range(len(rows)), share, left=left, color=PALETTE[key], label=label, edgecolor="white")
-        for y, (x0, w) in enumerate(zip(left, share)):
+        for y, (x0, w) in enumerate(zip(left, share, strict=True)):
             if w >= 0.06:
-                ax.text(x0 + w / 2, y, f"{w:.0%}", ha="center", va="center", fontsize=7,
-                        color="white" if key.endswith("strong") else "#1d2330")
+                ax.text(
+                    x0 + w / 2,
+                    y,
+                    f"{w:.0%}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if key.endswith("strong") else "#1d2330",
+                )
         left += share
-    ax.set_yticks(range(len(rows)), [f"{name} (n={int(t)})" for name, t in zip(names, totals)])
+    ax.set_yticks(range(len(rows)), [f"{name} (n={int(t)})" for name, t in zip(names, totals, strict=True)])
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
     ax.xaxis.set_major_formatter(_matplotlib().ticker.PercentFormatter(1.0))
@@ -177,8 +210,15 @@ def agreement_matrix_figure(annotators: Sequence[str], kappa: np.ndarray, n: np.
                 text = "—" if np.isnan(kappa[i, j]) else f"{kappa[i, j]:.2f}"
                 if i != j and n[i, j]:
                     text += f"\nn={int(n[i, j])}"
-                ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=7,
-                        color="white" if not np.isnan(kappa[i, j]) and abs(kappa[i, j]) > 0.6 else "#1d2330")
+                ax.text(
+                    j + 0.5,
+                    i + 0.5,
+                    text,
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if not np.isnan(kappa[i, j]) and abs(kappa[i, j]) > 0.6 else "#1d2330",
+                )
     ticks = np.arange(len(annotators)) + 0.5
     ax.set_xticks(ticks, annotators, rotation=45, ha="right", fontsize=8)
     ax.set_yticks(ticks, annotators, fontsize=8)
@@ -221,4 +261,3 @@ def verifier_figure(rows: Sequence[VerifierRow]) -> Figure:
     ax.set_title(title)
     ax.spines[["top", "right"]].set_visible(False)
     return figure
-

@@ -19,13 +19,26 @@ __all__ = ["Judgement", "canonical_judgement", "read_judgements"]
 _JUDGEMENT_KEYS = ("judgement", "judgment", "label", "stance", "value")
 _INDEX_KEYS = ("index", "passage", "evidence", "rank")
 _SYNONYMS = {
-    "support": "support", "supports": "support", "supported": "support", "completely-support": "support",
+    "support": "support",
+    "supports": "support",
+    "supported": "support",
+    "completely-support": "support",
     "completely_support": "support",
-    "not_support": "not_support", "not support": "not_support", "not-support": "not_support",
-    "not_supported": "not_support", "does not support": "not_support", "notsupport": "not_support",
-    "refute": "not_support", "refutes": "not_support", "contradict": "not_support",
-    "contradicts": "not_support", "partially-support": "not_support", "partially_support": "not_support",
-    "irrelevant": "irrelevant", "not relevant": "irrelevant", "not_relevant": "irrelevant",
+    "not_support": "not_support",
+    "not support": "not_support",
+    "not-support": "not_support",
+    "not_supported": "not_support",
+    "does not support": "not_support",
+    "notsupport": "not_support",
+    "refute": "not_support",
+    "refutes": "not_support",
+    "contradict": "not_support",
+    "contradicts": "not_support",
+    "partially-support": "not_support",
+    "partially_support": "not_support",
+    "irrelevant": "irrelevant",
+    "not relevant": "irrelevant",
+    "not_relevant": "irrelevant",
 }
 
 

@@ -1,4 +1,4 @@
-"""Tables of the meta-evaluation side: automatic verifiers, their runs and predictions (DESIGN §2).
+"""Tables of the meta-evaluation side: automatic verifiers, their runs and predictions (docs/architecture.md, Data model).
 
 The invariants that keep verifier numbers honest are database constraints,
 so they hold even when two workers race on one run:
@@ -50,7 +50,9 @@ class Verifier(models.Model):
     concurrency = models.PositiveSmallIntegerField(default=8, help_text="Requests in flight at once.")
     timeout = models.FloatField(default=60.0, help_text="Seconds per request attempt.")
     retries = models.PositiveSmallIntegerField(default=2, help_text="Retries per request (429, 5xx, timeouts).")
-    template = models.TextField(blank=True, default="", help_text="Custom preset: Django template over claim, context, evidence.")
+    template = models.TextField(
+        blank=True, default="", help_text="Custom preset: Django template over claim, context, evidence."
+    )
     system_prompt = models.TextField(blank=True, default="", help_text="Custom preset: optional system message.")
     custom_labels = models.JSONField(default=list, blank=True, help_text="Custom preset: the labels it answers with.")
     label_map = models.JSONField(
@@ -60,7 +62,11 @@ class Verifier(models.Model):
         default=dict, blank=True, help_text="Baseline options: threshold, positive_label, negative_label."
     )
     price_input_per_1k = models.DecimalField(
-        max_digits=12, decimal_places=6, null=True, blank=True, help_text="Price per 1,000 input tokens (estimates only)."
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        help_text="Price per 1,000 input tokens (estimates only).",
     )
     price_output_per_1k = models.DecimalField(
         max_digits=12, decimal_places=6, null=True, blank=True, help_text="Price per 1,000 output tokens."
@@ -86,8 +92,9 @@ class Verifier(models.Model):
             ),
             models.CheckConstraint(condition=Q(concurrency__gte=1), name="verifier_concurrency_positive"),
             models.CheckConstraint(condition=Q(timeout__gt=0), name="verifier_timeout_positive"),
-            models.CheckConstraint(condition=Q(temperature__gte=0) & Q(temperature__lte=2),
-                                   name="verifier_temperature_range"),
+            models.CheckConstraint(
+                condition=Q(temperature__gte=0) & Q(temperature__lte=2), name="verifier_temperature_range"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -162,8 +169,9 @@ class VerifierRun(models.Model):
             ),
             models.CheckConstraint(condition=Q(done__lte=F("total")), name="run_done_at_most_total"),
             models.CheckConstraint(condition=Q(cached__lte=F("done")), name="run_cached_at_most_done"),
-            models.CheckConstraint(condition=Q(concurrency__isnull=True) | Q(concurrency__gte=1),
-                                   name="run_concurrency_positive"),
+            models.CheckConstraint(
+                condition=Q(concurrency__isnull=True) | Q(concurrency__gte=1), name="run_concurrency_positive"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -219,7 +227,8 @@ class Prediction(models.Model):
             models.UniqueConstraint(fields=["verifier", "item", "cache_key"], name="prediction_once_per_cache_key"),
             models.CheckConstraint(condition=~Q(cache_key=""), name="prediction_cache_key_not_empty"),
             models.CheckConstraint(
-                condition=Q(parse_status__in=["ok", "fallback", "unparseable", ""]), name="prediction_parse_status_valid"
+                condition=Q(parse_status__in=["ok", "fallback", "unparseable", ""]),
+                name="prediction_parse_status_valid",
             ),
             # A failed call has no parse status; an answered call has one.
             models.CheckConstraint(
@@ -232,8 +241,10 @@ class Prediction(models.Model):
                 | (Q(label__isnull=False) & ~Q(label="") & Q(error="") & Q(parse_status__in=["ok", "fallback"])),
                 name="prediction_label_iff_parsed",
             ),
-            models.CheckConstraint(condition=Q(score__isnull=True) | Q(score__gte=-1e12) & Q(score__lte=1e12),
-                                   name="prediction_score_finite"),
+            models.CheckConstraint(
+                condition=Q(score__isnull=True) | Q(score__gte=-1e12) & Q(score__lte=1e12),
+                name="prediction_score_finite",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -30,11 +30,29 @@ __all__ = [
     "report_fingerprint",
 ]
 
-LABEL_COLUMNS = ["item", "annotator", "label", "domain", "left_system", "response_id", "system", "gold_label",
-                 "position"]
+LABEL_COLUMNS = [
+    "item",
+    "annotator",
+    "label",
+    "domain",
+    "left_system",
+    "response_id",
+    "system",
+    "gold_label",
+    "position",
+]
 ITEM_COLUMNS = ["item", "domain", "response_id", "system", "gold_label", "position"]
-EVIDENCE_COLUMNS = ["claim", "annotator", "response_id", "system", "domain", "passage", "judgement",
-                    "source_type", "useful"]
+EVIDENCE_COLUMNS = [
+    "claim",
+    "annotator",
+    "response_id",
+    "system",
+    "domain",
+    "passage",
+    "judgement",
+    "source_type",
+    "useful",
+]
 
 
 def _annotations(study: Study) -> QuerySet[Annotation]:
@@ -51,9 +69,15 @@ def label_frame(study: Study, *, include_gold: bool = False) -> pd.DataFrame:
     if not include_gold:
         rows = rows.filter(assignment__item__gold_label="")
     values = rows.order_by().values_list(
-        "assignment__item__external_id", "assignment__annotator_id", "label", "assignment__item__domain",
-        "assignment__left_system", "assignment__item__response_id", "assignment__item__system",
-        "assignment__item__gold_label", "assignment__item__position",
+        "assignment__item__external_id",
+        "assignment__annotator_id",
+        "label",
+        "assignment__item__domain",
+        "assignment__left_system",
+        "assignment__item__response_id",
+        "assignment__item__system",
+        "assignment__item__gold_label",
+        "assignment__item__position",
     )
     frame = pd.DataFrame.from_records(list(values), columns=LABEL_COLUMNS)
     names = pseudonyms(study)
@@ -63,8 +87,11 @@ def label_frame(study: Study, *, include_gold: bool = False) -> pd.DataFrame:
 
 def item_frame(study: Study) -> pd.DataFrame:
     """Every item of the study: id, domain, response, system, gold label, position."""
-    values = Item.objects.filter(study=study).order_by("position", "pk").values_list(
-        "external_id", "domain", "response_id", "system", "gold_label", "position")
+    values = (
+        Item.objects.filter(study=study)
+        .order_by("position", "pk")
+        .values_list("external_id", "domain", "response_id", "system", "gold_label", "position")
+    )
     return pd.DataFrame.from_records(list(values), columns=ITEM_COLUMNS)
 
 
@@ -76,15 +103,23 @@ def evidence_frame(study: Study) -> tuple[pd.DataFrame, int]:
     does not have); those are counted, never guessed.
     """
     items = {
-        external_id: (domain, response_id, system, [p.get("source_type", "") if isinstance(p, dict) else ""
-                                                    for p in (evidence or [])])
-        for external_id, domain, response_id, system, evidence in Item.objects.filter(study=study)
-        .values_list("external_id", "domain", "response_id", "system", "payload__evidence")
+        external_id: (
+            domain,
+            response_id,
+            system,
+            [p.get("source_type", "") if isinstance(p, dict) else "" for p in (evidence or [])],
+        )
+        for external_id, domain, response_id, system, evidence in Item.objects.filter(study=study).values_list(
+            "external_id", "domain", "response_id", "system", "payload__evidence"
+        )
     }
     names = pseudonyms(study)
-    stored = (_annotations(study).filter(~Q(evidence_judgements=[]))
-              .order_by().values_list("assignment__item__external_id", "assignment__annotator_id",
-                                      "evidence_judgements"))
+    stored = (
+        _annotations(study)
+        .filter(~Q(evidence_judgements=[]))
+        .order_by()
+        .values_list("assignment__item__external_id", "assignment__annotator_id", "evidence_judgements")
+    )
     records: list[tuple] = []
     unreadable = 0
     for external_id, user_id, entries in stored:
@@ -95,8 +130,19 @@ def evidence_frame(study: Study) -> tuple[pd.DataFrame, int]:
             if j.passage >= len(types):
                 unreadable += 1
                 continue
-            records.append((external_id, names[user_id], response_id or external_id,
-                            system, domain, j.passage, j.judgement, types[j.passage] or "(none)", j.useful))
+            records.append(
+                (
+                    external_id,
+                    names[user_id],
+                    response_id or external_id,
+                    system,
+                    domain,
+                    j.passage,
+                    j.judgement,
+                    types[j.passage] or "(none)",
+                    j.useful,
+                )
+            )
     return pd.DataFrame.from_records(records, columns=EVIDENCE_COLUMNS), unreadable
 
 
@@ -109,11 +155,13 @@ def report_fingerprint(study: Study) -> str:
     edits (every write path sets it), pseudonyms catch renames.
     """
     annotations = _annotations(study).aggregate(
-        n=Count("pk"), ids=Sum("pk"), last=Max("updated_at"), last_assignment=Max("assignment__updated_at"))
+        n=Count("pk"), ids=Sum("pk"), last=Max("updated_at"), last_assignment=Max("assignment__updated_at")
+    )
     items = Item.objects.filter(study=study).aggregate(n=Count("pk"), ids=Sum("pk"), last=Max("updated_at"))
     names = sorted(StudyMember.objects.filter(study=study).values_list("user_id", "pseudonym"))
     predictions = Prediction.objects.filter(verifier__study=study).aggregate(
-        n=Count("pk"), ids=Sum("pk"), last=Max("updated_at"))
+        n=Count("pk"), ids=Sum("pk"), last=Max("updated_at")
+    )
     verifiers = sorted(Verifier.objects.filter(study=study).values_list("pk", "name", "updated_at"))
     key = repr((study.pk, study.updated_at, annotations, items, names, predictions, verifiers))
     return hashlib.sha256(key.encode()).hexdigest()[:32]

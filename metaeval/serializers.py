@@ -11,8 +11,13 @@ class EstimateSerializer(serializers.Serializer):
     value = serializers.FloatField(allow_null=True)
     reason = serializers.CharField(allow_null=True, help_text="Why the value is undefined (null when defined).")
     n_items = serializers.IntegerField()
-    ci = serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True,
-                               help_text="Percentile bootstrap interval over items (low, high).")
+    ci = serializers.ListField(
+        child=serializers.FloatField(),
+        min_length=2,
+        max_length=2,
+        allow_null=True,
+        help_text="Percentile bootstrap interval over items (low, high).",
+    )
 
 
 class PairKappaSerializer(EstimateSerializer):
@@ -75,15 +80,27 @@ class ReportSerializer(serializers.Serializer):
     n_annotations = serializers.IntegerField()
     agreement = AgreementSerializer()
     binary = AgreementSerializer(allow_null=True, help_text="With ?binary=true: the binary collapse.")
-    by_domain = serializers.DictField(child=AgreementSerializer(), allow_null=True,
-                                      help_text="With ?by_domain=true: agreement per domain.")
-    preference = serializers.JSONField(allow_null=True, help_text=(
-        "Preference studies: counts per system split strong/slight, per domain, sign tests, position bias, "
-        "3-way agreement."))
-    scores = serializers.JSONField(allow_null=True, help_text=(
-        "Verification studies: FActScore, VeriScore F1@K (K per domain), RAGAS faithfulness from human "
-        "majority and gold verdicts, and Facts&Evidence credibility, each with counts and its rule."))
-    human_ceiling = serializers.JSONField(help_text=(
-        "Each annotator against the strict majority of the other annotators (accuracy, Cohen kappa, macro-F1)."))
+    by_domain = serializers.DictField(
+        child=AgreementSerializer(), allow_null=True, help_text="With ?by_domain=true: agreement per domain."
+    )
+    preference = serializers.JSONField(
+        allow_null=True,
+        help_text=(
+            "Preference studies: counts per system split strong/slight, per domain, sign tests, position bias, "
+            "3-way agreement."
+        ),
+    )
+    scores = serializers.JSONField(
+        allow_null=True,
+        help_text=(
+            "Verification studies: FActScore, VeriScore F1@K (K per domain), RAGAS faithfulness from human "
+            "majority and gold verdicts, and Facts&Evidence credibility, each with counts and its rule."
+        ),
+    )
+    human_ceiling = serializers.JSONField(
+        help_text=(
+            "Each annotator against the strict majority of the other annotators (accuracy, Cohen kappa, macro-F1)."
+        )
+    )
     disagreements = DisagreementSerializer(many=True)
     n_disagreements = serializers.IntegerField()

@@ -6,8 +6,12 @@ app_name = "metaeval"
 
 urlpatterns = [
     path("studies/<slug:slug>/report/", views.report_page, name="report"),
-    re_path(r"^studies/(?P<slug>[-\w]+)/report\.(?P<fmt>json|csv|html)$", views.report_download,
-            name="report_download"),
-    re_path(r"^studies/(?P<slug>[-\w]+)/report/charts/(?P<chart>[a-z]+)\.(?P<ext>svg|pdf)$", views.report_chart,
-            name="report_chart"),
+    re_path(
+        r"^studies/(?P<slug>[-\w]+)/report\.(?P<fmt>json|csv|html)$", views.report_download, name="report_download"
+    ),
+    re_path(
+        r"^studies/(?P<slug>[-\w]+)/report/charts/(?P<chart>[a-z]+)\.(?P<ext>svg|pdf)$",
+        views.report_chart,
+        name="report_chart",
+    ),
 ]

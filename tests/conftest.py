@@ -5,11 +5,16 @@ from __future__ import annotations
 import csv
 import io
 import json
+
 import pytest
 from django.contrib.auth import get_user_model
 
 from annotation.models import Study
 from annotation.services import add_members, create_study, import_annotations, import_items
+
+# Browser fixtures (page, guard, ...) for every folder that drives Chromium.
+pytest_plugins = ["tests.browser.fixtures"]
+
 
 def jsonl(*records: dict | str) -> io.BytesIO:
     """A JSONL byte stream; strings are written as raw lines."""

@@ -52,8 +52,22 @@ def test_refuses_to_start_without_secret_key_outside_debug(tmp_path):
 
 
 def test_debug_without_secret_key_uses_a_private_per_checkout_key(tmp_path):
-    first = manage("shell", "--no-imports", "-c", "from django.conf import settings; print(settings.SECRET_KEY)", env={"DEBUG": "1"}, tmp_path=tmp_path)
-    second = manage("shell", "--no-imports", "-c", "from django.conf import settings; print(settings.SECRET_KEY)", env={"DEBUG": "1"}, tmp_path=tmp_path)
+    first = manage(
+        "shell",
+        "--no-imports",
+        "-c",
+        "from django.conf import settings; print(settings.SECRET_KEY)",
+        env={"DEBUG": "1"},
+        tmp_path=tmp_path,
+    )
+    second = manage(
+        "shell",
+        "--no-imports",
+        "-c",
+        "from django.conf import settings; print(settings.SECRET_KEY)",
+        env={"DEBUG": "1"},
+        tmp_path=tmp_path,
+    )
     assert first.returncode == 0, first.stderr
     assert first.stdout == second.stdout and len(first.stdout.strip()) >= 50
     key_file = tmp_path / "var" / "dev-secret-key"
@@ -84,7 +98,11 @@ def test_database_url_selects_postgresql_and_tasks_use_the_database_backend(tmp_
     result = manage("shell", "--no-imports", "-c", code, env=env, tmp_path=tmp_path)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == [
-        "django.db.backends.postgresql", "claimlab", "db.internal", 6543, "django_tasks_db.DatabaseBackend",
+        "django.db.backends.postgresql",
+        "claimlab",
+        "db.internal",
+        6543,
+        "django_tasks_db.DatabaseBackend",
     ]
 
 

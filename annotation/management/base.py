@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from collections.abc import Callable
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ..formats import detect_format
 from ..models import Study
 from ..services.errors import ImportResult, ServiceError
-
 
 
 def study_by_slug(slug: str) -> Study:
@@ -40,8 +39,6 @@ def input_file(path: str, explicit_format: str | None) -> Iterator[tuple[IO[byte
         raise CommandError(f"no such file: {path}")
     with file.open("rb") as stream:
         yield stream, fmt
-
-
 
 
 class ImportCommand(BaseCommand):

@@ -7,7 +7,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -16,254 +15,461 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Annotation',
+            name="Annotation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('label', models.CharField(max_length=100)),
-                ('raw_label', models.CharField(blank=True, default='', max_length=200)),
-                ('preferred_system', models.CharField(blank=True, default='', max_length=200)),
-                ('strength', models.CharField(blank=True, choices=[('', 'None (tie)'), ('strong', 'Strong'), ('slight', 'Slight')], default='', max_length=8)),
-                ('choice', models.CharField(blank=True, default='', help_text='Raw screen choice.', max_length=32)),
-                ('justification', models.TextField(blank=True, default='')),
-                ('evidence_judgements', models.JSONField(blank=True, default=list)),
-                ('active_ms', models.PositiveIntegerField(blank=True, null=True)),
-                ('source', models.CharField(choices=[('web', 'Web'), ('api', 'API'), ('import', 'Import')], default='web', max_length=8)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("label", models.CharField(max_length=100)),
+                ("raw_label", models.CharField(blank=True, default="", max_length=200)),
+                ("preferred_system", models.CharField(blank=True, default="", max_length=200)),
+                (
+                    "strength",
+                    models.CharField(
+                        blank=True,
+                        choices=[("", "None (tie)"), ("strong", "Strong"), ("slight", "Slight")],
+                        default="",
+                        max_length=8,
+                    ),
+                ),
+                ("choice", models.CharField(blank=True, default="", help_text="Raw screen choice.", max_length=32)),
+                ("justification", models.TextField(blank=True, default="")),
+                ("evidence_judgements", models.JSONField(blank=True, default=list)),
+                ("active_ms", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[("web", "Web"), ("api", "API"), ("import", "Import")], default="web", max_length=8
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['assignment_id'],
+                "ordering": ["assignment_id"],
             },
         ),
         migrations.CreateModel(
-            name='Item',
+            name="Item",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_id', models.CharField(max_length=200)),
-                ('position', models.PositiveIntegerField(default=0, help_text='Order in which it was imported.')),
-                ('domain', models.CharField(blank=True, default='', max_length=100)),
-                ('summary', models.CharField(blank=True, default='', help_text='The claim or source, shortened, for lists.', max_length=300)),
-                ('payload', models.JSONField(default=dict)),
-                ('response_id', models.CharField(blank=True, default='', max_length=200)),
-                ('system', models.CharField(blank=True, default='', max_length=200)),
-                ('gold_label', models.CharField(blank=True, default='', max_length=100)),
-                ('gold_raw', models.CharField(blank=True, default='', max_length=100)),
-                ('slots_taken', models.PositiveSmallIntegerField(default=0, help_text='Slots handed out so far; bumped by a conditional UPDATE.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("external_id", models.CharField(max_length=200)),
+                ("position", models.PositiveIntegerField(default=0, help_text="Order in which it was imported.")),
+                ("domain", models.CharField(blank=True, default="", max_length=100)),
+                (
+                    "summary",
+                    models.CharField(
+                        blank=True, default="", help_text="The claim or source, shortened, for lists.", max_length=300
+                    ),
+                ),
+                ("payload", models.JSONField(default=dict)),
+                ("response_id", models.CharField(blank=True, default="", max_length=200)),
+                ("system", models.CharField(blank=True, default="", max_length=200)),
+                ("gold_label", models.CharField(blank=True, default="", max_length=100)),
+                ("gold_raw", models.CharField(blank=True, default="", max_length=100)),
+                (
+                    "slots_taken",
+                    models.PositiveSmallIntegerField(
+                        default=0, help_text="Slots handed out so far; bumped by a conditional UPDATE."
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['study', 'position', 'id'],
+                "ordering": ["study", "position", "id"],
             },
         ),
         migrations.CreateModel(
-            name='AnnotationRevision',
+            name="AnnotationRevision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('old_value', models.JSONField(blank=True, null=True)),
-                ('new_value', models.JSONField()),
-                ('changed_at', models.DateTimeField(auto_now_add=True)),
-                ('annotation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='revisions', to='annotation.annotation')),
-                ('changed_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("old_value", models.JSONField(blank=True, null=True)),
+                ("new_value", models.JSONField()),
+                ("changed_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "annotation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="revisions",
+                        to="annotation.annotation",
+                    ),
+                ),
+                (
+                    "changed_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['annotation', 'changed_at', 'id'],
+                "ordering": ["annotation", "changed_at", "id"],
             },
         ),
         migrations.CreateModel(
-            name='Assignment',
+            name="Assignment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slot', models.PositiveSmallIntegerField(blank=True, null=True)),
-                ('max_slots', models.PositiveSmallIntegerField()),
-                ('queue_position', models.BigIntegerField(default=0, help_text="Keyed-hash order of this item in the annotator's queue.")),
-                ('left_system', models.CharField(blank=True, default='', help_text='Preference: system shown as List 1.', max_length=200)),
-                ('status', models.CharField(choices=[('active', 'Active'), ('submitted', 'Submitted'), ('skipped', 'Skipped')], default='active', max_length=10)),
-                ('lease_expires_at', models.DateTimeField(blank=True, null=True)),
-                ('flagged', models.BooleanField(default=False)),
-                ('flag_reason', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('submitted_at', models.DateTimeField(blank=True, null=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to=settings.AUTH_USER_MODEL)),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to='annotation.item')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slot", models.PositiveSmallIntegerField(blank=True, null=True)),
+                ("max_slots", models.PositiveSmallIntegerField()),
+                (
+                    "queue_position",
+                    models.BigIntegerField(
+                        default=0, help_text="Keyed-hash order of this item in the annotator's queue."
+                    ),
+                ),
+                (
+                    "left_system",
+                    models.CharField(
+                        blank=True, default="", help_text="Preference: system shown as List 1.", max_length=200
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("active", "Active"), ("submitted", "Submitted"), ("skipped", "Skipped")],
+                        default="active",
+                        max_length=10,
+                    ),
+                ),
+                ("lease_expires_at", models.DateTimeField(blank=True, null=True)),
+                ("flagged", models.BooleanField(default=False)),
+                ("flag_reason", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("submitted_at", models.DateTimeField(blank=True, null=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="assignments",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="assignments", to="annotation.item"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['study', 'annotator', 'queue_position'],
+                "ordering": ["study", "annotator", "queue_position"],
             },
         ),
         migrations.AddField(
-            model_name='annotation',
-            name='assignment',
-            field=models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='annotation', to='annotation.assignment'),
+            model_name="annotation",
+            name="assignment",
+            field=models.OneToOneField(
+                on_delete=django.db.models.deletion.CASCADE, related_name="annotation", to="annotation.assignment"
+            ),
         ),
         migrations.CreateModel(
-            name='Study',
+            name="Study",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=64, unique=True)),
-                ('name', models.CharField(max_length=200)),
-                ('kind', models.CharField(choices=[('preference', 'Pairwise preference'), ('verification', 'Claim verification')], max_length=16)),
-                ('instructions', models.TextField(blank=True, help_text='Markdown; rendered sanitised.')),
-                ('labels', models.JSONField(default=list, help_text='Canonical labels, in order.')),
-                ('label_aliases', models.JSONField(blank=True, default=dict, help_text="Raw label -> canonical label, e.g. {'yes': 'factual'}.")),
-                ('binary_map', models.JSONField(blank=True, default=dict, help_text="Canonical label -> 'positive' or 'negative'.")),
-                ('systems', models.JSONField(blank=True, default=list, help_text='Preference studies: the two systems, A then B.')),
-                ('annotators_per_item', models.PositiveSmallIntegerField(default=3)),
-                ('seed', models.BigIntegerField(default=annotation.models.new_seed)),
-                ('evidence_judgements', models.BooleanField(default=False, help_text='Verification: ask for a judgement per evidence passage.')),
-                ('justification_required', models.BooleanField(default=False)),
-                ('tie_allowed', models.BooleanField(default=True)),
-                ('both_bad_allowed', models.BooleanField(default=False)),
-                ('irrelevant_in_credibility', models.BooleanField(default=False, help_text="Count 'irrelevant' evidence in the credibility denominator.")),
-                ('status', models.CharField(choices=[('draft', 'Draft'), ('open', 'Open'), ('closed', 'Closed')], default='draft', max_length=8)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slug", models.SlugField(max_length=64, unique=True)),
+                ("name", models.CharField(max_length=200)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("preference", "Pairwise preference"), ("verification", "Claim verification")],
+                        max_length=16,
+                    ),
+                ),
+                ("instructions", models.TextField(blank=True, help_text="Markdown; rendered sanitised.")),
+                ("labels", models.JSONField(default=list, help_text="Canonical labels, in order.")),
+                (
+                    "label_aliases",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="Raw label -> canonical label, e.g. {'yes': 'factual'}."
+                    ),
+                ),
+                (
+                    "binary_map",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="Canonical label -> 'positive' or 'negative'."
+                    ),
+                ),
+                (
+                    "systems",
+                    models.JSONField(
+                        blank=True, default=list, help_text="Preference studies: the two systems, A then B."
+                    ),
+                ),
+                ("annotators_per_item", models.PositiveSmallIntegerField(default=3)),
+                ("seed", models.BigIntegerField(default=annotation.models.new_seed)),
+                (
+                    "evidence_judgements",
+                    models.BooleanField(
+                        default=False, help_text="Verification: ask for a judgement per evidence passage."
+                    ),
+                ),
+                ("justification_required", models.BooleanField(default=False)),
+                ("tie_allowed", models.BooleanField(default=True)),
+                ("both_bad_allowed", models.BooleanField(default=False)),
+                (
+                    "irrelevant_in_credibility",
+                    models.BooleanField(
+                        default=False, help_text="Count 'irrelevant' evidence in the credibility denominator."
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("draft", "Draft"), ("open", "Open"), ("closed", "Closed")],
+                        default="draft",
+                        max_length=8,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'studies',
-                'ordering': ['-created_at', 'slug'],
+                "verbose_name_plural": "studies",
+                "ordering": ["-created_at", "slug"],
             },
         ),
         migrations.AddField(
-            model_name='item',
-            name='study',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='items', to='annotation.study'),
+            model_name="item",
+            name="study",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="items", to="annotation.study"
+            ),
         ),
         migrations.CreateModel(
-            name='ImportJob',
+            name="ImportJob",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('what', models.CharField(choices=[('items', 'Items'), ('annotations', 'Annotations')], max_length=16)),
-                ('file_name', models.CharField(max_length=255)),
-                ('file_path', models.CharField(blank=True, default='', max_length=500)),
-                ('file_format', models.CharField(max_length=8)),
-                ('update_existing', models.BooleanField(default=False)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed')], default='queued', max_length=10)),
-                ('created', models.PositiveIntegerField(default=0)),
-                ('updated', models.PositiveIntegerField(default=0)),
-                ('errors', models.JSONField(blank=True, default=list)),
-                ('error_count', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='import_jobs', to='annotation.study')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("what", models.CharField(choices=[("items", "Items"), ("annotations", "Annotations")], max_length=16)),
+                ("file_name", models.CharField(max_length=255)),
+                ("file_path", models.CharField(blank=True, default="", max_length=500)),
+                ("file_format", models.CharField(max_length=8)),
+                ("update_existing", models.BooleanField(default=False)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                        ],
+                        default="queued",
+                        max_length=10,
+                    ),
+                ),
+                ("created", models.PositiveIntegerField(default=0)),
+                ("updated", models.PositiveIntegerField(default=0)),
+                ("errors", models.JSONField(blank=True, default=list)),
+                ("error_count", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="import_jobs", to="annotation.study"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.AddField(
-            model_name='assignment',
-            name='study',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to='annotation.study'),
+            model_name="assignment",
+            name="study",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="assignments", to="annotation.study"
+            ),
         ),
         migrations.CreateModel(
-            name='StudyMember',
+            name="StudyMember",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('researcher', 'Researcher'), ('annotator', 'Annotator')], max_length=16)),
-                ('pseudonym', models.CharField(help_text='What exports and reports call this annotator.', max_length=100)),
-                ('is_external', models.BooleanField(default=False, help_text='An identity whose labels were imported, not a login.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='members', to='annotation.study')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='study_memberships', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "role",
+                    models.CharField(choices=[("researcher", "Researcher"), ("annotator", "Annotator")], max_length=16),
+                ),
+                (
+                    "pseudonym",
+                    models.CharField(help_text="What exports and reports call this annotator.", max_length=100),
+                ),
+                (
+                    "is_external",
+                    models.BooleanField(
+                        default=False, help_text="An identity whose labels were imported, not a login."
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="members", to="annotation.study"
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="study_memberships",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['study', 'role', 'pseudonym'],
+                "ordering": ["study", "role", "pseudonym"],
             },
         ),
         migrations.AddConstraint(
-            model_name='annotation',
-            constraint=models.CheckConstraint(condition=models.Q(('label', ''), _negated=True), name='annotation_label_not_empty'),
+            model_name="annotation",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("label", ""), _negated=True), name="annotation_label_not_empty"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='annotation',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('preferred_system', ''), ('strength', '')), models.Q(('strength__in', ['strong', 'slight']), models.Q(('preferred_system', ''), _negated=True)), _connector='OR'), name='annotation_strength_iff_preferred'),
+            model_name="annotation",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("preferred_system", ""), ("strength", "")),
+                    models.Q(("strength__in", ["strong", "slight"]), models.Q(("preferred_system", ""), _negated=True)),
+                    _connector="OR",
+                ),
+                name="annotation_strength_iff_preferred",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='study',
-            constraint=models.CheckConstraint(condition=models.Q(('annotators_per_item__gte', 1)), name='study_annotators_per_item_positive'),
+            model_name="study",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("annotators_per_item__gte", 1)), name="study_annotators_per_item_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='study',
-            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['preference', 'verification'])), name='study_kind_valid'),
+            model_name="study",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("kind__in", ["preference", "verification"])), name="study_kind_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='study',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['draft', 'open', 'closed'])), name='study_status_valid'),
+            model_name="study",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["draft", "open", "closed"])), name="study_status_valid"
+            ),
         ),
         migrations.AddIndex(
-            model_name='item',
-            index=models.Index(fields=['study', 'domain'], name='item_study_domain'),
+            model_name="item",
+            index=models.Index(fields=["study", "domain"], name="item_study_domain"),
         ),
         migrations.AddIndex(
-            model_name='item',
-            index=models.Index(fields=['study', 'position'], name='item_study_position'),
+            model_name="item",
+            index=models.Index(fields=["study", "position"], name="item_study_position"),
         ),
         migrations.AddIndex(
-            model_name='item',
-            index=models.Index(fields=['study', 'slots_taken'], name='item_study_slots'),
+            model_name="item",
+            index=models.Index(fields=["study", "slots_taken"], name="item_study_slots"),
         ),
         migrations.AddConstraint(
-            model_name='item',
-            constraint=models.UniqueConstraint(fields=('study', 'external_id'), name='item_external_id_unique'),
+            model_name="item",
+            constraint=models.UniqueConstraint(fields=("study", "external_id"), name="item_external_id_unique"),
         ),
         migrations.AddConstraint(
-            model_name='item',
-            constraint=models.CheckConstraint(condition=models.Q(('external_id', ''), _negated=True), name='item_external_id_not_empty'),
+            model_name="item",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("external_id", ""), _negated=True), name="item_external_id_not_empty"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='importjob',
-            constraint=models.CheckConstraint(condition=models.Q(('what__in', ['items', 'annotations'])), name='importjob_what_valid'),
+            model_name="importjob",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("what__in", ["items", "annotations"])), name="importjob_what_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='importjob',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['queued', 'running', 'succeeded', 'failed'])), name='importjob_status_valid'),
+            model_name="importjob",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["queued", "running", "succeeded", "failed"])),
+                name="importjob_status_valid",
+            ),
         ),
         migrations.AddIndex(
-            model_name='assignment',
-            index=models.Index(fields=['study', 'annotator', 'status'], name='assignment_queue'),
+            model_name="assignment",
+            index=models.Index(fields=["study", "annotator", "status"], name="assignment_queue"),
         ),
         migrations.AddIndex(
-            model_name='assignment',
-            index=models.Index(fields=['study', 'status', 'lease_expires_at'], name='assignment_leases'),
+            model_name="assignment",
+            index=models.Index(fields=["study", "status", "lease_expires_at"], name="assignment_leases"),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.UniqueConstraint(fields=('item', 'annotator'), name='assignment_once_per_annotator'),
+            model_name="assignment",
+            constraint=models.UniqueConstraint(fields=("item", "annotator"), name="assignment_once_per_annotator"),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.UniqueConstraint(fields=('item', 'slot'), name='assignment_slot_unique'),
+            model_name="assignment",
+            constraint=models.UniqueConstraint(fields=("item", "slot"), name="assignment_slot_unique"),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.CheckConstraint(condition=models.Q(('slot__isnull', True), ('slot__lt', models.F('max_slots')), _connector='OR'), name='assignment_slot_below_n'),
+            model_name="assignment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("slot__isnull", True), ("slot__lt", models.F("max_slots")), _connector="OR"),
+                name="assignment_slot_below_n",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.CheckConstraint(condition=models.Q(('status', 'skipped'), ('slot__isnull', False), _connector='OR'), name='assignment_holds_slot_unless_skipped'),
+            model_name="assignment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status", "skipped"), ("slot__isnull", False), _connector="OR"),
+                name="assignment_holds_slot_unless_skipped",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'active'), _negated=True), ('lease_expires_at__isnull', False), _connector='OR'), name='assignment_active_has_lease'),
+            model_name="assignment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("status", "active"), _negated=True), ("lease_expires_at__isnull", False), _connector="OR"
+                ),
+                name="assignment_active_has_lease",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['active', 'submitted', 'skipped'])), name='assignment_status_valid'),
+            model_name="assignment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["active", "submitted", "skipped"])), name="assignment_status_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='studymember',
-            constraint=models.UniqueConstraint(fields=('study', 'user'), name='member_unique_per_study'),
+            model_name="studymember",
+            constraint=models.UniqueConstraint(fields=("study", "user"), name="member_unique_per_study"),
         ),
         migrations.AddConstraint(
-            model_name='studymember',
-            constraint=models.UniqueConstraint(fields=('study', 'pseudonym'), name='member_pseudonym_unique'),
+            model_name="studymember",
+            constraint=models.UniqueConstraint(fields=("study", "pseudonym"), name="member_pseudonym_unique"),
         ),
         migrations.AddConstraint(
-            model_name='studymember',
-            constraint=models.CheckConstraint(condition=models.Q(('role__in', ['researcher', 'annotator'])), name='member_role_valid'),
+            model_name="studymember",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("role__in", ["researcher", "annotator"])), name="member_role_valid"
+            ),
         ),
     ]

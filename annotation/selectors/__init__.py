@@ -17,10 +17,25 @@ from ..access import Researcher, studies_for
 from ..models import Annotation, AnnotationRevision, Assignment, ExportJob, ImportJob, Item, Study, StudyMember
 
 EXPORT_COLUMNS = [
-    "study", "item", "domain", "annotator", "label", "raw_label",
-    "left_system", "right_system", "preferred_system", "strength", "choice",
-    "justification", "evidence_judgements", "active_ms", "status",
-    "created_at", "submitted_at", "revision_count", "source",
+    "study",
+    "item",
+    "domain",
+    "annotator",
+    "label",
+    "raw_label",
+    "left_system",
+    "right_system",
+    "preferred_system",
+    "strength",
+    "choice",
+    "justification",
+    "evidence_judgements",
+    "active_ms",
+    "status",
+    "created_at",
+    "submitted_at",
+    "revision_count",
+    "source",
 ]
 
 
@@ -132,9 +147,11 @@ def study_counts(study: Study) -> dict[str, int]:
 
 def study_items(study: Study, *, domain: str | None = None, query: str | None = None) -> QuerySet[Item]:
     """A study's items in import order, optionally by domain or text."""
-    items = Item.objects.filter(study=study).annotate(
-        n_annotations=Count("assignments__annotation")
-    ).order_by("position", "pk")
+    items = (
+        Item.objects.filter(study=study)
+        .annotate(n_annotations=Count("assignments__annotation"))
+        .order_by("position", "pk")
+    )
     if domain is not None:
         items = items.filter(domain=domain)
     if query:
@@ -167,7 +184,7 @@ def export_inline_limit() -> int:
 
 
 def export_runs_in_background(study: Study) -> bool:
-    """True when the study has too many annotations to export inside a request (DESIGN §5)."""
+    """True when the study has too many annotations to export inside a request (docs/architecture.md, Mechanisms)."""
     limit = export_inline_limit()
     # Counting stops at limit + 1: the question is only "more than the limit?".
     return Annotation.objects.filter(assignment__study=study).values("pk")[: limit + 1].count() > limit
@@ -226,18 +243,54 @@ def export_rows(study: Study) -> Iterator[dict[str, Any]]:
         .values("n")
     )
     fields: tuple[str, ...] = (
-        "assignment__item__external_id", "assignment__item__domain", "assignment__annotator_id",
-        "label", "raw_label", "assignment__left_system", "preferred_system", "strength", "choice",
-        "justification", "evidence_judgements", "active_ms", "assignment__status",
-        "created_at", "assignment__submitted_at", "n_revisions", "source",
+        "assignment__item__external_id",
+        "assignment__item__domain",
+        "assignment__annotator_id",
+        "label",
+        "raw_label",
+        "assignment__left_system",
+        "preferred_system",
+        "strength",
+        "choice",
+        "justification",
+        "evidence_judgements",
+        "active_ms",
+        "assignment__status",
+        "created_at",
+        "assignment__submitted_at",
+        "n_revisions",
+        "source",
     )
     rows = Annotation.objects.filter(assignment__study=study).annotate(n_revisions=Coalesce(Subquery(revisions), 0))
     if connection.vendor == "postgresql":
-        rows = rows.annotate(created_iso=IsoFormatUTC("created_at"), submitted_iso=IsoFormatUTC("assignment__submitted_at"))
-        fields = tuple({"created_at": "created_iso", "assignment__submitted_at": "submitted_iso"}.get(f, f) for f in fields)
-    values = rows.order_by("assignment__item__position", "assignment__item_id", "assignment__slot", "pk").values_list(*fields)
-    for (item, domain, annotator_id, label, raw_label, left, preferred, strength, choice,
-         justification, evidence, active_ms, status, created_at, submitted_at, n_revisions, source) in values.iterator(chunk_size=5000):
+        rows = rows.annotate(
+            created_iso=IsoFormatUTC("created_at"), submitted_iso=IsoFormatUTC("assignment__submitted_at")
+        )
+        fields = tuple(
+            {"created_at": "created_iso", "assignment__submitted_at": "submitted_iso"}.get(f, f) for f in fields
+        )
+    values = rows.order_by("assignment__item__position", "assignment__item_id", "assignment__slot", "pk").values_list(
+        *fields
+    )
+    for (
+        item,
+        domain,
+        annotator_id,
+        label,
+        raw_label,
+        left,
+        preferred,
+        strength,
+        choice,
+        justification,
+        evidence,
+        active_ms,
+        status,
+        created_at,
+        submitted_at,
+        n_revisions,
+        source,
+    ) in values.iterator(chunk_size=5000):
         right = next((system for system in systems if system != left), "") if left else ""
         yield {
             "study": study.slug,

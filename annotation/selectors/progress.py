@@ -36,6 +36,7 @@ SKIPPED = Q(status=Status.SKIPPED) & ~LOST_LEASE
 
 # --- the annotator's own ------------------------------------------------------
 
+
 def own_assignment(user: User, study: Study, assignment_id: int) -> Assignment | None:
     """One of the user's assignments in this study (with item and answer), or None."""
     assignment = (
@@ -49,6 +50,7 @@ def own_assignment(user: User, study: Study, assignment_id: int) -> Assignment |
 
 
 # --- per annotator --------------------------------------------------------------
+
 
 @dataclass
 class AnnotatorRow:
@@ -132,7 +134,11 @@ def annotator_quality(study: Study) -> list[AnnotatorRow]:
     )
     for gold_entry in gold:
         target = row(gold_entry["assignment__annotator_id"])
-        target.gold_n, target.gold_correct, target.timed = gold_entry["gold_n"], gold_entry["gold_correct"], gold_entry["timed"]
+        target.gold_n, target.gold_correct, target.timed = (
+            gold_entry["gold_n"],
+            gold_entry["gold_correct"],
+            gold_entry["timed"],
+        )
 
     for user_id, median in median_active_ms(study).items():
         row(user_id).median_active_ms = median
@@ -256,6 +262,7 @@ def item_slot_status(study: Study, items: Iterable[ItemWithSlots], *, now: datet
 
 
 # --- flags ------------------------------------------------------------------------
+
 
 @dataclass
 class Flag:

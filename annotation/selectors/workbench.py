@@ -14,7 +14,6 @@ from django.db.models import QuerySet
 from ..models import Assignment, Item, Study
 from ..rawsql import fetch_one, names
 
-
 #: Open items counted for a progress total; beyond this the total is a lower bound (`total_exact` false).
 PROGRESS_COUNT_LIMIT = 1000
 

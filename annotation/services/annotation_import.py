@@ -45,7 +45,7 @@ def import_annotations(
     now = timezone.now()
     with transaction.atomic():
         study = Study.objects.select_for_update().get(pk=study.pk)
-        items = {external_id: pk for external_id, pk in Item.objects.filter(study=study).values_list("external_id", "pk")}
+        items = dict(Item.objects.filter(study=study).values_list("external_id", "pk"))
         taken: dict[tuple[int, int], tuple[int, str]] = {}
         slots: dict[int, set[int]] = {}
         for assignment_pk, item_pk, user_pk, slot, status in Assignment.objects.filter(study=study).values_list(
@@ -60,7 +60,12 @@ def import_annotations(
         pending: list[tuple[tuple, AnnotationRow]] = []
         for line, record in errors.records(stream, fmt, result, max_line_bytes=max_line_bytes):
             row = parse_annotation(
-                line, record, kind=study.kind, labels=study.labels, aliases=study.label_aliases, systems=study.systems,
+                line,
+                record,
+                kind=study.kind,
+                labels=study.labels,
+                aliases=study.label_aliases,
+                systems=study.systems,
                 passages=passages,
             )
             if isinstance(row, list):
@@ -68,10 +73,20 @@ def import_annotations(
                 continue
             item_id = items.get(row.item)
             if item_id is None:
-                errors.extend([RecordError(line, f"no item {row.item!r} in study {study.slug!r}; import the items first", "item")])
+                errors.extend(
+                    [RecordError(line, f"no item {row.item!r} in study {study.slug!r}; import the items first", "item")]
+                )
                 continue
             if (item_id, row.annotator) in seen:
-                errors.extend([RecordError(line, f"annotator {row.annotator!r} already labelled item {row.item!r} on line {seen[(item_id, row.annotator)]}", "annotator")])
+                errors.extend(
+                    [
+                        RecordError(
+                            line,
+                            f"annotator {row.annotator!r} already labelled item {row.item!r} on line {seen[(item_id, row.annotator)]}",
+                            "annotator",
+                        )
+                    ]
+                )
                 continue
             seen[(item_id, row.annotator)] = line
             if row.annotator not in identities:
@@ -81,16 +96,40 @@ def import_annotations(
             if existing is not None:
                 assignment_pk, status = existing
                 if status != Assignment.Status.SUBMITTED:
-                    errors.extend([RecordError(line, f"annotator {row.annotator!r} has an assignment on item {row.item!r} that is {status} in Claimlab; only submitted labels can be replaced", "annotator")])
+                    errors.extend(
+                        [
+                            RecordError(
+                                line,
+                                f"annotator {row.annotator!r} has an assignment on item {row.item!r} that is {status} in Claimlab; only submitted labels can be replaced",
+                                "annotator",
+                            )
+                        ]
+                    )
                 elif not update:
-                    errors.extend([RecordError(line, f"annotator {row.annotator!r} already has a label on item {row.item!r}; use --update to replace it", "annotator")])
+                    errors.extend(
+                        [
+                            RecordError(
+                                line,
+                                f"annotator {row.annotator!r} already has a label on item {row.item!r}; use --update to replace it",
+                                "annotator",
+                            )
+                        ]
+                    )
                 elif not errors:
                     _update_existing(assignment_pk, row, result)
                 continue
             used = slots.setdefault(item_id, set())
             free = next((slot for slot in range(study.annotators_per_item) if slot not in used), None)
             if free is None:
-                errors.extend([RecordError(line, f"item {row.item!r} already has {study.annotators_per_item} annotations, the study's annotators per item", "item")])
+                errors.extend(
+                    [
+                        RecordError(
+                            line,
+                            f"item {row.item!r} already has {study.annotators_per_item} annotations, the study's annotators per item",
+                            "item",
+                        )
+                    ]
+                )
                 continue
             used.add(free)
             if errors:
@@ -121,12 +160,34 @@ class _PassageCounts:
 
 
 ASSIGNMENT_FIELDS = [
-    "study", "item", "annotator", "slot", "max_slots", "queue_position", "left_system", "status",
-    "lease_expires_at", "flagged", "flag_reason", "created_at", "submitted_at", "updated_at",
+    "study",
+    "item",
+    "annotator",
+    "slot",
+    "max_slots",
+    "queue_position",
+    "left_system",
+    "status",
+    "lease_expires_at",
+    "flagged",
+    "flag_reason",
+    "created_at",
+    "submitted_at",
+    "updated_at",
 ]
 ANNOTATION_FIELDS = [
-    "assignment", "label", "raw_label", "preferred_system", "strength", "choice", "justification",
-    "evidence_judgements", "active_ms", "source", "created_at", "updated_at",
+    "assignment",
+    "label",
+    "raw_label",
+    "preferred_system",
+    "strength",
+    "choice",
+    "justification",
+    "evidence_judgements",
+    "active_ms",
+    "source",
+    "created_at",
+    "updated_at",
 ]
 
 
@@ -136,9 +197,20 @@ def _assignment(study: Study, item_id: int, row: AnnotationRow, user_id: int, sl
     if study.is_preference and not left:
         left = left_system_for(study.seed, row.item, slot, study.systems)
     return (
-        study.pk, item_id, user_id, slot, study.annotators_per_item,
-        queue_position(study.seed, str(user_id), row.item), left, Assignment.Status.SUBMITTED,
-        None, False, "", now, now, now,
+        study.pk,
+        item_id,
+        user_id,
+        slot,
+        study.annotators_per_item,
+        queue_position(study.seed, str(user_id), row.item),
+        left,
+        Assignment.Status.SUBMITTED,
+        None,
+        False,
+        "",
+        now,
+        now,
+        now,
     )
 
 
@@ -173,9 +245,18 @@ def _flush(pending: list[tuple[tuple, AnnotationRow]]) -> int:
         ANNOTATION_FIELDS,
         (
             (
-                ids[(assignment[1], assignment[2])], row.label, row.raw_label, row.preferred_system, row.strength,
-                row.choice, row.justification, row.evidence_judgements, row.active_ms, Annotation.Source.IMPORT,
-                now, now,
+                ids[(assignment[1], assignment[2])],
+                row.label,
+                row.raw_label,
+                row.preferred_system,
+                row.strength,
+                row.choice,
+                row.justification,
+                row.evidence_judgements,
+                row.active_ms,
+                Annotation.Source.IMPORT,
+                now,
+                now,
             )
             for assignment, row in pending
         ),

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import connection
 
 from ..models import ANSWER_FIELDS, Annotation, AnnotationRevision, Assignment
@@ -40,7 +40,7 @@ def record_answer(
     assignment: Assignment,
     values: AnswerValues,
     source: str,
-    changed_by: AbstractBaseUser | None = None,
+    changed_by: User | None = None,
 ) -> tuple[Annotation, bool]:
     """Create the assignment's annotation or change it; returns (annotation, changed).
 

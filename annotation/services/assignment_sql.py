@@ -146,10 +146,13 @@ def first_unlocked_item(ordered_ids: Sequence[int], n: int) -> Item | None:
     return ITEM_ROWS.instance(row) if row else None
 
 
-def item(item_id: int) -> Item | None:
+def item(item_id: int) -> Item:
+    """The item of an assignment row read in the same transaction (the foreign key keeps it there)."""
     IT = names(Item)
     row = fetch_one(f"SELECT {ITEM_ROWS.select} FROM {IT.table} i WHERE i.{IT.id} = %s", (item_id,))
-    return ITEM_ROWS.instance(row) if row else None
+    if row is None:
+        raise Item.DoesNotExist(f"item {item_id} of an assignment is gone")
+    return ITEM_ROWS.instance(row)
 
 
 def take_slot(item_id: int, n: int) -> int:
@@ -164,7 +167,8 @@ def take_slot(item_id: int, n: int) -> int:
 def give_slot_back(item_id: int) -> int:
     IT = names(Item)
     return execute(
-        f"UPDATE {IT.table} SET {IT.slots_taken} = {IT.slots_taken} - 1 WHERE {IT.id} = %s AND {IT.slots_taken} > 0", (item_id,)
+        f"UPDATE {IT.table} SET {IT.slots_taken} = {IT.slots_taken} - 1 WHERE {IT.id} = %s AND {IT.slots_taken} > 0",
+        (item_id,),
     )
 
 

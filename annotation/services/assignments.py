@@ -1,4 +1,4 @@
-"""Handing out items to annotators and taking their answers (DESIGN §5).
+"""Handing out items to annotators and taking their answers (docs/architecture.md, Mechanisms).
 
 `claim_next` gives each annotator one active assignment at a time: their own
 (lease renewed), else an expired one reclaimed from someone else, else a fresh
@@ -43,7 +43,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -91,7 +91,7 @@ def lease_length() -> timedelta:
     return timedelta(seconds=settings.ANNOTATION_LEASE_SECONDS)
 
 
-def _check_can_annotate(user: AbstractBaseUser, study: Study, *, lock: bool = False) -> None:
+def _check_can_annotate(user: User, study: Study, *, lock: bool = False) -> None:
     """Refuse closed studies and non-annotators; with `lock`, serialise this user's claims.
 
     The lock is on the user's StudyMember row, so two claims by one user (two
@@ -108,7 +108,7 @@ class _Busy(Exception):
     """Every candidate is being claimed by someone else right now: retry, do not say "nothing left"."""
 
 
-def claim_next(*, user: AbstractBaseUser, study: Study, now: datetime | None = None) -> Assignment | None:
+def claim_next(*, user: User, study: Study, now: datetime | None = None) -> Assignment | None:
     """The user's current assignment, or a new one; None when nothing is left for them."""
     now = now or timezone.now()
     for attempt in range(CLAIM_ATTEMPTS):
@@ -121,7 +121,11 @@ def claim_next(*, user: AbstractBaseUser, study: Study, now: datetime | None = N
             # transaction is rolled back with its locks; wait a moment and look again.
             logger.debug(
                 "claim by user %s in study %s lost a race (attempt %d of %d): %s",
-                user.pk, study.slug, attempt + 1, CLAIM_ATTEMPTS, type(exc).__name__,
+                user.pk,
+                study.slug,
+                attempt + 1,
+                CLAIM_ATTEMPTS,
+                type(exc).__name__,
             )
             time.sleep(random.uniform(0.001, 0.005) * (attempt + 1))
             continue
@@ -130,12 +134,15 @@ def claim_next(*, user: AbstractBaseUser, study: Study, now: datetime | None = N
         return assignment
     logger.warning(
         "claim by user %s in study %s gave up after %d lost races; the client is told to retry",
-        user.pk, study.slug, CLAIM_ATTEMPTS, extra={"study": study.slug, "attempts": CLAIM_ATTEMPTS},
+        user.pk,
+        study.slug,
+        CLAIM_ATTEMPTS,
+        extra={"study": study.slug, "attempts": CLAIM_ATTEMPTS},
     )
     raise ClaimContention("too many annotators are claiming at this moment; try again in a second")
 
 
-def _claim(user: AbstractBaseUser, study: Study, now: datetime) -> Assignment | None:
+def _claim(user: User, study: Study, now: datetime) -> Assignment | None:
     expires = now + lease_length()
     # One query for both: the user's own active assignment (sorted first), then
     # leases that ran out on items the user has not had, oldest first.
@@ -151,7 +158,7 @@ def _claim(user: AbstractBaseUser, study: Study, now: datetime) -> Assignment | 
     return _fresh_slot(user, study, expires, now)
 
 
-def _fresh_slot(user: AbstractBaseUser, study: Study, expires: datetime, now: datetime) -> Assignment | None:
+def _fresh_slot(user: User, study: Study, expires: datetime, now: datetime) -> Assignment | None:
     """A new slot on an item with the most slots taken among those the user has not had.
 
     Scans the (study, slots_taken) index from the top and stops after
@@ -202,25 +209,27 @@ def _lock_candidates(ordered_ids: list[int], n: int) -> Iterator[Item]:
 
 
 def _create(
-    user: AbstractBaseUser, study: Study, item: Item, slot: int, left_system: str, expires: datetime, now: datetime
+    user: User, study: Study, item: Item, slot: int, left_system: str, expires: datetime, now: datetime
 ) -> Assignment:
     """The assignment row, with its randomisation computed from the seed and stored."""
-    assignment = sql.create_assignment({
-        "study_id": study.pk,
-        "item_id": item.pk,
-        "annotator_id": user.pk,
-        "slot": slot,
-        "max_slots": study.annotators_per_item,
-        "queue_position": queue_position(study.seed, str(user.pk), item.external_id),
-        "left_system": left_system,
-        "status": Status.ACTIVE,
-        "lease_expires_at": expires,
-        "flagged": False,
-        "flag_reason": "",
-        "created_at": now,
-        "submitted_at": None,
-        "updated_at": now,
-    })
+    assignment = sql.create_assignment(
+        {
+            "study_id": study.pk,
+            "item_id": item.pk,
+            "annotator_id": user.pk,
+            "slot": slot,
+            "max_slots": study.annotators_per_item,
+            "queue_position": queue_position(study.seed, str(user.pk), item.external_id),
+            "left_system": left_system,
+            "status": Status.ACTIVE,
+            "lease_expires_at": expires,
+            "flagged": False,
+            "flag_reason": "",
+            "created_at": now,
+            "submitted_at": None,
+            "updated_at": now,
+        }
+    )
     assignment.item = item
     return assignment
 
@@ -232,7 +241,7 @@ class SubmittedAnswer:
     label: str = ""
     choice: str = ""
     justification: str = ""
-    evidence: list[dict[str, Any]] | None = None
+    evidence: list[Any] | None = None  # untrusted until checked_judgements has read it
     active_ms: int | None = None
 
 
@@ -244,7 +253,9 @@ def answer_values(study: Study, assignment: Assignment, answer: SubmittedAnswer)
     if study.justification_required and not justification:
         raise ServiceError("this study asks for a justification with every answer")
     active_ms = answer.active_ms
-    if active_ms is not None and (isinstance(active_ms, bool) or not isinstance(active_ms, int) or not 0 <= active_ms <= MAX_ACTIVE_MS):
+    if active_ms is not None and (
+        isinstance(active_ms, bool) or not isinstance(active_ms, int) or not 0 <= active_ms <= MAX_ACTIVE_MS
+    ):
         raise ServiceError("active_ms must be a whole number of milliseconds")
     if study.is_preference:
         return _preference_values(study, assignment, answer.choice, justification, active_ms)
@@ -253,12 +264,18 @@ def answer_values(study: Study, assignment: Assignment, answer: SubmittedAnswer)
         raise ServiceError(f"label must be one of {', '.join(study.labels)}, got {label!r}")
     evidence = _evidence_judgements(study, assignment.item, answer.evidence)
     return AnswerValues(
-        label=label, raw_label=label, choice=label, justification=justification,
-        evidence_judgements=evidence, active_ms=active_ms,
+        label=label,
+        raw_label=label,
+        choice=label,
+        justification=justification,
+        evidence_judgements=evidence,
+        active_ms=active_ms,
     )
 
 
-def _preference_values(study: Study, assignment: Assignment, choice: str, justification: str, active_ms: int | None) -> AnswerValues:
+def _preference_values(
+    study: Study, assignment: Assignment, choice: str, justification: str, active_ms: int | None
+) -> AnswerValues:
     choice = (choice or "").strip()
     if choice not in PREFERENCE_CHOICES:
         raise ServiceError(f"choice must be one of {', '.join(PREFERENCE_CHOICES)}, got {choice!r}")
@@ -271,7 +288,9 @@ def _preference_values(study: Study, assignment: Assignment, choice: str, justif
         raise ServiceError("this preference study does not declare its two systems")
     position, strength = preference_choice_parts(choice)
     if position is None:  # tie or both bad: the same in screen and system space
-        return AnswerValues(label=choice, raw_label=choice, choice=choice, justification=justification, active_ms=active_ms)
+        return AnswerValues(
+            label=choice, raw_label=choice, choice=choice, justification=justification, active_ms=active_ms
+        )
     left = assignment.left_system or systems[0]
     shown = (left, systems[1] if left == systems[0] else systems[0])
     preferred = shown[position]
@@ -279,8 +298,13 @@ def _preference_values(study: Study, assignment: Assignment, choice: str, justif
     if label not in study.labels:
         raise ServiceError(f"{label!r} is not one of the study's labels")
     return AnswerValues(
-        label=label, raw_label=choice, preferred_system=preferred, strength=strength,
-        choice=choice, justification=justification, active_ms=active_ms,
+        label=label,
+        raw_label=choice,
+        preferred_system=preferred,
+        strength=strength,
+        choice=choice,
+        justification=justification,
+        active_ms=active_ms,
     )
 
 
@@ -307,7 +331,7 @@ def lease_ran_out(assignment: Assignment) -> bool:
     return assignment.status == Status.SKIPPED and assignment.lease_expires_at is not None
 
 
-def _own_assignment(user: AbstractBaseUser, study: Study, assignment_id: int) -> Assignment:
+def _own_assignment(user: User, study: Study, assignment_id: int) -> Assignment:
     """The user's assignment, locked for the rest of the transaction.
 
     NotAllowed when the study is not open or the user is not (any more) one
@@ -327,7 +351,10 @@ def _own_assignment(user: AbstractBaseUser, study: Study, assignment_id: int) ->
     if lease_ran_out(assignment):
         logger.info(
             "user %s answered assignment %s in study %s after its lease ran out and the item went to someone else",
-            user.pk, assignment.pk, study.slug, extra={"study": study.slug, "assignment": assignment.pk},
+            user.pk,
+            assignment.pk,
+            study.slug,
+            extra={"study": study.slug, "assignment": assignment.pk},
         )
         raise LeaseLost(
             "this item is no longer assigned to you: your time on it ran out and another annotator took it over"
@@ -337,7 +364,12 @@ def _own_assignment(user: AbstractBaseUser, study: Study, assignment_id: int) ->
 
 
 def submit(
-    *, user: AbstractBaseUser, study: Study, assignment_id: int, answer: SubmittedAnswer, source: str = Annotation.Source.WEB,
+    *,
+    user: User,
+    study: Study,
+    assignment_id: int,
+    answer: SubmittedAnswer,
+    source: str = Annotation.Source.WEB,
     now: datetime | None = None,
 ) -> Assignment:
     """Store the answer on the user's own assignment; repeat-safe.
@@ -367,7 +399,7 @@ def submit(
     return assignment
 
 
-def skip(*, user: AbstractBaseUser, study: Study, assignment_id: int, now: datetime | None = None) -> Assignment:
+def skip(*, user: User, study: Study, assignment_id: int, now: datetime | None = None) -> Assignment:
     """Give the item back: its slot is freed for someone else, and never served to this user again."""
     now = now or timezone.now()
     with transaction.atomic():
@@ -382,7 +414,7 @@ def skip(*, user: AbstractBaseUser, study: Study, assignment_id: int, now: datet
     return assignment
 
 
-def flag(*, user: AbstractBaseUser, study: Study, assignment_id: int, reason: str) -> Assignment:
+def flag(*, user: User, study: Study, assignment_id: int, reason: str) -> Assignment:
     """Mark an item as problematic (broken text, offensive, impossible) with a reason.
 
     Flagging neither answers nor skips: the annotator still does one or the other.
@@ -397,4 +429,3 @@ def flag(*, user: AbstractBaseUser, study: Study, assignment_id: int, reason: st
         Assignment.objects.filter(pk=assignment.pk).update(flagged=True, flag_reason=reason, updated_at=timezone.now())
         assignment.flagged, assignment.flag_reason = True, reason
     return assignment
-

@@ -1,6 +1,6 @@
 """Big exports: written to a file by a background task, then downloaded.
 
-Long work never runs inside a request (DESIGN §5). A study with up to
+Long work never runs inside a request (docs/architecture.md, Mechanisms). A study with up to
 EXPORT_INLINE_MAX_ROWS annotations is streamed straight from the request
 (a few seconds at most; `selectors.export_runs_in_background` decides); a
 bigger one gets an ExportJob that the `run_export_job` task writes under
@@ -11,7 +11,7 @@ file, so repeated exports do not fill the disk.
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from ..exports import CONTENT_TYPES
@@ -20,7 +20,7 @@ from ..tasks import run_export_job
 from .errors import ServiceError
 
 
-def request_export(*, study: Study, file_format: str, created_by: AbstractBaseUser | None = None) -> ExportJob:
+def request_export(*, study: Study, file_format: str, created_by: User | None = None) -> ExportJob:
     """Queue an export of the study's annotations; the task writes it after this transaction commits."""
     if file_format not in CONTENT_TYPES:
         raise ServiceError(f"format must be csv or jsonl, got {file_format!r}")

@@ -29,7 +29,9 @@ def export_dir() -> Path:
 def run_export_job(*, job_id: int) -> ExportJob:
     """Write a queued export; safe to call twice. A failure is recorded on the job and leaves no file."""
     job = ExportJob.objects.select_related("study").get(pk=job_id)
-    claimed = ExportJob.objects.filter(pk=job.pk, status=ExportJob.Status.QUEUED).update(status=ExportJob.Status.RUNNING)
+    claimed = ExportJob.objects.filter(pk=job.pk, status=ExportJob.Status.QUEUED).update(
+        status=ExportJob.Status.RUNNING
+    )
     if not claimed:
         return job
     where = {"job": job.pk, "study": job.study.slug, "format": job.file_format}
@@ -38,14 +40,17 @@ def run_export_job(*, job_id: int) -> ExportJob:
     path = export_dir() / f"{job.pk}-{uuid.uuid4().hex}-{job.study.slug}-annotations.{job.file_format}"
     try:
         rows = write_export(job.study, job.file_format, path)
-    except Exception as exc:  # noqa: BLE001 - recorded on the job for the researcher to see, logged for the operator
+    except Exception as exc:
         seconds = round(time.monotonic() - started, 3)
         logger.exception("export job %s failed after %.1f s", job.pk, seconds, extra={**where, "seconds": seconds})
         job.status, job.error = ExportJob.Status.FAILED, f"{type(exc).__name__}: {exc}"
     else:
         seconds = round(time.monotonic() - started, 3)
         logger.info(
-            "export job %s finished in %.1f s: %d annotations", job.pk, seconds, rows,
+            "export job %s finished in %.1f s: %d annotations",
+            job.pk,
+            seconds,
+            rows,
             extra={**where, "n_rows": rows, "seconds": seconds},
         )
         job.status, job.rows, job.file_path = ExportJob.Status.SUCCEEDED, rows, str(path)

@@ -1,6 +1,6 @@
 """Uploaded imports: stored as an ImportJob, run now (small) or by a task (big).
 
-Long work never runs inside a request (DESIGN §5): uploads larger than
+Long work never runs inside a request (docs/architecture.md, Mechanisms): uploads larger than
 IMPORT_INLINE_MAX_BYTES are saved under var/uploads and imported by the
 `run_import_job` task; smaller ones are imported at once so the researcher
 sees the outcome, or the line-numbered errors, immediately. Either way
@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
@@ -37,7 +37,7 @@ def submit_import(
     upload: UploadedFile,
     file_format: str | None = None,
     update: bool = False,
-    created_by: AbstractBaseUser | None = None,
+    created_by: User | None = None,
 ) -> ImportJob:
     """Record an uploaded import and run it now or queue it, by size."""
     if what not in ImportJob.What.values:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -17,12 +18,15 @@ from django.utils import timezone
 from ..formats import RecordError
 from ..models import ImportJob
 from .annotation_import import import_annotations
-from .errors import ImportFailed
+from .errors import ImportFailed, ImportResult
 from .item_import import import_items
 
 logger = logging.getLogger(__name__)
 
-IMPORTERS = {ImportJob.What.ITEMS: import_items, ImportJob.What.ANNOTATIONS: import_annotations}
+IMPORTERS: dict[str, Callable[..., ImportResult]] = {
+    ImportJob.What.ITEMS: import_items,
+    ImportJob.What.ANNOTATIONS: import_annotations,
+}
 
 
 def run_import_job(*, job_id: int) -> ImportJob:
@@ -49,20 +53,25 @@ def run_import(job: ImportJob, stream: IO[bytes]) -> None:
     left "running" for ever. Either way the import changed nothing.
     """
     where = {"job": job.pk, "study": job.study.slug, "what": job.what}
-    logger.info("import job %s started: %s into study %s from %s", job.pk, job.what, job.study.slug, job.file_name, extra=where)
+    logger.info(
+        "import job %s started: %s into study %s from %s", job.pk, job.what, job.study.slug, job.file_name, extra=where
+    )
     started = time.monotonic()
     try:
         result = IMPORTERS[job.what](study=job.study, stream=stream, fmt=job.file_format, update=job.update_existing)
     except ImportFailed as exc:
         seconds = round(time.monotonic() - started, 3)
         logger.info(
-            "import job %s refused the file after %.1f s: %d problem(s)", job.pk, seconds, exc.total,
+            "import job %s refused the file after %.1f s: %d problem(s)",
+            job.pk,
+            seconds,
+            exc.total,
             extra={**where, "n_problems": exc.total, "seconds": seconds},
         )
         job.status = ImportJob.Status.FAILED
         job.errors = [error.as_dict() for error in exc.errors]
         job.error_count = exc.total
-    except Exception as exc:  # noqa: BLE001 - recorded on the job for the researcher, logged for the operator
+    except Exception as exc:
         seconds = round(time.monotonic() - started, 3)
         logger.exception("import job %s failed after %.1f s", job.pk, seconds, extra={**where, "seconds": seconds})
         job.status = ImportJob.Status.FAILED
@@ -72,9 +81,16 @@ def run_import(job: ImportJob, stream: IO[bytes]) -> None:
         seconds = round(time.monotonic() - started, 3)
         logger.info(
             "import job %s finished in %.1f s: %d created, %d updated from %d records",
-            job.pk, seconds, result.created, result.updated, result.records,
+            job.pk,
+            seconds,
+            result.created,
+            result.updated,
+            result.records,
             extra={
-                **where, "n_created": result.created, "n_updated": result.updated, "n_records": result.records,
+                **where,
+                "n_created": result.created,
+                "n_updated": result.updated,
+                "n_records": result.records,
                 "seconds": seconds,
             },
         )

@@ -16,8 +16,19 @@ from .errors import ErrorCollector, ImportResult
 
 BATCH_SIZE = 1000
 INSERTED_FIELDS = [
-    "study", "external_id", "position", "domain", "summary", "payload", "response_id", "system",
-    "gold_label", "gold_raw", "slots_taken", "created_at", "updated_at",
+    "study",
+    "external_id",
+    "position",
+    "domain",
+    "summary",
+    "payload",
+    "response_id",
+    "system",
+    "gold_label",
+    "gold_raw",
+    "slots_taken",
+    "created_at",
+    "updated_at",
 ]
 UPDATED_FIELDS = ["domain", "summary", "payload", "response_id", "system", "gold_label", "gold_raw", "updated_at"]
 
@@ -43,7 +54,9 @@ def import_items(
     with transaction.atomic():
         study = Study.objects.select_for_update().get(pk=study.pk)
         existing = dict(Item.objects.filter(study=study).values_list("external_id", "pk"))
-        next_position = (Item.objects.filter(study=study).order_by("-position").values_list("position", flat=True).first() or 0) + 1
+        next_position = (
+            Item.objects.filter(study=study).order_by("-position").values_list("position", flat=True).first() or 0
+        ) + 1
         seen: dict[str, int] = {}
         systems = list(study.systems)
         to_create: list[tuple] = []
@@ -56,12 +69,26 @@ def import_items(
             if study.is_preference and not systems:
                 systems = list(row.payload["lists"])
             if row.external_id in seen:
-                errors.extend([RecordError(line, f"duplicate id {row.external_id!r}, first seen on line {seen[row.external_id]}", "id")])
+                errors.extend(
+                    [
+                        RecordError(
+                            line, f"duplicate id {row.external_id!r}, first seen on line {seen[row.external_id]}", "id"
+                        )
+                    ]
+                )
                 continue
             seen[row.external_id] = line
             if row.external_id in existing:
                 if not update:
-                    errors.extend([RecordError(line, f"item {row.external_id!r} already exists in this study; use --update to replace it", "id")])
+                    errors.extend(
+                        [
+                            RecordError(
+                                line,
+                                f"item {row.external_id!r} already exists in this study; use --update to replace it",
+                                "id",
+                            )
+                        ]
+                    )
                     continue
                 to_update.append(_item(study, row, pk=existing[row.external_id]))
             elif not errors:
@@ -104,8 +131,19 @@ def _item(study: Study, row: ItemRow, *, pk: int) -> Item:
 def _new_item_row(study: Study, row: ItemRow, position: int, now: datetime) -> tuple:
     """A new item as a tuple in INSERTED_FIELDS order (see annotation/bulk.py for why)."""
     return (
-        study.pk, row.external_id, position, row.domain, row.summary, row.payload, row.response_id,
-        row.system, row.gold_label, row.gold_raw, 0, now, now,
+        study.pk,
+        row.external_id,
+        position,
+        row.domain,
+        row.summary,
+        row.payload,
+        row.response_id,
+        row.system,
+        row.gold_label,
+        row.gold_raw,
+        0,
+        now,
+        now,
     )
 
 

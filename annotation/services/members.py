@@ -55,7 +55,9 @@ def add_members(*, study: Study, usernames: Iterable[str], role: str) -> list[Me
         raise ServiceError("give at least one username")
     User = get_user_model()
     username_field = User._meta.get_field(User.USERNAME_FIELD)
-    assert isinstance(username_field, models.Field)  # a column, not a relation: `username`, a CharField, on Django's User
+    assert isinstance(
+        username_field, models.Field
+    )  # a column, not a relation: `username`, a CharField, on Django's User
     invalid = []
     for name in names:
         try:
@@ -97,9 +99,7 @@ def ensure_annotator_identities(*, study: Study, names: Iterable[str]) -> dict[s
     only. Call inside the import's transaction.
     """
     wanted = set(names)
-    members = dict(
-        StudyMember.objects.filter(study=study, pseudonym__in=wanted).values_list("pseudonym", "user_id")
-    )
+    members = dict(StudyMember.objects.filter(study=study, pseudonym__in=wanted).values_list("pseudonym", "user_id"))
     missing = sorted(wanted - set(members))
     if missing:
         User = get_user_model()
@@ -109,9 +109,7 @@ def ensure_annotator_identities(*, study: Study, names: Iterable[str]) -> dict[s
             user.set_unusable_password()
             users.append(user)
         User.objects.bulk_create(users, batch_size=500)
-        ids = dict(
-            User.objects.filter(username__in=[user.username for user in users]).values_list("username", "id")
-        )
+        ids = dict(User.objects.filter(username__in=[user.username for user in users]).values_list("username", "id"))
         StudyMember.objects.bulk_create(
             [
                 StudyMember(

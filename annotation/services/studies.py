@@ -21,10 +21,9 @@ def _validated_labels(kind: str, labels: Sequence[str] | None, both_bad_allowed:
         raise ServiceError(f"labels must be distinct, got {', '.join(chosen)}")
     if kind == "preference":
         expected = default_labels("preference")
-        if any(label not in expected + [PREFERENCE_BOTH_BAD] for label in chosen):
+        if any(label not in [*expected, PREFERENCE_BOTH_BAD] for label in chosen):
             raise ServiceError(
-                "preference labels are the ordinal scale "
-                f"{', '.join(expected)} (tie optional); got {', '.join(chosen)}"
+                f"preference labels are the ordinal scale {', '.join(expected)} (tie optional); got {', '.join(chosen)}"
             )
         if both_bad_allowed and PREFERENCE_BOTH_BAD not in chosen:
             chosen.append(PREFERENCE_BOTH_BAD)

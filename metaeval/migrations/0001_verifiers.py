@@ -6,185 +6,436 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('annotation', '0001_initial'),
+        ("annotation", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Verifier',
+            name="Verifier",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100)),
-                ('kind', models.CharField(choices=[('llm', 'LLM (OpenAI-compatible endpoint)'), ('baseline_majority', 'Baseline: always the majority label'), ('baseline_overlap', 'Baseline: lexical overlap of claim and evidence'), ('imported', 'Imported predictions')], default='llm', max_length=24)),
-                ('preset', models.CharField(blank=True, default='', help_text='Prompt preset id (LLM verifiers).', max_length=40)),
-                ('model', models.CharField(blank=True, default='', help_text='Model name sent to the endpoint.', max_length=200)),
-                ('base_url', models.CharField(blank=True, default='', help_text='OpenAI-compatible base URL, e.g. http://127.0.0.1:8001/v1.', max_length=500)),
-                ('api_key_env', models.CharField(blank=True, default='', help_text='NAME of the environment variable holding the API key (never the key); empty for local endpoints.', max_length=100)),
-                ('temperature', models.FloatField(default=0.0)),
-                ('max_tokens', models.PositiveIntegerField(default=512)),
-                ('concurrency', models.PositiveSmallIntegerField(default=8, help_text='Requests in flight at once.')),
-                ('timeout', models.FloatField(default=60.0, help_text='Seconds per request attempt.')),
-                ('retries', models.PositiveSmallIntegerField(default=2, help_text='Retries per request (429, 5xx, timeouts).')),
-                ('template', models.TextField(blank=True, default='', help_text='Custom preset: Django template over claim, context, evidence.')),
-                ('system_prompt', models.TextField(blank=True, default='', help_text='Custom preset: optional system message.')),
-                ('custom_labels', models.JSONField(blank=True, default=list, help_text='Custom preset: the labels it answers with.')),
-                ('label_map', models.JSONField(blank=True, default=dict, help_text="Preset label -> study label, where the study's labels and aliases differ.")),
-                ('options', models.JSONField(blank=True, default=dict, help_text='Baseline options: threshold, positive_label, negative_label.')),
-                ('price_input_per_1k', models.DecimalField(blank=True, decimal_places=6, help_text='Price per 1,000 input tokens (estimates only).', max_digits=12, null=True)),
-                ('price_output_per_1k', models.DecimalField(blank=True, decimal_places=6, help_text='Price per 1,000 output tokens.', max_digits=12, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='verifiers', to='annotation.study')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=100)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("llm", "LLM (OpenAI-compatible endpoint)"),
+                            ("baseline_majority", "Baseline: always the majority label"),
+                            ("baseline_overlap", "Baseline: lexical overlap of claim and evidence"),
+                            ("imported", "Imported predictions"),
+                        ],
+                        default="llm",
+                        max_length=24,
+                    ),
+                ),
+                (
+                    "preset",
+                    models.CharField(
+                        blank=True, default="", help_text="Prompt preset id (LLM verifiers).", max_length=40
+                    ),
+                ),
+                (
+                    "model",
+                    models.CharField(
+                        blank=True, default="", help_text="Model name sent to the endpoint.", max_length=200
+                    ),
+                ),
+                (
+                    "base_url",
+                    models.CharField(
+                        blank=True,
+                        default="",
+                        help_text="OpenAI-compatible base URL, e.g. http://127.0.0.1:8001/v1.",
+                        max_length=500,
+                    ),
+                ),
+                (
+                    "api_key_env",
+                    models.CharField(
+                        blank=True,
+                        default="",
+                        help_text="NAME of the environment variable holding the API key (never the key); empty for local endpoints.",
+                        max_length=100,
+                    ),
+                ),
+                ("temperature", models.FloatField(default=0.0)),
+                ("max_tokens", models.PositiveIntegerField(default=512)),
+                ("concurrency", models.PositiveSmallIntegerField(default=8, help_text="Requests in flight at once.")),
+                ("timeout", models.FloatField(default=60.0, help_text="Seconds per request attempt.")),
+                (
+                    "retries",
+                    models.PositiveSmallIntegerField(default=2, help_text="Retries per request (429, 5xx, timeouts)."),
+                ),
+                (
+                    "template",
+                    models.TextField(
+                        blank=True,
+                        default="",
+                        help_text="Custom preset: Django template over claim, context, evidence.",
+                    ),
+                ),
+                (
+                    "system_prompt",
+                    models.TextField(blank=True, default="", help_text="Custom preset: optional system message."),
+                ),
+                (
+                    "custom_labels",
+                    models.JSONField(blank=True, default=list, help_text="Custom preset: the labels it answers with."),
+                ),
+                (
+                    "label_map",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text="Preset label -> study label, where the study's labels and aliases differ.",
+                    ),
+                ),
+                (
+                    "options",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text="Baseline options: threshold, positive_label, negative_label.",
+                    ),
+                ),
+                (
+                    "price_input_per_1k",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=6,
+                        help_text="Price per 1,000 input tokens (estimates only).",
+                        max_digits=12,
+                        null=True,
+                    ),
+                ),
+                (
+                    "price_output_per_1k",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=6,
+                        help_text="Price per 1,000 output tokens.",
+                        max_digits=12,
+                        null=True,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="verifiers", to="annotation.study"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['study', 'name'],
+                "ordering": ["study", "name"],
             },
         ),
         migrations.CreateModel(
-            name='VerifierRun',
+            name="VerifierRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('stopping', 'Stopping'), ('stopped', 'Stopped'), ('succeeded', 'Succeeded'), ('failed', 'Failed')], default='queued', max_length=10)),
-                ('total', models.PositiveIntegerField(default=0, help_text='Items this run covers.')),
-                ('done', models.PositiveIntegerField(default=0, help_text='Items with a prediction (new or cached).')),
-                ('errors', models.PositiveIntegerField(default=0, help_text='Predictions of this run that hold an error.')),
-                ('unparseable', models.PositiveIntegerField(default=0, help_text='Answers of this run with no readable verdict.')),
-                ('cached', models.PositiveIntegerField(default=0, help_text='Items answered before, for the same cache key.')),
-                ('tokens_in', models.BigIntegerField(default=0)),
-                ('tokens_out', models.BigIntegerField(default=0)),
-                ('estimated_cost', models.DecimalField(blank=True, decimal_places=6, max_digits=14, null=True)),
-                ('limit', models.PositiveIntegerField(blank=True, help_text='Only the first N items.', null=True)),
-                ('concurrency', models.PositiveSmallIntegerField(blank=True, help_text="Overrides the verifier's.", null=True)),
-                ('upto_item', models.BigIntegerField(default=0, help_text='Largest item id the run covers.')),
-                ('cursor', models.BigIntegerField(default=0, help_text='Items up to this id are finished.')),
-                ('counted_cursor', models.BigIntegerField(default=0, help_text='Cached items up to this id are counted.')),
-                ('generation', models.PositiveIntegerField(default=0)),
-                ('params', models.JSONField(blank=True, default=dict, help_text='What the run fixed at its start (baselines).')),
-                ('error_message', models.TextField(blank=True, default='')),
-                ('heartbeat_at', models.DateTimeField(blank=True, null=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('verifier', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='metaeval.verifier')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("stopping", "Stopping"),
+                            ("stopped", "Stopped"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                        ],
+                        default="queued",
+                        max_length=10,
+                    ),
+                ),
+                ("total", models.PositiveIntegerField(default=0, help_text="Items this run covers.")),
+                ("done", models.PositiveIntegerField(default=0, help_text="Items with a prediction (new or cached).")),
+                (
+                    "errors",
+                    models.PositiveIntegerField(default=0, help_text="Predictions of this run that hold an error."),
+                ),
+                (
+                    "unparseable",
+                    models.PositiveIntegerField(default=0, help_text="Answers of this run with no readable verdict."),
+                ),
+                (
+                    "cached",
+                    models.PositiveIntegerField(default=0, help_text="Items answered before, for the same cache key."),
+                ),
+                ("tokens_in", models.BigIntegerField(default=0)),
+                ("tokens_out", models.BigIntegerField(default=0)),
+                ("estimated_cost", models.DecimalField(blank=True, decimal_places=6, max_digits=14, null=True)),
+                ("limit", models.PositiveIntegerField(blank=True, help_text="Only the first N items.", null=True)),
+                (
+                    "concurrency",
+                    models.PositiveSmallIntegerField(blank=True, help_text="Overrides the verifier's.", null=True),
+                ),
+                ("upto_item", models.BigIntegerField(default=0, help_text="Largest item id the run covers.")),
+                ("cursor", models.BigIntegerField(default=0, help_text="Items up to this id are finished.")),
+                (
+                    "counted_cursor",
+                    models.BigIntegerField(default=0, help_text="Cached items up to this id are counted."),
+                ),
+                ("generation", models.PositiveIntegerField(default=0)),
+                (
+                    "params",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="What the run fixed at its start (baselines)."
+                    ),
+                ),
+                ("error_message", models.TextField(blank=True, default="")),
+                ("heartbeat_at", models.DateTimeField(blank=True, null=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "verifier",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="runs", to="metaeval.verifier"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Prediction',
+            name="Prediction",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('label', models.CharField(blank=True, max_length=100, null=True)),
-                ('raw_label', models.CharField(blank=True, default='', max_length=200)),
-                ('score', models.FloatField(blank=True, null=True)),
-                ('rationale', models.TextField(blank=True, default='')),
-                ('raw_output', models.TextField(blank=True, default='')),
-                ('parse_status', models.CharField(blank=True, choices=[('ok', 'Parsed'), ('fallback', 'Parsed by a looser rule'), ('unparseable', 'Unparseable'), ('', 'Not parsed (the call failed)')], default='', max_length=12)),
-                ('latency_ms', models.PositiveIntegerField(blank=True, null=True)),
-                ('tokens_in', models.PositiveIntegerField(default=0)),
-                ('tokens_out', models.PositiveIntegerField(default=0)),
-                ('error', models.TextField(blank=True, default='')),
-                ('cache_key', models.CharField(max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='predictions', to='annotation.item')),
-                ('verifier', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='predictions', to='metaeval.verifier')),
-                ('run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='predictions', to='metaeval.verifierrun')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("label", models.CharField(blank=True, max_length=100, null=True)),
+                ("raw_label", models.CharField(blank=True, default="", max_length=200)),
+                ("score", models.FloatField(blank=True, null=True)),
+                ("rationale", models.TextField(blank=True, default="")),
+                ("raw_output", models.TextField(blank=True, default="")),
+                (
+                    "parse_status",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("ok", "Parsed"),
+                            ("fallback", "Parsed by a looser rule"),
+                            ("unparseable", "Unparseable"),
+                            ("", "Not parsed (the call failed)"),
+                        ],
+                        default="",
+                        max_length=12,
+                    ),
+                ),
+                ("latency_ms", models.PositiveIntegerField(blank=True, null=True)),
+                ("tokens_in", models.PositiveIntegerField(default=0)),
+                ("tokens_out", models.PositiveIntegerField(default=0)),
+                ("error", models.TextField(blank=True, default="")),
+                ("cache_key", models.CharField(max_length=64)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="predictions", to="annotation.item"
+                    ),
+                ),
+                (
+                    "verifier",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="predictions", to="metaeval.verifier"
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="predictions",
+                        to="metaeval.verifierrun",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['verifier', 'item', 'id'],
+                "ordering": ["verifier", "item", "id"],
             },
         ),
         migrations.AddConstraint(
-            model_name='verifier',
-            constraint=models.UniqueConstraint(fields=('study', 'name'), name='verifier_name_unique_per_study'),
+            model_name="verifier",
+            constraint=models.UniqueConstraint(fields=("study", "name"), name="verifier_name_unique_per_study"),
         ),
         migrations.AddConstraint(
-            model_name='verifier',
-            constraint=models.CheckConstraint(condition=models.Q(('name', ''), _negated=True), name='verifier_name_not_empty'),
+            model_name="verifier",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("name", ""), _negated=True), name="verifier_name_not_empty"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='verifier',
-            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['llm', 'baseline_majority', 'baseline_overlap', 'imported'])), name='verifier_kind_valid'),
+            model_name="verifier",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("kind__in", ["llm", "baseline_majority", "baseline_overlap", "imported"])),
+                name="verifier_kind_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='verifier',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('kind', 'llm'), _negated=True), models.Q(models.Q(('preset', ''), _negated=True), models.Q(('model', ''), _negated=True), models.Q(('base_url', ''), _negated=True)), _connector='OR'), name='verifier_llm_has_preset_model_url'),
+            model_name="verifier",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("kind", "llm"), _negated=True),
+                    models.Q(
+                        models.Q(("preset", ""), _negated=True),
+                        models.Q(("model", ""), _negated=True),
+                        models.Q(("base_url", ""), _negated=True),
+                    ),
+                    _connector="OR",
+                ),
+                name="verifier_llm_has_preset_model_url",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='verifier',
-            constraint=models.CheckConstraint(condition=models.Q(('concurrency__gte', 1)), name='verifier_concurrency_positive'),
+            model_name="verifier",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("concurrency__gte", 1)), name="verifier_concurrency_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='verifier',
-            constraint=models.CheckConstraint(condition=models.Q(('timeout__gt', 0)), name='verifier_timeout_positive'),
+            model_name="verifier",
+            constraint=models.CheckConstraint(condition=models.Q(("timeout__gt", 0)), name="verifier_timeout_positive"),
         ),
         migrations.AddConstraint(
-            model_name='verifier',
-            constraint=models.CheckConstraint(condition=models.Q(('temperature__gte', 0), ('temperature__lte', 2)), name='verifier_temperature_range'),
+            model_name="verifier",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("temperature__gte", 0), ("temperature__lte", 2)), name="verifier_temperature_range"
+            ),
         ),
         migrations.AddIndex(
-            model_name='verifierrun',
-            index=models.Index(fields=['status', 'heartbeat_at'], name='run_status_heartbeat'),
+            model_name="verifierrun",
+            index=models.Index(fields=["status", "heartbeat_at"], name="run_status_heartbeat"),
         ),
         migrations.AddConstraint(
-            model_name='verifierrun',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['queued', 'running', 'stopping', 'stopped', 'succeeded', 'failed'])), name='run_status_valid'),
+            model_name="verifierrun",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["queued", "running", "stopping", "stopped", "succeeded", "failed"])),
+                name="run_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='verifierrun',
-            constraint=models.UniqueConstraint(condition=models.Q(('status__in', ('queued', 'running', 'stopping'))), fields=('verifier',), name='run_one_active_per_verifier'),
+            model_name="verifierrun",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status__in", ("queued", "running", "stopping"))),
+                fields=("verifier",),
+                name="run_one_active_per_verifier",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='verifierrun',
-            constraint=models.CheckConstraint(condition=models.Q(('done__lte', models.F('total'))), name='run_done_at_most_total'),
+            model_name="verifierrun",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("done__lte", models.F("total"))), name="run_done_at_most_total"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='verifierrun',
-            constraint=models.CheckConstraint(condition=models.Q(('cached__lte', models.F('done'))), name='run_cached_at_most_done'),
+            model_name="verifierrun",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("cached__lte", models.F("done"))), name="run_cached_at_most_done"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='verifierrun',
-            constraint=models.CheckConstraint(condition=models.Q(('concurrency__isnull', True), ('concurrency__gte', 1), _connector='OR'), name='run_concurrency_positive'),
+            model_name="verifierrun",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("concurrency__isnull", True), ("concurrency__gte", 1), _connector="OR"),
+                name="run_concurrency_positive",
+            ),
         ),
         migrations.AddIndex(
-            model_name='prediction',
-            index=models.Index(fields=['verifier', 'item'], name='prediction_verifier_item'),
+            model_name="prediction",
+            index=models.Index(fields=["verifier", "item"], name="prediction_verifier_item"),
         ),
         migrations.AddIndex(
-            model_name='prediction',
-            index=models.Index(fields=['run', 'error'], name='prediction_run'),
+            model_name="prediction",
+            index=models.Index(fields=["run", "error"], name="prediction_run"),
         ),
         migrations.AddConstraint(
-            model_name='prediction',
-            constraint=models.UniqueConstraint(fields=('verifier', 'item', 'cache_key'), name='prediction_once_per_cache_key'),
+            model_name="prediction",
+            constraint=models.UniqueConstraint(
+                fields=("verifier", "item", "cache_key"), name="prediction_once_per_cache_key"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='prediction',
-            constraint=models.CheckConstraint(condition=models.Q(('cache_key', ''), _negated=True), name='prediction_cache_key_not_empty'),
+            model_name="prediction",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("cache_key", ""), _negated=True), name="prediction_cache_key_not_empty"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='prediction',
-            constraint=models.CheckConstraint(condition=models.Q(('parse_status__in', ['ok', 'fallback', 'unparseable', ''])), name='prediction_parse_status_valid'),
+            model_name="prediction",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("parse_status__in", ["ok", "fallback", "unparseable", ""])),
+                name="prediction_parse_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='prediction',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('error', ''), models.Q(('parse_status', ''), _negated=True)), models.Q(models.Q(('error', ''), _negated=True), ('parse_status', '')), _connector='OR'), name='prediction_error_xor_parse_status'),
+            model_name="prediction",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("error", ""), models.Q(("parse_status", ""), _negated=True)),
+                    models.Q(models.Q(("error", ""), _negated=True), ("parse_status", "")),
+                    _connector="OR",
+                ),
+                name="prediction_error_xor_parse_status",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='prediction',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('label__isnull', True), models.Q(('parse_status', 'unparseable'), models.Q(('error', ''), _negated=True), _connector='OR')), models.Q(('label__isnull', False), models.Q(('label', ''), _negated=True), ('error', ''), ('parse_status__in', ['ok', 'fallback'])), _connector='OR'), name='prediction_label_iff_parsed'),
+            model_name="prediction",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(
+                        ("label__isnull", True),
+                        models.Q(
+                            ("parse_status", "unparseable"), models.Q(("error", ""), _negated=True), _connector="OR"
+                        ),
+                    ),
+                    models.Q(
+                        ("label__isnull", False),
+                        models.Q(("label", ""), _negated=True),
+                        ("error", ""),
+                        ("parse_status__in", ["ok", "fallback"]),
+                    ),
+                    _connector="OR",
+                ),
+                name="prediction_label_iff_parsed",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='prediction',
-            constraint=models.CheckConstraint(condition=models.Q(('score__isnull', True), models.Q(('score__gte', -1000000000000.0), ('score__lte', 1000000000000.0)), _connector='OR'), name='prediction_score_finite'),
+            model_name="prediction",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("score__isnull", True),
+                    models.Q(("score__gte", -1000000000000.0), ("score__lte", 1000000000000.0)),
+                    _connector="OR",
+                ),
+                name="prediction_score_finite",
+            ),
         ),
     ]

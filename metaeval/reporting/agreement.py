@@ -4,7 +4,7 @@ Which categories and which collapse a study uses is decided here, from the
 study's declared labels, so that every face reports the same thing:
 verification studies use their labels and ``binary_map``; preference studies
 use the 5-point ordinal scale (``both_bad`` is not on it and is left out and
-counted) and collapse to the preferred system, ties excluded (DESIGN §3).
+counted) and collapse to the preferred system, ties excluded (docs/architecture.md, Label vocabularies).
 """
 
 from __future__ import annotations
@@ -62,9 +62,14 @@ def agreement_table(frame: pd.DataFrame, study: Study) -> tuple[stats.RatingTabl
 
 def _summary(table: stats.RatingTable, study: Study, options: ReportOptions, *, binary: bool) -> dict[str, Any]:
     collapse = binary_collapse(study) if binary else None
-    kwargs: dict[str, Any] = dict(ordinal=study.is_preference, n_resamples=options.n_resamples,
-                                  ci=options.n_resamples > 0, confidence=options.confidence, seed=options.seed,
-                                  n_raters=study.annotators_per_item)
+    kwargs: dict[str, Any] = {
+        "ordinal": study.is_preference,
+        "n_resamples": options.n_resamples,
+        "ci": options.n_resamples > 0,
+        "confidence": options.confidence,
+        "seed": options.seed,
+        "n_raters": study.annotators_per_item,
+    }
     if collapse is None:
         out = stats.agreement_summary(table, **kwargs)
         if binary:
@@ -90,8 +95,12 @@ def agreement_sections(frame: pd.DataFrame, study: Study, options: ReportOptions
     full = _summary(table, study, options, binary=options.binary)
     binary = full.pop("binary", None)
     full["n_labels_off_scale"] = off_scale
-    out: dict[str, Any] = {"agreement": full, "binary": binary if options.binary else None, "by_domain": None,
-                           "human_ceiling": stats.json_ready(stats.human_ceiling(table))}
+    out: dict[str, Any] = {
+        "agreement": full,
+        "binary": binary if options.binary else None,
+        "by_domain": None,
+        "human_ceiling": stats.json_ready(stats.human_ceiling(table)),
+    }
     if options.by_domain:
         domain_of = frame.drop_duplicates("item").set_index("item")["domain"]
         item_domains = domain_of.reindex(table.item_index).to_numpy()

@@ -21,8 +21,10 @@ from .scores import scores_section
 
 __all__ = ["build_report", "GOLD_RULE"]
 
-GOLD_RULE = ("items with a gold label are quality-control items: they are left out of agreement, preference "
-             "analysis and the disagreement list, and kept in the factuality scores")
+GOLD_RULE = (
+    "items with a gold label are quality-control items: they are left out of agreement, preference "
+    "analysis and the disagreement list, and kept in the factuality scores"
+)
 
 
 def _annotators(labels) -> list[dict[str, Any]]:
@@ -44,12 +46,12 @@ def build_report(study: Study, options: ReportOptions | None = None) -> dict[str
         "systems": list(study.systems),
         "annotators_per_item": study.annotators_per_item,
         "options": options.as_dict(),
-        "n_items": int(len(items)),
+        "n_items": len(items),
         "n_items_annotated": int(labels["item"].nunique()),
         "n_items_gold": int((items["gold_label"] != "").sum()),
         "gold_rule": GOLD_RULE,
         "n_annotators": int(labels["annotator"].nunique()),
-        "n_annotations": int(len(labels)),
+        "n_annotations": len(labels),
         "annotators": _annotators(labels),
     }
     report.update(agreement_sections(agreed, study, options))

@@ -43,8 +43,16 @@ def _summary_lines(section: str, scope: str, summary: dict[str, Any] | None) -> 
     dist = summary.get("label_distribution", {})
     for label, count in dist.get("counts", {}).items():
         share = dist["shares"][label]
-        yield section, scope, f"label_count[{label}]", count, None, None, dist["n_ratings"], (
-            f"share {share:.4f}" if share is not None else "")
+        yield (
+            section,
+            scope,
+            f"label_count[{label}]",
+            count,
+            None,
+            None,
+            dist["n_ratings"],
+            (f"share {share:.4f}" if share is not None else ""),
+        )
 
 
 def _preference_lines(pref: dict[str, Any] | None) -> Iterator[Line]:
@@ -60,12 +68,23 @@ def _preference_lines(pref: dict[str, Any] | None) -> Iterator[Line]:
                 yield "preference", scope, f"{key}[{system}]", values[key], None, None, counts["n"], "judgements"
         if "sign_test" in counts:
             test = counts["sign_test"]
-            yield from _rows("preference", scope, [estimate_row("sign_test", test, f"sign_test_share_{pref['systems'][0]}")])
+            yield from _rows(
+                "preference", scope, [estimate_row("sign_test", test, f"sign_test_share_{pref['systems'][0]}")]
+            )
             yield "preference", scope, "sign_test_p_value", test.get("p_value"), None, None, test["n_items"], ""
     for key in ("sign_test", "sign_test_items", "position_bias"):
         test = pref[key]
         yield from _rows("preference", "all", [estimate_row(key, test, key)])
-        yield "preference", "all", f"{key}_p_value", test.get("p_value"), None, None, test["n_items"], test.get("test", "")
+        yield (
+            "preference",
+            "all",
+            f"{key}_p_value",
+            test.get("p_value"),
+            None,
+            None,
+            test["n_items"],
+            test.get("test", ""),
+        )
     yield from _summary_lines("preference_three_way", "all", pref["three_way"])
 
 
@@ -84,16 +103,41 @@ def _score_lines(scores: dict[str, Any] | None) -> Iterator[Line]:
             part = block[name]
             for system, entry in [("all", part["overall"]), *part["per_system"].items()]:
                 est = entry[key]
-                counts = (f"supported {entry['supported']}, not supported {entry['not_supported']}, "
-                          f"excluded {entry['excluded']}, no verdict {entry['no_verdict']}")
-                yield (f"scores_{source}", f"system:{system}", name, est["value"], *(est["ci"] or (None, None)),
-                       est["n_items"], est["reason"] or counts)
+                counts = (
+                    f"supported {entry['supported']}, not supported {entry['not_supported']}, "
+                    f"excluded {entry['excluded']}, no verdict {entry['no_verdict']}"
+                )
+                yield (
+                    f"scores_{source}",
+                    f"system:{system}",
+                    name,
+                    est["value"],
+                    *(est["ci"] or (None, None)),
+                    est["n_items"],
+                    est["reason"] or counts,
+                )
         for domain, entry in block["veriscore"]["by_domain"].items():
-            yield f"scores_{source}", f"domain:{domain}", "veriscore_k", entry["k"], None, None, entry["n_responses_for_k"], entry["k_source"]
+            yield (
+                f"scores_{source}",
+                f"domain:{domain}",
+                "veriscore_k",
+                entry["k"],
+                None,
+                None,
+                entry["n_responses_for_k"],
+                entry["k_source"],
+            )
             for system, values in [*entry["systems"].items(), ("all", entry["all_systems"])]:
                 est = values["f1_at_k"]
-                yield (f"scores_{source}", f"domain:{domain}|system:{system}", "veriscore_f1_at_k", est["value"],
-                       *(est["ci"] or (None, None)), est["n_items"], est["reason"] or "")
+                yield (
+                    f"scores_{source}",
+                    f"domain:{domain}|system:{system}",
+                    "veriscore_f1_at_k",
+                    est["value"],
+                    *(est["ci"] or (None, None)),
+                    est["n_items"],
+                    est["reason"] or "",
+                )
     cred = scores["credibility"]
     if cred.get("available") is False:
         yield "credibility", "all", "unavailable", None, None, None, None, cred["reason"]
@@ -101,9 +145,20 @@ def _score_lines(scores: dict[str, Any] | None) -> Iterator[Line]:
     included = ", ".join(cred["source_types_included"])
     for system, entry in [("all", cred["overall"]), *cred["per_system"].items()]:
         est = entry["value"]
-        yield "credibility", f"system:{system}", "credibility", est["value"], None, None, est["n_items"], (
-            est["reason"] or f"support {est['support']}, not support {est['not_support']}, irrelevant "
-                             f"{est['irrelevant']}; source types: {included}")
+        yield (
+            "credibility",
+            f"system:{system}",
+            "credibility",
+            est["value"],
+            None,
+            None,
+            est["n_items"],
+            (
+                est["reason"]
+                or f"support {est['support']}, not support {est['not_support']}, irrelevant "
+                f"{est['irrelevant']}; source types: {included}"
+            ),
+        )
 
 
 def _lines(report: dict[str, Any]) -> Iterator[Line]:

@@ -35,7 +35,7 @@ def disagreements(frame: pd.DataFrame) -> list[dict[str, Any]]:
         entry = {
             "item": str(item),
             "domain": str(group["domain"].iloc[0]),
-            "labels": dict(zip(group["annotator"].astype(str), group["label"].astype(str))),
+            "labels": dict(zip(group["annotator"].astype(str), group["label"].astype(str), strict=True)),
             "pattern": _pattern(counts.tolist()),
             "majority": majority,
         }

@@ -53,14 +53,17 @@ def _preference_context(pref: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     return {
         "rows": preference_rows(pref["counts"]),
-        "domains": [{"domain": domain, "rows": preference_rows(counts), "n": counts["n"],
-                     "sign_test": counts["sign_test"]} for domain, counts in pref["by_domain"].items()],
+        "domains": [
+            {"domain": domain, "rows": preference_rows(counts), "n": counts["n"], "sign_test": counts["sign_test"]}
+            for domain, counts in pref["by_domain"].items()
+        ],
         "three_way_rows": agreement_rows(pref["three_way"]),
     }
 
 
-def report_context(study: Study, report: dict[str, Any], *, chart_sources: dict[str, dict[str, str]],
-                   link_items: bool) -> dict[str, Any]:
+def report_context(
+    study: Study, report: dict[str, Any], *, chart_sources: dict[str, dict[str, str]], link_items: bool
+) -> dict[str, Any]:
     """Template context for the report body; ``chart_sources[name] = {"svg": src, "pdf": href}``."""
     agreement = report["agreement"]
     scores = report["scores"] if report["scores"] and report["scores"].get("available") is not False else None
@@ -77,13 +80,17 @@ def report_context(study: Study, report: dict[str, Any], *, chart_sources: dict[
         "preference": _preference_context(report["preference"]),
         "human_scores": _score_context(scores["human"]) if scores else None,
         "gold_scores": _score_context(scores["gold"]) if scores else None,
-        "credibility_rows": (credibility_rows(credibility)
-                             if credibility and credibility.get("available") is not False else None),
+        "credibility_rows": (
+            credibility_rows(credibility) if credibility and credibility.get("available") is not False else None
+        ),
         "ceiling_rows": ceiling_rows(report["human_ceiling"]),
         "disagreements": report["disagreements"][:DISAGREEMENT_LIMIT],
         "disagreements_cut": max(0, len(report["disagreements"]) - DISAGREEMENT_LIMIT),
-        "charts": [{"name": name, "title": CHARTS[name][0], **chart_sources[name]} for name in chart_names(study)
-                   if name in chart_sources],
+        "charts": [
+            {"name": name, "title": CHARTS[name][0], **chart_sources[name]}
+            for name in chart_names(study)
+            if name in chart_sources
+        ],
         "link_items": link_items,
     }
 
@@ -95,7 +102,7 @@ def _stylesheet() -> SafeString:
         path = finders.find(name)
         if path:
             parts.append(Path(path).read_text(encoding="utf-8").replace("</", "<\\/"))
-    return mark_safe("\n".join(parts))  # noqa: S308 - project stylesheet, not user data
+    return mark_safe("\n".join(parts))
 
 
 def report_html(study: Study, report: dict[str, Any]) -> str:

@@ -45,14 +45,16 @@ def _split(values: list[str]) -> tuple[str, ...]:
     return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
 
 
-def options_from_query(query: Mapping[str, Any], *, by_domain: bool | None = None,
-                       binary: bool | None = None) -> ReportOptions:
+def options_from_query(
+    query: Mapping[str, Any], *, by_domain: bool | None = None, binary: bool | None = None
+) -> ReportOptions:
     """Options from a GET query (``by_domain``, ``binary``, ``source_type``, ``exclude_source_type``).
 
     ``source_type`` and ``exclude_source_type`` may repeat or hold commas.
     ``by_domain`` / ``binary`` arguments override the query (the page always
     shows both).
     """
+
     def flag(name: str) -> bool:
         return str(query.get(name, "")).strip().lower() in _TRUE
 

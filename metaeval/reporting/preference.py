@@ -37,7 +37,9 @@ def _position_bias(frame: pd.DataFrame, systems: tuple[str, str]) -> dict[str, A
     if unknown:
         return stats.Estimate.undefined(
             f"the display order is unknown for {unknown} judgements, so position bias cannot be tested",
-            0, n_judgements_without_order=unknown).to_dict()
+            0,
+            n_judgements_without_order=unknown,
+        ).to_dict()
     winner = stats.winners(frame["label"], systems)
     return stats.position_bias(frame["left_system"].to_numpy(), winner).to_dict()
 
@@ -60,12 +62,16 @@ def preference_section(frame: pd.DataFrame, study: Study, options: ReportOptions
             "sign_test": stats.sign_test(rows["label"], systems, confidence=options.confidence).to_dict(),
         }
     three_way = stats.agreement_summary(
-        table.collapse(stats.PREFERENCE_3WAY, ["a", "tie", "b"]), n_resamples=options.n_resamples,
-        ci=options.n_resamples > 0, confidence=options.confidence, seed=options.seed,
-        n_raters=study.annotators_per_item)
+        table.collapse(stats.PREFERENCE_3WAY, ["a", "tie", "b"]),
+        n_resamples=options.n_resamples,
+        ci=options.n_resamples > 0,
+        confidence=options.confidence,
+        seed=options.seed,
+        n_raters=study.annotators_per_item,
+    )
     return {
         "systems": list(systems),
-        "n_judgements": int(len(judged)),
+        "n_judgements": len(judged),
         "n_judgements_off_scale": int((~on_scale).sum()),
         "counts": stats.preference_counts(judged["label"], systems),
         "by_domain": by_domain,
@@ -74,13 +80,14 @@ def preference_section(frame: pd.DataFrame, study: Study, options: ReportOptions
             "unit": "judgement (judgements of one item are not independent; see sign_test_items)",
         },
         "sign_test_items": {
-            **stats.sign_test(np.asarray(majority_labels, dtype=object), systems,
-                              confidence=options.confidence).to_dict(),
+            **stats.sign_test(
+                np.asarray(majority_labels, dtype=object), systems, confidence=options.confidence
+            ).to_dict(),
             **majority_counts,
             "unit": "item: the strict-majority direction of its judgements; items without one are left out",
         },
         "position_bias": _position_bias(judged, systems),
         "three_way": three_way,
         "ordinal_agreement": "the report's 'agreement' is on the 5-point scale: Krippendorff ordinal alpha and "
-                             "linearly / quadratically weighted Cohen kappa are there",
+        "linearly / quadratically weighted Cohen kappa are there",
     }

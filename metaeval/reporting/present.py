@@ -10,8 +10,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Row", "AGREEMENT_STATISTICS", "estimate_row", "agreement_rows", "pair_rows", "domain_rows", "ceiling_rows",
-           "preference_rows", "score_rows", "credibility_rows", "veriscore_rows"]
+__all__ = [
+    "Row",
+    "AGREEMENT_STATISTICS",
+    "estimate_row",
+    "agreement_rows",
+    "pair_rows",
+    "domain_rows",
+    "ceiling_rows",
+    "preference_rows",
+    "score_rows",
+    "credibility_rows",
+    "veriscore_rows",
+]
 
 #: (key in an agreement summary, display name), in the order a paper would list them.
 AGREEMENT_STATISTICS = (
@@ -62,8 +73,15 @@ def _note(estimate: dict[str, Any]) -> str:
 def estimate_row(name: str, estimate: dict[str, Any], key: str = "") -> Row:
     """A Row from an ``Estimate.to_dict()``."""
     ci = estimate.get("ci") or (None, None)
-    return Row(name=name, value=estimate.get("value"), ci_low=ci[0], ci_high=ci[1], n=estimate.get("n_items"),
-               note=_note(estimate), key=key)
+    return Row(
+        name=name,
+        value=estimate.get("value"),
+        ci_low=ci[0],
+        ci_high=ci[1],
+        n=estimate.get("n_items"),
+        note=_note(estimate),
+        key=key,
+    )
 
 
 def agreement_rows(summary: dict[str, Any] | None) -> list[Row]:
@@ -85,9 +103,17 @@ def domain_rows(by_domain: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Per domain: items and the headline coefficients, for one compact table."""
     rows = []
     for domain, summary in (by_domain or {}).items():
-        rows.append({"domain": domain, "n_items": summary["n_items"], "n_annotations": summary["n_annotations"],
-                     **{key: estimate_row(key, summary[key], key) for key in
-                        ("fleiss_kappa", "krippendorff_alpha", "percent_agreement", "gwet_ac1")}})
+        rows.append(
+            {
+                "domain": domain,
+                "n_items": summary["n_items"],
+                "n_annotations": summary["n_annotations"],
+                **{
+                    key: estimate_row(key, summary[key], key)
+                    for key in ("fleiss_kappa", "krippendorff_alpha", "percent_agreement", "gwet_ac1")
+                },
+            }
+        )
     return rows
 
 
@@ -114,8 +140,16 @@ def veriscore_rows(block: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for domain, entry in block["by_domain"].items():
         for system, values in [*entry["systems"].items(), ("all systems", entry["all_systems"])]:
-            rows.append({"domain": domain, "k": entry["k"], "k_source": entry["k_source"], "system": system,
-                         "estimate": estimate_row(system, values["f1_at_k"], "f1_at_k"), **values})
+            rows.append(
+                {
+                    "domain": domain,
+                    "k": entry["k"],
+                    "k_source": entry["k_source"],
+                    "system": system,
+                    "estimate": estimate_row(system, values["f1_at_k"], "f1_at_k"),
+                    **values,
+                }
+            )
     return rows
 
 
@@ -131,8 +165,13 @@ def ceiling_rows(ceiling: dict[str, Any] | None) -> list[dict[str, Any]]:
     rows = []
     for entry in (ceiling or {}).get("annotators", []):
         human = entry["human"]
-        rows.append({"annotator": entry["annotator"], "n_items": entry["n_items"],
-                     "n_no_majority": entry["n_no_majority_of_others"],
-                     "accuracy": estimate_row("accuracy", human["accuracy"], "accuracy"),
-                     "kappa": estimate_row("cohen_kappa", human["cohen_kappa"], "cohen_kappa")})
+        rows.append(
+            {
+                "annotator": entry["annotator"],
+                "n_items": entry["n_items"],
+                "n_no_majority": entry["n_no_majority_of_others"],
+                "accuracy": estimate_row("accuracy", human["accuracy"], "accuracy"),
+                "kappa": estimate_row("cohen_kappa", human["cohen_kappa"], "cohen_kappa"),
+            }
+        )
     return rows

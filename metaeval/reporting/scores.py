@@ -43,26 +43,42 @@ def _claims(items: pd.DataFrame) -> pd.DataFrame:
 def _human_verdicts(labels: pd.DataFrame, study: Study) -> tuple[pd.Series, dict[str, int]]:
     table, _ = agreement_table(labels, study)
     vote = stats.majority_vote(table)
-    counts = {"n_claims_labelled": table.n_items, "n_claims_with_majority": vote.n_items,
-              "n_claims_without_majority": vote.n_no_majority}
+    counts = {
+        "n_claims_labelled": table.n_items,
+        "n_claims_with_majority": vote.n_items,
+        "n_claims_without_majority": vote.n_no_majority,
+    }
     return vote.labels(), counts
 
 
-def _score_block(claims: pd.DataFrame, roles: tuple[list[str], list[str], list[str]],
-                 options: ReportOptions) -> dict[str, Any]:
+def _score_block(
+    claims: pd.DataFrame, roles: tuple[list[str], list[str], list[str]], options: ReportOptions
+) -> dict[str, Any]:
     supported, unsupported, excluded = roles
-    out = stats.claim_scores(claims, supported=supported, unsupported=unsupported, excluded=excluded,
-                             n_resamples=options.n_resamples, seed=options.seed, confidence=options.confidence)
+    out = stats.claim_scores(
+        claims,
+        supported=supported,
+        unsupported=unsupported,
+        excluded=excluded,
+        n_resamples=options.n_resamples,
+        seed=options.seed,
+        confidence=options.confidence,
+    )
     out["factscore"]["share_answered_note"] = (
-        "a study holds claims, not abstentions: every response with a claim counts as answered")
+        "a study holds claims, not abstentions: every response with a claim counts as answered"
+    )
     return out
 
 
 def _credibility(evidence: pd.DataFrame, unreadable: int, study: Study, options: ReportOptions) -> dict[str, Any]:
     if evidence.empty:
         return {**unavailable("no evidence judgements have been recorded"), "n_unreadable_judgements": unreadable}
-    out = stats.credibility(evidence, include_irrelevant=study.irrelevant_in_credibility,
-                            source_types=options.source_types, exclude_source_types=options.exclude_source_types)
+    out = stats.credibility(
+        evidence,
+        include_irrelevant=study.irrelevant_in_credibility,
+        source_types=options.source_types,
+        exclude_source_types=options.exclude_source_types,
+    )
     out.pop("per_claim")
     out["n_unreadable_judgements"] = unreadable
     out["n_annotators"] = int(evidence["annotator"].nunique())
@@ -70,8 +86,9 @@ def _credibility(evidence: pd.DataFrame, unreadable: int, study: Study, options:
     return out
 
 
-def scores_section(labels: pd.DataFrame, items: pd.DataFrame, evidence: tuple[pd.DataFrame, int], study: Study,
-                   options: ReportOptions) -> dict[str, Any] | None:
+def scores_section(
+    labels: pd.DataFrame, items: pd.DataFrame, evidence: tuple[pd.DataFrame, int], study: Study, options: ReportOptions
+) -> dict[str, Any] | None:
     """FActScore, VeriScore F1@K and RAGAS faithfulness from human and gold verdicts, and credibility."""
     if study.is_preference:
         return None
@@ -81,9 +98,11 @@ def scores_section(labels: pd.DataFrame, items: pd.DataFrame, evidence: tuple[pd
     claims = _claims(items)
     out: dict[str, Any] = {
         "labels": {"supported": roles[0], "unsupported": roles[1], "excluded": roles[2]},
-        "claims": ("one item = one claim, grouped by response_id (an item without one is its own response); "
-                   "gold-labelled items are included: gold only keeps items out of agreement"),
-        "n_claims": int(len(claims)),
+        "claims": (
+            "one item = one claim, grouped by response_id (an item without one is its own response); "
+            "gold-labelled items are included: gold only keeps items out of agreement"
+        ),
+        "n_claims": len(claims),
         "n_responses": int(claims["response_id"].nunique()),
     }
     if labels.empty:
@@ -91,13 +110,19 @@ def scores_section(labels: pd.DataFrame, items: pd.DataFrame, evidence: tuple[pd
     else:
         verdicts, counts = _human_verdicts(labels, study)
         human = claims.assign(label=claims["item"].map(verdicts))
-        out["human"] = {"verdict": "strict majority of the human labels; claims without one have no verdict",
-                        **counts, **_score_block(human, roles, options)}
+        out["human"] = {
+            "verdict": "strict majority of the human labels; claims without one have no verdict",
+            **counts,
+            **_score_block(human, roles, options),
+        }
     has_gold = items["gold_label"] != ""
     if has_gold.any():
         gold = claims.assign(label=items["gold_label"].where(has_gold))
-        out["gold"] = {"verdict": "the item's gold label; claims without one have no verdict",
-                       "n_claims_with_gold": int(has_gold.sum()), **_score_block(gold, roles, options)}
+        out["gold"] = {
+            "verdict": "the item's gold label; claims without one have no verdict",
+            "n_claims_with_gold": int(has_gold.sum()),
+            **_score_block(gold, roles, options),
+        }
     else:
         out["gold"] = unavailable("no item has a gold label")
     out["credibility"] = _credibility(*evidence, study, options)

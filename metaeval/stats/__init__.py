@@ -39,6 +39,7 @@ from .classification import (
     classification_metrics,
     confusion_metrics,
 )
+from .credibility import credibility
 from .estimate import Estimate, json_ready
 from .preference import (
     PREFERENCE_3WAY,
@@ -49,7 +50,6 @@ from .preference import (
     sign_test,
     winners,
 )
-from .credibility import credibility
 from .scores import (
     claim_scores,
     factscore,
@@ -69,7 +69,7 @@ from .verifier import (
     verifier_vs_majority,
 )
 
-#: DESIGN §3 binary collapse of the VeriScore ternary labels.
+#: docs/architecture.md, Label vocabularies binary collapse of the VeriScore ternary labels.
 VERISCORE_BINARY = {"supported": "supported", "contradicted": "unsupported", "inconclusive": "unsupported"}
 
 __all__ = [

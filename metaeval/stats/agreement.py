@@ -86,8 +86,7 @@ def _paired_check(table: RatingTable) -> str | None:
 # --- Fleiss and Gwet's generalisation -------------------------------------------
 
 
-def fleiss_kappa(data: Data, categories: Sequence[Hashable] | None = None, *,
-                 n_raters: int | None = None) -> Estimate:
+def fleiss_kappa(data: Data, categories: Sequence[Hashable] | None = None, *, n_raters: int | None = None) -> Estimate:
     """Fleiss (1971) kappa over the items that carry all ``n_raters`` ratings.
 
     Fleiss' formula assumes the same number of raters per item, so items with
@@ -205,7 +204,7 @@ def consensus_distribution(data: Data, categories: Sequence[Hashable] | None = N
     rows, inverse = table.patterns
     freq = np.bincount(inverse, minlength=len(rows))
     out: dict[tuple, int] = {}
-    for row, f in zip(rows, freq):
+    for row, f in zip(rows, freq, strict=True):
         if row.sum() < 2 or f == 0:
             continue
         s = tuple(sorted((int(x) for x in row), reverse=True))
@@ -220,8 +219,8 @@ def label_distribution(data: Data, categories: Sequence[Hashable] | None = None)
     counts = table.counts.sum(axis=0)
     total = int(counts.sum())
     return {
-        "counts": {c: int(n) for c, n in zip(table.categories, counts)},
-        "shares": {c: (float(n) / total if total else None) for c, n in zip(table.categories, counts)},
+        "counts": {c: int(n) for c, n in zip(table.categories, counts, strict=True)},
+        "shares": {c: (float(n) / total if total else None) for c, n in zip(table.categories, counts, strict=True)},
         "n_ratings": total,
         "n_items": table.n_items,
     }
@@ -238,8 +237,9 @@ def interval_values(table: RatingTable, values: Sequence[float] | None = None) -
             raise ValueError(f"values has {len(vals)} entries for {table.n_categories} categories")
         return vals
     cats = table.categories
-    if cats and all(isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(c, (bool, np.bool_))
-                    for c in cats):
+    if cats and all(
+        isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(c, (bool, np.bool_)) for c in cats
+    ):
         return np.asarray(cats, dtype=np.float64)
     return np.arange(len(cats), dtype=np.float64)
 
@@ -257,8 +257,13 @@ def _alpha_check(table: RatingTable) -> tuple[str | None, int]:
     return None, n2
 
 
-def krippendorff_alpha(data: Data, categories: Sequence[Hashable] | None = None, *,
-                       level: Level = "nominal", values: Sequence[float] | None = None) -> Estimate:
+def krippendorff_alpha(
+    data: Data,
+    categories: Sequence[Hashable] | None = None,
+    *,
+    level: Level = "nominal",
+    values: Sequence[float] | None = None,
+) -> Estimate:
     """Krippendorff's alpha with missing ratings allowed (items with >= 2 count).
 
     Computed by the ``krippendorff`` package from our items x categories
@@ -320,7 +325,9 @@ def _cohen_estimate(kappa: float, n: int, d_e: float, extra: dict) -> Estimate:
     if not d_e > 1e-12:
         return Estimate.undefined(
             "both annotators used one and the same category: chance disagreement is 0, so kappa is undefined",
-            n, **extra)
+            n,
+            **extra,
+        )
     return Estimate(float(kappa), None, n, extra=extra)
 
 
@@ -332,8 +339,9 @@ def _annotator_code(table: RatingTable, who: Hashable) -> int:
     return int(loc)
 
 
-def cohen_kappa(data: Data, a: Hashable, b: Hashable, categories: Sequence[Hashable] | None = None, *,
-                weights: Weights = None) -> Estimate:
+def cohen_kappa(
+    data: Data, a: Hashable, b: Hashable, categories: Sequence[Hashable] | None = None, *, weights: Weights = None
+) -> Estimate:
     """Cohen's kappa for annotators ``a`` and ``b`` on the items both labelled.
 
     Weighted variants use the position in the FULL declared category list
@@ -346,13 +354,14 @@ def cohen_kappa(data: Data, a: Hashable, b: Hashable, categories: Sequence[Hasha
     ca, cb = table.codes[:, ia], table.codes[:, ib]
     both = (ca >= 0) & (cb >= 0)
     conf = np.bincount(ca[both] * k + cb[both], minlength=k * k).reshape(k, k)
-    kappa, n, d_o, d_e = kappa_from_confusion(conf, cohen_weights(k, weights))
+    kappa, n, _d_o, d_e = kappa_from_confusion(conf, cohen_weights(k, weights))
     extra = {"annotators": [a, b], "n": int(n), "weights": weights}
     return _cohen_estimate(float(kappa), int(n), float(d_e), extra)
 
 
-def pairwise_cohen_kappa(data: Data, categories: Sequence[Hashable] | None = None, *,
-                         weights: Weights = None) -> list[Estimate]:
+def pairwise_cohen_kappa(
+    data: Data, categories: Sequence[Hashable] | None = None, *, weights: Weights = None
+) -> list[Estimate]:
     """Cohen's kappa for every pair of annotators with at least one common item.
 
     Each estimate carries ``extra["annotators"] = [a, b]`` and ``extra["n"]``
@@ -370,8 +379,9 @@ def pairwise_cohen_kappa(data: Data, categories: Sequence[Hashable] | None = Non
     return out
 
 
-def mean_cohen_kappa(data: Data | Sequence[Estimate], categories: Sequence[Hashable] | None = None, *,
-                     weights: Weights = None) -> Estimate:
+def mean_cohen_kappa(
+    data: Data | Sequence[Estimate], categories: Sequence[Hashable] | None = None, *, weights: Weights = None
+) -> Estimate:
     """Unweighted mean of the defined pairwise Cohen kappas (Light's kappa).
 
     Pairs with an undefined kappa are left out and counted.

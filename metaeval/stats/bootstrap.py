@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .agreement import alpha_kernel_for
+from .agreement import Level, alpha_kernel_for
 from .kernels import Kernel, chance_corrected_kernel, fleiss_kernel, share_kernel
 from .table import RatingTable
 
@@ -49,8 +49,9 @@ BOOTSTRAP_STATISTICS = (
 _CHUNK_ELEMENTS = 4_000_000  # resampled indices held in memory at once (32 MB)
 
 
-def kernel_for(table: RatingTable, name: str, *, n_raters: int | None = None,
-               values: Sequence[float] | None = None) -> Kernel:
+def kernel_for(
+    table: RatingTable, name: str, *, n_raters: int | None = None, values: Sequence[float] | None = None
+) -> Kernel:
     """The kernel of a named statistic, parametrised as the point estimate is."""
     if name == "fleiss_kappa":
         m = n_raters if n_raters is not None else int(table.ratings_per_item.max(initial=0))
@@ -61,16 +62,26 @@ def kernel_for(table: RatingTable, name: str, *, n_raters: int | None = None,
     shares = {"percent_agreement": "percent", "full_agreement": "full", "majority_agreement": "majority"}
     if name in shares:
         return share_kernel(shares[name])
-    levels = {"krippendorff_alpha": "nominal", "krippendorff_alpha_nominal": "nominal",
-              "krippendorff_alpha_ordinal": "ordinal", "krippendorff_alpha_interval": "interval"}
+    levels: dict[str, Level] = {
+        "krippendorff_alpha": "nominal",
+        "krippendorff_alpha_nominal": "nominal",
+        "krippendorff_alpha_ordinal": "ordinal",
+        "krippendorff_alpha_interval": "interval",
+    }
     if name in levels:
         return alpha_kernel_for(table, levels[name], values)
     raise ValueError(f"no bootstrap for {name!r}; known: {', '.join(BOOTSTRAP_STATISTICS)}")
 
 
-def bootstrap_distribution(table: RatingTable, statistics: Sequence[str], *, n_resamples: int = 1000,
-                           seed: int | None = 0, n_raters: int | None = None,
-                           values: Sequence[float] | None = None) -> dict[str, np.ndarray]:
+def bootstrap_distribution(
+    table: RatingTable,
+    statistics: Sequence[str],
+    *,
+    n_resamples: int = 1000,
+    seed: int | None = 0,
+    n_raters: int | None = None,
+    values: Sequence[float] | None = None,
+) -> dict[str, np.ndarray]:
     """Each statistic on every resample: ``{name: array of n_resamples}``.
 
     NaN marks a resample on which the statistic is undefined (e.g. every
@@ -99,8 +110,8 @@ def bootstrap_distribution(table: RatingTable, statistics: Sequence[str], *, n_r
         pid = inverse[idx]
         pid += (np.arange(b, dtype=np.int64) * n_patterns)[:, None]
         freq = np.bincount(pid.ravel(), minlength=b * n_patterns).reshape(b, n_patterns)
-        sums[start:start + b] = freq.astype(np.float64) @ features
-    return {name: kernels[name].combine(sums[:, bounds[i]:bounds[i + 1]]) for i, name in enumerate(names)}
+        sums[start : start + b] = freq.astype(np.float64) @ features
+    return {name: kernels[name].combine(sums[:, bounds[i] : bounds[i + 1]]) for i, name in enumerate(names)}
 
 
 def percentile_ci(distribution: np.ndarray, confidence: float = 0.95) -> tuple[float, float] | None:
@@ -114,16 +125,24 @@ def percentile_ci(distribution: np.ndarray, confidence: float = 0.95) -> tuple[f
     return float(lo), float(hi)
 
 
-def bootstrap_ci(table: RatingTable, statistics: Sequence[str] = BOOTSTRAP_STATISTICS, *,
-                 n_resamples: int = 1000, confidence: float = 0.95, seed: int | None = 0,
-                 n_raters: int | None = None, values: Sequence[float] | None = None) -> dict[str, dict]:
+def bootstrap_ci(
+    table: RatingTable,
+    statistics: Sequence[str] = BOOTSTRAP_STATISTICS,
+    *,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int | None = 0,
+    n_raters: int | None = None,
+    values: Sequence[float] | None = None,
+) -> dict[str, dict]:
     """Percentile intervals: ``{name: {"ci", "n_resamples", "n_undefined", ...}}``.
 
     ``n_undefined`` counts resamples on which the statistic was undefined;
     the interval is taken over the others (None when none is defined).
     """
-    dists = bootstrap_distribution(table, statistics, n_resamples=n_resamples, seed=seed,
-                                   n_raters=n_raters, values=values)
+    dists = bootstrap_distribution(
+        table, statistics, n_resamples=n_resamples, seed=seed, n_raters=n_raters, values=values
+    )
     out = {}
     for name, dist in dists.items():
         out[name] = {

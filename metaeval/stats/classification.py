@@ -42,8 +42,9 @@ SAME_CATEGORY = "humans and verifier used one and the same category: chance disa
 _CHUNK = 2_000_000  # resampled items held in memory at once
 
 
-def confusions(y_true: np.ndarray, y_pred: np.ndarray, n_categories: int,
-               index: np.ndarray | None = None) -> np.ndarray:
+def confusions(
+    y_true: np.ndarray, y_pred: np.ndarray, n_categories: int, index: np.ndarray | None = None
+) -> np.ndarray:
     """The (B, K, K) confusions of the items that each row of ``index`` (B, n) picks.
 
     Without ``index``, the items as they are: the identity resample, B = 1.
@@ -89,8 +90,9 @@ def confusion_metrics(conf: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
-def classification_distribution(y_true: np.ndarray, y_pred: np.ndarray, n_categories: int, *,
-                                n_resamples: int = 1000, seed: int | None = 0) -> dict[str, np.ndarray]:
+def classification_distribution(
+    y_true: np.ndarray, y_pred: np.ndarray, n_categories: int, *, n_resamples: int = 1000, seed: int | None = 0
+) -> dict[str, np.ndarray]:
     """Each metric on every bootstrap resample of the items: ``{metric: array of n_resamples}``.
 
     Resample ``b`` is row ``b`` of ``default_rng(seed).integers(0, n, (n_resamples, n))``
@@ -107,16 +109,28 @@ def classification_distribution(y_true: np.ndarray, y_pred: np.ndarray, n_catego
     return {name: np.concatenate(chunks) if chunks else np.empty(0) for name, chunks in parts.items()}
 
 
-def classification_bootstrap(y_true: np.ndarray, y_pred: np.ndarray, n_categories: int, *, n_resamples: int = 1000,
-                             seed: int | None = 0, confidence: float = 0.95) -> dict[str, dict]:
+def classification_bootstrap(
+    y_true: np.ndarray,
+    y_pred: np.ndarray,
+    n_categories: int,
+    *,
+    n_resamples: int = 1000,
+    seed: int | None = 0,
+    confidence: float = 0.95,
+) -> dict[str, dict]:
     """Percentile CIs over items: ``{metric: {"ci", "n_undefined", ...}}`` (empty when fewer than 2 items)."""
     if len(y_true) < 2 or n_resamples < 1:
         return {}
     dists = classification_distribution(y_true, y_pred, n_categories, n_resamples=n_resamples, seed=seed)
     return {
-        name: {"ci": percentile_ci(dist, confidence), "ci_method": "percentile bootstrap over items",
-               "n_resamples": n_resamples, "n_undefined": int((~np.isfinite(dist)).sum()), "seed": seed,
-               "confidence": confidence}
+        name: {
+            "ci": percentile_ci(dist, confidence),
+            "ci_method": "percentile bootstrap over items",
+            "n_resamples": n_resamples,
+            "n_undefined": int((~np.isfinite(dist)).sum()),
+            "seed": seed,
+            "confidence": confidence,
+        }
         for name, dist in dists.items()
     }
 
@@ -125,8 +139,15 @@ def _finite(x: float) -> float | None:
     return float(x) if np.isfinite(x) else None
 
 
-def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, categories: Sequence, *, n_resamples: int = 0,
-                           seed: int | None = 0, confidence: float = 0.95) -> dict[str, Any]:
+def classification_metrics(
+    y_true: np.ndarray,
+    y_pred: np.ndarray,
+    categories: Sequence,
+    *,
+    n_resamples: int = 0,
+    seed: int | None = 0,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
     """Accuracy, balanced accuracy, Cohen kappa, macro-F1, per class, confusion.
 
     Inputs are category codes (0..K-1). Kappa uses the full category list.
@@ -150,29 +171,41 @@ def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, categories: S
         recall = tp / support
         f1 = 2 * tp / (support + predicted)
     per_class = {
-        c: {"precision": _finite(precision[i]), "recall": _finite(recall[i]), "f1": _finite(f1[i]),
+        c: {
+            "precision": _finite(precision[i]),
+            "recall": _finite(recall[i]),
+            "f1": _finite(f1[i]),
             "support": int(support[i]),
-            "predicted": int(predicted[i])}
+            "predicted": int(predicted[i]),
+        }
         for i, c in enumerate(categories)
     }
     matrix = {"labels": list(categories), "rows": "human", "columns": "prediction", "matrix": conf.tolist()}
     if n == 0:
         undefined = Estimate.undefined(NO_OVERLAP, 0)
-        return {"n_items": 0, **{name: undefined for name in CLASSIFICATION_METRICS}, "per_class": per_class,
-                "confusion_matrix": matrix}
+        return {
+            "n_items": 0,
+            **dict.fromkeys(CLASSIFICATION_METRICS, undefined),
+            "per_class": per_class,
+            "confusion_matrix": matrix,
+        }
     point = {name: float(values) for name, values in confusion_metrics(conf).items()}
     estimates = {
         "accuracy": Estimate(point["accuracy"], None, n),
-        "balanced_accuracy": Estimate(point["balanced_accuracy"], None, n,
-                                      extra={"n_classes": int((support > 0).sum())}),
-        "cohen_kappa": (Estimate(point["cohen_kappa"], None, n) if np.isfinite(point["cohen_kappa"])
-                        else Estimate.undefined(SAME_CATEGORY, n)),
+        "balanced_accuracy": Estimate(
+            point["balanced_accuracy"], None, n, extra={"n_classes": int((support > 0).sum())}
+        ),
+        "cohen_kappa": (
+            Estimate(point["cohen_kappa"], None, n)
+            if np.isfinite(point["cohen_kappa"])
+            else Estimate.undefined(SAME_CATEGORY, n)
+        ),
         "macro_f1": Estimate(point["macro_f1"], None, n, extra={"n_classes": int(((support + predicted) > 0).sum())}),
     }
-    intervals = classification_bootstrap(y_true, y_pred, k, n_resamples=n_resamples, seed=seed,
-                                         confidence=confidence)
+    intervals = classification_bootstrap(y_true, y_pred, k, n_resamples=n_resamples, seed=seed, confidence=confidence)
     for name, interval in intervals.items():
         if estimates[name].defined:
-            estimates[name] = estimates[name].with_ci(interval["ci"],
-                                                      **{key: value for key, value in interval.items() if key != "ci"})
+            estimates[name] = estimates[name].with_ci(
+                interval["ci"], **{key: value for key, value in interval.items() if key != "ci"}
+            )
     return {"n_items": n, **estimates, "per_class": per_class, "confusion_matrix": matrix}

@@ -37,7 +37,7 @@ def _row_patterns(table: RatingTable) -> tuple[np.ndarray, np.ndarray]:
     base = table.n_categories + 1
     if codes.shape[1] * np.log2(max(base, 2)) < 62:
         key = (codes + 1) @ (base ** np.arange(codes.shape[1], dtype=np.int64))
-        uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        _uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
         return codes[first], inverse.ravel().astype(np.int64)
     rows, inverse = np.unique(codes, axis=0, return_inverse=True)
     return rows, inverse.ravel().astype(np.int64)
@@ -49,13 +49,14 @@ def cohen_bootstrap_unavailable(table: RatingTable) -> str | None:
     if len(a_codes) == 0:
         return "no pair of annotators shares an item"
     n_rows = len(_row_patterns(table)[0]) if table.n_items else 0
-    if n_rows * len(a_codes) * table.n_categories ** 2 > MAX_FEATURES:
+    if n_rows * len(a_codes) * table.n_categories**2 > MAX_FEATURES:
         return "too many distinct annotator combinations for the pairwise bootstrap"
     return None
 
 
-def cohen_bootstrap(table: RatingTable, weights: Sequence[Weights] = (None,), *, n_resamples: int = 1000,
-                    seed: int | None = 0) -> dict[Weights, tuple[np.ndarray, np.ndarray]]:
+def cohen_bootstrap(
+    table: RatingTable, weights: Sequence[Weights] = (None,), *, n_resamples: int = 1000, seed: int | None = 0
+) -> dict[Weights, tuple[np.ndarray, np.ndarray]]:
     """Per weighting: (kappa of every pair on every resample (B x Q), mean of the defined pairs (B)).
 
     Pairs are in ``table.pair_confusions`` order (as ``pairwise_cohen_kappa``
@@ -70,7 +71,7 @@ def cohen_bootstrap(table: RatingTable, weights: Sequence[Weights] = (None,), *,
     n_rows, n_pairs = len(rows), len(a_codes)
     # features[p, q * K^2 + i * K + j] = 1 when row p has label i from a_q and j from b_q
     features = np.zeros((n_rows, n_pairs * k * k))
-    for q, (a, b) in enumerate(zip(a_codes, b_codes)):
+    for q, (a, b) in enumerate(zip(a_codes, b_codes, strict=True)):
         both = (rows[:, a] >= 0) & (rows[:, b] >= 0)
         cols = q * k * k + rows[both, a] * k + rows[both, b]
         features[np.flatnonzero(both), cols] = 1.0

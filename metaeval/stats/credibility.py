@@ -27,8 +27,9 @@ CREDIBILITY_RULE = (
     "judgements; 'mean_of_claims' averages per-claim credibility over claims with at least one counted "
     "judgement. A claim without counted judgements has no credibility (null) and is counted."
 )
-NO_EVIDENCE = ("no counted evidence judgement (none selected, or only irrelevant ones while they are left out "
-               "of the denominator)")
+NO_EVIDENCE = (
+    "no counted evidence judgement (none selected, or only irrelevant ones while they are left out of the denominator)"
+)
 
 
 def _counts(rows: pd.DataFrame, include_irrelevant: bool) -> dict[str, int]:
@@ -36,9 +37,13 @@ def _counts(rows: pd.DataFrame, include_irrelevant: bool) -> dict[str, int]:
     support = int((judged == "support").sum())
     not_support = int((judged == "not_support").sum())
     irrelevant = int((judged == "irrelevant").sum())
-    return {"support": support, "not_support": not_support, "irrelevant": irrelevant,
-            "denominator": support + not_support + (irrelevant if include_irrelevant else 0),
-            "n_judgements": len(rows)}
+    return {
+        "support": support,
+        "not_support": not_support,
+        "irrelevant": irrelevant,
+        "denominator": support + not_support + (irrelevant if include_irrelevant else 0),
+        "n_judgements": len(rows),
+    }
 
 
 def _group(rows: pd.DataFrame, per_claim: pd.Series, include_irrelevant: bool) -> dict[str, Any]:
@@ -49,10 +54,17 @@ def _group(rows: pd.DataFrame, per_claim: pd.Series, include_irrelevant: bool) -
         value = Estimate(counts["support"] / counts["denominator"], None, n_claims, extra=counts)
     else:
         value = Estimate.undefined(NO_EVIDENCE, n_claims, **counts)
-    mean = (Estimate(float(values.mean()), None, len(values)) if len(values)
-            else Estimate.undefined("no claim has a counted evidence judgement", 0))
-    return {"value": value.to_dict(), "mean_of_claims": mean.to_dict(), "n_claims": n_claims,
-            "n_claims_without_counted_evidence": n_claims - len(values)}
+    mean = (
+        Estimate(float(values.mean()), None, len(values))
+        if len(values)
+        else Estimate.undefined("no claim has a counted evidence judgement", 0)
+    )
+    return {
+        "value": value.to_dict(),
+        "mean_of_claims": mean.to_dict(),
+        "n_claims": n_claims,
+        "n_claims_without_counted_evidence": n_claims - len(values),
+    }
 
 
 def _per_claim(selected: pd.DataFrame, include_irrelevant: bool) -> pd.DataFrame:
@@ -67,10 +79,17 @@ def _per_claim(selected: pd.DataFrame, include_irrelevant: bool) -> pd.DataFrame
     return out[columns]
 
 
-def credibility(evidence: pd.DataFrame, *, include_irrelevant: bool = False,
-                source_types: Collection[str] | None = None, exclude_source_types: Collection[str] = (),
-                claim: str = "claim", system: str = "system", judgement: str = "judgement",
-                source_type: str = "source_type") -> dict[str, Any]:
+def credibility(
+    evidence: pd.DataFrame,
+    *,
+    include_irrelevant: bool = False,
+    source_types: Collection[str] | None = None,
+    exclude_source_types: Collection[str] = (),
+    claim: str = "claim",
+    system: str = "system",
+    judgement: str = "judgement",
+    source_type: str = "source_type",
+) -> dict[str, Any]:
     """Credibility overall, per system and per claim, over the selected source types.
 
     ``source_types`` keeps only those types (None = all) and
@@ -81,12 +100,14 @@ def credibility(evidence: pd.DataFrame, *, include_irrelevant: bool = False,
     absent = [c for c in (claim, judgement, source_type) if c not in evidence.columns]
     if absent:
         raise ValueError(f"evidence table lacks columns {absent!r} (has {list(evidence.columns)!r})")
-    frame = pd.DataFrame({
-        "claim": evidence[claim].to_numpy(),
-        "system": evidence[system].to_numpy() if system in evidence.columns else "",
-        "judgement": evidence[judgement].to_numpy(),
-        "source_type": evidence[source_type].fillna("").astype(str).to_numpy(),
-    })
+    frame = pd.DataFrame(
+        {
+            "claim": evidence[claim].to_numpy(),
+            "system": evidence[system].to_numpy() if system in evidence.columns else "",
+            "judgement": evidence[judgement].to_numpy(),
+            "source_type": evidence[source_type].fillna("").astype(str).to_numpy(),
+        }
+    )
     bad = sorted(set(frame["judgement"].dropna()) - set(JUDGEMENTS))
     if bad or frame["judgement"].isna().any():
         raise ValueError(f"evidence judgements must be one of {JUDGEMENTS!r}, got {bad[:10] or ['missing']!r}")
@@ -99,8 +120,11 @@ def credibility(evidence: pd.DataFrame, *, include_irrelevant: bool = False,
     by_type = {}
     for key, rows in frame.groupby("source_type", sort=True):
         counts = _counts(rows, include_irrelevant)
-        by_type[key] = {**counts, "value": counts["support"] / counts["denominator"] if counts["denominator"] else None,
-                        "selected": key in chosen}
+        by_type[key] = {
+            **counts,
+            "value": counts["support"] / counts["denominator"] if counts["denominator"] else None,
+            "selected": key in chosen,
+        }
     out = {
         "rule": CREDIBILITY_RULE,
         "include_irrelevant": include_irrelevant,
@@ -109,8 +133,9 @@ def credibility(evidence: pd.DataFrame, *, include_irrelevant: bool = False,
         "source_types_excluded": [t for t in all_types if t not in chosen],
         "n_judgements_left_out_by_source_type": int((~keep).sum()),
         "overall": _group(selected, claim_values, include_irrelevant),
-        "per_system": {key: _group(rows, claim_values, include_irrelevant)
-                       for key, rows in selected.groupby("system", sort=True)},
+        "per_system": {
+            key: _group(rows, claim_values, include_irrelevant) for key, rows in selected.groupby("system", sort=True)
+        },
         "by_source_type": by_type,
         "per_claim": per_claim.to_dict(orient="records"),
     }

@@ -39,7 +39,7 @@ class Kernel:
     combine: Callable[[Array], Array]
 
 
-def _div(a: Array, b: Array) -> Array:
+def _div(a: Array, b: Array | float) -> Array:
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.true_divide(a, b)
 

@@ -41,8 +41,9 @@ def _codes(labels: Sequence[str] | np.ndarray | pd.Series) -> np.ndarray:
     return codes
 
 
-def preference_counts(labels: Sequence[str] | np.ndarray | pd.Series,
-                      systems: tuple[Hashable, Hashable] = ("a", "b")) -> dict[str, Any]:
+def preference_counts(
+    labels: Sequence[str] | np.ndarray | pd.Series, systems: tuple[Hashable, Hashable] = ("a", "b")
+) -> dict[str, Any]:
     """Wins, losses and ties per system, split strong / slight.
 
     ``{"n", "ties", "systems": {A: {"wins", "wins_strong", "wins_slight",
@@ -53,19 +54,28 @@ def preference_counts(labels: Sequence[str] | np.ndarray | pd.Series,
     a, b = systems
 
     def side(ws: int, wl: int, ls: int, ll: int) -> dict[str, int]:
-        return {"wins": ws + wl, "wins_strong": ws, "wins_slight": wl,
-                "losses": ls + ll, "losses_strong": ls, "losses_slight": ll, "ties": tie}
+        return {
+            "wins": ws + wl,
+            "wins_strong": ws,
+            "wins_slight": wl,
+            "losses": ls + ll,
+            "losses_strong": ls,
+            "losses_slight": ll,
+            "ties": tie,
+        }
 
     return {
         "n": int(c.sum()),
         "ties": tie,
-        "systems": {a: side(a_strong, a_slight, b_strong, b_slight),
-                    b: side(b_strong, b_slight, a_strong, a_slight)},
+        "systems": {a: side(a_strong, a_slight, b_strong, b_slight), b: side(b_strong, b_slight, a_strong, a_slight)},
     }
 
 
-def preference_counts_by(labels: Sequence[str] | np.ndarray | pd.Series, groups: Sequence[Hashable],
-                         systems: tuple[Hashable, Hashable] = ("a", "b")) -> dict[Hashable, dict[str, Any]]:
+def preference_counts_by(
+    labels: Sequence[str] | np.ndarray | pd.Series,
+    groups: Sequence[Hashable],
+    systems: tuple[Hashable, Hashable] = ("a", "b"),
+) -> dict[Hashable, dict[str, Any]]:
     """``preference_counts`` per group (e.g. per domain), groups in sorted order."""
     labels = np.asarray(labels, dtype=object)
     group_values = np.asarray(groups, dtype=object)
@@ -75,8 +85,9 @@ def preference_counts_by(labels: Sequence[str] | np.ndarray | pd.Series, groups:
     return {uniques[g]: preference_counts(labels[codes == g], systems) for g in range(len(uniques))}
 
 
-def winners(labels: Sequence[str] | np.ndarray | pd.Series,
-            systems: tuple[Hashable, Hashable] = ("a", "b")) -> np.ndarray:
+def winners(
+    labels: Sequence[str] | np.ndarray | pd.Series, systems: tuple[Hashable, Hashable] = ("a", "b")
+) -> np.ndarray:
     """The preferred system per label, None for a tie (object array)."""
     codes = _codes(labels)
     out = np.full(len(codes), None, dtype=object)
@@ -94,8 +105,12 @@ def _binomial(k: int, n: int, confidence: float) -> tuple[float, tuple[float, fl
     return float(res.pvalue), (float(ci.low), float(ci.high))
 
 
-def sign_test(labels: Sequence[str] | np.ndarray | pd.Series,
-              systems: tuple[Hashable, Hashable] = ("a", "b"), *, confidence: float = 0.95) -> Estimate:
+def sign_test(
+    labels: Sequence[str] | np.ndarray | pd.Series,
+    systems: tuple[Hashable, Hashable] = ("a", "b"),
+    *,
+    confidence: float = 0.95,
+) -> Estimate:
     """Exact two-sided sign test: is one system preferred more often?
 
     Value is the share of decisive judgements that prefer the first system,
@@ -107,19 +122,27 @@ def sign_test(labels: Sequence[str] | np.ndarray | pd.Series,
     c = np.bincount(_codes(labels), minlength=5)
     wins_a, ties, wins_b = int(c[0] + c[1]), int(c[2]), int(c[3] + c[4])
     n = wins_a + wins_b
-    extra: dict[str, Any] = {"wins": {systems[0]: wins_a, systems[1]: wins_b}, "ties": ties, "n_decisive": n,
-                             "test": "exact two-sided binomial sign test, ties excluded"}
+    extra: dict[str, Any] = {
+        "wins": {systems[0]: wins_a, systems[1]: wins_b},
+        "ties": ties,
+        "n_decisive": n,
+        "test": "exact two-sided binomial sign test, ties excluded",
+    }
     if n == 0:
-        return Estimate(None, "no decisive judgement (all ties or no data)", 0,
-                        extra={**extra, "p_value": None, "preferred": None})
+        return Estimate(
+            None, "no decisive judgement (all ties or no data)", 0, extra={**extra, "p_value": None, "preferred": None}
+        )
     p_value, ci = _binomial(wins_a, n, confidence)
     preferred = systems[0] if wins_a > wins_b else systems[1] if wins_b > wins_a else None
     return Estimate(wins_a / n, None, n, ci=ci, extra={**extra, "p_value": p_value, "preferred": preferred})
 
 
-def position_bias(shown_left: Sequence[Hashable] | np.ndarray | pd.Series,
-                  winner: Sequence[Hashable | None] | np.ndarray | pd.Series, *,
-                  confidence: float = 0.95) -> Estimate:
+def position_bias(
+    shown_left: Sequence[Hashable] | np.ndarray | pd.Series,
+    winner: Sequence[Hashable | None] | np.ndarray | pd.Series,
+    *,
+    confidence: float = 0.95,
+) -> Estimate:
     """Does the system shown on the left win more often than chance?
 
     ``shown_left[i]`` is the system displayed left for judgement ``i``;
@@ -136,9 +159,13 @@ def position_bias(shown_left: Sequence[Hashable] | np.ndarray | pd.Series,
     decisive = won.notna().to_numpy()
     left_wins = int((left[decisive].to_numpy() == won[decisive].to_numpy()).sum())
     n = int(decisive.sum())
-    extra: dict[str, Any] = {"left_wins": left_wins, "right_wins": n - left_wins,
-                             "ties": int(len(won) - n), "n_decisive": n,
-                             "test": "exact two-sided binomial test of left-side wins against 0.5, ties excluded"}
+    extra: dict[str, Any] = {
+        "left_wins": left_wins,
+        "right_wins": n - left_wins,
+        "ties": int(len(won) - n),
+        "n_decisive": n,
+        "test": "exact two-sided binomial test of left-side wins against 0.5, ties excluded",
+    }
     if n == 0:
         return Estimate(None, "no decisive judgement (all ties or no data)", 0, extra={**extra, "p_value": None})
     p_value, ci = _binomial(left_wins, n, confidence)

@@ -63,8 +63,7 @@ Boot = dict[str, Any]
 # --- the shared per-response counting ------------------------------------------------
 
 
-def _verdicts(labels: pd.Series, supported: Collection, unsupported: Collection,
-              excluded: Collection) -> np.ndarray:
+def _verdicts(labels: pd.Series, supported: Collection, unsupported: Collection, excluded: Collection) -> np.ndarray:
     """Per claim: 0 supported, 1 not supported, 2 excluded, 3 no verdict."""
     roles = [set(supported), set(unsupported), set(excluded)]
     clash = (roles[0] & roles[1]) | (roles[0] & roles[2]) | (roles[1] & roles[2])
@@ -93,10 +92,18 @@ def _per_response_values(codes: np.ndarray, n: int, values: np.ndarray, column: 
     return picked
 
 
-def response_counts(claims: pd.DataFrame, *, supported: Collection, unsupported: Collection,
-                    excluded: Collection = (), responses: pd.DataFrame | None = None,
-                    response: str = "response_id", system: str = "system", domain: str = "domain",
-                    label: str = "label") -> pd.DataFrame:
+def response_counts(
+    claims: pd.DataFrame,
+    *,
+    supported: Collection,
+    unsupported: Collection,
+    excluded: Collection = (),
+    responses: pd.DataFrame | None = None,
+    response: str = "response_id",
+    system: str = "system",
+    domain: str = "domain",
+    label: str = "label",
+) -> pd.DataFrame:
     """One row per response: its system, domain, whether it answered, and claim counts.
 
     Columns: ``response_id, system, domain, answered, supported,
@@ -116,14 +123,20 @@ def response_counts(claims: pd.DataFrame, *, supported: Collection, unsupported:
         raise ValueError("claims without a response id")
     n = len(uniques)
     counts = np.bincount(codes * 4 + verdict, minlength=n * 4).reshape(n, 4)
-    domains = (claims[domain].to_numpy(dtype=object) if domain in claims.columns
-               else np.full(len(claims), ALL_DOMAINS, dtype=object))
-    out = pd.DataFrame({
-        "system": _per_response_values(codes, n, claims[system].to_numpy(dtype=object), "system"),
-        "domain": _per_response_values(codes, n, domains, "domain"),
-        **{name: counts[:, i] for i, name in enumerate(COUNT_COLUMNS)},
-        "answered": True,
-    }, index=pd.Index(uniques, name="response_id"))
+    domains = (
+        claims[domain].to_numpy(dtype=object)
+        if domain in claims.columns
+        else np.full(len(claims), ALL_DOMAINS, dtype=object)
+    )
+    out = pd.DataFrame(
+        {
+            "system": _per_response_values(codes, n, claims[system].to_numpy(dtype=object), "system"),
+            "domain": _per_response_values(codes, n, domains, "domain"),
+            **{name: counts[:, i] for i, name in enumerate(COUNT_COLUMNS)},
+            "answered": True,
+        },
+        index=pd.Index(uniques, name="response_id"),
+    )
     if responses is not None:
         out = _merge_responses(out, responses, response, system, domain)
     out["n_claims"] = out[list(COUNT_COLUMNS)].sum(axis=1)
@@ -131,14 +144,18 @@ def response_counts(claims: pd.DataFrame, *, supported: Collection, unsupported:
     return out.rename_axis("response_id").reset_index()
 
 
-def _merge_responses(out: pd.DataFrame, responses: pd.DataFrame, response: str, system: str,
-                     domain: str) -> pd.DataFrame:
+def _merge_responses(
+    out: pd.DataFrame, responses: pd.DataFrame, response: str, system: str, domain: str
+) -> pd.DataFrame:
     """Add the listed responses (with no claims, or abstained) to the counts."""
-    given = pd.DataFrame({
-        "system": responses[system].to_numpy(dtype=object),
-        "domain": (responses[domain].to_numpy(dtype=object) if domain in responses.columns else ALL_DOMAINS),
-        "answered": (responses["answered"].astype(bool).to_numpy() if "answered" in responses.columns else True),
-    }, index=pd.Index(responses[response].to_numpy(), name="response_id"))
+    given = pd.DataFrame(
+        {
+            "system": responses[system].to_numpy(dtype=object),
+            "domain": (responses[domain].to_numpy(dtype=object) if domain in responses.columns else ALL_DOMAINS),
+            "answered": (responses["answered"].astype(bool).to_numpy() if "answered" in responses.columns else True),
+        },
+        index=pd.Index(responses[response].to_numpy(), name="response_id"),
+    )
     if given.index.duplicated().any():
         raise ValueError(f"responses listed twice: {list(given.index[given.index.duplicated()][:5])!r}")
     unknown = out.index.difference(given.index)
@@ -147,7 +164,7 @@ def _merge_responses(out: pd.DataFrame, responses: pd.DataFrame, response: str, 
     clash = out.index[(out["system"] != given.loc[out.index, "system"]).to_numpy()]
     if len(clash):
         raise ValueError(f"responses whose system differs between claims and responses: {list(clash[:5])!r}")
-    merged = given.join(out[list(COUNT_COLUMNS)], how="left").fillna({c: 0 for c in COUNT_COLUMNS})
+    merged = given.join(out[list(COUNT_COLUMNS)], how="left").fillna(dict.fromkeys(COUNT_COLUMNS, 0))
     merged[list(COUNT_COLUMNS)] = merged[list(COUNT_COLUMNS)].astype(np.int64)
     bad = merged.index[(~merged["answered"]) & (merged[["supported", "not_supported"]].sum(axis=1) > 0)]
     if len(bad):
@@ -158,8 +175,9 @@ def _merge_responses(out: pd.DataFrame, responses: pd.DataFrame, response: str, 
 # --- means with bootstrap intervals -----------------------------------------------------
 
 
-def _mean_estimate(values: np.ndarray, *, reason: str, n_resamples: int, seed: int | None,
-                   confidence: float) -> Estimate:
+def _mean_estimate(
+    values: np.ndarray, *, reason: str, n_resamples: int, seed: int | None, confidence: float
+) -> Estimate:
     """Mean of per-response values with a seeded percentile bootstrap CI over responses.
 
     A resample of n responses drawn with replacement holds each distinct
@@ -176,9 +194,18 @@ def _mean_estimate(values: np.ndarray, *, reason: str, n_resamples: int, seed: i
     distinct, freq = np.unique(values, return_counts=True)
     draws = np.random.default_rng(seed).multinomial(n, freq / n, size=n_resamples)
     means = draws @ distinct / n
-    return Estimate(float(values.mean()), None, n, ci=percentile_ci(means, confidence),
-                    extra={"ci_method": "percentile bootstrap over responses", "n_resamples": n_resamples,
-                           "seed": seed, "confidence": confidence})
+    return Estimate(
+        float(values.mean()),
+        None,
+        n,
+        ci=percentile_ci(means, confidence),
+        extra={
+            "ci_method": "percentile bootstrap over responses",
+            "n_resamples": n_resamples,
+            "seed": seed,
+            "confidence": confidence,
+        },
+    )
 
 
 def _ratio(num: int, den: int) -> float | None:
@@ -210,8 +237,9 @@ def _factscore_group(rows: pd.DataFrame, score: np.ndarray, boot: Boot) -> dict[
     tot = _totals(rows[answered])
     n_ans = int(answered.sum())
     return {
-        "factscore": _mean_estimate(score[scored], reason="no answered response has a countable claim",
-                                    **boot).to_dict(),
+        "factscore": _mean_estimate(
+            score[scored], reason="no answered response has a countable claim", **boot
+        ).to_dict(),
         "n_responses": len(rows),
         "n_answered": n_ans,
         "share_answered": _ratio(n_ans, len(rows)),
@@ -266,14 +294,16 @@ def _veriscore_group(rows: pd.DataFrame, prf: np.ndarray, reason: str, boot: Boo
         "n_answered": int(answered.sum()),
         "n_zero_claim": int((answered & (rows["n_countable"].to_numpy() == 0)).sum()),
         "mean_supported_per_response": float(rows.loc[answered, "supported"].mean()) if answered.any() else None,
-        "mean_countable_claims_per_response": (float(rows.loc[answered, "n_countable"].mean())
-                                               if answered.any() else None),
+        "mean_countable_claims_per_response": (
+            float(rows.loc[answered, "n_countable"].mean()) if answered.any() else None
+        ),
         **_totals(rows[answered]),
     }
 
 
-def _veriscore(counts: pd.DataFrame, k: int | Mapping[Hashable, int] | None,
-               boot: Boot) -> tuple[dict[str, Any], np.ndarray]:
+def _veriscore(
+    counts: pd.DataFrame, k: int | Mapping[Hashable, int] | None, boot: Boot
+) -> tuple[dict[str, Any], np.ndarray]:
     answered = counts["answered"].to_numpy()
     n_countable = counts["n_countable"].to_numpy()
     prf = np.full((4, len(counts)), np.nan)  # precision, recall, f1, K
@@ -283,18 +313,23 @@ def _veriscore(counts: pd.DataFrame, k: int | Mapping[Hashable, int] | None,
         ans = answered[idx]
         given = k.get(dom) if isinstance(k, Mapping) else k
         k_dom = int(given) if given is not None else veriscore_k(n_countable[idx][ans])
-        entry: dict[str, Any] = {"k": k_dom, "k_source": "given" if given is not None else "median",
-                                 "n_responses_for_k": int(ans.sum())}
+        entry: dict[str, Any] = {
+            "k": k_dom,
+            "k_source": "given" if given is not None else "median",
+            "n_responses_for_k": int(ans.sum()),
+        }
         reasons[dom] = "no answered response in this domain"
         if k_dom is not None and k_dom <= 0:
             reasons[dom] = entry["k_undefined_reason"] = (
-                "K is 0 (the median response has no countable claim), so recall and F1@K are undefined")
+                "K is 0 (the median response has no countable claim), so recall and F1@K are undefined"
+            )
         elif k_dom is not None:
             p, r, f = _f1_at_k(counts["supported"].to_numpy()[idx], n_countable[idx], k_dom)
             prf[:, idx] = np.where(ans, np.stack([p, r, f, np.full(len(idx), float(k_dom))]), np.nan)
         sub = counts.iloc[idx]
-        entry["systems"] = {key: _veriscore_group(sub.iloc[j], prf[:3, idx[j]], reasons[dom], boot)
-                            for key, j in _by(sub, "system")}
+        entry["systems"] = {
+            key: _veriscore_group(sub.iloc[j], prf[:3, idx[j]], reasons[dom], boot) for key, j in _by(sub, "system")
+        }
         entry["all_systems"] = _veriscore_group(sub, prf[:3, idx], reasons[dom], boot)
         domains[dom] = entry
     reason = "no response with a defined F1@K"
@@ -302,8 +337,9 @@ def _veriscore(counts: pd.DataFrame, k: int | Mapping[Hashable, int] | None,
         "rule": VERISCORE_RULE,
         "k": {dom: entry["k"] for dom, entry in domains.items()},
         "by_domain": domains,
-        "per_system": {key: _veriscore_group(counts.iloc[idx], prf[:3, idx], reason, boot)
-                       for key, idx in _by(counts, "system")},
+        "per_system": {
+            key: _veriscore_group(counts.iloc[idx], prf[:3, idx], reason, boot) for key, idx in _by(counts, "system")
+        },
         "overall": _veriscore_group(counts, prf[:3], reason, boot),
     }
     return out, prf
@@ -342,7 +378,7 @@ def _ragas(counts: pd.DataFrame, boot: Boot) -> tuple[dict[str, Any], np.ndarray
 def _per_response(counts: pd.DataFrame, values: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
     """One JSON-ready record per response (NaN becomes None)."""
     frame = counts[["response_id", "system", "domain", "answered", *COUNT_COLUMNS, "n_claims", "n_countable"]]
-    frame = frame.assign(**{name: vals for name, vals in values.items()})
+    frame = frame.assign(**dict(values.items()))
     for name in values:
         column = frame[name]
         frame[name] = column.astype(object).where(column.notna(), None)
@@ -353,9 +389,18 @@ def _boot(n_resamples: int, seed: int | None, confidence: float) -> Boot:
     return {"n_resamples": n_resamples, "seed": seed, "confidence": confidence}
 
 
-def factscore(claims: pd.DataFrame, *, supported: Collection, unsupported: Collection,
-              excluded: Collection = (), responses: pd.DataFrame | None = None, n_resamples: int = 1000,
-              seed: int | None = 0, confidence: float = 0.95, **columns: str) -> dict[str, Any]:
+def factscore(
+    claims: pd.DataFrame,
+    *,
+    supported: Collection,
+    unsupported: Collection,
+    excluded: Collection = (),
+    responses: pd.DataFrame | None = None,
+    n_resamples: int = 1000,
+    seed: int | None = 0,
+    confidence: float = 0.95,
+    **columns: str,
+) -> dict[str, Any]:
     """FActScore-style supported fraction per response, per system and overall.
 
     Per system: the mean score with a bootstrap CI over responses, the share
@@ -363,56 +408,96 @@ def factscore(claims: pd.DataFrame, *, supported: Collection, unsupported: Colle
     label counts beside every fraction. ``columns`` renames input columns
     (``response=``, ``system=``, ``domain=``, ``label=``).
     """
-    counts = response_counts(claims, supported=supported, unsupported=unsupported, excluded=excluded,
-                             responses=responses, **columns)
+    counts = response_counts(
+        claims, supported=supported, unsupported=unsupported, excluded=excluded, responses=responses, **columns
+    )
     known = responses is not None and "answered" in responses.columns
     out, score = _factscore(counts, _boot(n_resamples, seed, confidence), known)
     return {**json_ready(out), "per_response": _per_response(counts, {"score": score})}
 
 
-def veriscore_f1_at_k(claims: pd.DataFrame, *, supported: Collection, unsupported: Collection,
-                      excluded: Collection = (), responses: pd.DataFrame | None = None,
-                      k: int | Mapping[Hashable, int] | None = None, n_resamples: int = 1000,
-                      seed: int | None = 0, confidence: float = 0.95, **columns: str) -> dict[str, Any]:
+def veriscore_f1_at_k(
+    claims: pd.DataFrame,
+    *,
+    supported: Collection,
+    unsupported: Collection,
+    excluded: Collection = (),
+    responses: pd.DataFrame | None = None,
+    k: int | Mapping[Hashable, int] | None = None,
+    n_resamples: int = 1000,
+    seed: int | None = 0,
+    confidence: float = 0.95,
+    **columns: str,
+) -> dict[str, Any]:
     """VeriScore F1@K per response, per system within each domain, and per system.
 
     ``k`` freezes K (one int for every domain, or a mapping domain -> K);
     domains not given get the median rule. The K used for each domain is
     reported with how it was obtained, so a later run can pass it back.
     """
-    counts = response_counts(claims, supported=supported, unsupported=unsupported, excluded=excluded,
-                             responses=responses, **columns)
+    counts = response_counts(
+        claims, supported=supported, unsupported=unsupported, excluded=excluded, responses=responses, **columns
+    )
     out, prf = _veriscore(counts, k, _boot(n_resamples, seed, confidence))
     values = {"k": prf[3], "precision": prf[0], "recall": prf[1], "f1_at_k": prf[2]}
     return {**json_ready(out), "per_response": _per_response(counts, values)}
 
 
-def ragas_faithfulness(claims: pd.DataFrame, *, supported: Collection, unsupported: Collection,
-                       excluded: Collection = (), n_resamples: int = 1000, seed: int | None = 0,
-                       confidence: float = 0.95, **columns: str) -> dict[str, Any]:
+def ragas_faithfulness(
+    claims: pd.DataFrame,
+    *,
+    supported: Collection,
+    unsupported: Collection,
+    excluded: Collection = (),
+    n_resamples: int = 1000,
+    seed: int | None = 0,
+    confidence: float = 0.95,
+    **columns: str,
+) -> dict[str, Any]:
     """RAGAS faithfulness: the share of a response's claims supported by its context."""
     counts = response_counts(claims, supported=supported, unsupported=unsupported, excluded=excluded, **columns)
     out, values = _ragas(counts, _boot(n_resamples, seed, confidence))
     return {**json_ready(out), "per_response": _per_response(counts, {"faithfulness": values})}
 
 
-def claim_scores(claims: pd.DataFrame, *, supported: Collection, unsupported: Collection,
-                 excluded: Collection = (), responses: pd.DataFrame | None = None,
-                 k: int | Mapping[Hashable, int] | None = None, n_resamples: int = 1000, seed: int | None = 0,
-                 confidence: float = 0.95, **columns: str) -> dict[str, Any]:
+def claim_scores(
+    claims: pd.DataFrame,
+    *,
+    supported: Collection,
+    unsupported: Collection,
+    excluded: Collection = (),
+    responses: pd.DataFrame | None = None,
+    k: int | Mapping[Hashable, int] | None = None,
+    n_resamples: int = 1000,
+    seed: int | None = 0,
+    confidence: float = 0.95,
+    **columns: str,
+) -> dict[str, Any]:
     """All three scores from one count of the claims, with one merged per-response table.
 
     The same numbers as ``factscore``, ``veriscore_f1_at_k`` and
     ``ragas_faithfulness`` called one by one (a report needs all three).
     """
-    counts = response_counts(claims, supported=supported, unsupported=unsupported, excluded=excluded,
-                             responses=responses, **columns)
+    counts = response_counts(
+        claims, supported=supported, unsupported=unsupported, excluded=excluded, responses=responses, **columns
+    )
     boot = _boot(n_resamples, seed, confidence)
     known = responses is not None and "answered" in responses.columns
     fact, score = _factscore(counts, boot, known)
     veri, prf = _veriscore(counts, k, boot)
     ragas, faith = _ragas(counts, boot)
-    per_response = _per_response(counts, {"factscore": score, "k": prf[3], "precision": prf[0],
-                                          "recall": prf[1], "f1_at_k": prf[2], "faithfulness": faith})
-    return {**json_ready({"factscore": fact, "veriscore": veri, "ragas_faithfulness": ragas}),
-            "per_response": per_response}
+    per_response = _per_response(
+        counts,
+        {
+            "factscore": score,
+            "k": prf[3],
+            "precision": prf[0],
+            "recall": prf[1],
+            "f1_at_k": prf[2],
+            "faithfulness": faith,
+        },
+    )
+    return {
+        **json_ready({"factscore": fact, "veriscore": veri, "ragas_faithfulness": ragas}),
+        "per_response": per_response,
+    }

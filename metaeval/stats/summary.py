@@ -42,13 +42,19 @@ PairBoot = dict[Weights, tuple[np.ndarray, np.ndarray]] | str | None
 def _with_ci(est: Estimate, dist: np.ndarray, confidence: float, seed: int | None) -> Estimate:
     if not est.defined:
         return est
-    return est.with_ci(percentile_ci(dist, confidence), ci_method="percentile bootstrap over items",
-                       confidence=confidence, n_resamples=len(dist), n_undefined=int((~np.isfinite(dist)).sum()),
-                       seed=seed)
+    return est.with_ci(
+        percentile_ci(dist, confidence),
+        ci_method="percentile bootstrap over items",
+        confidence=confidence,
+        n_resamples=len(dist),
+        n_undefined=int((~np.isfinite(dist)).sum()),
+        seed=seed,
+    )
 
 
-def _pairs(table: RatingTable, weights: Weights, boot: PairBoot = None, confidence: float = 0.95,
-           seed: int | None = 0) -> tuple[list[dict], dict]:
+def _pairs(
+    table: RatingTable, weights: Weights, boot: PairBoot = None, confidence: float = 0.95, seed: int | None = 0
+) -> tuple[list[dict], dict]:
     """Pairwise kappas and their mean, with bootstrap intervals when ``boot`` holds the resamples.
 
     ``boot`` is None (no intervals asked for), the reason none could be
@@ -65,12 +71,20 @@ def _pairs(table: RatingTable, weights: Weights, boot: PairBoot = None, confiden
     return [p.to_dict() for p in pairs], mean.to_dict()
 
 
-def agreement_summary(data: RatingTable | pd.DataFrame, categories: Sequence[Hashable] | None = None, *,
-                      ordinal: bool = False, values: Sequence[float] | None = None,
-                      n_raters: int | None = None, ci: bool = True, n_resamples: int = 1000,
-                      confidence: float = 0.95, seed: int | None = 0,
-                      collapse: Mapping[Hashable, Hashable | None] | None = None,
-                      collapse_key: str = "binary") -> dict[str, Any]:
+def agreement_summary(
+    data: RatingTable | pd.DataFrame,
+    categories: Sequence[Hashable] | None = None,
+    *,
+    ordinal: bool = False,
+    values: Sequence[float] | None = None,
+    n_raters: int | None = None,
+    ci: bool = True,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int | None = 0,
+    collapse: Mapping[Hashable, Hashable | None] | None = None,
+    collapse_key: str = "binary",
+) -> dict[str, Any]:
     """All agreement coefficients, with bootstrap intervals where defined.
 
     ``ordinal`` adds Krippendorff ordinal/interval alpha and linearly and
@@ -94,8 +108,9 @@ def agreement_summary(data: RatingTable | pd.DataFrame, categories: Sequence[Has
         est["krippendorff_alpha_interval"] = krippendorff_alpha(table, level="interval", values=values)
     if ci:
         wanted = [name for name, e in est.items() if e.defined]
-        intervals = bootstrap_ci(table, wanted, n_resamples=n_resamples, confidence=confidence, seed=seed,
-                                 n_raters=n_raters, values=values)
+        intervals = bootstrap_ci(
+            table, wanted, n_resamples=n_resamples, confidence=confidence, seed=seed, n_raters=n_raters, values=values
+        )
         for name, info in intervals.items():
             interval = info.pop("ci")
             est[name] = est[name].with_ci(interval, **info)
@@ -110,15 +125,21 @@ def agreement_summary(data: RatingTable | pd.DataFrame, categories: Sequence[Has
     weights: list[Weights] = [None, "linear", "quadratic"] if ordinal else [None]
     boot: PairBoot = None
     if ci:
-        boot = cohen_bootstrap_unavailable(table) or cohen_bootstrap(table, weights, n_resamples=n_resamples,
-                                                                      seed=seed)
+        boot = cohen_bootstrap_unavailable(table) or cohen_bootstrap(table, weights, n_resamples=n_resamples, seed=seed)
     for w in weights:
         suffix = f"_{w}" if w else ""
         out[f"pairwise_cohen_kappa{suffix}"], out[f"mean_cohen_kappa{suffix}"] = _pairs(
-            table, w, boot, confidence, seed)
+            table, w, boot, confidence, seed
+        )
     out["consensus"] = consensus_distribution(table)
     out["label_distribution"] = label_distribution(table)
     if collapse is not None:
-        out[collapse_key] = agreement_summary(table.collapse(collapse), ci=ci, n_resamples=n_resamples,
-                                          confidence=confidence, seed=seed, n_raters=n_raters)
+        out[collapse_key] = agreement_summary(
+            table.collapse(collapse),
+            ci=ci,
+            n_resamples=n_resamples,
+            confidence=confidence,
+            seed=seed,
+            n_raters=n_raters,
+        )
     return json_ready(out)

@@ -60,17 +60,25 @@ def system_scores(responses: pd.DataFrame) -> pd.DataFrame:
     response's supported fraction, NaN when it has no countable claim).
     """
     grouped = responses.groupby("system", sort=True)
-    return pd.DataFrame({
-        "human": grouped["human"].mean(),
-        "verifier": grouped["verifier"].mean(),
-        "n_responses": grouped.size(),
-        "n_human": grouped["human"].count(),
-        "n_verifier": grouped["verifier"].count(),
-    })
+    return pd.DataFrame(
+        {
+            "human": grouped["human"].mean(),
+            "verifier": grouped["verifier"].mean(),
+            "n_responses": grouped.size(),
+            "n_human": grouped["human"].count(),
+            "n_verifier": grouped["verifier"].count(),
+        }
+    )
 
 
-def system_correlation(responses: pd.DataFrame, *, n_resamples: int = 1000, seed: int | None = 0,
-                       confidence: float = 0.95, min_systems: int = 3) -> dict:
+def system_correlation(
+    responses: pd.DataFrame,
+    *,
+    n_resamples: int = 1000,
+    seed: int | None = 0,
+    confidence: float = 0.95,
+    min_systems: int = 3,
+) -> dict:
     """Kendall tau-b and Spearman rho of the systems' human-based and verifier-based scores.
 
     Intervals resample each system's responses with replacement (the
@@ -80,14 +88,24 @@ def system_correlation(responses: pd.DataFrame, *, n_resamples: int = 1000, seed
     usable = responses.dropna(subset=["human", "verifier"], how="all")
     table = system_scores(usable) if len(usable) else system_scores(responses.iloc[:0])
     table = table.dropna(subset=["human", "verifier"])
-    systems = [{"system": str(name), "human": float(row.human), "verifier": float(row.verifier),
-                "n_responses": int(row.n_responses)} for name, row in table.iterrows()]
+    systems = [
+        {
+            "system": str(name),
+            "human": float(row.human),
+            "verifier": float(row.verifier),
+            "n_responses": int(row.n_responses),
+        }
+        for name, row in table.iterrows()
+    ]
     n = len(systems)
     if n < min_systems:
-        reason = (f"needs at least {min_systems} systems with both a human-based and a verifier-based score; "
-                  f"found {n}")
-        return {"n_systems": n, "systems": systems, "kendall_tau": Estimate.undefined(reason, n),
-                "spearman": Estimate.undefined(reason, n)}
+        reason = f"needs at least {min_systems} systems with both a human-based and a verifier-based score; found {n}"
+        return {
+            "n_systems": n,
+            "systems": systems,
+            "kendall_tau": Estimate.undefined(reason, n),
+            "spearman": Estimate.undefined(reason, n),
+        }
     # Scores equal up to float rounding (14/30 summed in two orders) are ties, not a ranking.
     human, verifier = np.round(table["human"].to_numpy(), 12), np.round(table["verifier"].to_numpy(), 12)
     constant = [who for who, values in (("human-based", human), ("verifier-based", verifier)) if np.ptp(values) == 0]
@@ -96,23 +114,31 @@ def system_correlation(responses: pd.DataFrame, *, n_resamples: int = 1000, seed
     else:
         tau = _scipy_stats().kendalltau(human, verifier).statistic
         rho = _scipy_stats().spearmanr(human, verifier).statistic
-    dists = _correlation_bootstrap(usable[usable["system"].isin(table.index)], list(table.index),
-                                   n_resamples=n_resamples, seed=seed)
+    dists = _correlation_bootstrap(
+        usable[usable["system"].isin(table.index)], list(table.index), n_resamples=n_resamples, seed=seed
+    )
     out: dict = {"n_systems": n, "systems": systems}
     for name, value, dist in (("kendall_tau", tau, dists[0]), ("spearman", rho, dists[1])):
-        extra = {"ci_method": "percentile bootstrap over each system's responses", "n_resamples": n_resamples,
-                 "n_undefined": int((~np.isfinite(dist)).sum()), "seed": seed, "confidence": confidence}
+        extra = {
+            "ci_method": "percentile bootstrap over each system's responses",
+            "n_resamples": n_resamples,
+            "n_undefined": int((~np.isfinite(dist)).sum()),
+            "seed": seed,
+            "confidence": confidence,
+        }
         if not np.isfinite(value):
             what = " and ".join(constant) if constant else "the"
-            out[name] = Estimate.undefined(f"{what} scores are the same for every system, so a rank correlation "
-                                           "is undefined", n, **extra)
+            out[name] = Estimate.undefined(
+                f"{what} scores are the same for every system, so a rank correlation is undefined", n, **extra
+            )
         else:
             out[name] = Estimate(float(value), None, n, ci=percentile_ci(dist, confidence), extra=extra)
     return out
 
 
-def _correlation_bootstrap(responses: pd.DataFrame, systems: Sequence, *, n_resamples: int,
-                           seed: int | None) -> tuple[np.ndarray, np.ndarray]:
+def _correlation_bootstrap(
+    responses: pd.DataFrame, systems: Sequence, *, n_resamples: int, seed: int | None
+) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     human = np.empty((n_resamples, len(systems)))
     verifier = np.empty((n_resamples, len(systems)))
@@ -122,8 +148,12 @@ def _correlation_bootstrap(responses: pd.DataFrame, systems: Sequence, *, n_resa
         idx = rng.integers(0, len(rows), size=(n_resamples, len(rows)))
         with np.errstate(invalid="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            human[:, column] = np.nanmean(np.where(np.isfinite(h[idx]), h[idx], np.nan), axis=1) \
-                if np.isfinite(h).any() else np.nan
-            verifier[:, column] = np.nanmean(np.where(np.isfinite(v[idx]), v[idx], np.nan), axis=1) \
-                if np.isfinite(v).any() else np.nan
-    return tau_b(np.round(human, 12), np.round(verifier, 12)), spearman_rows(np.round(human, 12), np.round(verifier, 12))
+            human[:, column] = (
+                np.nanmean(np.where(np.isfinite(h[idx]), h[idx], np.nan), axis=1) if np.isfinite(h).any() else np.nan
+            )
+            verifier[:, column] = (
+                np.nanmean(np.where(np.isfinite(v[idx]), v[idx], np.nan), axis=1) if np.isfinite(v).any() else np.nan
+            )
+    return tau_b(np.round(human, 12), np.round(verifier, 12)), spearman_rows(
+        np.round(human, 12), np.round(verifier, 12)
+    )

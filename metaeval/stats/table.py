@@ -61,8 +61,14 @@ def _encode_labels(values: pd.Series, categories: Sequence[Hashable] | None) -> 
     return codes, categories
 
 
-def _check_unique_ratings(item_code: np.ndarray, ann_code: np.ndarray, n_items: int, n_ann: int,
-                          item_index: pd.Index, annotator_index: pd.Index) -> None:
+def _check_unique_ratings(
+    item_code: np.ndarray,
+    ann_code: np.ndarray,
+    n_items: int,
+    n_ann: int,
+    item_index: pd.Index,
+    annotator_index: pd.Index,
+) -> None:
     """One annotator rates an item at most once; a duplicate is a data error."""
     key = item_code * n_ann + ann_code
     if n_items * n_ann <= 4 * len(key) + 1_000_000:
@@ -180,8 +186,7 @@ class RatingTable:
                         b_list.append(b)
                         confs.append(np.bincount(ca[both] * k + cb[both], minlength=k * k).reshape(k, k))
             if not confs:
-                return (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
-                        np.zeros((0, k, k), dtype=np.int64))
+                return (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((0, k, k), dtype=np.int64))
             return np.array(a_list), np.array(b_list), np.stack(confs)
         return _sparse_pair_confusions(self)
 
@@ -203,14 +208,22 @@ class RatingTable:
         """The ratings of the items where ``mask`` is true (e.g. one domain)."""
         mask = np.asarray(mask, dtype=bool)
         keep = mask[self.item_code]
-        return _from_codes(self.item_code[keep], self.annotator_code[keep], self.label_code[keep],
-                           self.item_index, self.annotator_index, self.categories,
-                           self.item_columns, self.n_missing_dropped)
+        return _from_codes(
+            self.item_code[keep],
+            self.annotator_code[keep],
+            self.label_code[keep],
+            self.item_index,
+            self.annotator_index,
+            self.categories,
+            self.item_columns,
+            self.n_missing_dropped,
+        )
 
     # Keys are the table's categories, of whatever type they are (`Any`: `Mapping` is invariant
     # in its key type, so `Mapping[Hashable, ...]` would refuse a `dict[str, str]`).
-    def collapse(self, mapping: Mapping[Any, Hashable | None],
-                 categories: Sequence[Hashable] | None = None) -> RatingTable:
+    def collapse(
+        self, mapping: Mapping[Any, Hashable | None], categories: Sequence[Hashable] | None = None
+    ) -> RatingTable:
         """Map every category through ``mapping`` (None drops the rating).
 
         Used for the binary collapse of a study's labels, e.g. supported vs
@@ -234,9 +247,16 @@ class RatingTable:
         lookup = np.array([-1 if t is None else new_cats.index(t) for t in targets], dtype=np.int64)
         new_codes = lookup[self.label_code] if len(lookup) else self.label_code
         keep = new_codes >= 0
-        return _from_codes(self.item_code[keep], self.annotator_code[keep], new_codes[keep],
-                           self.item_index, self.annotator_index, tuple(new_cats),
-                           self.item_columns, self.n_missing_dropped)
+        return _from_codes(
+            self.item_code[keep],
+            self.annotator_code[keep],
+            new_codes[keep],
+            self.item_index,
+            self.annotator_index,
+            tuple(new_cats),
+            self.item_columns,
+            self.n_missing_dropped,
+        )
 
 
 def _sparse_pair_confusions(table: RatingTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -265,9 +285,16 @@ def _sparse_pair_confusions(table: RatingTable) -> tuple[np.ndarray, np.ndarray,
     return uniq // n_ann, uniq % n_ann, conf
 
 
-def _from_codes(item_code: np.ndarray, ann_code: np.ndarray, label_code: np.ndarray,
-                item_index: pd.Index, annotator_index: pd.Index, categories: tuple,
-                item_columns: tuple[str, ...], n_missing_dropped: int) -> RatingTable:
+def _from_codes(
+    item_code: np.ndarray,
+    ann_code: np.ndarray,
+    label_code: np.ndarray,
+    item_index: pd.Index,
+    annotator_index: pd.Index,
+    categories: tuple,
+    item_columns: tuple[str, ...],
+    n_missing_dropped: int,
+) -> RatingTable:
     """Assemble a table, dropping items and annotators left without ratings."""
     n_items = len(item_index)
     used = np.bincount(item_code, minlength=n_items) > 0
@@ -281,14 +308,27 @@ def _from_codes(item_code: np.ndarray, ann_code: np.ndarray, label_code: np.ndar
         ann_code = remap[ann_code]
         annotator_index = annotator_index[used_ann]
     counts = _count_matrix(item_code, label_code, len(item_index), len(categories))
-    return RatingTable(item_index=item_index, annotator_index=annotator_index, categories=tuple(categories),
-                       item_code=item_code, annotator_code=ann_code, label_code=label_code, counts=counts,
-                       item_columns=tuple(item_columns), n_missing_dropped=n_missing_dropped)
+    return RatingTable(
+        item_index=item_index,
+        annotator_index=annotator_index,
+        categories=tuple(categories),
+        item_code=item_code,
+        annotator_code=ann_code,
+        label_code=label_code,
+        counts=counts,
+        item_columns=tuple(item_columns),
+        n_missing_dropped=n_missing_dropped,
+    )
 
 
-def build_table(frame: pd.DataFrame, categories: Sequence[Hashable] | None = None, *,
-                item: str | Sequence[str] = "item", annotator: str = "annotator",
-                label: str = "label") -> RatingTable:
+def build_table(
+    frame: pd.DataFrame,
+    categories: Sequence[Hashable] | None = None,
+    *,
+    item: str | Sequence[str] = "item",
+    annotator: str = "annotator",
+    label: str = "label",
+) -> RatingTable:
     """Encode a long label table (one row per rating) into a ``RatingTable``.
 
     ``categories`` is the full declared, ordered label list; a label outside
@@ -312,13 +352,22 @@ def build_table(frame: pd.DataFrame, categories: Sequence[Hashable] | None = Non
     ann_code, ann_index = _key_index(frame, (annotator,))
     _check_unique_ratings(item_code, ann_code, len(item_index), len(ann_index), item_index, ann_index)
     counts = _count_matrix(item_code, label_code, len(item_index), len(cats))
-    return RatingTable(item_index=item_index, annotator_index=ann_index, categories=tuple(cats),
-                       item_code=item_code, annotator_code=ann_code, label_code=label_code, counts=counts,
-                       item_columns=item_cols, n_missing_dropped=n_missing)
+    return RatingTable(
+        item_index=item_index,
+        annotator_index=ann_index,
+        categories=tuple(cats),
+        item_code=item_code,
+        annotator_code=ann_code,
+        label_code=label_code,
+        counts=counts,
+        item_columns=item_cols,
+        n_missing_dropped=n_missing,
+    )
 
 
-def collapse_labels(frame: pd.DataFrame, mapping: Mapping[Hashable, Hashable | None], *,
-                    label: str = "label") -> pd.DataFrame:
+def collapse_labels(
+    frame: pd.DataFrame, mapping: Mapping[Hashable, Hashable | None], *, label: str = "label"
+) -> pd.DataFrame:
     """A copy of ``frame`` with labels mapped (None drops the row).
 
     Every label must have an entry, so a typo cannot silently vanish.
@@ -333,8 +382,9 @@ def collapse_labels(frame: pd.DataFrame, mapping: Mapping[Hashable, Hashable | N
     return out.loc[out[label].notna()].reset_index(drop=True)
 
 
-def as_table(data: RatingTable | pd.DataFrame, categories: Iterable[Hashable] | None = None,
-             **columns: Any) -> RatingTable:
+def as_table(
+    data: RatingTable | pd.DataFrame, categories: Iterable[Hashable] | None = None, **columns: Any
+) -> RatingTable:
     """Accept either a built table or a long DataFrame (built on the fly)."""
     if isinstance(data, RatingTable):
         if categories is not None and tuple(categories) != data.categories:

@@ -63,8 +63,9 @@ def _strict_majority(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return code, r
 
 
-def majority_vote(data: RatingTable | pd.DataFrame, categories: Sequence | None = None, *,
-                  min_ratings: int = 1) -> MajorityVote:
+def majority_vote(
+    data: RatingTable | pd.DataFrame, categories: Sequence | None = None, *, min_ratings: int = 1
+) -> MajorityVote:
     """Strict-majority human label per item (more than half of its ratings).
 
     Items with fewer than ``min_ratings`` ratings get none and are counted in
@@ -74,13 +75,18 @@ def majority_vote(data: RatingTable | pd.DataFrame, categories: Sequence | None 
     code, r = _strict_majority(table.counts)
     enough = r >= max(min_ratings, 1)
     code = np.where(enough, code, -1)
-    return MajorityVote(codes=code, n_rated=int(enough.sum()),
-                        n_no_majority=int((enough & (code < 0)).sum()),
-                        n_too_few_ratings=int((~enough).sum()), table=table)
+    return MajorityVote(
+        codes=code,
+        n_rated=int(enough.sum()),
+        n_no_majority=int((enough & (code < 0)).sum()),
+        n_too_few_ratings=int((~enough).sum()),
+        table=table,
+    )
 
 
-def prediction_codes(table: RatingTable, predictions: pd.DataFrame, *, item: str | Sequence[str] | None = None,
-                     label: str = "label") -> tuple[np.ndarray, dict[str, int]]:
+def prediction_codes(
+    table: RatingTable, predictions: pd.DataFrame, *, item: str | Sequence[str] | None = None, label: str = "label"
+) -> tuple[np.ndarray, dict[str, int]]:
     """Prediction code per table item (-1 = none) and counts of what was dropped.
 
     Predictions use the table's category list (another label is a
@@ -100,14 +106,24 @@ def prediction_codes(table: RatingTable, predictions: pd.DataFrame, *, item: str
         raise ValueError("more than one prediction for some items")
     out = np.full(table.n_items, -1, dtype=np.int64)
     out[pos[matched]] = codes[matched]
-    return out, {"n_predictions_missing_label": int((~present).sum()),
-                 "n_predictions_unknown_item": int((~matched).sum())}
+    return out, {
+        "n_predictions_missing_label": int((~present).sum()),
+        "n_predictions_unknown_item": int((~matched).sum()),
+    }
 
 
-def verifier_vs_majority(data: RatingTable | pd.DataFrame, predictions: pd.DataFrame,
-                         categories: Sequence | None = None, *, item: str | Sequence[str] | None = None,
-                         label: str = "label", min_ratings: int = 1, n_resamples: int = 0, seed: int | None = 0,
-                         confidence: float = 0.95) -> dict[str, Any]:
+def verifier_vs_majority(
+    data: RatingTable | pd.DataFrame,
+    predictions: pd.DataFrame,
+    categories: Sequence | None = None,
+    *,
+    item: str | Sequence[str] | None = None,
+    label: str = "label",
+    min_ratings: int = 1,
+    n_resamples: int = 0,
+    seed: int | None = 0,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
     """The verifier against the human majority label, with coverage.
 
     Coverage is the share of items with a human majority that have a
@@ -120,8 +136,11 @@ def verifier_vs_majority(data: RatingTable | pd.DataFrame, predictions: pd.DataF
     has_majority = vote.codes >= 0
     use = has_majority & (pred >= 0)
     n_major = int(has_majority.sum())
-    coverage = (Estimate(use.sum() / n_major, None, n_major) if n_major
-                else Estimate.undefined("no item has a human majority label", 0))
+    coverage = (
+        Estimate(use.sum() / n_major, None, n_major)
+        if n_major
+        else Estimate.undefined("no item has a human majority label", 0)
+    )
     return {
         "n_items": table.n_items,
         "n_majority": n_major,
@@ -131,8 +150,9 @@ def verifier_vs_majority(data: RatingTable | pd.DataFrame, predictions: pd.DataF
         "n_predictions_without_majority": int(((pred >= 0) & ~has_majority).sum()),
         **dropped,
         "coverage": coverage,
-        **classification_metrics(vote.codes[use], pred[use], table.categories, n_resamples=n_resamples, seed=seed,
-                                 confidence=confidence),
+        **classification_metrics(
+            vote.codes[use], pred[use], table.categories, n_resamples=n_resamples, seed=seed, confidence=confidence
+        ),
     }
 
 
@@ -144,13 +164,20 @@ def _mean(entries: list[dict], who: str, key: str) -> Estimate:
     vals = [e[who][key].value for e in entries if e[who][key].value is not None]
     if not vals:
         return Estimate.undefined("undefined for every annotator", 0)
-    return Estimate(float(np.mean(vals)), None, sum(e[who]["n_items"] for e in entries),
-                    extra={"n_annotators": len(vals)})
+    return Estimate(
+        float(np.mean(vals)), None, sum(e[who]["n_items"] for e in entries), extra={"n_annotators": len(vals)}
+    )
 
 
-def human_ceiling(data: RatingTable | pd.DataFrame, predictions: pd.DataFrame | None = None,
-                  categories: Sequence | None = None, *, item: str | Sequence[str] | None = None,
-                  label: str = "label", min_others: int = 1) -> dict[str, Any]:
+def human_ceiling(
+    data: RatingTable | pd.DataFrame,
+    predictions: pd.DataFrame | None = None,
+    categories: Sequence | None = None,
+    *,
+    item: str | Sequence[str] | None = None,
+    label: str = "label",
+    min_others: int = 1,
+) -> dict[str, Any]:
     """Each annotator, and the verifier, against the majority of the others.
 
     For annotator ``a``: on items that ``a`` labelled, that have a strict

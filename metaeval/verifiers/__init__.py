@@ -1,4 +1,4 @@
-"""The verifier domain of metaeval, a room of its own (DESIGN §1).
+"""The verifier domain of metaeval, a room of its own (docs/architecture.md, Layout).
 
 Laid out like the ``annotation`` app: ``presets/`` (prompts, parsers,
 baselines; pure Python), ``runner/`` (one chunk of a run against an

@@ -8,17 +8,17 @@ they cannot even learn that the id exists.
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.http import Http404
 
 from annotation.access import Researcher, access_study
 
 from ..models import Verifier, VerifierRun
 
-User = AbstractBaseUser | AnonymousUser
 
-
-def access_verifier(user: User, slug: str, verifier_id: int, *, role: str | None = Researcher) -> Verifier:
+def access_verifier(
+    user: User | AnonymousUser, slug: str, verifier_id: int, *, role: str | None = Researcher
+) -> Verifier:
     """A verifier of a study the user is a researcher of (404 for others)."""
     study = access_study(user, slug, role=role)
     verifier = Verifier.objects.filter(study=study, pk=verifier_id).first()
@@ -28,7 +28,7 @@ def access_verifier(user: User, slug: str, verifier_id: int, *, role: str | None
     return verifier
 
 
-def access_run(user: User, slug: str, run_id: int, *, role: str | None = Researcher) -> VerifierRun:
+def access_run(user: User | AnonymousUser, slug: str, run_id: int, *, role: str | None = Researcher) -> VerifierRun:
     """A run of a verifier of a study the user is a researcher of (404 for others)."""
     study = access_study(user, slug, role=role)
     run = VerifierRun.objects.select_related("verifier").filter(verifier__study=study, pk=run_id).first()

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.formats import detect_format
-from annotation.permissions import IsStudyResearcher
+from annotation.http import logged_in_user
+from annotation.permissions import IsStudyResearcher, StudyScoped
 from annotation.services.errors import ImportFailed, ServiceError
 
 from .access import access_run, access_verifier
@@ -19,6 +20,7 @@ from .selectors import study_verifiers
 from .serializers import (
     ImportOutcomeSerializer,
     PredictionImportSerializer,
+    ProblemSerializer,
     RunSerializer,
     StartRunSerializer,
     VerifierSerializer,
@@ -29,11 +31,6 @@ from .services import create_verifier, import_predictions, start_run, stop_run, 
 from .services.verifiers import VerifierInvalid
 
 
-class ProblemSerializer(serializers.Serializer):
-    detail = serializers.CharField()
-    errors = serializers.DictField(child=serializers.CharField(), required=False)
-
-
 def _refused(exc: ServiceError) -> Response:
     body: dict = {"detail": str(exc)}
     if isinstance(exc, VerifierInvalid):
@@ -41,7 +38,7 @@ def _refused(exc: ServiceError) -> Response:
     return Response(body, status=status.HTTP_400_BAD_REQUEST)
 
 
-class VerifierList(APIView):
+class VerifierList(StudyScoped, APIView):
     """A study's verifiers (GET) or a new one (POST): LLM on an OpenAI-compatible URL, or a baseline."""
 
     permission_classes = [IsStudyResearcher]
@@ -50,13 +47,16 @@ class VerifierList(APIView):
     def get(self, request: Request, slug: str) -> Response:
         return Response(VerifierSerializer(study_verifiers(self.study), many=True).data)
 
-    @extend_schema(operation_id="verifier_create", request=VerifierWriteSerializer,
-                   responses={201: VerifierSerializer, 400: ProblemSerializer})
+    @extend_schema(
+        operation_id="verifier_create",
+        request=VerifierWriteSerializer,
+        responses={201: VerifierSerializer, 400: ProblemSerializer},
+    )
     def post(self, request: Request, slug: str) -> Response:
         data = VerifierWriteSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            verifier = create_verifier(study=self.study, created_by=request.user, **data.validated_data)
+            verifier = create_verifier(study=self.study, created_by=logged_in_user(request), **data.validated_data)
         except ServiceError as exc:
             return _refused(exc)
         return Response(VerifierSerializer(verifier).data, status=status.HTTP_201_CREATED)
@@ -71,8 +71,11 @@ class VerifierDetail(APIView):
     def get(self, request: Request, slug: str, verifier_id: int) -> Response:
         return Response(VerifierSerializer(access_verifier(request.user, slug, verifier_id)).data)
 
-    @extend_schema(operation_id="verifier_update", request=VerifierUpdateSerializer,
-                   responses={200: VerifierSerializer, 400: ProblemSerializer})
+    @extend_schema(
+        operation_id="verifier_update",
+        request=VerifierUpdateSerializer,
+        responses={200: VerifierSerializer, 400: ProblemSerializer},
+    )
     def patch(self, request: Request, slug: str, verifier_id: int) -> Response:
         verifier = access_verifier(request.user, slug, verifier_id)
         data = VerifierUpdateSerializer(data=request.data, partial=True)
@@ -94,15 +97,22 @@ class VerifierRuns(APIView):
         verifier = access_verifier(request.user, slug, verifier_id)
         return Response(RunSerializer(verifier.runs.select_related("verifier")[:100], many=True).data)
 
-    @extend_schema(operation_id="verifier_run_start", request=StartRunSerializer,
-                   responses={202: RunSerializer, 400: ProblemSerializer})
+    @extend_schema(
+        operation_id="verifier_run_start",
+        request=StartRunSerializer,
+        responses={202: RunSerializer, 400: ProblemSerializer},
+    )
     def post(self, request: Request, slug: str, verifier_id: int) -> Response:
         verifier = access_verifier(request.user, slug, verifier_id)
         data = StartRunSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            run = start_run(verifier=verifier, limit=data.validated_data.get("limit"),
-                            concurrency=data.validated_data.get("concurrency"), created_by=request.user)
+            run = start_run(
+                verifier=verifier,
+                limit=data.validated_data.get("limit"),
+                concurrency=data.validated_data.get("concurrency"),
+                created_by=logged_in_user(request),
+            )
         except ServiceError as exc:
             return _refused(exc)
         return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
@@ -123,8 +133,9 @@ class RunStop(APIView):
 
     permission_classes = [IsStudyResearcher]
 
-    @extend_schema(operation_id="verifier_run_stop", request=None,
-                   responses={200: RunSerializer, 400: ProblemSerializer})
+    @extend_schema(
+        operation_id="verifier_run_stop", request=None, responses={200: RunSerializer, 400: ProblemSerializer}
+    )
     def post(self, request: Request, slug: str, run_id: int) -> Response:
         run = access_run(request.user, slug, run_id)
         try:
@@ -134,15 +145,20 @@ class RunStop(APIView):
         return Response(RunSerializer(run).data)
 
 
-class PredictionImport(APIView):
-    """Predictions made elsewhere (DESIGN §4), imported all or nothing; 400 lists problems by line and field."""
+class PredictionImport(StudyScoped, APIView):
+    """Predictions made elsewhere (README, File formats), imported all or nothing; 400 lists problems by line and field."""
 
     permission_classes = [IsStudyResearcher]
     parser_classes = [MultiPartParser]
 
-    @extend_schema(operation_id="prediction_import", request=PredictionImportSerializer,
-                   responses={200: ImportOutcomeSerializer,
-                              400: OpenApiResponse(description="Nothing was imported; `errors` name line and field.")})
+    @extend_schema(
+        operation_id="prediction_import",
+        request=PredictionImportSerializer,
+        responses={
+            200: ImportOutcomeSerializer,
+            400: OpenApiResponse(description="Nothing was imported; `errors` name line and field."),
+        },
+    )
     def post(self, request: Request, slug: str) -> Response:
         data = PredictionImportSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -153,13 +169,24 @@ class PredictionImport(APIView):
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         limit = settings.PREDICTION_UPLOAD_MAX_BYTES
         if upload.size and upload.size > limit:
-            return Response({"detail": f"the file is {upload.size:,} bytes; the limit here is {limit:,} "
-                                       "(use manage.py import_predictions)"}, status=status.HTTP_400_BAD_REQUEST)
+            return Response(
+                {
+                    "detail": f"the file is {upload.size:,} bytes; the limit here is {limit:,} "
+                    "(use manage.py import_predictions)"
+                },
+                status=status.HTTP_400_BAD_REQUEST,
+            )
         try:
             result = import_predictions(study=self.study, stream=upload, fmt=fmt, update=data.validated_data["update"])
         except ImportFailed as exc:
-            return Response({"detail": str(exc).splitlines()[0], "error_count": exc.total,
-                             "errors": [error.as_dict() for error in exc.errors]}, status=status.HTTP_400_BAD_REQUEST)
+            return Response(
+                {
+                    "detail": str(exc).splitlines()[0],
+                    "error_count": exc.total,
+                    "errors": [error.as_dict() for error in exc.errors],
+                },
+                status=status.HTTP_400_BAD_REQUEST,
+            )
         except ServiceError as exc:
             return _refused(exc)
         return Response(result.as_dict())

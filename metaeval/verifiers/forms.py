@@ -19,29 +19,41 @@ class VerifierForm(forms.Form):
     name = forms.CharField(max_length=100)
     preset = forms.ChoiceField(choices=[(preset_id, preset_id) for preset_id in PRESETS], initial="veriscore_ternary")
     model = forms.CharField(max_length=200, help_text="The model name the endpoint expects, e.g. gpt-4o-mini.")
-    base_url = forms.CharField(max_length=500, label="Base URL",
-                               help_text="OpenAI-compatible, e.g. https://api.openai.com/v1 or http://127.0.0.1:8001/v1.")
+    base_url = forms.CharField(
+        max_length=500,
+        label="Base URL",
+        help_text="OpenAI-compatible, e.g. https://api.openai.com/v1 or http://127.0.0.1:8001/v1.",
+    )
     api_key_env = forms.CharField(
-        max_length=100, required=False, label="API key environment variable",
+        max_length=100,
+        required=False,
+        label="API key environment variable",
         help_text="The NAME of the variable the worker reads the key from, ending in _API_KEY (e.g. "
-                  "OPENAI_API_KEY); never the key. Empty for a local endpoint without a key.",
+        "OPENAI_API_KEY); never the key. Empty for a local endpoint without a key.",
     )
     temperature = forms.FloatField(initial=0.0, min_value=0.0, max_value=2.0)
     max_tokens = forms.IntegerField(initial=512, min_value=1)
-    concurrency = forms.IntegerField(initial=8, min_value=1, max_value=MAX_CONCURRENCY,
-                                     help_text="Requests in flight at once.")
+    concurrency = forms.IntegerField(
+        initial=8, min_value=1, max_value=MAX_CONCURRENCY, help_text="Requests in flight at once."
+    )
     timeout = forms.FloatField(initial=60.0, min_value=0.001, help_text="Seconds per attempt.")
     retries = forms.IntegerField(initial=2, min_value=0, max_value=MAX_RETRIES, help_text="On 429, 5xx and timeouts.")
-    template = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}),
-                               help_text="Custom preset only: a Django template over claim, context and evidence.")
-    system_prompt = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
-                                    help_text="Custom preset only.")
+    template = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 6}),
+        help_text="Custom preset only: a Django template over claim, context and evidence.",
+    )
+    system_prompt = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="Custom preset only."
+    )
     custom_labels = forms.CharField(required=False, help_text="Custom preset only: its labels, comma-separated.")
     label_map = forms.CharField(required=False, help_text=LABEL_MAP_HELP)
-    price_input_per_1k = forms.DecimalField(required=False, min_value=0, decimal_places=6, max_digits=12,
-                                            label="Price per 1k input tokens")
-    price_output_per_1k = forms.DecimalField(required=False, min_value=0, decimal_places=6, max_digits=12,
-                                             label="Price per 1k output tokens")
+    price_input_per_1k = forms.DecimalField(
+        required=False, min_value=0, decimal_places=6, max_digits=12, label="Price per 1k input tokens"
+    )
+    price_output_per_1k = forms.DecimalField(
+        required=False, min_value=0, decimal_places=6, max_digits=12, label="Price per 1k output tokens"
+    )
 
     def clean_custom_labels(self) -> list[str]:
         return [part.strip() for part in self.cleaned_data["custom_labels"].split(",") if part.strip()]

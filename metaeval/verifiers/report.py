@@ -47,8 +47,9 @@ METRICS = CLASSIFICATION_METRICS
 MAX_RATIONALE = 2000
 
 
-def verifier_report(study: Study, *, n_resamples: int = 1000, seed: int | None = 0,
-                    disagreements_limit: int = 200) -> dict[str, Any]:
+def verifier_report(
+    study: Study, *, n_resamples: int = 1000, seed: int | None = 0, disagreements_limit: int = 200
+) -> dict[str, Any]:
     """``{verifier name: {...}}`` for every verifier of the study (``{}`` when it has none)."""
     verifiers = list(Verifier.objects.filter(study=study).order_by("name"))
     if not verifiers:
@@ -64,8 +65,16 @@ def verifier_report(study: Study, *, n_resamples: int = 1000, seed: int | None =
     for verifier in verifiers:
         rows = predictions[predictions["verifier_id"] == verifier.pk]
         out[verifier.name] = _verifier_section(
-            study, verifier, rows, table, majority, source, items,
-            n_resamples=n_resamples, seed=seed, disagreements_limit=disagreements_limit,
+            study,
+            verifier,
+            rows,
+            table,
+            majority,
+            source,
+            items,
+            n_resamples=n_resamples,
+            seed=seed,
+            disagreements_limit=disagreements_limit,
         )
     return json_ready(out)
 
@@ -74,9 +83,19 @@ def _rate(count: int, of: int, reason: str, **extra: Any) -> Estimate:
     return Estimate(count / of, None, of, extra=extra) if of else Estimate.undefined(reason, 0, **extra)
 
 
-def _verifier_section(study: Study, verifier: Verifier, rows: pd.DataFrame, table, majority: pd.Series,
-                      source: str, items: pd.DataFrame, *, n_resamples: int, seed: int | None,
-                      disagreements_limit: int) -> dict[str, Any]:
+def _verifier_section(
+    study: Study,
+    verifier: Verifier,
+    rows: pd.DataFrame,
+    table,
+    majority: pd.Series,
+    source: str,
+    items: pd.DataFrame,
+    *,
+    n_resamples: int,
+    seed: int | None,
+    disagreements_limit: int,
+) -> dict[str, Any]:
     labels = list(study.labels)
     n_predictions = len(rows)
     failed = rows["error"] != ""
@@ -94,53 +113,69 @@ def _verifier_section(study: Study, verifier: Verifier, rows: pd.DataFrame, tabl
         "n_predictions": n_predictions,
         "n_labelled": len(labelled),
         "n_stale_labels": int((rows["label"].notna() & ~rows["label"].isin(labels)).sum()),
-        "parse_failure_rate": _rate(int(unreadable.sum()), answered, "no call was answered",
-                                    n_unparseable=int(unreadable.sum())),
-        "error_rate": _rate(int(failed.sum()), n_predictions, "the verifier has no predictions",
-                            n_errors=int(failed.sum())),
+        "parse_failure_rate": _rate(
+            int(unreadable.sum()), answered, "no call was answered", n_unparseable=int(unreadable.sum())
+        ),
+        "error_rate": _rate(
+            int(failed.sum()), n_predictions, "the verifier has no predictions", n_errors=int(failed.sum())
+        ),
         "tokens": {"in": tokens_in, "out": tokens_out},
         "estimated_cost": None if cost is None else float(cost),
     }
     if table is None:
         reason = "the study has no human labels and no gold labels to compare with"
-        section.update({"n": 0, "coverage": Estimate.undefined(reason), "per_class": {}, "confusion": None,
-                        "human_ceiling": {"reason": reason}, "disagreements": [], "n_disagreements": 0,
-                        "system_correlation": {"reason": reason}, "binary": None,
-                        **{name: Estimate.undefined(reason) for name in METRICS}})
+        section.update(
+            {
+                "n": 0,
+                "coverage": Estimate.undefined(reason),
+                "per_class": {},
+                "confusion": None,
+                "human_ceiling": {"reason": reason},
+                "disagreements": [],
+                "n_disagreements": 0,
+                "system_correlation": {"reason": reason},
+                "binary": None,
+                **{name: Estimate.undefined(reason) for name in METRICS},
+            }
+        )
         return section
     frame = labelled[["item", "label"]]
     result = verifier_vs_majority(table, frame, item="item", n_resamples=n_resamples, seed=seed)
     vote = majority_vote(table)
     pred, _ = prediction_codes(table, frame, item="item")
     use = (vote.codes >= 0) & (pred >= 0)
-    section.update({
-        "n": result["n_predicted"],
-        "n_reference_items": result["n_majority"],
-        "n_no_majority": result["n_no_majority"],
-        "coverage": result["coverage"],
-        **{name: result[name] for name in METRICS},
-        "per_class": result["per_class"],
-        "confusion": result["confusion_matrix"],
-        "human_ceiling": _ceiling(table, frame),
-        "binary": _binary(study, vote.codes[use], pred[use]),
-    })
-    section["disagreements"], section["n_disagreements"] = _disagreements(
-        labelled, majority, disagreements_limit)
-    section["system_correlation"] = _system_correlation(study, majority, labelled, items, n_resamples=n_resamples,
-                                                        seed=seed)
+    section.update(
+        {
+            "n": result["n_predicted"],
+            "n_reference_items": result["n_majority"],
+            "n_no_majority": result["n_no_majority"],
+            "coverage": result["coverage"],
+            **{name: result[name] for name in METRICS},
+            "per_class": result["per_class"],
+            "confusion": result["confusion_matrix"],
+            "human_ceiling": _ceiling(table, frame),
+            "binary": _binary(study, vote.codes[use], pred[use]),
+        }
+    )
+    section["disagreements"], section["n_disagreements"] = _disagreements(labelled, majority, disagreements_limit)
+    section["system_correlation"] = _system_correlation(
+        study, majority, labelled, items, n_resamples=n_resamples, seed=seed
+    )
     return section
 
 
 def _ceiling(table, frame: pd.DataFrame) -> dict[str, Any]:
     """Each annotator against the majority of the others, and the verifier against that same majority."""
     if table.n_annotators < 2 or int((table.ratings_per_item >= 2).sum()) == 0:
-        return {"reason": "the human ceiling needs items with at least two human labels; "
-                          f"the reference has {table.n_annotators} annotator(s) and at most "
-                          f"{int(table.ratings_per_item.max(initial=0))} label(s) per item",
-                "human": None, "verifier": None}
+        return {
+            "reason": "the human ceiling needs items with at least two human labels; "
+            f"the reference has {table.n_annotators} annotator(s) and at most "
+            f"{int(table.ratings_per_item.max(initial=0))} label(s) per item",
+            "human": None,
+            "verifier": None,
+        }
     ceiling = human_ceiling(table, frame, item="item")
-    return {"reason": None, **ceiling["mean"], "annotators": ceiling["annotators"],
-            "min_others": ceiling["min_others"]}
+    return {"reason": None, **ceiling["mean"], "annotators": ceiling["annotators"], "min_others": ceiling["min_others"]}
 
 
 def _binary(study: Study, truth: np.ndarray, pred: np.ndarray) -> dict[str, Any] | None:
@@ -160,31 +195,46 @@ def _disagreements(labelled: pd.DataFrame, majority: pd.Series, limit: int) -> t
     merged = labelled.assign(human_majority=labelled["item"].map(majority))
     differ = merged[merged["human_majority"].notna() & (merged["human_majority"] != merged["label"])]
     rows = [
-        {"item": row.item, "human_majority": row.human_majority, "verifier_label": row.label,
-         "score": None if pd.isna(row.score) else float(row.score),
-         "rationale": row.rationale if len(row.rationale) <= MAX_RATIONALE else row.rationale[:MAX_RATIONALE] + "…"}
+        {
+            "item": row.item,
+            "human_majority": row.human_majority,
+            "verifier_label": row.label,
+            "score": None if pd.isna(row.score) else float(row.score),
+            "rationale": row.rationale if len(row.rationale) <= MAX_RATIONALE else row.rationale[:MAX_RATIONALE] + "…",
+        }
         for row in differ.head(limit).itertuples(index=False)
     ]
     return rows, len(differ)
 
 
-def _system_correlation(study: Study, majority: pd.Series, labelled: pd.DataFrame, items: pd.DataFrame, *,
-                        n_resamples: int, seed: int | None) -> dict[str, Any]:
+def _system_correlation(
+    study: Study,
+    majority: pd.Series,
+    labelled: pd.DataFrame,
+    items: pd.DataFrame,
+    *,
+    n_resamples: int,
+    seed: int | None,
+) -> dict[str, Any]:
     """Kendall tau and Spearman over systems of FActScore-style supported fractions (humans vs verifier)."""
     mapping = study.binary_map or {}
     if not any(side == "positive" for side in mapping.values()):
         reason = "the study has no binary map saying which labels count as supported"
         return {"reason": reason, "kendall_tau": Estimate.undefined(reason), "spearman": Estimate.undefined(reason)}
-    role = {label: 1.0 if side == "positive" else 0.0 for label, side in mapping.items()
-            if side in ("positive", "negative")}
+    role = {
+        label: 1.0 if side == "positive" else 0.0 for label, side in mapping.items() if side in ("positive", "negative")
+    }
     claims = items[items["system"] != ""].copy()
     claims["response"] = np.where(claims["response_id"] != "", claims["response_id"], "item:" + claims["item"])
     claims["human"] = claims["item"].map(majority).map(role)
     claims["verifier"] = claims["item"].map(labelled.set_index("item")["label"]).map(role)
     responses = claims.groupby("response", sort=False).agg(
-        system=("system", "first"), human=("human", "mean"), verifier=("verifier", "mean"))
+        system=("system", "first"), human=("human", "mean"), verifier=("verifier", "mean")
+    )
     result = system_correlation(responses, n_resamples=n_resamples, seed=seed)
-    result["score"] = ("FActScore-style supported fraction: per response, supported / (supported + not supported) "
-                       "claims; per system, the mean over its responses")
+    result["score"] = (
+        "FActScore-style supported fraction: per response, supported / (supported + not supported) "
+        "claims; per system, the mean over its responses"
+    )
     result["reason"] = None if result["kendall_tau"].defined else result["kendall_tau"].reason
     return result

@@ -24,21 +24,42 @@ __all__ = [
     "study_verifiers",
 ]
 
-PREDICTION_COLUMNS = ["verifier_id", "item", "label", "raw_label", "score", "rationale", "parse_status", "error",
-                      "tokens_in", "tokens_out", "response_id", "system", "pk"]
+PREDICTION_COLUMNS = [
+    "verifier_id",
+    "item",
+    "label",
+    "raw_label",
+    "score",
+    "rationale",
+    "parse_status",
+    "error",
+    "tokens_in",
+    "tokens_out",
+    "response_id",
+    "system",
+    "pk",
+]
 
 
 def study_verifiers(study: Study) -> QuerySet[Verifier]:
     """The study's verifiers with their prediction counts, by name."""
-    return Verifier.objects.filter(study=study).annotate(
-        n_predictions=Count("predictions"),
-        n_active_runs=Count("runs", filter=Q(runs__status__in=ACTIVE_RUN_STATUSES), distinct=True),
-    ).order_by("name")
+    return (
+        Verifier.objects.filter(study=study)
+        .annotate(
+            n_predictions=Count("predictions"),
+            n_active_runs=Count("runs", filter=Q(runs__status__in=ACTIVE_RUN_STATUSES), distinct=True),
+        )
+        .order_by("name")
+    )
 
 
 def recent_runs(study: Study, limit: int = 20) -> QuerySet[VerifierRun]:
     """The study's latest runs, newest first, with their verifiers."""
-    return VerifierRun.objects.filter(verifier__study=study).select_related("verifier").order_by("-created_at", "-pk")[:limit]
+    return (
+        VerifierRun.objects.filter(verifier__study=study)
+        .select_related("verifier")
+        .order_by("-created_at", "-pk")[:limit]
+    )
 
 
 def run_status(run: VerifierRun) -> dict[str, Any]:
@@ -69,9 +90,24 @@ def run_status(run: VerifierRun) -> dict[str, Any]:
 
 def current_predictions(study: Study) -> pd.DataFrame:
     """Per (verifier, item) the latest prediction: a verifier edited since (new cache keys) is read as it is now."""
-    rows = Prediction.objects.filter(verifier__study=study).order_by("verifier_id", "item_id", "-pk").values_list(
-        "verifier_id", "item__external_id", "label", "raw_label", "score", "rationale", "parse_status", "error",
-        "tokens_in", "tokens_out", "item__response_id", "item__system", "pk",
+    rows = (
+        Prediction.objects.filter(verifier__study=study)
+        .order_by("verifier_id", "item_id", "-pk")
+        .values_list(
+            "verifier_id",
+            "item__external_id",
+            "label",
+            "raw_label",
+            "score",
+            "rationale",
+            "parse_status",
+            "error",
+            "tokens_in",
+            "tokens_out",
+            "item__response_id",
+            "item__system",
+            "pk",
+        )
     )
     frame = pd.DataFrame.from_records(list(rows), columns=PREDICTION_COLUMNS)
     return frame.drop_duplicates(subset=["verifier_id", "item"], keep="first").reset_index(drop=True)
@@ -95,16 +131,20 @@ def human_reference(study: Study) -> tuple[pd.DataFrame, str]:
         frame["annotator"] = [names[uid] for uid in frame["annotator"]]
         return frame, "human labels (strict majority per item)"
     gold = Item.objects.filter(study=study).exclude(gold_label="").values_list("external_id", "gold_label")
-    frame = pd.DataFrame.from_records([(item, "gold", label) for item, label in gold],
-                                      columns=["item", "annotator", "label"])
+    frame = pd.DataFrame.from_records(
+        [(item, "gold", label) for item, label in gold], columns=["item", "annotator", "label"]
+    )
     return frame, "gold labels (the study has no human labels)"
 
 
 def fitting_presets(study: Study) -> list[str]:
     """Presets whose verdicts map onto the study's labels without a label map (a form's sensible first choice)."""
     mapper = LabelMapper(study.labels, study.label_aliases, {})
-    return [preset_id for preset_id, preset in PRESETS.items() if preset_id != "custom"
-            and not mapper.unmapped(preset.prediction_labels)]
+    return [
+        preset_id
+        for preset_id, preset in PRESETS.items()
+        if preset_id != "custom" and not mapper.unmapped(preset.prediction_labels)
+    ]
 
 
 def item_systems(study: Study) -> pd.DataFrame:

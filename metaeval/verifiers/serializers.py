@@ -29,9 +29,28 @@ class VerifierSerializer(serializers.ModelSerializer):
     class Meta:
         model = Verifier
         fields = [
-            "id", "name", "kind", "is_baseline", "preset", "model", "base_url", "api_key_env", "temperature",
-            "max_tokens", "concurrency", "timeout", "retries", "template", "system_prompt", "custom_labels",
-            "label_map", "options", "price_input_per_1k", "price_output_per_1k", "n_predictions", "created_at",
+            "id",
+            "name",
+            "kind",
+            "is_baseline",
+            "preset",
+            "model",
+            "base_url",
+            "api_key_env",
+            "temperature",
+            "max_tokens",
+            "concurrency",
+            "timeout",
+            "retries",
+            "template",
+            "system_prompt",
+            "custom_labels",
+            "label_map",
+            "options",
+            "price_input_per_1k",
+            "price_output_per_1k",
+            "n_predictions",
+            "created_at",
         ]
         read_only_fields = fields
 
@@ -40,13 +59,19 @@ class VerifierWriteSerializer(serializers.Serializer):
     """What a researcher may set; types only here, the rules in metaeval.verifiers.services.verifiers."""
 
     name = serializers.CharField(max_length=100)
-    kind = KindField(default=Verifier.Kind.LLM, help_text="llm, baseline_majority or baseline_overlap; imported "
-                                                           "verifiers come from importing predictions")
+    kind = KindField(
+        default=Verifier.Kind.LLM,
+        help_text="llm, baseline_majority or baseline_overlap; imported verifiers come from importing predictions",
+    )
     preset = serializers.ChoiceField(choices=list(PRESETS), required=False, allow_blank=True)
     model = serializers.CharField(max_length=200, required=False, allow_blank=True)
     base_url = serializers.CharField(max_length=500, required=False, allow_blank=True)
-    api_key_env = serializers.CharField(max_length=100, required=False, allow_blank=True,
-                                        help_text="The NAME of the environment variable holding the key.")
+    api_key_env = serializers.CharField(
+        max_length=100,
+        required=False,
+        allow_blank=True,
+        help_text="The NAME of the environment variable holding the key.",
+    )
     temperature = serializers.FloatField(required=False)
     max_tokens = serializers.IntegerField(required=False)
     concurrency = serializers.IntegerField(required=False)
@@ -79,15 +104,34 @@ class RunSerializer(serializers.ModelSerializer):
     class Meta:
         model = VerifierRun
         fields = [
-            "id", "verifier", "verifier_id", "status", "active", "total", "done", "errors", "unparseable", "cached",
-            "tokens_in", "tokens_out", "estimated_cost", "limit", "concurrency", "error_message", "heartbeat_at",
-            "started_at", "finished_at", "created_at",
+            "id",
+            "verifier",
+            "verifier_id",
+            "status",
+            "active",
+            "total",
+            "done",
+            "errors",
+            "unparseable",
+            "cached",
+            "tokens_in",
+            "tokens_out",
+            "estimated_cost",
+            "limit",
+            "concurrency",
+            "error_message",
+            "heartbeat_at",
+            "started_at",
+            "finished_at",
+            "created_at",
         ]
         read_only_fields = fields
 
 
 class PredictionImportSerializer(serializers.Serializer):
-    file = serializers.FileField(help_text="JSON Lines (.jsonl) or CSV (.csv): item, verifier, label, score?, rationale?")
+    file = serializers.FileField(
+        help_text="JSON Lines (.jsonl) or CSV (.csv): item, verifier, label, score?, rationale?"
+    )
     format = serializers.ChoiceField(choices=["jsonl", "csv"], required=False)
     update = serializers.BooleanField(required=False, default=False)
 
@@ -96,3 +140,10 @@ class ImportOutcomeSerializer(serializers.Serializer):
     created = serializers.IntegerField()
     updated = serializers.IntegerField()
     records = serializers.IntegerField()
+
+
+class ProblemSerializer(serializers.Serializer):
+    """A refused request: what is wrong, and per field when the service says so."""
+
+    detail = serializers.CharField()
+    errors = serializers.DictField(child=serializers.CharField(), required=False)

@@ -10,13 +10,14 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.access import Researcher, access_study
 from annotation.formats import detect_format
+from annotation.http import AuthenticatedHttpRequest
 from annotation.services.errors import ImportFailed, ServiceError
 
 from .access import access_run, access_verifier
@@ -26,8 +27,14 @@ from .services import create_verifier, ensure_baselines, import_predictions, sta
 from .services.verifiers import VerifierInvalid
 
 
-def _page(request: HttpRequest, study, form: VerifierForm, import_form: PredictionImportForm | None = None,
-          import_errors: list | None = None, status: int = 200) -> HttpResponse:
+def _page(
+    request: AuthenticatedHttpRequest,
+    study,
+    form: VerifierForm,
+    import_form: PredictionImportForm | None = None,
+    import_errors: list | None = None,
+    status: int = 200,
+) -> HttpResponse:
     context = {
         "study": study,
         "verifiers": study_verifiers(study),
@@ -43,7 +50,7 @@ def _page(request: HttpRequest, study, form: VerifierForm, import_form: Predicti
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def verifiers_page(request: HttpRequest, slug: str) -> HttpResponse:
+def verifiers_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     """GET: the study's verifiers and runs. POST: define a new LLM verifier."""
     study = access_study(request.user, slug, role=Researcher)
     if request.method == "GET":
@@ -66,7 +73,7 @@ def verifiers_page(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def add_baselines(request: HttpRequest, slug: str) -> HttpResponse:
+def add_baselines(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     study = access_study(request.user, slug, role=Researcher)
     try:
         found = ensure_baselines(study=study, created_by=request.user)
@@ -79,7 +86,7 @@ def add_baselines(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def start_verifier_run(request: HttpRequest, slug: str, verifier_id: int) -> HttpResponse:
+def start_verifier_run(request: AuthenticatedHttpRequest, slug: str, verifier_id: int) -> HttpResponse:
     verifier = access_verifier(request.user, slug, verifier_id)
     form = StartRunForm(request.POST)
     if not form.is_valid():
@@ -96,7 +103,7 @@ def start_verifier_run(request: HttpRequest, slug: str, verifier_id: int) -> Htt
 
 @login_required
 @require_POST
-def stop_verifier_run(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
+def stop_verifier_run(request: AuthenticatedHttpRequest, slug: str, run_id: int) -> HttpResponse:
     run = access_run(request.user, slug, run_id)
     try:
         run = stop_run(run=run)
@@ -109,7 +116,7 @@ def stop_verifier_run(request: HttpRequest, slug: str, run_id: int) -> HttpRespo
 
 @login_required
 @require_GET
-def run_status_json(request: HttpRequest, slug: str, run_id: int) -> JsonResponse:
+def run_status_json(request: AuthenticatedHttpRequest, slug: str, run_id: int) -> JsonResponse:
     """What the page's poller reads."""
     run = access_run(request.user, slug, run_id)
     return JsonResponse(run_status(run))
@@ -117,7 +124,7 @@ def run_status_json(request: HttpRequest, slug: str, run_id: int) -> JsonRespons
 
 @login_required
 @require_POST
-def import_predictions_upload(request: HttpRequest, slug: str) -> HttpResponse:
+def import_predictions_upload(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     """Predictions made elsewhere, imported during the request (such files are small; bigger: the CLI)."""
     study = access_study(request.user, slug, role=Researcher)
     form = PredictionImportForm(request.POST, request.FILES)
@@ -129,8 +136,9 @@ def import_predictions_upload(request: HttpRequest, slug: str) -> HttpResponse:
         fmt = detect_format(upload.name or "")
         limit = settings.PREDICTION_UPLOAD_MAX_BYTES
         if upload.size and upload.size > limit:
-            raise ServiceError(f"the file is {upload.size:,} bytes; upload at most {limit:,} "
-                               "here, or use manage.py import_predictions")
+            raise ServiceError(
+                f"the file is {upload.size:,} bytes; upload at most {limit:,} here, or use manage.py import_predictions"
+            )
         result = import_predictions(study=study, stream=upload, fmt=fmt, update=form.cleaned_data["update"])
     except ImportFailed as exc:
         problems = [error.as_dict() for error in exc.errors]

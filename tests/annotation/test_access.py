@@ -19,7 +19,6 @@ from annotation.services.export_runner import run_export_job
 from metaeval.models import Verifier, VerifierRun
 from metaeval.verifiers.services import create_verifier
 from metaeval.verifiers.services.runs import start_run
-
 from tests.conftest import jsonl, verification_item
 
 
@@ -43,7 +42,12 @@ def study_routes() -> list[tuple[str, URLPattern]]:
 def route_kwargs(pattern: URLPattern, slug: str, item_id: str, job_id: int) -> dict:
     names = set(re.compile(pattern.pattern.regex.pattern).groupindex)
     values = {
-        "slug": slug, "external_id": item_id, "pk": job_id, "fmt": "csv", "chart": "labels", "ext": "svg",
+        "slug": slug,
+        "external_id": item_id,
+        "pk": job_id,
+        "fmt": "csv",
+        "chart": "labels",
+        "ext": "svg",
         "assignment_id": 1,
         "export_id": ExportJob.objects.filter(study__slug=slug).values_list("pk", flat=True).first() or 1,
         "verifier_id": Verifier.objects.filter(study__slug=slug).values_list("pk", flat=True).first() or 1,
@@ -122,7 +126,7 @@ def test_member_reaches_the_same_routes(client, two_studies):
 
 @pytest.mark.django_db
 def test_annotator_is_refused_researcher_pages(client, two_studies, make_user):
-    _, _, study_b, job = two_studies
+    _, _, study_b, _job = two_studies
     make_user("carol")
     add_members(study=study_b, usernames=["carol"], role="annotator")
     client.login(username="carol", password="pw-carol")

@@ -14,7 +14,6 @@ from django.urls import reverse
 
 from annotation.models import Annotation, ImportJob, Item
 from annotation.services import import_runner
-
 from tests.conftest import verification_item
 
 
@@ -38,7 +37,9 @@ def test_schema_is_openapi3_and_documents_the_routes(client, researcher):
         "/api/studies/{slug}/items/import",
         "/api/studies/{slug}/annotations/export",
     } <= paths
-    assert "multipart/form-data" in schema["paths"]["/api/studies/{slug}/items/import"]["post"]["requestBody"]["content"]
+    assert (
+        "multipart/form-data" in schema["paths"]["/api/studies/{slug}/items/import"]["post"]["requestBody"]["content"]
+    )
 
 
 @pytest.mark.django_db
@@ -118,7 +119,9 @@ def test_import_jobs_log_their_start_and_outcome(client, researcher, verificatio
     good, bad = ImportJob.objects.order_by("pk")
     records = [record for record in caplog.records if record.name == "annotation.services.import_runner"]
     messages = [record.getMessage() for record in records]
-    assert len(messages) == 4 and messages[0] == f"import job {good.pk} started: items into study verif from items.jsonl"
+    assert (
+        len(messages) == 4 and messages[0] == f"import job {good.pk} started: items into study verif from items.jsonl"
+    )
     assert messages[1].startswith(f"import job {good.pk} finished in ")
     assert messages[1].endswith(": 2 created, 0 updated from 2 records") and records[1].n_created == 2
     assert messages[2].startswith(f"import job {bad.pk} started")
@@ -126,14 +129,18 @@ def test_import_jobs_log_their_start_and_outcome(client, researcher, verificatio
 
 
 @pytest.mark.django_db
-def test_an_import_that_breaks_fails_its_job_and_logs_the_traceback(client, researcher, verification_study, monkeypatch, caplog):
+def test_an_import_that_breaks_fails_its_job_and_logs_the_traceback(
+    client, researcher, verification_study, monkeypatch, caplog
+):
     def broken(**kwargs):
         raise RuntimeError("the disk is on fire")
 
     monkeypatch.setitem(import_runner.IMPORTERS, ImportJob.What.ITEMS, broken)
     client.force_login(researcher)
     with caplog.at_level(logging.INFO, logger="annotation.services.import_runner"):
-        response = client.post(reverse("api-item-import", args=["verif"]), {"file": upload("items.jsonl", verification_item("a"))})
+        response = client.post(
+            reverse("api-item-import", args=["verif"]), {"file": upload("items.jsonl", verification_item("a"))}
+        )
     body = response.json()
     assert response.status_code == 400 and body["status"] == "failed" and body["error_count"] == 1
     assert "unexpected error (RuntimeError: the disk is on fire); nothing was changed" in body["errors"][0]["message"]
@@ -156,7 +163,9 @@ def test_annotation_import_and_export(client, researcher, loaded_verification_st
     assert response.status_code == 200 and response["Content-Type"].startswith("application/x-ndjson")
     rows = [json.loads(line) for line in b"".join(response.streaming_content).decode().splitlines()]
     assert len(rows) == 7
-    assert {"item": "c-1", "annotator": "w3", "label": "inconclusive", "raw_label": "Inconclusive"}.items() <= rows[2].items()
+    assert {"item": "c-1", "annotator": "w3", "label": "inconclusive", "raw_label": "Inconclusive"}.items() <= rows[
+        2
+    ].items()
     assert client.get(reverse("api-annotation-export", args=["verif"]), {"format": "xml"}).status_code == 400
 
 
@@ -176,6 +185,7 @@ def test_big_upload_is_imported_by_the_background_worker(client, researcher, ver
     job = client.get(reverse("api-import-job", args=["verif", job_id])).json()
     assert job["status"] == "succeeded" and job["created"] == 50
     assert Item.objects.filter(study=verification_study).count() == 50
-    assert not ImportJob.objects.get(pk=job_id).file_path or not __import__("pathlib").Path(
-        ImportJob.objects.get(pk=job_id).file_path
-    ).exists()
+    assert (
+        not ImportJob.objects.get(pk=job_id).file_path
+        or not __import__("pathlib").Path(ImportJob.objects.get(pk=job_id).file_path).exists()
+    )

@@ -1,4 +1,4 @@
-"""The assignment service (DESIGN §5): slots, leases, breadth-first order, answers in system space."""
+"""The assignment service (docs/architecture.md, Mechanisms): slots, leases, breadth-first order, answers in system space."""
 
 from __future__ import annotations
 
@@ -35,7 +35,6 @@ from annotation.vocab import (
     preference_label,
     preference_parts,
 )
-
 from tests.conftest import jsonl, preference_item, verification_item
 
 pytestmark = pytest.mark.django_db
@@ -43,7 +42,16 @@ pytestmark = pytest.mark.django_db
 SUPPORTED = SubmittedAnswer(label="supported")
 
 
-def make_study(kind: str = "verification", *, n: int = 3, items: int = 5, annotators: int = 3, slug: str = "s", item_overrides=None, **options) -> tuple[Study, list]:
+def make_study(
+    kind: str = "verification",
+    *,
+    n: int = 3,
+    items: int = 5,
+    annotators: int = 3,
+    slug: str = "s",
+    item_overrides=None,
+    **options,
+) -> tuple[Study, list]:
     """An open study with `items` items and annotators a1..a<annotators>."""
     study = create_study(slug=slug, name=slug, kind=kind, annotators_per_item=n, **options)
     names = [f"{slug}-a{number}" for number in range(1, annotators + 1)]
@@ -67,6 +75,7 @@ def answer_all(study: Study, user, answer: SubmittedAnswer = SUPPORTED) -> list[
 
 
 # --- handing out ---------------------------------------------------------------
+
 
 def test_the_same_assignment_comes_back_until_it_is_answered():
     study, (a1, *_) = make_study()
@@ -100,7 +109,11 @@ def test_breadth_first_prefers_the_item_with_most_slots_taken():
     two = Item.objects.get(study=study, external_id="i-2")
     for user, item in ((users[0], one), (users[1], two), (users[2], two)):
         Assignment.objects.create(
-            study=study, item=item, annotator=user, slot=item.slots_taken, max_slots=3,
+            study=study,
+            item=item,
+            annotator=user,
+            slot=item.slots_taken,
+            max_slots=3,
             status="submitted",
         )
         Item.objects.filter(pk=item.pk).update(slots_taken=item.slots_taken + 1)
@@ -145,7 +158,10 @@ def test_an_expired_lease_is_reclaimed_by_someone_who_has_not_had_the_item(caplo
     assert (old.status, old.slot, old.annotator_id) == ("skipped", None, a1.pk)
     assert old.lease_expires_at is not None  # the mark of a lease that ran out
     assert Item.objects.get(pk=held.item_id).slots_taken == 1
-    with caplog.at_level(logging.INFO, logger="annotation.services.assignments"), pytest.raises(LeaseLost, match="ran out"):
+    with (
+        caplog.at_level(logging.INFO, logger="annotation.services.assignments"),
+        pytest.raises(LeaseLost, match="ran out"),
+    ):
         submit(user=a1, study=study, assignment_id=held.pk, answer=SubmittedAnswer(choice="tie"))
     assert not Annotation.objects.exists()
     assert f"answered assignment {held.pk} in study {study.slug} after its lease ran out" in caplog.text
@@ -212,7 +228,10 @@ def test_a_claim_that_keeps_losing_races_says_busy_not_finished(monkeypatch, cap
     monkeypatch.setattr(assignments, "_claim", always_busy)
     monkeypatch.setattr(assignments, "CLAIM_ATTEMPTS", 3)
     caplog.clear()
-    with caplog.at_level(logging.DEBUG, logger="annotation.services.assignments"), pytest.raises(assignments.ClaimContention):
+    with (
+        caplog.at_level(logging.DEBUG, logger="annotation.services.assignments"),
+        pytest.raises(assignments.ClaimContention),
+    ):
         claim_next(user=a1, study=study)
     levels = [record.levelname for record in caplog.records if record.name == "annotation.services.assignments"]
     assert levels == ["DEBUG"] * 3 + ["WARNING"]  # each lost race, then giving up
@@ -253,6 +272,7 @@ def test_progress_in_a_big_study_counts_open_items_only_up_to_a_limit(monkeypatc
 
 # --- randomisation ---------------------------------------------------------------
 
+
 def test_randomisation_is_stored_and_reproducible_from_the_seed():
     study, users = make_study(kind="preference", items=4, n=3)
     for user in users:
@@ -288,6 +308,7 @@ def test_among_items_at_the_same_stage_the_annotators_keyed_order_decides():
 
 # --- answers ---------------------------------------------------------------------------
 
+
 def test_submit_is_idempotent():
     study, (a1, *_) = make_study()
     assignment = claim_next(user=a1, study=study)
@@ -302,7 +323,12 @@ def test_submitting_again_with_another_answer_is_a_revision():
     study, (a1, *_) = make_study()
     assignment = claim_next(user=a1, study=study)
     submit(user=a1, study=study, assignment_id=assignment.pk, answer=SUPPORTED)
-    submit(user=a1, study=study, assignment_id=assignment.pk, answer=SubmittedAnswer(label="contradicted", justification="misread"))
+    submit(
+        user=a1,
+        study=study,
+        assignment_id=assignment.pk,
+        answer=SubmittedAnswer(label="contradicted", justification="misread"),
+    )
     annotation = Annotation.objects.get(assignment=assignment)
     assert (annotation.label, annotation.justification) == ("contradicted", "misread")
     revision = AnnotationRevision.objects.get(annotation=annotation)
@@ -331,9 +357,14 @@ def test_preference_answers_are_stored_in_system_space_for_both_placements():
         assert row["strength"] == choice.split("_")[1]
 
 
-@pytest.mark.parametrize("choice, preferred_side, label_kind", [
-    ("right_strong", "right", "strong"), ("right_slight", "right", "slight"), ("tie", None, "tie"),
-])
+@pytest.mark.parametrize(
+    "choice, preferred_side, label_kind",
+    [
+        ("right_strong", "right", "strong"),
+        ("right_slight", "right", "slight"),
+        ("tie", None, "tie"),
+    ],
+)
 def test_preference_right_and_tie(choice, preferred_side, label_kind):
     study, (a1, *_) = make_study(kind="preference", items=1, n=1)
     assignment = claim_next(user=a1, study=study)
@@ -355,32 +386,55 @@ def test_verification_answer_with_evidence_and_rationale():
         item_overrides={"evidence": [{"text": "one"}, {"text": "two"}]},
     )
     assignment = claim_next(user=a1, study=study)
-    submit(user=a1, study=study, assignment_id=assignment.pk, answer=SubmittedAnswer(
-        label="contradicted", justification="passage 2 says otherwise", active_ms=4200,
-        evidence=[{"index": 1, "judgement": "not_support", "useful": True}, {"index": 0, "judgement": "irrelevant"}],
-    ))
+    submit(
+        user=a1,
+        study=study,
+        assignment_id=assignment.pk,
+        answer=SubmittedAnswer(
+            label="contradicted",
+            justification="passage 2 says otherwise",
+            active_ms=4200,
+            evidence=[
+                {"index": 1, "judgement": "not_support", "useful": True},
+                {"index": 0, "judgement": "irrelevant"},
+            ],
+        ),
+    )
     annotation = Annotation.objects.get(assignment=assignment)
     assert annotation.evidence_judgements == [
         {"index": 0, "judgement": "irrelevant", "useful": False},
         {"index": 1, "judgement": "not_support", "useful": True},
     ]
-    assert (annotation.label, annotation.active_ms, annotation.justification) == ("contradicted", 4200, "passage 2 says otherwise")
+    assert (annotation.label, annotation.active_ms, annotation.justification) == (
+        "contradicted",
+        4200,
+        "passage 2 says otherwise",
+    )
 
 
-@pytest.mark.parametrize("answer, message", [
-    (SubmittedAnswer(label="true"), "label must be one of"),
-    (SubmittedAnswer(label=""), "label must be one of"),
-    (SubmittedAnswer(label="supported", evidence=[{"index": 5, "judgement": "support"}]), "evidence index"),
-    (SubmittedAnswer(label="supported", evidence=[{"index": True, "judgement": "support"}]), "evidence index"),
-    (SubmittedAnswer(label="supported", evidence=[{"index": 0, "judgement": "yes"}]), "evidence judgement must be"),
-    (SubmittedAnswer(label="supported", evidence=[{"index": 0, "judgement": "support", "useful": "yes"}]), "'useful'"),
-    (SubmittedAnswer(label="supported", evidence=[{"index": 0, "judgement": "support"}] * 2), "judged twice"),
-    (SubmittedAnswer(label="supported", evidence=["support"]), "must be an object"),
-    (SubmittedAnswer(label="supported", evidence=[{"index": 0, "judgement": "support", "usefull": True}]), "unknown key"),
-    (SubmittedAnswer(label="supported", active_ms=-1), "active_ms"),
-    (SubmittedAnswer(label="supported", active_ms=True), "active_ms"),
-    (SubmittedAnswer(label="supported", justification="x" * 10_001), "limit"),
-])
+@pytest.mark.parametrize(
+    "answer, message",
+    [
+        (SubmittedAnswer(label="true"), "label must be one of"),
+        (SubmittedAnswer(label=""), "label must be one of"),
+        (SubmittedAnswer(label="supported", evidence=[{"index": 5, "judgement": "support"}]), "evidence index"),
+        (SubmittedAnswer(label="supported", evidence=[{"index": True, "judgement": "support"}]), "evidence index"),
+        (SubmittedAnswer(label="supported", evidence=[{"index": 0, "judgement": "yes"}]), "evidence judgement must be"),
+        (
+            SubmittedAnswer(label="supported", evidence=[{"index": 0, "judgement": "support", "useful": "yes"}]),
+            "'useful'",
+        ),
+        (SubmittedAnswer(label="supported", evidence=[{"index": 0, "judgement": "support"}] * 2), "judged twice"),
+        (SubmittedAnswer(label="supported", evidence=["support"]), "must be an object"),
+        (
+            SubmittedAnswer(label="supported", evidence=[{"index": 0, "judgement": "support", "usefull": True}]),
+            "unknown key",
+        ),
+        (SubmittedAnswer(label="supported", active_ms=-1), "active_ms"),
+        (SubmittedAnswer(label="supported", active_ms=True), "active_ms"),
+        (SubmittedAnswer(label="supported", justification="x" * 10_001), "limit"),
+    ],
+)
 def test_bad_verification_answers_are_refused_and_change_nothing(answer, message):
     study, (a1, *_) = make_study(evidence_judgements=True)
     assignment = claim_next(user=a1, study=study)
@@ -393,17 +447,25 @@ def test_bad_verification_answers_are_refused_and_change_nothing(answer, message
 TWO_PASSAGES = {"evidence": [{"text": "one"}, {"text": "two"}]}
 
 
-@pytest.mark.parametrize("overrides, evidence, message", [
-    (TWO_PASSAGES, None, "judgement of every evidence passage: send 'evidence' with index 0..1"),
-    (TWO_PASSAGES, [{"index": 1, "judgement": "support"}], "missing index 0 .the item has 2 passages"),
-    ({"evidence": []}, [{"index": 0, "judgement": "support"}], "no evidence passages to judge"),
-])
+@pytest.mark.parametrize(
+    "overrides, evidence, message",
+    [
+        (TWO_PASSAGES, None, "judgement of every evidence passage: send 'evidence' with index 0..1"),
+        (TWO_PASSAGES, [{"index": 1, "judgement": "support"}], "missing index 0 .the item has 2 passages"),
+        ({"evidence": []}, [{"index": 0, "judgement": "support"}], "no evidence passages to judge"),
+    ],
+)
 def test_a_study_that_asks_for_evidence_judgements_gets_one_per_passage(overrides, evidence, message):
     """The same rule as the web form: all passages judged, or the answer is refused (nothing stored)."""
     study, (a1, *_) = make_study(evidence_judgements=True, item_overrides=overrides)
     assignment = claim_next(user=a1, study=study)
     with pytest.raises(ServiceError, match=message):
-        submit(user=a1, study=study, assignment_id=assignment.pk, answer=SubmittedAnswer(label="supported", evidence=evidence))
+        submit(
+            user=a1,
+            study=study,
+            assignment_id=assignment.pk,
+            answer=SubmittedAnswer(label="supported", evidence=evidence),
+        )
     assert not Annotation.objects.exists()
 
 
@@ -418,18 +480,29 @@ def test_evidence_judgements_are_refused_when_the_study_does_not_ask_for_them():
     study, (a1, *_) = make_study()
     assignment = claim_next(user=a1, study=study)
     with pytest.raises(ServiceError, match="does not ask for evidence"):
-        submit(user=a1, study=study, assignment_id=assignment.pk,
-               answer=SubmittedAnswer(label="supported", evidence=[{"index": 0, "judgement": "support"}]))
+        submit(
+            user=a1,
+            study=study,
+            assignment_id=assignment.pk,
+            answer=SubmittedAnswer(label="supported", evidence=[{"index": 0, "judgement": "support"}]),
+        )
 
 
-@pytest.mark.parametrize("options, answer, message", [
-    ({}, SubmittedAnswer(choice="left"), "choice must be one of"),
-    ({}, SubmittedAnswer(label="a_strong"), "choice must be one of"),
-    ({"tie_allowed": False}, SubmittedAnswer(choice="tie"), "does not allow a tie"),
-    ({}, SubmittedAnswer(choice="both_bad"), "does not offer 'both bad'"),
-    ({"justification_required": True}, SubmittedAnswer(choice="left_strong"), "asks for a justification"),
-    ({"justification_required": True}, SubmittedAnswer(choice="left_strong", justification="   "), "asks for a justification"),
-])
+@pytest.mark.parametrize(
+    "options, answer, message",
+    [
+        ({}, SubmittedAnswer(choice="left"), "choice must be one of"),
+        ({}, SubmittedAnswer(label="a_strong"), "choice must be one of"),
+        ({"tie_allowed": False}, SubmittedAnswer(choice="tie"), "does not allow a tie"),
+        ({}, SubmittedAnswer(choice="both_bad"), "does not offer 'both bad'"),
+        ({"justification_required": True}, SubmittedAnswer(choice="left_strong"), "asks for a justification"),
+        (
+            {"justification_required": True},
+            SubmittedAnswer(choice="left_strong", justification="   "),
+            "asks for a justification",
+        ),
+    ],
+)
 def test_bad_preference_answers_are_refused(options, answer, message):
     study, (a1, *_) = make_study(kind="preference", **options)
     assignment = claim_next(user=a1, study=study)
@@ -453,8 +526,12 @@ def test_preference_labels_and_choices_split_and_join_in_one_place():
     assert preference_parts("b_strong") == (1, "strong") and preference_parts("tie") == (None, "")
     assert preference_choice_parts("left_slight") == (0, "slight") and preference_choice_parts("both_bad") == (None, "")
     assert [option.value for option in PREFERENCE_OPTIONS] == list(PREFERENCE_CHOICES)  # the page offers the vocabulary
-    for bad in (lambda: preference_parts("a_strongest"), lambda: preference_choice_parts("a_strong"),
-                lambda: preference_label(0, "very"), lambda: preference_label(2, "strong")):
+    for bad in (
+        lambda: preference_parts("a_strongest"),
+        lambda: preference_choice_parts("a_strong"),
+        lambda: preference_label(0, "very"),
+        lambda: preference_label(2, "strong"),
+    ):
         with pytest.raises(ValueError):
             bad()
 
@@ -462,12 +539,18 @@ def test_preference_labels_and_choices_split_and_join_in_one_place():
 def test_both_bad_when_the_study_offers_it():
     study, (a1, *_) = make_study(kind="preference", both_bad_allowed=True, justification_required=True)
     assignment = claim_next(user=a1, study=study)
-    submit(user=a1, study=study, assignment_id=assignment.pk, answer=SubmittedAnswer(choice="both_bad", justification="both invent facts"))
+    submit(
+        user=a1,
+        study=study,
+        assignment_id=assignment.pk,
+        answer=SubmittedAnswer(choice="both_bad", justification="both invent facts"),
+    )
     annotation = Annotation.objects.get(assignment=assignment)
     assert (annotation.label, annotation.preferred_system, annotation.choice) == ("both_bad", "", "both_bad")
 
 
 # --- who may do what ------------------------------------------------------------------
+
 
 def test_a_closed_study_refuses_claims_and_answers():
     study, (a1, *_) = make_study()

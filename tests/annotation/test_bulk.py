@@ -13,8 +13,21 @@ from annotation.services import create_study
 
 pytestmark = pytest.mark.django_db
 
-FIELDS = ["study", "external_id", "position", "domain", "summary", "payload", "response_id", "system",
-          "gold_label", "gold_raw", "slots_taken", "created_at", "updated_at"]
+FIELDS = [
+    "study",
+    "external_id",
+    "position",
+    "domain",
+    "summary",
+    "payload",
+    "response_id",
+    "system",
+    "gold_label",
+    "gold_raw",
+    "slots_taken",
+    "created_at",
+    "updated_at",
+]
 
 
 def row(study, external_id: str, payload: dict, now) -> tuple:
@@ -24,7 +37,7 @@ def row(study, external_id: str, payload: dict, now) -> tuple:
 def test_rows_read_back_as_written():
     study = create_study(slug="bulk", name="Bulk", kind="verification")
     now = timezone.now()
-    payload = {"claim": "Tab\tnewline\nbackslash\\ quote\" «é» \\N", "evidence": [{"text": "x", "rank": None}]}
+    payload = {"claim": 'Tab\tnewline\nbackslash\\ quote" «é» \\N', "evidence": [{"text": "x", "rank": None}]}
     assert insert_rows(Item, FIELDS, [row(study, "a", payload, now), row(study, "b", {}, now)]) == 2
     stored = {item.external_id: item for item in Item.objects.filter(study=study)}
     assert stored["a"].payload == payload and stored["b"].payload == {}

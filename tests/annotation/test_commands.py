@@ -43,7 +43,10 @@ def test_create_study_defaults_per_kind():
     assert study.binary_map == VERIFICATION_BINARY
     assert (study.annotators_per_item, study.systems, study.status) == (3, [], "open")
     assert (study.evidence_judgements, study.justification_required, study.tie_allowed, study.both_bad_allowed) == (
-        False, False, True, False
+        False,
+        False,
+        True,
+        False,
     )
     assert "Created verification study 'ver'" in out and "supported, contradicted, inconclusive" in out
     assert f"seed {study.seed}" in out
@@ -58,11 +61,29 @@ def test_create_study_with_labels_aliases_binary_map_and_options(tmp_path):
     instructions = tmp_path / "guide.md"
     instructions.write_bytes("\ufeff# Guide\n\nJudge *only* the summary — not the article.\n".encode("utf-8"))
     out = run(
-        "create_study", "xsum", "--name", "  XSum  ", "--kind", "verification", "--annotators-per-item", "5",
-        "--labels", "factual, not_factual", "--label-aliases", "yes=factual, no = not_factual",
-        "--binary-map", "factual=positive,not_factual=negative", "--seed", "1234",
-        "--instructions", str(instructions), "--evidence-judgements", "--justification-required",
-        "--irrelevant-in-credibility", "--status", "draft",
+        "create_study",
+        "xsum",
+        "--name",
+        "  XSum  ",
+        "--kind",
+        "verification",
+        "--annotators-per-item",
+        "5",
+        "--labels",
+        "factual, not_factual",
+        "--label-aliases",
+        "yes=factual, no = not_factual",
+        "--binary-map",
+        "factual=positive,not_factual=negative",
+        "--seed",
+        "1234",
+        "--instructions",
+        str(instructions),
+        "--evidence-judgements",
+        "--justification-required",
+        "--irrelevant-in-credibility",
+        "--status",
+        "draft",
     )
     study = Study.objects.get(slug="xsum")
     assert study.name == "XSum"
@@ -76,7 +97,18 @@ def test_create_study_with_labels_aliases_binary_map_and_options(tmp_path):
 
 
 def test_create_preference_study_with_systems_and_flags():
-    run("create_study", "p", "--name", "P", "--kind", "preference", "--systems", "veriscore, safe", "--no-tie", "--both-bad")
+    run(
+        "create_study",
+        "p",
+        "--name",
+        "P",
+        "--kind",
+        "preference",
+        "--systems",
+        "veriscore, safe",
+        "--no-tie",
+        "--both-bad",
+    )
     study = Study.objects.get(slug="p")
     assert study.systems == ["veriscore", "safe"]
     assert "tie" not in study.labels and "both_bad" in study.labels
@@ -110,14 +142,18 @@ def test_create_study_refuses_bad_input(args, message):
 
 
 def test_create_study_refuses_bad_preference_setup():
-    assert "exactly two distinct names" in fails("create_study", "p", "--name", "P", "--kind", "preference", "--systems", "a,a")
+    assert "exactly two distinct names" in fails(
+        "create_study", "p", "--name", "P", "--kind", "preference", "--systems", "a,a"
+    )
     assert "ordinal scale" in fails("create_study", "p", "--name", "P", "--kind", "preference", "--labels", "good,bad")
     assert not Study.objects.exists()
 
 
 def test_create_study_refuses_a_duplicate_slug():
     run("create_study", "dup", "--name", "First", "--kind", "verification")
-    assert "a study with slug 'dup' already exists" in fails("create_study", "dup", "--name", "Second", "--kind", "preference")
+    assert "a study with slug 'dup' already exists" in fails(
+        "create_study", "dup", "--name", "Second", "--kind", "preference"
+    )
     assert Study.objects.get(slug="dup").name == "First"
 
 
@@ -155,7 +191,9 @@ def test_import_items_and_annotations(verification_study, tmp_path):
 
 
 def test_malformed_item_file_names_line_and_field(verification_study, tmp_path):
-    path = write(tmp_path / "items.jsonl", verification_item("c-1"), {"id": "c-2", "claim": 7}, verification_item("c-3"))
+    path = write(
+        tmp_path / "items.jsonl", verification_item("c-1"), {"id": "c-2", "claim": 7}, verification_item("c-3")
+    )
     text = fails("import_items", "verif", str(path))
     assert "nothing was changed" in text
     assert "line 2, field 'claim': must be a string, got number" in text
@@ -180,7 +218,9 @@ def test_malformed_annotation_file_names_line_and_field(loaded_verification_stud
 
 @pytest.mark.parametrize("command", ["import_items", "import_annotations"])
 def test_import_file_problems(verification_study, preference_study, tmp_path, command):
-    assert "no such file: " + str(tmp_path / "missing.jsonl") in fails(command, "verif", str(tmp_path / "missing.jsonl"))
+    assert "no such file: " + str(tmp_path / "missing.jsonl") in fails(
+        command, "verif", str(tmp_path / "missing.jsonl")
+    )
     odd = tmp_path / "items.xlsx"
     odd.write_bytes(b"PK")
     assert "cannot tell the format of 'items.xlsx'" in fails(command, "verif", str(odd))
@@ -205,7 +245,9 @@ def test_add_members_prints_passwords_for_new_users_only(verification_study, ann
         assert member.role == "annotator" and not member.is_external
         assert password not in User.objects.get(username=username).password  # only the hash is stored
     assert re.search(r"^anna: already in verif as annotator \(ann-01\); unchanged$", out, re.M)
-    pseudonyms = set(StudyMember.objects.filter(study=verification_study, role="annotator").values_list("pseudonym", flat=True))
+    pseudonyms = set(
+        StudyMember.objects.filter(study=verification_study, role="annotator").values_list("pseudonym", flat=True)
+    )
     assert pseudonyms == {"ann-01", "ann-02", "ann-03"}
 
     again = run("add_members", "verif", "ann2", "ann3", "--role", "researcher")
@@ -265,7 +307,10 @@ def test_load_demo_twice():
     external = StudyMember.objects.filter(study=xsum, is_external=True)
     assert sorted(external.values_list("pseudonym", flat=True)) == ["wid_0", "wid_1", "wid_2"]
     assert not User.objects.filter(study_memberships__in=external, is_active=True).exists()
-    assert set(Annotation.objects.filter(assignment__study=xsum).values_list("label", flat=True)) == {"factual", "not_factual"}
+    assert set(Annotation.objects.filter(assignment__study=xsum).values_list("label", flat=True)) == {
+        "factual",
+        "not_factual",
+    }
     for item in Item.objects.filter(study=xsum).only("slots_taken")[:50]:
         assert item.slots_taken == Assignment.objects.filter(item=item, slot__isnull=False).count()
 
@@ -279,19 +324,30 @@ def test_load_demo_twice():
 
     for study in studies.values():
         roles = dict(
-            StudyMember.objects.filter(study=study, user__username__in=[DEMO_RESEARCHER, *DEMO_ANNOTATORS])
-            .values_list("user__username", "role")
+            StudyMember.objects.filter(study=study, user__username__in=[DEMO_RESEARCHER, *DEMO_ANNOTATORS]).values_list(
+                "user__username", "role"
+            )
         )
-        assert roles == {DEMO_RESEARCHER: "researcher", **{name: "annotator" for name in DEMO_ANNOTATORS}}, study.slug
+        assert roles == {DEMO_RESEARCHER: "researcher", **dict.fromkeys(DEMO_ANNOTATORS, "annotator")}, study.slug
 
 
 def test_load_demo_completes_a_partly_loaded_study(tmp_path):
     """A study that exists without its items (say, a run that was interrupted) is completed, not duplicated."""
-    run("create_study", "factscore-pref", "--name", "made by hand", "--kind", "preference",
-        "--systems", "model_facts,human_facts")
+    run(
+        "create_study",
+        "factscore-pref",
+        "--name",
+        "made by hand",
+        "--kind",
+        "preference",
+        "--systems",
+        "model_facts,human_facts",
+    )
     run("load_demo")
     study = Study.objects.get(slug="factscore-pref")
     assert study.name == "made by hand"
     assert Item.objects.filter(study=study).count() == len(
-        (Path(__file__).resolve().parents[2] / "fixtures" / "factscore" / "items.jsonl").read_text(encoding="utf-8").splitlines()
+        (Path(__file__).resolve().parents[2] / "fixtures" / "factscore" / "items.jsonl")
+        .read_text(encoding="utf-8")
+        .splitlines()
     )

@@ -1,4 +1,4 @@
-"""Real threads claiming and answering at once (issue 3, point 8; DESIGN §8).
+"""Real threads claiming and answering at once (issue 3, point 8; docs/architecture.md, Tests and benchmarks).
 
 Runs against whatever database the suite runs on: the file-based SQLite test
 database (config/settings_test.py) in the first CI pass, PostgreSQL in the
@@ -24,7 +24,6 @@ from django.utils import timezone
 from annotation.models import Annotation, AnnotationRevision, Assignment, Item
 from annotation.services import add_members, create_study, import_items
 from annotation.services.assignments import LeaseLost, SubmittedAnswer, claim_next, lease_length, skip, submit
-
 from tests.conftest import jsonl, preference_item
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -46,7 +45,7 @@ def run_in_threads(jobs: list[Callable[[], object]]) -> list[object]:
         try:
             barrier.wait(timeout=30)
             results[index] = job()
-        except BaseException as exc:  # noqa: BLE001 - reported below, in the test's thread
+        except BaseException as exc:
             errors.append(exc)
         finally:
             connections.close_all()  # this thread's own connections
@@ -89,8 +88,13 @@ def test_many_annotators_at_once_give_every_item_exactly_n_answers():
                     skip(user=user, study=study, assignment_id=assignment.pk, now=now)
                     outcome["skipped"] += 1
                 else:
-                    submit(user=user, study=study, assignment_id=assignment.pk,
-                           answer=SubmittedAnswer(choice=rng.choice(CHOICES)), now=now)
+                    submit(
+                        user=user,
+                        study=study,
+                        assignment_id=assignment.pk,
+                        answer=SubmittedAnswer(choice=rng.choice(CHOICES)),
+                        now=now,
+                    )
                     outcome["submitted"] += 1
             except LeaseLost:  # a faster clock took it over between claim and answer
                 outcome["lost"] += 1
@@ -104,7 +108,9 @@ def test_many_annotators_at_once_give_every_item_exactly_n_answers():
             if assignment is None:
                 return outcome
             try:
-                submit(user=user, study=study, assignment_id=assignment.pk, answer=SubmittedAnswer(choice="tie"), now=base)
+                submit(
+                    user=user, study=study, assignment_id=assignment.pk, answer=SubmittedAnswer(choice="tie"), now=base
+                )
                 outcome["submitted"] += 1
             except LeaseLost:
                 outcome["lost"] += 1
@@ -114,15 +120,20 @@ def test_many_annotators_at_once_give_every_item_exactly_n_answers():
     # Quitters go first (so that each surely holds a lease when it walks away:
     # SQLite's lock is not fair and a late thread can find the study finished).
     quit = run_in_threads([(lambda user=user, k=k: quit_after(user, answers=k)) for k, user in enumerate(quitters)])
-    first = run_in_threads([
-        (lambda user=user, k=k: work(user, fast_clock if k % 2 else base, seed=k)) for k, user in enumerate(workers)
-    ])
+    first = run_in_threads(
+        [(lambda user=user, k=k: work(user, fast_clock if k % 2 else base, seed=k)) for k, user in enumerate(workers)]
+    )
     # Whatever is still held now has its lease run out by tomorrow: everyone finishes the study.
     tomorrow = base + timedelta(days=1)
-    second = run_in_threads([(lambda user=user, k=k: work(user, tomorrow, seed=100 + k)) for k, user in enumerate(workers)])
+    second = run_in_threads(
+        [(lambda user=user, k=k: work(user, tomorrow, seed=100 + k)) for k, user in enumerate(workers)]
+    )
 
-    assignments = list(Assignment.objects.filter(study=study).values(
-        "item_id", "annotator_id", "slot", "status", "left_system", "lease_expires_at", "pk"))
+    assignments = list(
+        Assignment.objects.filter(study=study).values(
+            "item_id", "annotator_id", "slot", "status", "left_system", "lease_expires_at", "pk"
+        )
+    )
     by_item: dict[int, list[dict]] = defaultdict(list)
     for row in assignments:
         by_item[row["item_id"]].append(row)
@@ -188,6 +199,8 @@ def test_double_submit_from_two_threads_stores_one_annotation():
     study, (user,) = make_preference_study("double", 3, 1, ["clicker"])
     assignment = claim_next(user=user, study=study)
     answer = SubmittedAnswer(choice="left_slight")
-    run_in_threads([lambda: submit(user=user, study=study, assignment_id=assignment.pk, answer=answer) for _ in range(8)])
+    run_in_threads(
+        [lambda: submit(user=user, study=study, assignment_id=assignment.pk, answer=answer) for _ in range(8)]
+    )
     assert Annotation.objects.filter(assignment=assignment).count() == 1
     assert not AnnotationRevision.objects.exists()

@@ -1,6 +1,6 @@
 """Every database constraint of the annotation models, violated once by a direct ORM write.
 
-The services validate first, but the invariants of DESIGN §2 (one label per
+The services validate first, but the invariants of the data model (docs/architecture.md) (one label per
 annotator per item, at most N slots per item, answers in system space) must
 hold even when application code races or is bypassed, so each one is checked
 here against the database itself, on SQLite and on PostgreSQL.
@@ -30,6 +30,7 @@ from annotation.models import (
 )
 
 pytestmark = pytest.mark.django_db
+
 
 def violates(name: str, write, *, columns: tuple[str, ...] = ()) -> IntegrityError:
     """Run `write` in its own savepoint and require it to break constraint `name`.
@@ -105,7 +106,9 @@ def test_a_valid_row_of_every_model_is_stored(study, item, users):
         lambda: StudyMember.objects.create(study=study, user=users[1], role="researcher", pseudonym="r1")
     )
     active = allowed(lambda: assignment(item, users[0], slot=0, status="active"))
-    submitted = allowed(lambda: assignment(item, users[1], slot=2, status="submitted"))  # slot N-1 is the last valid one
+    submitted = allowed(
+        lambda: assignment(item, users[1], slot=2, status="submitted")
+    )  # slot N-1 is the last valid one
     skipped = allowed(lambda: assignment(item, users[2], slot=None, status="skipped"))
     label = allowed(lambda: Annotation.objects.create(assignment=submitted, label="yes", raw_label="Yes"))
     preferred = allowed(
@@ -114,17 +117,21 @@ def test_a_valid_row_of_every_model_is_stored(study, item, users):
         )
     )
     revision = allowed(
-        lambda: AnnotationRevision.objects.create(annotation=label, old_value={"label": "no"}, new_value={"label": "yes"})
+        lambda: AnnotationRevision.objects.create(
+            annotation=label, old_value={"label": "no"}, new_value={"label": "yes"}
+        )
     )
-    job = allowed(
-        lambda: ImportJob.objects.create(study=study, what="items", file_name="x.jsonl", file_format="jsonl")
-    )
+    job = allowed(lambda: ImportJob.objects.create(study=study, what="items", file_name="x.jsonl", file_format="jsonl"))
     assert member.pk and researcher.pk and active.pk and skipped.pk and preferred.pk and revision.pk and job.pk
     assert Assignment.objects.filter(item=item).count() == 3
     assert Annotation.objects.count() == 2
     for kind in ("preference", "verification"):
         for status in ("draft", "open", "closed"):
-            allowed(lambda: Study.objects.create(slug=f"{kind}-{status}", name="x", kind=kind, status=status))
+            allowed(
+                lambda kind=kind, status=status: Study.objects.create(
+                    slug=f"{kind}-{status}", name="x", kind=kind, status=status
+                )
+            )
 
 
 # --- Study ----------------------------------------------------------------------
@@ -322,9 +329,7 @@ def test_import_job_what_and_status_must_be_known(study):
     )
     violates(
         "importjob_status_valid",
-        lambda: ImportJob.objects.create(
-            study=study, what="items", file_name="x", file_format="jsonl", status="lost"
-        ),
+        lambda: ImportJob.objects.create(study=study, what="items", file_name="x", file_format="jsonl", status="lost"),
     )
 
 

@@ -1,4 +1,4 @@
-"""Annotation export (DESIGN §4): round trip, columns, pseudonyms, CSV injection, streaming."""
+"""Annotation export (README, File formats): round trip, columns, pseudonyms, CSV injection, streaming."""
 
 from __future__ import annotations
 
@@ -40,30 +40,62 @@ V_ITEMS = [
     for n in range(1, 4)
 ]
 V_ANNOTATIONS: list[dict[str, Any]] = [
-    {"item": "c-1", "annotator": "w1", "label": "Supported", "justification": "Both passages agree, \"clearly\".",
-     "active_ms": 4200, "evidence": [{"index": 0, "judgement": "support", "useful": True},
-                                     {"index": 1, "judgement": "irrelevant", "useful": False}]},
+    {
+        "item": "c-1",
+        "annotator": "w1",
+        "label": "Supported",
+        "justification": 'Both passages agree, "clearly".',
+        "active_ms": 4200,
+        "evidence": [
+            {"index": 0, "judgement": "support", "useful": True},
+            {"index": 1, "judgement": "irrelevant", "useful": False},
+        ],
+    },
     {"item": "c-1", "annotator": "w2", "label": "contradicted", "active_ms": 0},
     {"item": "c-1", "annotator": "w3", "label": "inconclusive", "justification": "Line one.\nLine two, with a comma."},
     {"item": "c-2", "annotator": "w2", "label": "supported", "raw_label": "SUP"},
-    {"item": "c-3", "annotator": "w1", "label": "inconclusive", "choice": "inconclusive",
-     "evidence": [{"index": 1, "judgement": "not_support", "useful": True}]},
+    {
+        "item": "c-3",
+        "annotator": "w1",
+        "label": "inconclusive",
+        "choice": "inconclusive",
+        "evidence": [{"index": 1, "judgement": "not_support", "useful": True}],
+    },
 ]
 P_ITEMS = [preference_item(f"p-{n}") for n in range(1, 3)]
 P_ANNOTATIONS: list[dict[str, Any]] = [
-    {"item": "p-1", "annotator": "w1", "preferred": "veriscore", "strength": "strong", "left_system": "safe",
-     "choice": "right_strong", "justification": "List 2 covers more.", "active_ms": 15000},
+    {
+        "item": "p-1",
+        "annotator": "w1",
+        "preferred": "veriscore",
+        "strength": "strong",
+        "left_system": "safe",
+        "choice": "right_strong",
+        "justification": "List 2 covers more.",
+        "active_ms": 15000,
+    },
     {"item": "p-1", "annotator": "w2", "label": "tie", "justification": "Same facts."},
-    {"item": "p-1", "annotator": "w3", "preferred": "safe", "strength": "slight", "left_system": "veriscore",
-     "choice": "right_slight", "active_ms": 9000},
+    {
+        "item": "p-1",
+        "annotator": "w3",
+        "preferred": "safe",
+        "strength": "slight",
+        "left_system": "veriscore",
+        "choice": "right_slight",
+        "active_ms": 9000,
+    },
     {"item": "p-2", "annotator": "w1", "label": "b_strong", "justification": "Fewer errors."},
 ]
 
 
 def make_study(slug: str, kind: str, items: list[dict]) -> Study:
     study = create_study(
-        slug=slug, name=slug, kind=kind, annotators_per_item=3,
-        evidence_judgements=kind == "verification", justification_required=kind == "preference",
+        slug=slug,
+        name=slug,
+        kind=kind,
+        annotators_per_item=3,
+        evidence_judgements=kind == "verification",
+        justification_required=kind == "preference",
     )
     import_items(study=study, stream=jsonl(*items), fmt="jsonl")
     study.refresh_from_db()
@@ -136,7 +168,11 @@ def test_exported_timestamps_are_pythons_isoformat(sources):
     Annotation.objects.filter(pk=annotations[1].pk).update(created_at=with_micro)
     Assignment.objects.filter(pk=annotations[1].assignment_id).update(submitted_at=None)
     expected = {
-        (a.assignment.item.external_id, a.created_at.isoformat(), a.assignment.submitted_at.isoformat() if a.assignment.submitted_at else None)
+        (
+            a.assignment.item.external_id,
+            a.created_at.isoformat(),
+            a.assignment.submitted_at.isoformat() if a.assignment.submitted_at else None,
+        )
         for a in Annotation.objects.filter(assignment__study=study).select_related("assignment__item")
     }
     exported = {(row["item"], row["created_at"], row["submitted_at"]) for row in export_rows(study)}
@@ -158,7 +194,11 @@ def test_exported_values(sources, tmp_path):
     pref = {(row["item"], row["annotator"]): row for row in parse(export("p-src", "csv", tmp_path), "csv")}
     row = pref[("p-1", "w1")]
     assert (row["left_system"], row["right_system"], row["preferred_system"], row["strength"], row["label"]) == (
-        "safe", "veriscore", "veriscore", "strong", "a_strong"
+        "safe",
+        "veriscore",
+        "veriscore",
+        "strong",
+        "a_strong",
     )
     assert (row["choice"], row["active_ms"]) == ("right_strong", "15000")
     tie = pref[("p-1", "w2")]
@@ -175,9 +215,17 @@ def test_rows_are_in_item_then_slot_order(sources):
 
 def test_columns_are_those_of_the_design(sources, tmp_path):
     design = {
-        "study", "item", "domain", "annotator", "label", "raw_label",  # who labelled what
-        "left_system", "right_system",  # shown order
-        "created_at", "submitted_at", "active_ms",  # timings
+        "study",
+        "item",
+        "domain",
+        "annotator",
+        "label",
+        "raw_label",  # who labelled what
+        "left_system",
+        "right_system",  # shown order
+        "created_at",
+        "submitted_at",
+        "active_ms",  # timings
         "revision_count",
     }
     assert design <= set(EXPORT_COLUMNS)
@@ -192,7 +240,12 @@ def test_annotators_appear_by_pseudonym_never_username(loaded_verification_study
     study = loaded_verification_study
     item = Item.objects.get(study=study, external_id="c-3")
     assignment = Assignment.objects.create(
-        study=study, item=item, annotator=annotator, slot=2, max_slots=3, status="active",
+        study=study,
+        item=item,
+        annotator=annotator,
+        slot=2,
+        max_slots=3,
+        status="active",
         lease_expires_at=timezone.now() + timedelta(minutes=5),
     )
     record_answer(assignment=assignment, values=AnswerValues(label="contradicted"), source=Annotation.Source.WEB)
@@ -205,7 +258,9 @@ def test_annotators_appear_by_pseudonym_never_username(loaded_verification_study
         assert {row["annotator"] for row in rows} == {"w1", "w2", "ann-01"}
         mine = [row for row in rows if row["annotator"] == "ann-01"]
         assert len(mine) == 1 and str(mine[0]["revision_count"]) == "1" and mine[0]["source"] == "web"
-        for username in get_user_model().objects.filter(study_memberships__study=study).values_list("username", flat=True):
+        for username in (
+            get_user_model().objects.filter(study_memberships__study=study).values_list("username", flat=True)
+        ):
             assert username not in text, f"username {username!r} leaked into the {fmt} export"
 
 
@@ -225,15 +280,22 @@ def test_csv_neutralises_formulas_and_jsonl_keeps_them(db, tmp_path):
     study = create_study(slug="inject", name="Injection", kind="verification")
     import_items(
         study=study,
-        stream=jsonl(verification_item(DANGEROUS["item"], domain=DANGEROUS["domain"]), verification_item("safe-1", domain="a=b")),
+        stream=jsonl(
+            verification_item(DANGEROUS["item"], domain=DANGEROUS["domain"]), verification_item("safe-1", domain="a=b")
+        ),
         fmt="jsonl",
     )
     import_annotations(
         study=study,
         stream=jsonl(
-            {"item": DANGEROUS["item"], "annotator": DANGEROUS["annotator"], "label": "supported",
-             "raw_label": DANGEROUS["raw_label"], "justification": DANGEROUS["justification"],
-             "choice": DANGEROUS["choice"]},
+            {
+                "item": DANGEROUS["item"],
+                "annotator": DANGEROUS["annotator"],
+                "label": "supported",
+                "raw_label": DANGEROUS["raw_label"],
+                "justification": DANGEROUS["justification"],
+                "choice": DANGEROUS["choice"],
+            },
             {"item": "safe-1", "annotator": "w1", "label": "supported", "justification": "1+1=2 is fine mid-text"},
         ),
         fmt="jsonl",
@@ -273,9 +335,16 @@ def test_awkward_cells_read_back_as_one_row_each():
 def test_an_export_with_awkward_cells_has_one_row_per_annotation(db, tmp_path):
     study = create_study(slug="awkward", name="Awkward", kind="verification", annotators_per_item=len(AWKWARD))
     import_items(study=study, stream=jsonl(verification_item("c-1")), fmt="jsonl")
-    import_annotations(study=study, stream=jsonl(*(
-        {"item": "c-1", "annotator": f"w{n}", "label": "supported", "justification": cell}
-        for n, cell in enumerate(AWKWARD))), fmt="jsonl")
+    import_annotations(
+        study=study,
+        stream=jsonl(
+            *(
+                {"item": "c-1", "annotator": f"w{n}", "label": "supported", "justification": cell}
+                for n, cell in enumerate(AWKWARD)
+            )
+        ),
+        fmt="jsonl",
+    )
     rows = list(csv.reader(io.StringIO(export(study.slug, "csv", tmp_path), newline="")))
     assert len(rows) == 1 + len(AWKWARD) and {len(row) for row in rows} == {len(EXPORT_COLUMNS)}
     column = EXPORT_COLUMNS.index("justification")
@@ -291,7 +360,9 @@ def study_with_annotations(slug: str, n_items: int) -> Study:
     import_items(study=study, stream=jsonl(*(verification_item(f"c-{n}") for n in range(n_items))), fmt="jsonl")
     import_annotations(
         study=study,
-        stream=jsonl(*({"item": f"c-{n}", "annotator": w, "label": "supported"} for n in range(n_items) for w in ("w1", "w2"))),
+        stream=jsonl(
+            *({"item": f"c-{n}", "annotator": w, "label": "supported"} for n in range(n_items) for w in ("w1", "w2"))
+        ),
         fmt="jsonl",
     )
     return study

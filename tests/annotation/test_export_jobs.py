@@ -1,4 +1,4 @@
-"""Big exports run in the background (DESIGN §5) and download the same file the command writes."""
+"""Big exports run in the background (docs/architecture.md, Mechanisms) and download the same file the command writes."""
 
 from __future__ import annotations
 
@@ -71,7 +71,9 @@ def test_the_api_points_big_studies_to_background_exports(client, researcher, bi
     assert refused.status_code == 400
     assert "POST /api/studies/verif/exports" in refused.json()["detail"]
 
-    response = client.post(reverse("api-export-create", args=[big.slug]), {"format": "jsonl"}, content_type="application/json")
+    response = client.post(
+        reverse("api-export-create", args=[big.slug]), {"format": "jsonl"}, content_type="application/json"
+    )
     assert response.status_code == 202
     job = response.json()
     assert (job["status"], job["format"], job["download_url"]) == ("queued", "jsonl", None)
@@ -107,7 +109,10 @@ def test_a_newer_export_replaces_the_older_file(client, researcher, big):
     assert first.file_path == "" and len(list(export_dir().iterdir())) == 2  # the newer csv and the jsonl
     response = client.get(reverse("api-export-download", args=[big.slug, first.pk]))
     assert response.status_code == 404 and "replaced by a newer one" in response.json()["detail"]
-    assert "replaced by a newer export" in client.get(reverse("annotation:export_job", args=[big.slug, first.pk])).content.decode()
+    assert (
+        "replaced by a newer export"
+        in client.get(reverse("annotation:export_job", args=[big.slug, first.pk])).content.decode()
+    )
     assert client.get(reverse("api-export-job", args=[big.slug, second.pk])).json()["download_url"]
 
 
@@ -132,7 +137,10 @@ def test_a_failed_export_says_why_and_leaves_no_file(client, researcher, big, mo
     assert "Traceback (most recent call last)" in caplog.text and "breaks_halfway" in caplog.text
     assert list(export_dir().iterdir()) == []  # no file, no .partial
     client.force_login(researcher)
-    assert "No space left on device" in client.get(reverse("annotation:export_job", args=[big.slug, job.pk])).content.decode()
+    assert (
+        "No space left on device"
+        in client.get(reverse("annotation:export_job", args=[big.slug, job.pk])).content.decode()
+    )
     assert run_export_job(job_id=job.pk).status == "failed"  # running it again changes nothing
 
 
@@ -161,7 +169,9 @@ def test_export_jobs_are_for_the_studys_researchers_only(client, make_user, anno
 @pytest.mark.django_db
 def test_an_unknown_format_is_refused(client, researcher, big):
     client.force_login(researcher)
-    response = client.post(reverse("api-export-create", args=[big.slug]), {"format": "xlsx"}, content_type="application/json")
+    response = client.post(
+        reverse("api-export-create", args=[big.slug]), {"format": "xlsx"}, content_type="application/json"
+    )
     assert response.status_code == 400 and "format" in response.json()
     response = client.post(reverse("annotation:study_export_request", args=[big.slug]), {"format": "xlsx"}, follow=True)
     assert "No export started: format must be csv or jsonl" in response.content.decode()
@@ -172,7 +182,9 @@ def test_an_unknown_format_is_refused(client, researcher, big):
 def test_the_background_worker_writes_the_export(client, researcher, big, tmp_path):
     """The real path: the request queues the task after commit, `db_worker` runs it."""
     client.force_login(researcher)
-    response = client.post(reverse("api-export-create", args=[big.slug]), {"format": "csv"}, content_type="application/json")
+    response = client.post(
+        reverse("api-export-create", args=[big.slug]), {"format": "csv"}, content_type="application/json"
+    )
     assert response.status_code == 202
     call_command("db_worker", "--batch", "--no-startup-delay", "--no-reload", verbosity=0)
     job = client.get(response["Location"]).json()

@@ -1,4 +1,4 @@
-"""Importing labels collected elsewhere (DESIGN §2 "External annotations", §3, §4)."""
+"""Importing labels collected elsewhere (docs/architecture.md: Data model, Label vocabularies; README: File formats)."""
 
 from __future__ import annotations
 
@@ -89,7 +89,10 @@ def test_verification_labels_are_canonicalised_and_the_raw_label_kept(loaded_ver
 
 def test_label_aliases(db):
     study = create_study(
-        slug="xsum", name="XSum", kind="verification", labels=["factual", "not_factual"],
+        slug="xsum",
+        name="XSum",
+        kind="verification",
+        labels=["factual", "not_factual"],
         label_aliases={"yes": "factual", "no": "not_factual"},
     )
     import_items(study=study, stream=jsonl(verification_item("x-1"), verification_item("x-2")), fmt="jsonl")
@@ -118,7 +121,13 @@ def test_preference_rows_in_system_space(loaded_preference_study):
         {"item": "p-2", "annotator": "w2", "label": "tie"},
         {"item": "p-2", "annotator": "w3", "strength": "tie"},
         {"item": "p-3", "annotator": "w1", "label": "A_Slight", "left_system": "safe", "choice": "right_slight"},
-        {"item": "p-3", "annotator": "w2", "preferred_system": "safe", "strength": "strong", "justification": "Fewer errors."},
+        {
+            "item": "p-3",
+            "annotator": "w2",
+            "preferred_system": "safe",
+            "strength": "strong",
+            "justification": "Fewer errors.",
+        },
     ]
     import_annotations(study=loaded_preference_study, stream=jsonl(*rows), fmt="jsonl")
     got = annotations_of(loaded_preference_study)
@@ -149,7 +158,7 @@ def test_both_bad_is_imported_without_a_preferred_system(db):
     study = create_study(slug="bb", name="Both bad", kind="preference", both_bad_allowed=True, systems=["a", "b"])
     import_items(study=study, stream=jsonl(preference_item("p-1", lists={"a": ["x"], "b": ["y"]})), fmt="jsonl")
     import_annotations(study=study, stream=jsonl({"item": "p-1", "annotator": "w1", "label": "Both_Bad"}), fmt="jsonl")
-    annotation = annotations(study)[("p-1", "w1")]
+    annotation = annotations_of(study)[("p-1", "w1")]
     assert (annotation.label, annotation.preferred_system, annotation.strength) == ("both_bad", "", "")
 
 
@@ -162,11 +171,19 @@ def test_a_tie_is_refused_where_the_study_offers_none(db):
 
 def test_csv_annotations_with_evidence_judgements(loaded_verification_study):
     judgements = [{"index": 0, "judgement": "support", "useful": True}]
-    stream = csv_bytes([
-        {"item": "c-1", "annotator": "w3", "label": "supported", "evidence_judgements": judgements,
-         "active_ms": "1500", "justification": "Passage 1 says so."},
-        {"item": "c-2", "annotator": "w3", "label": "inconclusive"},
-    ])
+    stream = csv_bytes(
+        [
+            {
+                "item": "c-1",
+                "annotator": "w3",
+                "label": "supported",
+                "evidence_judgements": judgements,
+                "active_ms": "1500",
+                "justification": "Passage 1 says so.",
+            },
+            {"item": "c-2", "annotator": "w3", "label": "inconclusive"},
+        ]
+    )
     assert import_annotations(study=loaded_verification_study, stream=stream, fmt="csv").created == 2
     got = annotations_of(loaded_verification_study)
     first = got[("c-1", "w3")]
@@ -178,24 +195,34 @@ def test_imported_evidence_judgements_may_be_partial_but_are_stored_as_a_submit_
     passages = [{"text": f"Passage {n}."} for n in range(3)]
     import_items(study=verification_study, stream=jsonl(verification_item("c-1", evidence=passages)), fmt="jsonl")
     given = [{"index": 2, "judgement": "not_support", "useful": True}, {"index": 0, "judgement": "support"}]
-    import_annotations(study=verification_study, stream=jsonl(
-        {"item": "c-1", "annotator": "w1", "label": "supported", "evidence": given}), fmt="jsonl")
-    assert annotations(verification_study)[("c-1", "w1")].evidence_judgements == [
+    import_annotations(
+        study=verification_study,
+        stream=jsonl({"item": "c-1", "annotator": "w1", "label": "supported", "evidence": given}),
+        fmt="jsonl",
+    )
+    assert annotations_of(verification_study)[("c-1", "w1")].evidence_judgements == [
         {"index": 0, "judgement": "support", "useful": False},
         {"index": 2, "judgement": "not_support", "useful": True},
     ]
 
 
 def test_evidence_judgements_on_an_item_without_passages_are_refused(loaded_preference_study):
-    failure = import_fails(loaded_preference_study, jsonl(
-        {"item": "p-1", "annotator": "w1", "label": "tie", "evidence": [{"index": 0, "judgement": "support"}]}))
+    failure = import_fails(
+        loaded_preference_study,
+        jsonl({"item": "p-1", "annotator": "w1", "label": "tie", "evidence": [{"index": 0, "judgement": "support"}]}),
+    )
     assert_error(failure, 1, "evidence", "this item has no evidence passages to judge")
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 def test_nul_characters_are_dropped(loaded_verification_study, fmt):
-    row = {"item": "c-1", "annotator": "w\x003", "label": "supported\x00", "justification": "Why\x00 not",
-           "evidence": [{"index": 0, "judgement": "supp\x00ort"}]}
+    row = {
+        "item": "c-1",
+        "annotator": "w\x003",
+        "label": "supported\x00",
+        "justification": "Why\x00 not",
+        "evidence": [{"index": 0, "judgement": "supp\x00ort"}],
+    }
     stream = jsonl(row) if fmt == "jsonl" else csv_bytes([row])
     import_annotations(study=loaded_verification_study, stream=stream, fmt=fmt)
     annotation = annotations_of(loaded_verification_study)[("c-1", "w3")]
@@ -216,77 +243,182 @@ P_GOOD = [
 
 V_JUDGED = {"item": "c-3", "annotator": "w3", "label": "supported"}
 V_CASES = [
-    ("unknown item", {"item": "c-99", "annotator": "w3", "label": "supported"}, "item",
-     ("no item 'c-99' in study 'verif'", "import the items first")),
+    (
+        "unknown item",
+        {"item": "c-99", "annotator": "w3", "label": "supported"},
+        "item",
+        ("no item 'c-99' in study 'verif'", "import the items first"),
+    ),
     ("missing item", {"annotator": "w3", "label": "supported"}, "item", ("is required",)),
-    ("unknown label", {"item": "c-3", "annotator": "w3", "label": "maybe"}, "label",
-     ("'maybe' is not one of the study's labels", "supported, contradicted, inconclusive")),
+    (
+        "unknown label",
+        {"item": "c-3", "annotator": "w3", "label": "maybe"},
+        "label",
+        ("'maybe' is not one of the study's labels", "supported, contradicted, inconclusive"),
+    ),
     ("missing label", {"item": "c-3", "annotator": "w3"}, "label", ("is required",)),
     ("missing annotator", {"item": "c-3", "label": "supported"}, "annotator", ("is required",)),
     ("blank annotator", {"item": "c-3", "annotator": "  ", "label": "supported"}, "annotator", ("is required",)),
-    ("same annotator twice on an item in the file", {"item": "c-1", "annotator": "w3", "label": "contradicted"},
-     "annotator", ("'w3' already labelled item 'c-1' on line {first}",)),
-    ("an existing (item, annotator) without update", {"item": "c-3", "annotator": "w1", "label": "contradicted"},
-     "annotator", ("'w1' already has a label on item 'c-3'", "--update")),
-    ("more than N annotators on an item", {"item": "c-1", "annotator": "w4", "label": "supported"}, "item",
-     ("item 'c-1' already has 3 annotations",)),
-    ("negative active_ms", {"item": "c-3", "annotator": "w3", "label": "supported", "active_ms": -5}, "active_ms",
-     ("whole number of milliseconds", "-5")),
-    ("active_ms as words", {"item": "c-3", "annotator": "w3", "label": "supported", "active_ms": "fast"},
-     "active_ms", ("whole number of milliseconds", "'fast'")),
-    ("fractional active_ms", {"item": "c-3", "annotator": "w3", "label": "supported", "active_ms": "1.5"},
-     "active_ms", ("whole number of milliseconds",)),
-    ("active_ms beyond the column", {"item": "c-3", "annotator": "w3", "label": "supported", "active_ms": 2**31},
-     "active_ms", ("whole number of milliseconds",)),
+    (
+        "same annotator twice on an item in the file",
+        {"item": "c-1", "annotator": "w3", "label": "contradicted"},
+        "annotator",
+        ("'w3' already labelled item 'c-1' on line {first}",),
+    ),
+    (
+        "an existing (item, annotator) without update",
+        {"item": "c-3", "annotator": "w1", "label": "contradicted"},
+        "annotator",
+        ("'w1' already has a label on item 'c-3'", "--update"),
+    ),
+    (
+        "more than N annotators on an item",
+        {"item": "c-1", "annotator": "w4", "label": "supported"},
+        "item",
+        ("item 'c-1' already has 3 annotations",),
+    ),
+    (
+        "negative active_ms",
+        {"item": "c-3", "annotator": "w3", "label": "supported", "active_ms": -5},
+        "active_ms",
+        ("whole number of milliseconds", "-5"),
+    ),
+    (
+        "active_ms as words",
+        {"item": "c-3", "annotator": "w3", "label": "supported", "active_ms": "fast"},
+        "active_ms",
+        ("whole number of milliseconds", "'fast'"),
+    ),
+    (
+        "fractional active_ms",
+        {"item": "c-3", "annotator": "w3", "label": "supported", "active_ms": "1.5"},
+        "active_ms",
+        ("whole number of milliseconds",),
+    ),
+    (
+        "active_ms beyond the column",
+        {"item": "c-3", "annotator": "w3", "label": "supported", "active_ms": 2**31},
+        "active_ms",
+        ("whole number of milliseconds",),
+    ),
     ("unknown field", {"item": "c-3", "annotator": "w3", "lable": "supported"}, "lable", ("unknown field",)),
     # Evidence judgements: the submit's rule (annotation/evidence.py), on the item's one passage.
-    ("evidence judgement off the vocabulary", {**V_JUDGED, "evidence": [{"index": 0, "judgement": "maybe"}]},
-     "evidence[0]", ("evidence judgement must be one of support, not_support, irrelevant", "'maybe'")),
-    ("evidence index out of range", {**V_JUDGED, "evidence": [{"index": 1, "judgement": "support"}]},
-     "evidence[0]", ("evidence index must be 0..0, got 1",)),
-    ("evidence passage judged twice",
-     {**V_JUDGED, "evidence": [{"index": 0, "judgement": "support"}, {"index": 0, "judgement": "irrelevant"}]},
-     "evidence[1]", ("evidence passage 0 is judged twice",)),
-    ("evidence index as text", {**V_JUDGED, "evidence_judgements": [{"index": "0", "judgement": "support"}]},
-     "evidence_judgements[0]", ("evidence index must be 0..0, got '0'",)),
-    ("useful as text", {**V_JUDGED, "evidence": [{"index": 0, "judgement": "support", "useful": "yes"}]},
-     "evidence[0]", ("'useful' must be true or false",)),
-    ("evidence judgement not an object", {**V_JUDGED, "evidence": ["support"]},
-     "evidence[0]", ("must be an object with 'index' and 'judgement', got string",)),
-    ("misspelt key in an evidence judgement",
-     {**V_JUDGED, "evidence": [{"index": 0, "judgement": "support", "usefull": True}]},
-     "evidence[0]", ("unknown key(s) 'usefull'",)),
+    (
+        "evidence judgement off the vocabulary",
+        {**V_JUDGED, "evidence": [{"index": 0, "judgement": "maybe"}]},
+        "evidence[0]",
+        ("evidence judgement must be one of support, not_support, irrelevant", "'maybe'"),
+    ),
+    (
+        "evidence index out of range",
+        {**V_JUDGED, "evidence": [{"index": 1, "judgement": "support"}]},
+        "evidence[0]",
+        ("evidence index must be 0..0, got 1",),
+    ),
+    (
+        "evidence passage judged twice",
+        {**V_JUDGED, "evidence": [{"index": 0, "judgement": "support"}, {"index": 0, "judgement": "irrelevant"}]},
+        "evidence[1]",
+        ("evidence passage 0 is judged twice",),
+    ),
+    (
+        "evidence index as text",
+        {**V_JUDGED, "evidence_judgements": [{"index": "0", "judgement": "support"}]},
+        "evidence_judgements[0]",
+        ("evidence index must be 0..0, got '0'",),
+    ),
+    (
+        "useful as text",
+        {**V_JUDGED, "evidence": [{"index": 0, "judgement": "support", "useful": "yes"}]},
+        "evidence[0]",
+        ("'useful' must be true or false",),
+    ),
+    (
+        "evidence judgement not an object",
+        {**V_JUDGED, "evidence": ["support"]},
+        "evidence[0]",
+        ("must be an object with 'index' and 'judgement', got string",),
+    ),
+    (
+        "misspelt key in an evidence judgement",
+        {**V_JUDGED, "evidence": [{"index": 0, "judgement": "support", "usefull": True}]},
+        "evidence[0]",
+        ("unknown key(s) 'usefull'",),
+    ),
 ]
 V_JSON_CASES = [
-    ("active_ms as a fraction", {"item": "c-3", "annotator": "w3", "label": "supported", "active_ms": 1.5},
-     "active_ms", ("whole number of milliseconds", "1.5")),
-    ("active_ms as a boolean", {"item": "c-3", "annotator": "w3", "label": "supported", "active_ms": True},
-     "active_ms", ("whole number of milliseconds",)),
+    (
+        "active_ms as a fraction",
+        {"item": "c-3", "annotator": "w3", "label": "supported", "active_ms": 1.5},
+        "active_ms",
+        ("whole number of milliseconds", "1.5"),
+    ),
+    (
+        "active_ms as a boolean",
+        {"item": "c-3", "annotator": "w3", "label": "supported", "active_ms": True},
+        "active_ms",
+        ("whole number of milliseconds",),
+    ),
     ("label as an object", {"item": "c-3", "annotator": "w3", "label": {"x": 1}}, "label", ("must be a string",)),
-    ("evidence judgements not a list", {"item": "c-3", "annotator": "w3", "label": "supported", "evidence": "good"},
-     "evidence", ("must be an array of objects",)),
+    (
+        "evidence judgements not a list",
+        {"item": "c-3", "annotator": "w3", "label": "supported", "evidence": "good"},
+        "evidence",
+        ("must be an array of objects",),
+    ),
 ]
 P_CASES = [
-    ("preferred system not in the study", {"item": "p-3", "annotator": "w1", "preferred": "gpt4", "strength": "strong"},
-     "preferred", ("'gpt4' is not one of the study's systems", "veriscore, safe")),
-    ("preferred system without strength", {"item": "p-3", "annotator": "w1", "preferred": "safe"}, "strength",
-     ("must be 'strong' or 'slight'",)),
-    ("strength off the scale", {"item": "p-3", "annotator": "w1", "preferred": "safe", "strength": "very"},
-     "strength", ("must be 'strong' or 'slight'", "'very'")),
-    ("label off the scale", {"item": "p-3", "annotator": "w1", "label": "a_strongest"}, "label",
-     ("'a_strongest' is not one of the study's labels",)),
-    ("neither label nor preferred", {"item": "p-3", "annotator": "w1", "justification": "?"}, "label",
-     ("give either 'label' or 'preferred'",)),
-    ("left system not in the study", {"item": "p-3", "annotator": "w1", "label": "tie", "left_system": "gpt4"},
-     "left_system", ("'gpt4' is not one of the study's systems",)),
-    ("same annotator twice", {"item": "p-1", "annotator": "w1", "label": "tie"}, "annotator",
-     ("'w1' already labelled item 'p-1' on line {first}",)),
+    (
+        "preferred system not in the study",
+        {"item": "p-3", "annotator": "w1", "preferred": "gpt4", "strength": "strong"},
+        "preferred",
+        ("'gpt4' is not one of the study's systems", "veriscore, safe"),
+    ),
+    (
+        "preferred system without strength",
+        {"item": "p-3", "annotator": "w1", "preferred": "safe"},
+        "strength",
+        ("must be 'strong' or 'slight'",),
+    ),
+    (
+        "strength off the scale",
+        {"item": "p-3", "annotator": "w1", "preferred": "safe", "strength": "very"},
+        "strength",
+        ("must be 'strong' or 'slight'", "'very'"),
+    ),
+    (
+        "label off the scale",
+        {"item": "p-3", "annotator": "w1", "label": "a_strongest"},
+        "label",
+        ("'a_strongest' is not one of the study's labels",),
+    ),
+    (
+        "neither label nor preferred",
+        {"item": "p-3", "annotator": "w1", "justification": "?"},
+        "label",
+        ("give either 'label' or 'preferred'",),
+    ),
+    (
+        "left system not in the study",
+        {"item": "p-3", "annotator": "w1", "label": "tie", "left_system": "gpt4"},
+        "left_system",
+        ("'gpt4' is not one of the study's systems",),
+    ),
+    (
+        "same annotator twice",
+        {"item": "p-1", "annotator": "w1", "label": "tie"},
+        "annotator",
+        ("'w1' already labelled item 'p-1' on line {first}",),
+    ),
 ]
 
 
 def _params(cases, formats):
-    return [pytest.param(bad, field, phrases, fmt, id=f"{name}-{fmt}")
-            for name, bad, field, phrases in cases for fmt in formats]
+    return [
+        pytest.param(bad, field, phrases, fmt, id=f"{name}-{fmt}")
+        for name, bad, field, phrases in cases
+        for fmt in formats
+    ]
 
 
 @pytest.mark.parametrize(
@@ -334,7 +466,11 @@ def test_update_changes_the_label_and_appends_a_revision(loaded_verification_stu
     result = import_annotations(study=study, stream=jsonl(*rows), fmt="jsonl", update=True)
     assert (result.created, result.updated) == (1, 1)
     after = Annotation.objects.get(pk=before.pk)
-    assert (after.label, after.raw_label, after.justification) == ("contradicted", "Contradicted", "Passage 2 disagrees.")
+    assert (after.label, after.raw_label, after.justification) == (
+        "contradicted",
+        "Contradicted",
+        "Passage 2 disagrees.",
+    )
     assert after.assignment_id == before.assignment_id
     revision = AnnotationRevision.objects.get(annotation=after)
     assert revision.old_value["label"] == "supported" and revision.old_value["raw_label"] == "supported"
@@ -351,7 +487,9 @@ def test_update_changes_the_label_and_appends_a_revision(loaded_verification_stu
 def test_a_second_change_appends_a_second_revision(loaded_verification_study):
     study = loaded_verification_study
     for label in ("contradicted", "inconclusive"):
-        import_annotations(study=study, stream=jsonl({"item": "c-1", "annotator": "w1", "label": label}), fmt="jsonl", update=True)
+        import_annotations(
+            study=study, stream=jsonl({"item": "c-1", "annotator": "w1", "label": label}), fmt="jsonl", update=True
+        )
     annotation = annotations_of(study)[("c-1", "w1")]
     trail = [(r.old_value["label"], r.new_value["label"]) for r in annotation.revisions.order_by("changed_at", "pk")]
     assert trail == [("supported", "contradicted"), ("contradicted", "inconclusive")]
@@ -420,7 +558,12 @@ def test_slots_taken_counts_slot_holding_assignments(loaded_verification_study, 
     # anna skipped c-3 (her slot went back); bob is working on c-4 in slot 1.
     Assignment.objects.create(study=study, item=c3, annotator=annotator, slot=None, max_slots=3, status="skipped")
     Assignment.objects.create(
-        study=study, item=c4, annotator=bob, slot=1, max_slots=3, status="active",
+        study=study,
+        item=c4,
+        annotator=bob,
+        slot=1,
+        max_slots=3,
+        status="active",
         lease_expires_at=timezone.now() + timedelta(minutes=30),
     )
     rows = [
@@ -432,7 +575,10 @@ def test_slots_taken_counts_slot_holding_assignments(loaded_verification_study, 
     for item in Item.objects.filter(study=study):
         assert item.slots_taken == Assignment.objects.filter(item=item, slot__isnull=False).count(), item
     assert dict(Item.objects.filter(study=study).values_list("external_id", "slots_taken")) == {
-        "c-1": 2, "c-2": 2, "c-3": 3, "c-4": 3,
+        "c-1": 2,
+        "c-2": 2,
+        "c-3": 3,
+        "c-4": 3,
     }
     assert sorted(Assignment.objects.filter(item=c4).values_list("slot", flat=True)) == [0, 1, 2]
     failure = import_fails(study, jsonl({"item": "c-4", "annotator": "w3", "label": "supported"}))
@@ -454,8 +600,13 @@ def test_update_with_only_a_new_active_ms_changes_the_timing_without_a_revision(
 def test_an_open_assignment_is_not_overwritten_by_an_import(loaded_verification_study, annotator):
     item = Item.objects.get(study=loaded_verification_study, external_id="c-3")
     Assignment.objects.create(
-        study=loaded_verification_study, item=item, annotator=annotator, slot=2, max_slots=3,
-        status=Assignment.Status.ACTIVE, lease_expires_at=timezone.now() + timedelta(minutes=10),
+        study=loaded_verification_study,
+        item=item,
+        annotator=annotator,
+        slot=2,
+        max_slots=3,
+        status=Assignment.Status.ACTIVE,
+        lease_expires_at=timezone.now() + timedelta(minutes=10),
     )
     for update in (False, True):
         with pytest.raises(ImportFailed) as failure:

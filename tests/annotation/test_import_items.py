@@ -1,4 +1,4 @@
-"""Item import (DESIGN §4): line-numbered errors, all or nothing, streaming, BOM and CRLF.
+"""Item import (README, File formats): line-numbered errors, all or nothing, streaming, BOM and CRLF.
 
 Every malformed file below has valid records before the bad one, so "nothing
 was stored" also proves that valid lines of a failed import are rolled back.
@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from collections.abc import Sequence
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 from annotation import formats
 from annotation.importers import parse_preference_item
 from annotation.models import Item, Study
-from annotation.services import ImportFailed, create_study, import_items
-from annotation.services import item_import
+from annotation.services import ImportFailed, create_study, import_items, item_import
 from tests.conftest import csv_bytes, flat_item, jsonl, preference_item, verification_item
 
 pytestmark = pytest.mark.django_db
@@ -101,68 +100,212 @@ ONE_CLAIM = ["One claim."]
 
 CASES = [
     Case("invalid JSON", KINDS, ("jsonl",), lambda kind: '{"id": "x-9", "claim": ', None, ("invalid JSON",)),
-    Case("JSON array, not object", KINDS, ("jsonl",), lambda kind: '["x-9", "a claim"]', None,
-         ("expected a JSON object per line", "array")),
-    Case("JSON string, not object", KINDS, ("jsonl",), lambda kind: '"x-9"', None,
-         ("expected a JSON object per line", "string")),
+    Case(
+        "JSON array, not object",
+        KINDS,
+        ("jsonl",),
+        lambda kind: '["x-9", "a claim"]',
+        None,
+        ("expected a JSON object per line", "array"),
+    ),
+    Case(
+        "JSON string, not object",
+        KINDS,
+        ("jsonl",),
+        lambda kind: '"x-9"',
+        None,
+        ("expected a JSON object per line", "string"),
+    ),
     Case("missing id", KINDS, BOTH_FORMATS, lambda kind: without(good(kind, 9), "id"), "id", ("is required",)),
     Case("blank id", KINDS, BOTH_FORMATS, lambda kind: good(kind, 9, id="   "), "id", ("is required",)),
-    Case("id too long", KINDS, BOTH_FORMATS, lambda kind: good(kind, 9, id="x" * 201), "id",
-         ("201 characters", "limit is 200")),
-    Case("missing claim", ("verification",), BOTH_FORMATS, lambda kind: without(good(kind, 9), "claim"), "claim",
-         ("is required",)),
-    Case("missing source", ("preference",), BOTH_FORMATS, lambda kind: without(good(kind, 9), "source"), "source",
-         ("is required",)),
-    Case("claim is a number", ("verification",), ("jsonl",), lambda kind: good(kind, 9, claim=42), "claim",
-         ("must be a string", "number")),
-    Case("domain is an object", KINDS, ("jsonl",), lambda kind: good(kind, 9, domain={"x": 1}), "domain",
-         ("must be a string", "object")),
-    Case("evidence is an object", ("verification",), BOTH_FORMATS,
-         lambda kind: good(kind, 9, evidence={"text": "a passage"}), "evidence", ("must be an array", "object")),
-    Case("evidence is text", ("verification",), BOTH_FORMATS,
-         lambda kind: good(kind, 9, evidence="see Wikipedia"), "evidence", ("must be an array", "string")),
-    Case("evidence passage is not an object", ("verification",), BOTH_FORMATS,
-         lambda kind: good(kind, 9, evidence=["a passage"]), "evidence[0]", ("must be an object",)),
-    Case("evidence passage without text", ("verification",), BOTH_FORMATS,
-         lambda kind: good(kind, 9, evidence=[{"title": "Doc", "url": "https://example.org/"}]),
-         "evidence[0].text", ("is required",)),
-    Case("evidence url with javascript: scheme", ("verification",), BOTH_FORMATS,
-         lambda kind: good(kind, 9, evidence=[{"text": "ok", "url": "https://example.org/"},
-                                              {"text": "bad", "url": "javascript:alert(1)"}]),
-         "evidence[1].url", ("http:// or https://",)),
-    Case("evidence passage with an unknown field", ("verification",), ("jsonl",),
-         lambda kind: good(kind, 9, evidence=[{"text": "ok", "titel": "Doc"}]), "evidence[0].titel",
-         ("unknown field", "'evidence[0].titel'")),
-    Case("unknown field (typo cliam)", ("verification",), BOTH_FORMATS,
-         lambda kind: {"id": "c-9", "cliam": "A claim."}, "cliam", ("unknown field", "'cliam'")),
-    Case("unknown field (typo soruce)", ("preference",), BOTH_FORMATS,
-         lambda kind: {**without(good(kind, 9), "source"), "soruce": "Text."}, "soruce",
-         ("unknown field", "'soruce'")),
-    Case("duplicate id in the file", KINDS, BOTH_FORMATS, lambda kind: good(kind, 1), "id",
-         ("duplicate id", "first seen on line {first}")),
-    Case("gold label not in the study's labels", KINDS, BOTH_FORMATS, lambda kind: good(kind, 9, gold="maybe"),
-         "gold", ("'maybe' is not one of the study's labels",)),
-    Case("preference item without lists", ("preference",), BOTH_FORMATS,
-         lambda kind: without(good(kind, 9), "lists"), "lists", ("is required",)),
-    Case("preference lists is an array", ("preference",), ("jsonl",),
-         lambda kind: good(kind, 9, lists=[ONE_CLAIM, ONE_CLAIM]), "lists", ("must be an object", "array")),
-    Case("preference item with one system", ("preference",), BOTH_FORMATS,
-         lambda kind: good(kind, 9, lists={"veriscore": ONE_CLAIM}), "lists", ("exactly two systems", "found 1")),
-    Case("preference item with three systems", ("preference",), BOTH_FORMATS,
-         lambda kind: good(kind, 9, lists={"veriscore": ONE_CLAIM, "safe": ONE_CLAIM, "factscore": ONE_CLAIM}),
-         "lists", ("exactly two systems", "found 3", "factscore")),
-    Case("empty claim list", ("preference",), BOTH_FORMATS,
-         lambda kind: good(kind, 9, lists={"veriscore": ONE_CLAIM, "safe": []}), "lists.safe",
-         ("empty claim list",)),
-    Case("claim list holding a number", ("preference",), BOTH_FORMATS,
-         lambda kind: good(kind, 9, lists={"veriscore": ["A claim.", 7], "safe": ONE_CLAIM}), "lists.veriscore[1]",
-         ("non-empty string",)),
-    Case("claim list is a number", ("preference",), ("jsonl",),
-         lambda kind: good(kind, 9, lists={"veriscore": 3, "safe": ONE_CLAIM}), "lists.veriscore",
-         ("must be an array of claims", "number")),
-    Case("systems differ from the study's", ("preference",), BOTH_FORMATS,
-         lambda kind: good(kind, 9, lists={"veriscore": ONE_CLAIM, "factscore": ONE_CLAIM}), "lists",
-         ("do not match the study's systems", "veriscore, safe")),
+    Case(
+        "id too long",
+        KINDS,
+        BOTH_FORMATS,
+        lambda kind: good(kind, 9, id="x" * 201),
+        "id",
+        ("201 characters", "limit is 200"),
+    ),
+    Case(
+        "missing claim",
+        ("verification",),
+        BOTH_FORMATS,
+        lambda kind: without(good(kind, 9), "claim"),
+        "claim",
+        ("is required",),
+    ),
+    Case(
+        "missing source",
+        ("preference",),
+        BOTH_FORMATS,
+        lambda kind: without(good(kind, 9), "source"),
+        "source",
+        ("is required",),
+    ),
+    Case(
+        "claim is a number",
+        ("verification",),
+        ("jsonl",),
+        lambda kind: good(kind, 9, claim=42),
+        "claim",
+        ("must be a string", "number"),
+    ),
+    Case(
+        "domain is an object",
+        KINDS,
+        ("jsonl",),
+        lambda kind: good(kind, 9, domain={"x": 1}),
+        "domain",
+        ("must be a string", "object"),
+    ),
+    Case(
+        "evidence is an object",
+        ("verification",),
+        BOTH_FORMATS,
+        lambda kind: good(kind, 9, evidence={"text": "a passage"}),
+        "evidence",
+        ("must be an array", "object"),
+    ),
+    Case(
+        "evidence is text",
+        ("verification",),
+        BOTH_FORMATS,
+        lambda kind: good(kind, 9, evidence="see Wikipedia"),
+        "evidence",
+        ("must be an array", "string"),
+    ),
+    Case(
+        "evidence passage is not an object",
+        ("verification",),
+        BOTH_FORMATS,
+        lambda kind: good(kind, 9, evidence=["a passage"]),
+        "evidence[0]",
+        ("must be an object",),
+    ),
+    Case(
+        "evidence passage without text",
+        ("verification",),
+        BOTH_FORMATS,
+        lambda kind: good(kind, 9, evidence=[{"title": "Doc", "url": "https://example.org/"}]),
+        "evidence[0].text",
+        ("is required",),
+    ),
+    Case(
+        "evidence url with javascript: scheme",
+        ("verification",),
+        BOTH_FORMATS,
+        lambda kind: good(
+            kind,
+            9,
+            evidence=[{"text": "ok", "url": "https://example.org/"}, {"text": "bad", "url": "javascript:alert(1)"}],
+        ),
+        "evidence[1].url",
+        ("http:// or https://",),
+    ),
+    Case(
+        "evidence passage with an unknown field",
+        ("verification",),
+        ("jsonl",),
+        lambda kind: good(kind, 9, evidence=[{"text": "ok", "titel": "Doc"}]),
+        "evidence[0].titel",
+        ("unknown field", "'evidence[0].titel'"),
+    ),
+    Case(
+        "unknown field (typo cliam)",
+        ("verification",),
+        BOTH_FORMATS,
+        lambda kind: {"id": "c-9", "cliam": "A claim."},
+        "cliam",
+        ("unknown field", "'cliam'"),
+    ),
+    Case(
+        "unknown field (typo soruce)",
+        ("preference",),
+        BOTH_FORMATS,
+        lambda kind: {**without(good(kind, 9), "source"), "soruce": "Text."},
+        "soruce",
+        ("unknown field", "'soruce'"),
+    ),
+    Case(
+        "duplicate id in the file",
+        KINDS,
+        BOTH_FORMATS,
+        lambda kind: good(kind, 1),
+        "id",
+        ("duplicate id", "first seen on line {first}"),
+    ),
+    Case(
+        "gold label not in the study's labels",
+        KINDS,
+        BOTH_FORMATS,
+        lambda kind: good(kind, 9, gold="maybe"),
+        "gold",
+        ("'maybe' is not one of the study's labels",),
+    ),
+    Case(
+        "preference item without lists",
+        ("preference",),
+        BOTH_FORMATS,
+        lambda kind: without(good(kind, 9), "lists"),
+        "lists",
+        ("is required",),
+    ),
+    Case(
+        "preference lists is an array",
+        ("preference",),
+        ("jsonl",),
+        lambda kind: good(kind, 9, lists=[ONE_CLAIM, ONE_CLAIM]),
+        "lists",
+        ("must be an object", "array"),
+    ),
+    Case(
+        "preference item with one system",
+        ("preference",),
+        BOTH_FORMATS,
+        lambda kind: good(kind, 9, lists={"veriscore": ONE_CLAIM}),
+        "lists",
+        ("exactly two systems", "found 1"),
+    ),
+    Case(
+        "preference item with three systems",
+        ("preference",),
+        BOTH_FORMATS,
+        lambda kind: good(kind, 9, lists={"veriscore": ONE_CLAIM, "safe": ONE_CLAIM, "factscore": ONE_CLAIM}),
+        "lists",
+        ("exactly two systems", "found 3", "factscore"),
+    ),
+    Case(
+        "empty claim list",
+        ("preference",),
+        BOTH_FORMATS,
+        lambda kind: good(kind, 9, lists={"veriscore": ONE_CLAIM, "safe": []}),
+        "lists.safe",
+        ("empty claim list",),
+    ),
+    Case(
+        "claim list holding a number",
+        ("preference",),
+        BOTH_FORMATS,
+        lambda kind: good(kind, 9, lists={"veriscore": ["A claim.", 7], "safe": ONE_CLAIM}),
+        "lists.veriscore[1]",
+        ("non-empty string",),
+    ),
+    Case(
+        "claim list is a number",
+        ("preference",),
+        ("jsonl",),
+        lambda kind: good(kind, 9, lists={"veriscore": 3, "safe": ONE_CLAIM}),
+        "lists.veriscore",
+        ("must be an array of claims", "number"),
+    ),
+    Case(
+        "systems differ from the study's",
+        ("preference",),
+        BOTH_FORMATS,
+        lambda kind: good(kind, 9, lists={"veriscore": ONE_CLAIM, "factscore": ONE_CLAIM}),
+        "lists",
+        ("do not match the study's systems", "veriscore, safe"),
+    ),
 ]
 
 PARAMS = [
@@ -198,7 +341,10 @@ def test_every_problem_of_a_file_is_reported_at_once(verification_study):
     )
     failure = import_fails(verification_study, stream, "jsonl")
     assert [(error.line, error.field) for error in failure.errors] == [
-        (2, "claim"), (3, None), (4, "gold"), (5, "id"),
+        (2, "claim"),
+        (3, None),
+        (4, "gold"),
+        (5, "id"),
     ]
     assert failure.total == 4
     assert "(4 problem(s))" in str(failure)
@@ -238,8 +384,13 @@ def test_existing_id_is_replaced_with_update(request, kind, fmt):
     if kind == "verification":
         changed = good(kind, 1, domain="changed", claim="A corrected claim.", gold="supported")
     else:
-        changed = good(kind, 1, domain="changed", source="A corrected source.",
-                       lists={"veriscore": ["New claim."], "safe": ["Other claim.", "Second."]})
+        changed = good(
+            kind,
+            1,
+            domain="changed",
+            source="A corrected source.",
+            lists={"veriscore": ["New claim."], "safe": ["Other claim.", "Second."]},
+        )
     result = import_items(study=study, stream=build(kind, fmt, [good(kind, 3), changed]), fmt=fmt, update=True)
     assert (result.created, result.updated) == (1, 1)
     item = Item.objects.get(pk=original.pk)
@@ -264,7 +415,7 @@ def test_non_utf8_file_names_its_line(request, kind, fmt):
     text_field = "claim" if kind == "verification" else "source"
     bad = good(kind, 3, **{text_field: "Un café à Paris."})
     data = build(kind, fmt, [good(kind, 1), good(kind, 2), bad]).getvalue()
-    data = data.replace("café".encode("utf-8"), "café".encode("latin-1"))
+    data = data.replace("café".encode(), "café".encode("latin-1"))
     failure = import_fails(study, io.BytesIO(data), fmt)
     assert_error(failure, first_line(fmt) + 2, None, "not valid UTF-8", "0xe9", "save the file as UTF-8")
 
@@ -365,7 +516,12 @@ def test_csv_value_under_a_nameless_column_is_not_dropped_silently(verification_
     data = b"id,claim,\nc-1,One.,\nc-2,Two.,forgotten note\n"  # a trailing comma, as spreadsheets write
     failure = import_fails(verification_study, io.BytesIO(data), "csv")
     assert_error(failure, 3, None, "column 3, which has no name in the header")
-    assert import_items(study=verification_study, stream=io.BytesIO(data.replace(b"forgotten note", b"")), fmt="csv").created == 2
+    assert (
+        import_items(
+            study=verification_study, stream=io.BytesIO(data.replace(b"forgotten note", b"")), fmt="csv"
+        ).created
+        == 2
+    )
 
 
 def test_csv_with_an_unterminated_quote(verification_study):
@@ -421,9 +577,9 @@ def test_crlf_line_endings_leave_no_stray_carriage_return(request, kind, fmt):
 
 def test_crlf_csv_with_multi_line_cells(preference_study):
     data = (
-        'id,source,list:veriscore,list:safe\r\n'
-        'p-1,"First line.\r\nSecond line.","Claim one.\r\nClaim two.","[""Only claim.""]"\r\n'
-    ).encode()
+        b"id,source,list:veriscore,list:safe\r\n"
+        b'p-1,"First line.\r\nSecond line.","Claim one.\r\nClaim two.","[""Only claim.""]"\r\n'
+    )
     import_items(study=preference_study, stream=io.BytesIO(data), fmt="csv")
     item = Item.objects.get(study=preference_study)
     assert item.payload["source"] == "First line.\nSecond line."
@@ -432,7 +588,12 @@ def test_crlf_csv_with_multi_line_cells(preference_study):
 
 def test_csv_evidence_as_a_json_cell(verification_study):
     evidence = [
-        {"text": "First passage, with a comma.", "title": "Doc \"A\"", "url": "https://a.example/x?y=1", "source_type": "news"},
+        {
+            "text": "First passage, with a comma.",
+            "title": 'Doc "A"',
+            "url": "https://a.example/x?y=1",
+            "source_type": "news",
+        },
         {"text": "Second passage."},
     ]
     stream = csv_bytes([verification_item("c-1", evidence=evidence, gold="Supported")])
@@ -447,10 +608,10 @@ def test_csv_evidence_as_a_json_cell(verification_study):
 
 def test_preference_csv_with_list_columns(preference_study):
     data = (
-        "id,domain,source,list:veriscore,list:safe\n"
-        'p-1,bio,Source one.,"[""A1"", ""A2""]","[""B1""]"\n'
-        'p-2,bio,Source two.,"A1 on its own line\nA2 on the next\n","B1"\n'
-    ).encode()
+        b"id,domain,source,list:veriscore,list:safe\n"
+        b'p-1,bio,Source one.,"[""A1"", ""A2""]","[""B1""]"\n'
+        b'p-2,bio,Source two.,"A1 on its own line\nA2 on the next\n","B1"\n'
+    )
     assert import_items(study=preference_study, stream=io.BytesIO(data), fmt="csv").created == 2
     lists = {item.external_id: item.payload["lists"] for item in Item.objects.filter(study=preference_study)}
     assert lists == {
@@ -471,7 +632,9 @@ def test_first_preference_import_declares_the_systems(preference_study):
     preference_study.refresh_from_db()
     assert preference_study.systems == ["safe", "veriscore"]  # in the order of the first item
     # A later file must use the same two systems.
-    failure = import_fails(preference_study, jsonl(preference_item("p-3", lists={"safe": ["S"], "other": ["O"]})), "jsonl")
+    failure = import_fails(
+        preference_study, jsonl(preference_item("p-3", lists={"safe": ["S"], "other": ["O"]})), "jsonl"
+    )
     assert_error(failure, 1, "lists", "do not match", "safe, veriscore")
 
 
@@ -502,7 +665,10 @@ def test_blank_lines_are_ignored_and_line_numbers_stay_physical(verification_stu
     ]
     data = "\n".join(lines).encode() + b"\n"
     assert import_items(study=verification_study, stream=io.BytesIO(data), fmt="jsonl").created == 2
-    lines = [line.replace('"c-', '"d-') for line in lines] + ["", json.dumps(without(verification_item("d-8"), "claim"))]
+    lines = [line.replace('"c-', '"d-') for line in lines] + [
+        "",
+        json.dumps(without(verification_item("d-8"), "claim")),
+    ]
     failure = import_fails(verification_study, io.BytesIO("\n".join(lines).encode()), "jsonl")
     assert_error(failure, 8, "claim", "is required")  # the last line has no newline: still read
     csv_data = b"id,claim\n\nc-5,Five.\n\n\nc-6,\n"
@@ -511,7 +677,9 @@ def test_blank_lines_are_ignored_and_line_numbers_stay_physical(verification_stu
 
 
 def test_integer_ids_are_accepted(db, verification_study, preference_study):
-    import_items(study=verification_study, stream=jsonl(verification_item(42), verification_item(7, response_id=99)), fmt="jsonl")
+    import_items(
+        study=verification_study, stream=jsonl(verification_item(42), verification_item(7, response_id=99)), fmt="jsonl"
+    )
     assert set(Item.objects.filter(study=verification_study).values_list("external_id", flat=True)) == {"42", "7"}
     assert Item.objects.get(external_id="7").response_id == "99"
     import_items(study=preference_study, stream=jsonl(preference_item(1)), fmt="jsonl")
@@ -524,7 +692,12 @@ def test_stored_fields_of_a_verification_item(verification_study):
     )
     import_items(study=verification_study, stream=jsonl(record), fmt="jsonl")
     item = Item.objects.get(study=verification_study)
-    assert (item.domain, item.response_id, item.system, item.gold_label) == ("longfact", "r-1", "gpt-4o", "contradicted")
+    assert (item.domain, item.response_id, item.system, item.gold_label) == (
+        "longfact",
+        "r-1",
+        "gpt-4o",
+        "contradicted",
+    )
     assert item.payload == {"claim": record["claim"], "context": "The context.", "evidence": record["evidence"]}
     assert item.summary == record["claim"]
 
@@ -532,7 +705,9 @@ def test_stored_fields_of_a_verification_item(verification_study):
 @pytest.mark.parametrize("fmt", BOTH_FORMATS)
 def test_nul_characters_are_dropped_on_every_database(verification_study, fmt):
     """PostgreSQL refuses U+0000 in text and jsonb; real scraped evidence (the demo's) contains it."""
-    record = verification_item("c-\x001", claim="A claim\x00.", evidence=[{"text": "sodium. s\x00 end", "title": "T\x00"}])
+    record = verification_item(
+        "c-\x001", claim="A claim\x00.", evidence=[{"text": "sodium. s\x00 end", "title": "T\x00"}]
+    )
     import_items(study=verification_study, stream=build("verification", fmt, [record]), fmt=fmt)
     item = Item.objects.get(study=verification_study)
     assert item.external_id == "c-1"

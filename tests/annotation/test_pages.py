@@ -10,7 +10,6 @@ from django.urls import reverse
 
 from annotation.models import Item, StudyMember
 from annotation.services import import_items
-
 from tests.conftest import jsonl, verification_item
 
 ASSET = re.compile(r'<(?:script|link|img|iframe|source)\b[^>]*?(?:src|href)="([^"]*)"', re.I)
@@ -51,7 +50,17 @@ def test_overview_for_researcher(client, researcher, loaded_verification_study):
     response = client.get(reverse("annotation:study_detail", args=["verif"]))
     html = response.content.decode()
     assert response.status_code == 200
-    for text in ("Items by domain", "longfact", "Download CSV", "Download JSON Lines", 'enctype="multipart/form-data"', "w1", "w2", "imported identity", "ann-01"):
+    for text in (
+        "Items by domain",
+        "longfact",
+        "Download CSV",
+        "Download JSON Lines",
+        'enctype="multipart/form-data"',
+        "w1",
+        "w2",
+        "imported identity",
+        "ann-01",
+    ):
         assert text in html, text
     assert "Content-Security-Policy" in response.headers
     assert "script-src 'self'" in response.headers["Content-Security-Policy"]
@@ -77,7 +86,10 @@ def test_untrusted_text_is_escaped_and_instructions_sanitised(client, researcher
 def test_item_list_filters_by_domain_and_text(client, researcher, verification_study):
     import_items(
         study=verification_study,
-        stream=jsonl(verification_item("a-1", domain="news"), verification_item("b-1", domain="bio", claim="Marie Curie won twice.")),
+        stream=jsonl(
+            verification_item("a-1", domain="news"),
+            verification_item("b-1", domain="bio", claim="Marie Curie won twice."),
+        ),
         fmt="jsonl",
     )
     client.force_login(researcher)
@@ -139,7 +151,9 @@ def test_preference_item_shows_lists_in_declared_system_order(client, researcher
 
 
 @pytest.mark.django_db
-def test_item_page_names_annotators_by_pseudonym_and_former_members_by_id(client, researcher, loaded_verification_study):
+def test_item_page_names_annotators_by_pseudonym_and_former_members_by_id(
+    client, researcher, loaded_verification_study
+):
     former = StudyMember.objects.get(study=loaded_verification_study, pseudonym="w2")
     user_id = former.user_id
     former.delete()

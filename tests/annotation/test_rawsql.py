@@ -22,7 +22,6 @@ from annotation.access import access_assignment, access_study
 from annotation.models import Annotation, Assignment, Item, Study
 from annotation.rawsql import ModelRows, fetch_one, insert_returning_id, names
 from annotation.services import assignment_sql, assignments, import_items
-
 from tests.conftest import jsonl, verification_item
 
 
@@ -47,8 +46,12 @@ def _study_row(slug: str) -> Study:
 @pytest.mark.django_db
 def test_model_rows_read_every_field_as_the_orm_does(preference_study):
     Study.objects.filter(pk=preference_study.pk).update(
-        labels=["a_strong", "tie"], label_aliases={"A>>B": "a_strong"}, systems=["veriscore", "safe"],
-        tie_allowed=False, both_bad_allowed=True, instructions="Read <b>carefully</b> é",
+        labels=["a_strong", "tie"],
+        label_aliases={"A>>B": "a_strong"},
+        systems=["veriscore", "safe"],
+        tie_allowed=False,
+        both_bad_allowed=True,
+        instructions="Read <b>carefully</b> é",
     )
     expected = Study.objects.get(pk=preference_study.pk)
     read = _study_row(preference_study.slug)
@@ -88,12 +91,23 @@ def test_insert_returning_id_stores_json_and_times_like_the_orm(verification_stu
     now = timezone.now()
     assignment = assignments.claim_next(user=annotator, study=verification_study, now=now)
     judgements = [{"index": 0, "judgement": "support", "useful": True}]
-    pk = insert_returning_id(Annotation, {
-        "assignment_id": assignment.pk, "label": "supported", "raw_label": "Supported", "preferred_system": "",
-        "strength": "", "choice": "supported", "justification": "«quoted» 'text'; DROP TABLE x; --",
-        "evidence_judgements": judgements, "active_ms": 1234, "source": "api",
-        "created_at": now, "updated_at": now + timedelta(seconds=1),
-    })
+    pk = insert_returning_id(
+        Annotation,
+        {
+            "assignment_id": assignment.pk,
+            "label": "supported",
+            "raw_label": "Supported",
+            "preferred_system": "",
+            "strength": "",
+            "choice": "supported",
+            "justification": "«quoted» 'text'; DROP TABLE x; --",
+            "evidence_judgements": judgements,
+            "active_ms": 1234,
+            "source": "api",
+            "created_at": now,
+            "updated_at": now + timedelta(seconds=1),
+        },
+    )
     stored = Annotation.objects.get(pk=pk)
     assert stored.evidence_judgements == judgements
     assert stored.justification == "«quoted» 'text'; DROP TABLE x; --"
@@ -145,5 +159,8 @@ def test_schema_still_documents_token_authentication(client, researcher):
     client.force_login(researcher)
     schema = json.loads(client.get(reverse("api-schema"), HTTP_ACCEPT="application/vnd.oai.openapi+json").content)
     assert schema["components"]["securitySchemes"]["tokenAuth"] == {
-        "type": "apiKey", "in": "header", "name": "Authorization", "description": 'Token-based authentication with required prefix "Token"',
+        "type": "apiKey",
+        "in": "header",
+        "name": "Authorization",
+        "description": 'Token-based authentication with required prefix "Token"',
     }

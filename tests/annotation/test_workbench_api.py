@@ -38,8 +38,9 @@ def judged(label: str) -> dict:
 
 @pytest.fixture
 def verification(client):
-    study, users = make_study(evidence_judgements=True, items=4,
-                              item_overrides={"evidence": [{"text": "one"}, {"text": "two"}]})
+    study, users = make_study(
+        evidence_judgements=True, items=4, item_overrides={"evidence": [{"text": "one"}, {"text": "two"}]}
+    )
     client.force_login(users[0])
     return study, users
 
@@ -70,7 +71,10 @@ def test_next_gives_the_same_assignment_until_submitted_or_skipped(client, verif
     assert client.post(action_url("skip", first)).status_code == 200
     second = client.post(next_url(study)).json()["assignment"]["id"]
     assert second != first
-    assert client.post(action_url("submit", second), judged("supported"), content_type="application/json").status_code == 200
+    assert (
+        client.post(action_url("submit", second), judged("supported"), content_type="application/json").status_code
+        == 200
+    )
     assert client.post(next_url(study)).json()["assignment"]["id"] not in (first, second)
 
 
@@ -79,7 +83,9 @@ def test_next_says_204_when_nothing_is_left(client):
     client.force_login(a1)
     for _ in range(2):
         assignment_id = client.post(next_url(study)).json()["assignment"]["id"]
-        response = client.post(action_url("submit", assignment_id), {"label": "supported"}, content_type="application/json")
+        response = client.post(
+            action_url("submit", assignment_id), {"label": "supported"}, content_type="application/json"
+        )
         assert response.status_code == 200
     assert response.json()["progress"] == {"done": 2, "total": 2, "total_exact": True}
     response = client.post(next_url(study))
@@ -87,14 +93,21 @@ def test_next_says_204_when_nothing_is_left(client):
 
 
 def test_submit_verification_with_evidence_rationale_and_time(client, verification):
-    study, (a1, *_) = verification
+    study, (_a1, *_) = verification
     assignment_id = client.post(next_url(study)).json()["assignment"]["id"]
-    response = client.post(action_url("submit", assignment_id), {
-        "label": "contradicted",
-        "evidence": [{"index": 1, "judgement": "not_support", "useful": True}, {"index": 0, "judgement": "irrelevant"}],
-        "rationale": "the second passage disagrees",
-        "active_ms": 5300,
-    }, content_type="application/json")
+    response = client.post(
+        action_url("submit", assignment_id),
+        {
+            "label": "contradicted",
+            "evidence": [
+                {"index": 1, "judgement": "not_support", "useful": True},
+                {"index": 0, "judgement": "irrelevant"},
+            ],
+            "rationale": "the second passage disagrees",
+            "active_ms": 5300,
+        },
+        content_type="application/json",
+    )
     assert response.status_code == 200, response.content
     data = response.json()
     assert (data["assignment"]["id"], data["assignment"]["status"]) == (assignment_id, "submitted")
@@ -112,10 +125,16 @@ def test_submit_preference_in_screen_terms_is_stored_in_system_space(client):
     study, (a1, *_) = make_study(kind="preference", items=1, n=1, justification_required=True)
     client.force_login(a1)
     assignment_id = client.post(next_url(study)).json()["assignment"]["id"]
-    response = client.post(action_url("submit", assignment_id), {"choice": "right_slight"}, content_type="application/json")
+    response = client.post(
+        action_url("submit", assignment_id), {"choice": "right_slight"}, content_type="application/json"
+    )
     assert response.status_code == 400
     assert "justification" in response.json()["detail"]
-    response = client.post(action_url("submit", assignment_id), {"choice": "right_slight", "justification": "fewer errors"}, content_type="application/json")
+    response = client.post(
+        action_url("submit", assignment_id),
+        {"choice": "right_slight", "justification": "fewer errors"},
+        content_type="application/json",
+    )
     assert response.status_code == 200
     assignment = Assignment.objects.get(pk=assignment_id)
     annotation = Annotation.objects.get(assignment=assignment)
@@ -123,16 +142,19 @@ def test_submit_preference_in_screen_terms_is_stored_in_system_space(client):
     assert (annotation.preferred_system, annotation.strength, annotation.choice) == (right, "slight", "right_slight")
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"label": "maybe"}, "detail"),
-    ({}, "detail"),
-    ({"label": "supported", "evidence": [{"index": 7, "judgement": "support"}]}, "detail"),
-    ({"label": "supported"}, "detail"),  # the study asks for a judgement of every passage
-    ({"label": "supported", "evidence": [{"index": 1, "judgement": "support"}]}, "detail"),
-    ({"label": "supported", "evidence": [{"index": 0, "judgement": "agree"}]}, "evidence"),
-    ({"label": "supported", "active_ms": -5}, "active_ms"),
-    ({"label": "supported", "rationale": "a", "justification": "b"}, "non_field_errors"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"label": "maybe"}, "detail"),
+        ({}, "detail"),
+        ({"label": "supported", "evidence": [{"index": 7, "judgement": "support"}]}, "detail"),
+        ({"label": "supported"}, "detail"),  # the study asks for a judgement of every passage
+        ({"label": "supported", "evidence": [{"index": 1, "judgement": "support"}]}, "detail"),
+        ({"label": "supported", "evidence": [{"index": 0, "judgement": "agree"}]}, "evidence"),
+        ({"label": "supported", "active_ms": -5}, "active_ms"),
+        ({"label": "supported", "rationale": "a", "justification": "b"}, "non_field_errors"),
+    ],
+)
 def test_a_bad_answer_is_a_400_with_a_message(client, verification, body, field):
     study, _ = verification
     assignment_id = client.post(next_url(study)).json()["assignment"]["id"]
@@ -155,7 +177,9 @@ def test_double_submit_stores_one_annotation(client, verification):
     study, _ = verification
     assignment_id = client.post(next_url(study)).json()["assignment"]["id"]
     for _ in range(2):
-        response = client.post(action_url("submit", assignment_id), judged("supported"), content_type="application/json")
+        response = client.post(
+            action_url("submit", assignment_id), judged("supported"), content_type="application/json"
+        )
         assert response.status_code == 200
     assert Annotation.objects.filter(assignment_id=assignment_id).count() == 1
     assert response.json()["progress"]["done"] == 1
@@ -172,7 +196,7 @@ def test_a_lost_lease_is_a_409(client, verification):
 
 
 def test_another_annotators_assignment_is_a_409_not_a_silent_write(client, verification):
-    study, (a1, a2, _) = verification
+    study, (_a1, a2, _) = verification
     theirs = claim_next(user=a2, study=study)
     for action, body in (("submit", judged("supported")), ("skip", {}), ("flag", {"reason": "x"})):
         response = client.post(action_url(action, theirs.pk), body, content_type="application/json")
@@ -185,7 +209,9 @@ def test_skip_and_flag(client, verification):
     assignment_id = client.post(next_url(study)).json()["assignment"]["id"]
     response = client.post(action_url("flag", assignment_id), {"reason": ""}, content_type="application/json")
     assert response.status_code == 400
-    response = client.post(action_url("flag", assignment_id), {"reason": "evidence is in French"}, content_type="application/json")
+    response = client.post(
+        action_url("flag", assignment_id), {"reason": "evidence is in French"}, content_type="application/json"
+    )
     assert response.status_code == 200 and response.json()["assignment"]["flagged"] is True
     response = client.post(action_url("skip", assignment_id))
     assert response.status_code == 200
@@ -201,7 +227,12 @@ def test_researchers_and_closed_studies_are_refused_with_403(client, verificatio
     assignment_id = client.post(next_url(study)).json()["assignment"]["id"]
     client.force_login(researcher)
     assert client.post(next_url(study)).status_code == 403
-    assert client.post(action_url("submit", assignment_id), judged("supported"), content_type="application/json").status_code == 403
+    assert (
+        client.post(
+            action_url("submit", assignment_id), judged("supported"), content_type="application/json"
+        ).status_code
+        == 403
+    )
     client.force_login(a1)
     set_study_status(study=study, status="closed")
     assert client.post(next_url(study)).status_code == 403
@@ -235,11 +266,14 @@ def test_token_auth_works_without_csrf(client, verification):
     token = Token.objects.create(user=a1)
     auth = {"HTTP_AUTHORIZATION": f"Token {token.key}"}
     assignment_id = client.post(next_url(study), **auth).json()["assignment"]["id"]
-    response = client.post(action_url("submit", assignment_id), judged("inconclusive"), content_type="application/json", **auth)
+    response = client.post(
+        action_url("submit", assignment_id), judged("inconclusive"), content_type="application/json", **auth
+    )
     assert response.status_code == 200
 
 
 # --- scoping: the /api/assignments/{id}/... routes carry no slug ----------------------------
+
 
 def assignment_routes() -> list[str]:
     """Every named route that takes an assignment id and no study slug (enumerated, so new ones are covered).
@@ -280,7 +314,9 @@ def test_a_non_member_gets_404_on_every_assignment_route(client, make_user, auth
     for name in assignment_routes():
         for assignment_id in (assignment.pk, assignment.pk + 10_000):  # someone's, and nobody's
             url = reverse(name, kwargs={"assignment_id": assignment_id})
-            response = client.post(url, {"label": "supported", "reason": "x"}, content_type="application/json", **headers)
+            response = client.post(
+                url, {"label": "supported", "reason": "x"}, content_type="application/json", **headers
+            )
             assert response.status_code == 404, f"POST {url} gave {response.status_code}"
             assert client.get(url, **headers).status_code == 404
     assert Assignment.objects.get(pk=assignment.pk).status == "active"
@@ -295,7 +331,14 @@ def test_schema_documents_the_annotate_routes(client, researcher):
     submit = paths["/api/assignments/{assignment_id}/submit"]["post"]
     assert set(submit["responses"]) >= {"200", "400", "404", "409"}
     components = schema["components"]["schemas"]
-    assert components["PreferenceChoiceEnum"]["enum"] == ["left_strong", "left_slight", "tie", "right_slight", "right_strong", "both_bad"]
+    assert components["PreferenceChoiceEnum"]["enum"] == [
+        "left_strong",
+        "left_slight",
+        "tie",
+        "right_slight",
+        "right_strong",
+        "both_bad",
+    ]
     request = components["SubmitAnswerRequest"]["properties"]
     assert {"label", "evidence", "rationale", "choice", "justification", "active_ms"} <= set(request)
     assert {"preference", "verification"} <= set(components["DisplayItem"]["discriminator"]["mapping"])
@@ -317,7 +360,9 @@ def annotate_once(client, study, django_assert_max_num_queries) -> tuple[int, in
     assert response.status_code == 200
     assignment_id = response.json()["assignment"]["id"]
     with django_assert_max_num_queries(MAX_QUERIES), CaptureQueriesContext(connection) as submit_queries:
-        response = client.post(action_url("submit", assignment_id), ANSWERS[study.kind], content_type="application/json")
+        response = client.post(
+            action_url("submit", assignment_id), ANSWERS[study.kind], content_type="application/json"
+        )
     assert response.status_code == 200
     return len(next_queries), len(submit_queries)
 
@@ -350,8 +395,10 @@ def test_annotate_api_query_count_does_not_grow_with_the_study(client, django_as
 
 def test_an_id_beyond_any_stored_one_is_a_404(client):
     """Hand-written SQL must not pass an out-of-range id to the driver (SQLite raised OverflowError)."""
-    study, (a1, *_) = make_study(items=2)
+    _study, (a1, *_) = make_study(items=2)
     client.force_login(a1)
     for action in ("submit", "skip", "flag"):
-        response = client.post(action_url(action, 10**30), {"label": "supported", "reason": "x"}, content_type="application/json")
+        response = client.post(
+            action_url(action, 10**30), {"label": "supported", "reason": "x"}, content_type="application/json"
+        )
         assert response.status_code == 404, action

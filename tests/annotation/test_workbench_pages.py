@@ -15,8 +15,8 @@ from django.utils import timezone
 from annotation.models import Annotation, AnnotationRevision, Assignment, Item, Study, StudyMember
 from annotation.services import add_members, create_study, import_items
 from annotation.services.assignments import claim_next
-
 from tests.conftest import jsonl, preference_item, verification_item
+
 from .test_pages import assert_offline
 
 SYSTEMS = ["sysalpha", "sysbeta"]
@@ -52,7 +52,10 @@ def cells(html: str, attribute: str, value: str) -> list[str]:
     """The text of each cell of the table row marked data-<attribute>="<value>"."""
     row = re.search(rf'<tr data-{attribute}="{re.escape(value)}"[^>]*>(.*?)</tr>', html, re.S)
     assert row, f"no row {attribute}={value}"
-    return [" ".join(unescape(re.sub(r"<[^>]+>", " ", cell)).split()) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)]
+    return [
+        " ".join(unescape(re.sub(r"<[^>]+>", " ", cell)).split())
+        for cell in re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)
+    ]
 
 
 @pytest.fixture
@@ -63,17 +66,28 @@ def bob(make_user):
 @pytest.fixture
 def pref(db, researcher, annotator, bob) -> Study:
     study = create_study(
-        slug="pw", name="Pairwise", kind="preference", annotators_per_item=2, systems=SYSTEMS,
-        justification_required=True, instructions="# Compare\n\nPick the **better** list.",
+        slug="pw",
+        name="Pairwise",
+        kind="preference",
+        annotators_per_item=2,
+        systems=SYSTEMS,
+        justification_required=True,
+        instructions="# Compare\n\nPick the **better** list.",
     )
     add_members(study=study, usernames=[researcher.username], role="researcher")
     add_members(study=study, usernames=[annotator.username, bob.username], role="annotator")
     import_items(
         study=study,
-        stream=jsonl(*(
-            preference_item(f"p-{n}", source=f"Source text {n}.", lists={SYSTEMS[0]: [f"alpha claim {n}"], SYSTEMS[1]: [f"beta claim {n}"]})
-            for n in range(1, 4)
-        )),
+        stream=jsonl(
+            *(
+                preference_item(
+                    f"p-{n}",
+                    source=f"Source text {n}.",
+                    lists={SYSTEMS[0]: [f"alpha claim {n}"], SYSTEMS[1]: [f"beta claim {n}"]},
+                )
+                for n in range(1, 4)
+            )
+        ),
         fmt="jsonl",
     )
     return study
@@ -88,7 +102,9 @@ def verif(db, researcher, annotator) -> Study:
         {"text": "First passage.", "title": "One", "url": "https://example.org/1", "source_type": "news"},
         {"text": "Second passage.", "title": "Two", "url": "https://example.org/2", "source_type": "wiki"},
     ]
-    import_items(study=study, stream=jsonl(*(verification_item(f"c-{n}", evidence=passages) for n in (1, 2))), fmt="jsonl")
+    import_items(
+        study=study, stream=jsonl(*(verification_item(f"c-{n}", evidence=passages) for n in (1, 2))), fmt="jsonl"
+    )
     return study
 
 
@@ -97,6 +113,7 @@ def pref_answer(**overrides) -> dict:
 
 
 # --- the annotate page -----------------------------------------------------------
+
 
 @pytest.mark.django_db
 def test_preference_page_is_blinded_and_csp_clean(client, annotator, pref):
@@ -113,12 +130,18 @@ def test_preference_page_is_blinded_and_csp_clean(client, annotator, pref):
     assert "List 1" in html and "List 2" in html
     for name in SYSTEMS:
         assert name not in html, f"system name {name} leaked"
-    for label in ("List 1 much better", "List 1 slightly better", "About the same", "List 2 slightly better", "List 2 much better"):
+    for label in (
+        "List 1 much better",
+        "List 1 slightly better",
+        "About the same",
+        "List 2 slightly better",
+        "List 2 much better",
+    ):
         assert label in html
     assert "Both bad" not in html  # not offered by this study
     assert "0 of 3 done" in text(html) and "<progress" in html
     assert 'name="csrfmiddlewaretoken"' in html and submit_url(pref, assignment) in html
-    assert '<h1>Compare</h1>' in html  # instructions panel, rendered Markdown
+    assert "<h1>Compare</h1>" in html  # instructions panel, rendered Markdown
     assert 'id="wb-config" type="application/json"' in html
     assert_csp_clean(html)
 
@@ -172,10 +195,19 @@ def test_missing_justification_is_refused_with_a_message(client, annotator, pref
 
 @pytest.mark.django_db
 def test_choice_the_study_does_not_offer_is_refused(client, annotator, researcher):
-    study = create_study(slug="nt", name="No tie", kind="preference", annotators_per_item=1, systems=SYSTEMS,
-                         tie_allowed=False, both_bad_allowed=True)
+    study = create_study(
+        slug="nt",
+        name="No tie",
+        kind="preference",
+        annotators_per_item=1,
+        systems=SYSTEMS,
+        tie_allowed=False,
+        both_bad_allowed=True,
+    )
     add_members(study=study, usernames=[annotator.username], role="annotator")
-    import_items(study=study, stream=jsonl(preference_item("p-1", lists={SYSTEMS[0]: ["a"], SYSTEMS[1]: ["b"]})), fmt="jsonl")
+    import_items(
+        study=study, stream=jsonl(preference_item("p-1", lists={SYSTEMS[0]: ["a"], SYSTEMS[1]: ["b"]})), fmt="jsonl"
+    )
     client.force_login(annotator)
     html = client.get(annotate_url(study)).content.decode()
     assert "About the same" not in html and "Both bad" in html
@@ -227,9 +259,15 @@ def test_finish_page_when_nothing_is_left(client, annotator, verif):
     for _ in range(2):
         client.get(annotate_url(verif))
         assignment = current(annotator, verif)
-        response = client.post(submit_url(verif, assignment), {
-            "label": "supported", "evidence_0": "support", "evidence_1": "irrelevant", "useful_0": "on",
-        })
+        response = client.post(
+            submit_url(verif, assignment),
+            {
+                "label": "supported",
+                "evidence_0": "support",
+                "evidence_1": "irrelevant",
+                "useful_0": "on",
+            },
+        )
         assert response.status_code == 302
     response = client.get(annotate_url(verif))
     html = response.content.decode()
@@ -249,10 +287,17 @@ def test_verification_answer_with_evidence_judgements(client, annotator, verif):
     incomplete = client.post(submit_url(verif, assignment), {"label": "supported", "evidence_0": "support"})
     assert incomplete.status_code == 400 and "Judge passage 2" in incomplete.content.decode()
     assert not Annotation.objects.exists()
-    client.post(submit_url(verif, assignment), {
-        "label": "contradicted", "evidence_0": "not_support", "evidence_1": "irrelevant",
-        "useful_0": "on", "justification": "Passage 1 says otherwise.", "active_ms": "5000",
-    })
+    client.post(
+        submit_url(verif, assignment),
+        {
+            "label": "contradicted",
+            "evidence_0": "not_support",
+            "evidence_1": "irrelevant",
+            "useful_0": "on",
+            "justification": "Passage 1 says otherwise.",
+            "active_ms": "5000",
+        },
+    )
     annotation = Annotation.objects.get(assignment=assignment)
     assert annotation.label == "contradicted" and annotation.justification == "Passage 1 says otherwise."
     assert annotation.evidence_judgements == [
@@ -266,9 +311,15 @@ def test_broken_timer_value_does_not_cost_the_answer(client, annotator, verif):
     client.force_login(annotator)
     client.get(annotate_url(verif))
     assignment = current(annotator, verif)
-    client.post(submit_url(verif, assignment), {
-        "label": "supported", "evidence_0": "support", "evidence_1": "support", "active_ms": "-5e9",
-    })
+    client.post(
+        submit_url(verif, assignment),
+        {
+            "label": "supported",
+            "evidence_0": "support",
+            "evidence_1": "support",
+            "active_ms": "-5e9",
+        },
+    )
     assert Annotation.objects.get(assignment=assignment).active_ms is None
 
 
@@ -312,7 +363,9 @@ def test_someone_elses_assignment_is_not_reachable(client, annotator, bob, pref)
 def test_lost_lease_is_reported_not_overwritten(client, annotator, bob, researcher):
     study = create_study(slug="one", name="One slot", kind="preference", annotators_per_item=1, systems=SYSTEMS)
     add_members(study=study, usernames=[annotator.username, bob.username], role="annotator")
-    import_items(study=study, stream=jsonl(preference_item("p-1", lists={SYSTEMS[0]: ["a"], SYSTEMS[1]: ["b"]})), fmt="jsonl")
+    import_items(
+        study=study, stream=jsonl(preference_item("p-1", lists={SYSTEMS[0]: ["a"], SYSTEMS[1]: ["b"]})), fmt="jsonl"
+    )
     client.force_login(annotator)
     client.get(annotate_url(study))
     mine = current(annotator, study)
@@ -375,9 +428,14 @@ def test_untrusted_item_text_is_escaped_on_the_annotate_page(client, annotator):
     study = create_study(slug="xss", name="XSS", kind="verification", annotators_per_item=1, evidence_judgements=True)
     add_members(study=study, usernames=[annotator.username], role="annotator")
     Item.objects.create(  # straight into the table: the importer's URL check is not what is tested here
-        study=study, external_id="xss", payload={
-            "claim": payload, "context": payload,
-            "evidence": [{"text": payload, "title": payload, "url": "javascript:window.__pwned=1", "source_type": payload}],
+        study=study,
+        external_id="xss",
+        payload={
+            "claim": payload,
+            "context": payload,
+            "evidence": [
+                {"text": payload, "title": payload, "url": "javascript:window.__pwned=1", "source_type": payload}
+            ],
         },
     )
     client.force_login(annotator)
@@ -390,10 +448,13 @@ def test_untrusted_item_text_is_escaped_on_the_annotate_page(client, annotator):
 
 # --- query counts stay flat as the study grows --------------------------------------
 
+
 def _grow(study: Study, n: int, start: int = 100) -> None:
     import_items(
         study=study,
-        stream=jsonl(*(preference_item(f"g-{i}", lists={SYSTEMS[0]: ["a"], SYSTEMS[1]: ["b"]}) for i in range(start, start + n))),
+        stream=jsonl(
+            *(preference_item(f"g-{i}", lists={SYSTEMS[0]: ["a"], SYSTEMS[1]: ["b"]}) for i in range(start, start + n))
+        ),
         fmt="jsonl",
     )
 
@@ -423,6 +484,7 @@ def test_annotate_and_submit_queries_do_not_grow_with_the_study(client, annotato
 
 # --- researcher progress page ---------------------------------------------------------
 
+
 @pytest.fixture
 def qc_study(db, researcher, annotator, bob, make_user) -> Study:
     """Hand-made: anna answered 3 items (1 of 2 gold right), bob 2 (2 of 2 right) and skipped 1."""
@@ -432,8 +494,10 @@ def qc_study(db, researcher, annotator, bob, make_user) -> Study:
     import_items(
         study=study,
         stream=jsonl(
-            verification_item("c-1", gold="supported"), verification_item("c-2", gold="contradicted"),
-            verification_item("c-3"), verification_item("c-4"),
+            verification_item("c-1", gold="supported"),
+            verification_item("c-2", gold="contradicted"),
+            verification_item("c-3"),
+            verification_item("c-4"),
         ),
         fmt="jsonl",
     )
@@ -442,9 +506,16 @@ def qc_study(db, researcher, annotator, bob, make_user) -> Study:
 
     def slot(item, user, number, status="submitted", label="", active_ms=None, flag=""):
         assignment = Assignment.objects.create(
-            study=study, item=items[item], annotator=user, slot=number, max_slots=2, status=status,
+            study=study,
+            item=items[item],
+            annotator=user,
+            slot=number,
+            max_slots=2,
+            status=status,
             lease_expires_at=now + timedelta(minutes=20) if status == "active" else None,
-            submitted_at=now if status == "submitted" else None, flagged=bool(flag), flag_reason=flag,
+            submitted_at=now if status == "submitted" else None,
+            flagged=bool(flag),
+            flag_reason=flag,
         )
         if label:
             Annotation.objects.create(assignment=assignment, label=label, raw_label=label, active_ms=active_ms)
@@ -458,7 +529,12 @@ def qc_study(db, researcher, annotator, bob, make_user) -> Study:
     slot("c-3", bob, None, status="skipped", flag="<b>offensive</b>")
     carl = StudyMember.objects.get(study=study, user__username="carl").user
     lost = Assignment.objects.create(  # carl's lease on c-4 ran out and anna took the slot over
-        study=study, item=items["c-4"], annotator=carl, slot=None, max_slots=2, status="skipped",
+        study=study,
+        item=items["c-4"],
+        annotator=carl,
+        slot=None,
+        max_slots=2,
+        status="skipped",
         lease_expires_at=now - timedelta(minutes=5),
     )
     assert lost.pk
@@ -475,8 +551,28 @@ def test_progress_page_numbers(client, researcher, annotator, bob, qc_study):
     html = response.content.decode()
     assert response.status_code == 200
     # annotator, done, skipped, timed out, open now, flagged, median active time, gold items, gold accuracy
-    assert cells(html, "annotator", names["anna"]) == [names["anna"], "3", "0", "0", "1", "1", "3.0 s", "2", "1 / 2 (50%)"]
-    assert cells(html, "annotator", names["bob"]) == [names["bob"], "2", "1", "0", "0", "1", "3.5 s", "2", "2 / 2 (100%)"]
+    assert cells(html, "annotator", names["anna"]) == [
+        names["anna"],
+        "3",
+        "0",
+        "0",
+        "1",
+        "1",
+        "3.0 s",
+        "2",
+        "1 / 2 (50%)",
+    ]
+    assert cells(html, "annotator", names["bob"]) == [
+        names["bob"],
+        "2",
+        "1",
+        "0",
+        "0",
+        "1",
+        "3.5 s",
+        "2",
+        "2 / 2 (100%)",
+    ]
     assert cells(html, "annotator", names["carl"]) == [names["carl"], "0", "0", "1", "0", "0", "—", "—", "—"]
     # item, domain, slots taken, submitted, skipped, timed out, flags, active leases
     assert cells(html, "item", "c-1")[2:7] == ["2 / 2", "2", "", "", ""]
@@ -487,10 +583,17 @@ def test_progress_page_numbers(client, researcher, annotator, bob, qc_study):
     assert "<b>offensive" not in html
     assert_csp_clean(html)
     url = reverse("annotation:study_progress", args=[qc_study.slug])
-    shown = {state: re.findall(r'<tr data-item="([^"]+)"', client.get(f"{url}?state={state}").content.decode())
-             for state in ("open", "complete", "untouched", "flagged", "bogus")}
-    assert shown == {"open": ["c-3", "c-4"], "complete": ["c-1", "c-2"], "untouched": [], "flagged": ["c-3"],
-                     "bogus": ["c-1", "c-2", "c-3", "c-4"]}
+    shown = {
+        state: re.findall(r'<tr data-item="([^"]+)"', client.get(f"{url}?state={state}").content.decode())
+        for state in ("open", "complete", "untouched", "flagged", "bogus")
+    }
+    assert shown == {
+        "open": ["c-3", "c-4"],
+        "complete": ["c-1", "c-2"],
+        "untouched": [],
+        "flagged": ["c-3"],
+        "bogus": ["c-1", "c-2", "c-3", "c-4"],
+    }
     overview = client.get(reverse("annotation:study_detail", args=[qc_study.slug])).content.decode()
     assert reverse("annotation:study_progress", args=[qc_study.slug]) in overview
 
@@ -507,14 +610,23 @@ def test_progress_page_queries_do_not_grow_with_the_study(client, researcher, qc
     url = reverse("annotation:study_progress", args=[qc_study.slug])
     client.get(url)
     small = _count(lambda: client.get(url))
-    import_items(study=qc_study, stream=jsonl(*(verification_item(f"n-{i}", gold="supported") for i in range(80))), fmt="jsonl")
+    import_items(
+        study=qc_study, stream=jsonl(*(verification_item(f"n-{i}", gold="supported") for i in range(80))), fmt="jsonl"
+    )
     workers = [make_user(f"worker{i}") for i in range(6)]
     add_members(study=qc_study, usernames=[worker.username for worker in workers], role="annotator")
     for item in Item.objects.filter(study=qc_study, external_id__startswith="n-"):
         for number, worker in enumerate(workers[:2]):
             assignment = Assignment.objects.create(
-                study=qc_study, item=item, annotator=worker, slot=number, max_slots=2, status="submitted",
-                submitted_at=timezone.now(), flagged=number == 1, flag_reason="x" if number else "",
+                study=qc_study,
+                item=item,
+                annotator=worker,
+                slot=number,
+                max_slots=2,
+                status="submitted",
+                submitted_at=timezone.now(),
+                flagged=number == 1,
+                flag_reason="x" if number else "",
             )
             Annotation.objects.create(assignment=assignment, label="supported", active_ms=100 * number + 50)
     large = _count(lambda: client.get(url))

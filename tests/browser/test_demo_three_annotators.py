@@ -19,7 +19,7 @@ from django.urls import reverse
 from annotation.models import Annotation, Assignment, Study
 from annotation.services.demo import DEMO_ANNOTATORS, fixtures_dir, load_demo
 
-from .conftest import VIEWPORT
+from .fixtures import VIEWPORT
 
 pytestmark = pytest.mark.browser
 
@@ -114,7 +114,9 @@ def test_three_demo_annotators_label_a_demo_study_to_the_end(browser, live_serve
 
     # Exactly N answers per item, from N different annotators; each annotator did every item once.
     submitted = Assignment.objects.filter(study=study, status=Assignment.Status.SUBMITTED)
-    assert Counter(submitted.values_list("item_id", flat=True)) == {pk: 3 for pk in study.items.values_list("pk", flat=True)}
+    assert Counter(submitted.values_list("item_id", flat=True)) == dict.fromkeys(
+        study.items.values_list("pk", flat=True), 3
+    )
     assert Annotation.objects.filter(assignment__study=study).count() == 3 * n_items
     for username in DEMO_ANNOTATORS:
         mine = list(submitted.filter(annotator__username=username).select_related("item").order_by("submitted_at"))
@@ -122,7 +124,10 @@ def test_three_demo_annotators_label_a_demo_study_to_the_end(browser, live_serve
         # What each person saw, in their order, is what was stored for them (sides included).
         if study.kind == "preference":
             stored = [
-                (a.item.payload["source"], *("\n".join(a.item.payload["lists"][s]) for s in (a.left_system, other(study, a))))
+                (
+                    a.item.payload["source"],
+                    *("\n".join(a.item.payload["lists"][s]) for s in (a.left_system, other(study, a))),
+                )
                 for a in mine
             ]
             assert [(src, l1.replace("\n", ""), l2.replace("\n", "")) for src, l1, l2 in seen[username]] == [

@@ -23,6 +23,7 @@ PAYLOAD = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1
 
 # --- helpers ---------------------------------------------------------------------
 
+
 def log_in(page, username: str, next_path: str) -> None:
     """The login form, typed: username (autofocused), Tab, password, Enter."""
     page.goto(f"{reverse('login')}?next={next_path}")
@@ -61,43 +62,79 @@ def bob(make_user):
 
 
 def preference_study(slug: str, annotators: list, *, n: int = 1, items: int = 2, **options) -> Study:
-    study = create_study(slug=slug, name=f"Preference {slug}", kind="preference", annotators_per_item=n,
-                         systems=SYSTEMS, instructions="# Compare the lists\n\nPrefer the list that covers the source.", **options)
+    study = create_study(
+        slug=slug,
+        name=f"Preference {slug}",
+        kind="preference",
+        annotators_per_item=n,
+        systems=SYSTEMS,
+        instructions="# Compare the lists\n\nPrefer the list that covers the source.",
+        **options,
+    )
     add_members(study=study, usernames=[user.username for user in annotators], role="annotator")
     if not items:
         return study
     import_items(
         study=study,
-        stream=jsonl(*(
-            preference_item(f"p-{i}", source=f"Source sentence number {i}.", lists={
-                SYSTEMS[0]: [f"Alpha fact {i}.1", f"Alpha fact {i}.2"], SYSTEMS[1]: [f"Beta fact {i}.1"],
-            })
-            for i in range(1, items + 1)
-        )),
+        stream=jsonl(
+            *(
+                preference_item(
+                    f"p-{i}",
+                    source=f"Source sentence number {i}.",
+                    lists={
+                        SYSTEMS[0]: [f"Alpha fact {i}.1", f"Alpha fact {i}.2"],
+                        SYSTEMS[1]: [f"Beta fact {i}.1"],
+                    },
+                )
+                for i in range(1, items + 1)
+            )
+        ),
         fmt="jsonl",
     )
     return study
 
 
 def verification_study(slug: str, annotators: list, *, items: int = 2, **options) -> Study:
-    study = create_study(slug=slug, name=f"Verification {slug}", kind="verification", annotators_per_item=1,
-                         instructions="**supported**: the evidence confirms every part of the claim.", **options)
+    study = create_study(
+        slug=slug,
+        name=f"Verification {slug}",
+        kind="verification",
+        annotators_per_item=1,
+        instructions="**supported**: the evidence confirms every part of the claim.",
+        **options,
+    )
     add_members(study=study, usernames=[user.username for user in annotators], role="annotator")
     passages = [
-        {"text": "The first passage.", "title": "First source", "url": "https://example.org/one", "source_type": "news"},
-        {"text": "The second passage.", "title": "Second source", "url": "https://example.org/two", "source_type": "wiki"},
+        {
+            "text": "The first passage.",
+            "title": "First source",
+            "url": "https://example.org/one",
+            "source_type": "news",
+        },
+        {
+            "text": "The second passage.",
+            "title": "Second source",
+            "url": "https://example.org/two",
+            "source_type": "wiki",
+        },
     ]
     if not items:
         return study
     import_items(
         study=study,
-        stream=jsonl(*(verification_item(f"c-{i}", claim=f"Claim number {i} is true.", evidence=passages) for i in range(1, items + 1))),
+        stream=jsonl(
+            *(
+                verification_item(f"c-{i}", claim=f"Claim number {i} is true.", evidence=passages)
+                for i in range(1, items + 1)
+            )
+        ),
         fmt="jsonl",
     )
     return study
 
 
 # --- the tests -----------------------------------------------------------------------
+
 
 @pytest.mark.django_db(transaction=True)
 def test_preference_study_with_the_keyboard_alone(page, guard, annotator):
@@ -200,17 +237,33 @@ def test_verification_study_with_evidence_judgements_by_keyboard(page, guard, an
 @pytest.mark.django_db(transaction=True)
 def test_untrusted_text_is_shown_as_text_and_runs_nothing(page, guard, annotator):
     verification = verification_study("xss-ver", [annotator], items=0, evidence_judgements=True)
-    Item.objects.create(study=verification, external_id="xss", payload={
-        "claim": PAYLOAD, "context": PAYLOAD,
-        "evidence": [
-            {"text": PAYLOAD, "title": PAYLOAD, "url": "javascript:window.__pwned=1", "source_type": PAYLOAD},
-            {"text": "Plain.", "title": "Quoted url", "url": 'https://example.org/"><img src=x onerror="window.__pwned=1">', "source_type": "web"},
-        ],
-    })
+    Item.objects.create(
+        study=verification,
+        external_id="xss",
+        payload={
+            "claim": PAYLOAD,
+            "context": PAYLOAD,
+            "evidence": [
+                {"text": PAYLOAD, "title": PAYLOAD, "url": "javascript:window.__pwned=1", "source_type": PAYLOAD},
+                {
+                    "text": "Plain.",
+                    "title": "Quoted url",
+                    "url": 'https://example.org/"><img src=x onerror="window.__pwned=1">',
+                    "source_type": "web",
+                },
+            ],
+        },
+    )
     preference = preference_study("xss-pref", [annotator], items=0)
-    Item.objects.create(study=preference, external_id="xss", payload={
-        "source": PAYLOAD, "question": PAYLOAD, "lists": {SYSTEMS[0]: [PAYLOAD], SYSTEMS[1]: [PAYLOAD, "fine"]},
-    })
+    Item.objects.create(
+        study=preference,
+        external_id="xss",
+        payload={
+            "source": PAYLOAD,
+            "question": PAYLOAD,
+            "lists": {SYSTEMS[0]: [PAYLOAD], SYSTEMS[1]: [PAYLOAD, "fine"]},
+        },
+    )
     log_in(page, annotator.username, annotate_path(verification))
     page.keyboard.press("Escape")
     page.locator("#wb-context summary").focus()
@@ -222,7 +275,10 @@ def test_untrusted_text_is_shown_as_text_and_runs_nothing(page, guard, annotator
     assert page.locator("#wb-passage-0 .passage-text").inner_text() == PAYLOAD
     assert page.locator("#wb-passage-0 a").count() == 0  # a javascript: URL is not made a link
     assert page.locator("#wb-passage-0 .passage-url").inner_text() == "javascript:window.__pwned=1"
-    assert page.locator("#wb-passage-1 a").get_attribute("href") == 'https://example.org/"><img src=x onerror="window.__pwned=1">'
+    assert (
+        page.locator("#wb-passage-1 a").get_attribute("href")
+        == 'https://example.org/"><img src=x onerror="window.__pwned=1">'
+    )
     assert page.locator(".wb img").count() == 0
     assert page.evaluate("typeof window.__pwned") == "undefined"
     guard.assert_clean(page)
@@ -241,15 +297,27 @@ def test_untrusted_text_is_shown_as_text_and_runs_nothing(page, guard, annotator
 def test_reload_and_new_login_resume_the_same_item_in_the_same_order(page, guard, browser, live_server, annotator, bob):
     study = preference_study("resume", [annotator, bob], n=2, items=3)
     log_in(page, annotator.username, annotate_path(study))
-    shown = (page.locator("#wb-source").inner_text(), page.locator("#wb-list-1").inner_text(), page.locator("#wb-list-2").inner_text())
+    shown = (
+        page.locator("#wb-source").inner_text(),
+        page.locator("#wb-list-1").inner_text(),
+        page.locator("#wb-list-2").inner_text(),
+    )
     page.keyboard.press("3")  # chosen, not submitted
     page.reload()
-    assert (page.locator("#wb-source").inner_text(), page.locator("#wb-list-1").inner_text(), page.locator("#wb-list-2").inner_text()) == shown
+    assert (
+        page.locator("#wb-source").inner_text(),
+        page.locator("#wb-list-1").inner_text(),
+        page.locator("#wb-list-2").inner_text(),
+    ) == shown
 
     page.locator("button:has-text('Log out')").focus()
     press_and_wait(page, "Enter")
     log_in(page, annotator.username, annotate_path(study))
-    assert (page.locator("#wb-source").inner_text(), page.locator("#wb-list-1").inner_text(), page.locator("#wb-list-2").inner_text()) == shown
+    assert (
+        page.locator("#wb-source").inner_text(),
+        page.locator("#wb-list-1").inner_text(),
+        page.locator("#wb-list-2").inner_text(),
+    ) == shown
     assert Assignment.objects.filter(study=study, annotator=annotator).count() == 1
     guard.assert_clean(page)
 

@@ -96,22 +96,34 @@ pages 1906-1919. https://aclanthology.org/2020.acl-main.173
 
 
 def xsum(source: Path, out: Path) -> None:
-    folder = _folder(source, out, "xsum_hallucination", None, """\
+    folder = _folder(
+        source,
+        out,
+        "xsum_hallucination",
+        None,
+        """\
 Kept: factuality_annotations_xsum_summaries.csv.gz = factuality_annotations_xsum_summaries.csv, all rows and all
   five columns (bbcid, system, summary, is_factual, worker_id), byte for byte, gzipped. The other two CSVs are not
   used and not copied. LICENSE.md states the CC BY 4.0 licence above (the source has no licence file).
-Read by: tests/stats/conftest.py (fixture xsum), fixtures/build_demo.py (demo study xsum-factuality).""")
+Read by: tests/stats/conftest.py (fixture xsum), fixtures/build_demo.py (demo study xsum-factuality).""",
+    )
     name = "factuality_annotations_xsum_summaries.csv"
     _gzip(folder / f"{name}.gz", (source / "xsum_hallucination" / name).read_bytes())
     _write(folder / "LICENSE.md", XSUM_LICENCE.encode("utf-8"))
 
 
 def longsciverify(source: Path, out: Path) -> None:
-    folder = _folder(source, out, "longsciverify", "LICENSE.MIT.txt", """\
+    folder = _folder(
+        source,
+        out,
+        "longsciverify",
+        "LICENSE.MIT.txt",
+        """\
 Kept: {pubmed,arxiv}_reviewer_{1,2,3}.csv with the columns id and model_{m}_sent_{s}_factuality (m, s = 1..3) only,
   all rows, cells as in the source (empty = no rating), UTF-8 BOM and CRLF line ends as in the source. The summaries,
   coherence and fluency columns and the *_test.json source documents are not used and not copied.
-Read by: tests/stats/conftest.py (fixture longsci), tests/metaeval/test_cohen_bootstrap.py (PubMed).""")
+Read by: tests/stats/conftest.py (fixture longsci), tests/metaeval/test_cohen_bootstrap.py (PubMed).""",
+    )
     for dataset in ("pubmed", "arxiv"):
         for reviewer in (1, 2, 3):
             name = f"{dataset}_reviewer_{reviewer}.csv"
@@ -124,14 +136,20 @@ Read by: tests/stats/conftest.py (fixture longsci), tests/metaeval/test_cohen_bo
 
 
 def wice(source: Path, out: Path) -> None:
-    folder = _folder(source, out, "wice", "LICENSE.md", """\
+    folder = _folder(
+        source,
+        out,
+        "wice",
+        "LICENSE.md",
+        """\
 Kept: the two oracle_chunks_claim_test.<model>.entailment_score.json files unchanged;
   oracle_chunks_claim_test.gpt-4-0613.raw_outputs.jsonl.gz = the raw outputs file, unchanged, gzipped;
   claim_test.jsonl.gz = claim_test.jsonl, all 358 lines in order, each with label, claim and meta.{id, claim_context}
   only, and evidence only for the 100 claims that have model scores (the others' evidence and every line's
   supporting_sentences, meta.claim_title and meta.claim_section are not used); values unchanged, gzipped.
 Read by: tests/stats/conftest.py (fixture wice), tests/verifiers/test_wice.py, tests/verifiers_run/test_wice.py,
-  fixtures/build_demo.py (demo study wice).""")
+  fixtures/build_demo.py (demo study wice).""",
+    )
     src = source / "wice"
     scores = "oracle_chunks_claim_test.{}.entailment_score.json"
     for model in ("gpt-4-0613", "gpt-3.5-turbo-0613"):
@@ -149,37 +167,61 @@ Read by: tests/stats/conftest.py (fixture wice), tests/verifiers/test_wice.py, t
     _gzip(folder / f"{raw}.gz", (src / raw).read_bytes())
 
 
-FACTCHECK_SENTENCE_FIELDS = ("text", "decontext", "claims", "auto_evidence", "auto_evidence_url",
-                             "claims_factuality_label", "stance_claim_autoEvid")
+FACTCHECK_SENTENCE_FIELDS = (
+    "text",
+    "decontext",
+    "claims",
+    "auto_evidence",
+    "auto_evidence_url",
+    "claims_factuality_label",
+    "stance_claim_autoEvid",
+)
 
 
 def factcheck_gpt(source: Path, out: Path) -> None:
-    folder = _folder(source, out, "factcheck_gpt", "LICENSE.Apache-2.0.txt", f"""\
+    folder = _folder(
+        source,
+        out,
+        "factcheck_gpt",
+        "LICENSE.Apache-2.0.txt",
+        f"""\
 Kept: factcheck-GPT-benchmark.jsonl.gz = factcheck-GPT-benchmark.jsonl, all 94 lines in order, each reduced to
   sentences.<key>.{{{", ".join(FACTCHECK_SENTENCE_FIELDS)}}};
   the other response and sentence fields are not used; values unchanged, gzipped. The subtask files are not copied.
-Read by: tests/metaeval/test_scores.py (stances), fixtures/build_demo.py (demo study factcheck-gpt).""")
+Read by: tests/metaeval/test_scores.py (stances), fixtures/build_demo.py (demo study factcheck-gpt).""",
+    )
 
     def keep(record: dict, _number: int) -> dict:
-        return {"sentences": {key: _only(sentence, FACTCHECK_SENTENCE_FIELDS)
-                              for key, sentence in record["sentences"].items()}}
+        return {
+            "sentences": {
+                key: _only(sentence, FACTCHECK_SENTENCE_FIELDS) for key, sentence in record["sentences"].items()
+            }
+        }
 
     name = "factcheck-GPT-benchmark.jsonl"
     _gzip(folder / f"{name}.gz", _jsonl(source / "factcheck_gpt" / name, keep))
 
 
 def factscore_labeled(source: Path, out: Path) -> None:
-    folder = _folder(source, out, "factscore_labeled", "LICENSE.factscore.MIT.txt", """\
+    folder = _folder(
+        source,
+        out,
+        "factscore_labeled",
+        "LICENSE.factscore.MIT.txt",
+        """\
 Kept: {InstructGPT,ChatGPT,PerplexityAI}.jsonl.gz = the three labelled files, all 183 lines each in order, each
   with input, topic, cat and annotations (null, or per sentence text, model-atomic-facts and human-atomic-facts);
   output and is-relevant are not used; values unchanged, gzipped. prompt_entities.txt is not copied.
-Read by: tests/metaeval/test_scores.py (FActScore), fixtures/build_demo.py (demo study factscore-pref, ChatGPT).""")
+Read by: tests/metaeval/test_scores.py (FActScore), fixtures/build_demo.py (demo study factscore-pref, ChatGPT).""",
+    )
 
     def keep(record: dict, _number: int) -> dict:
         kept = _only(record, {"input", "topic", "cat", "annotations"})
         if kept.get("annotations") is not None:
-            kept["annotations"] = [_only(sentence, {"text", "model-atomic-facts", "human-atomic-facts"})
-                                   for sentence in kept["annotations"]]
+            kept["annotations"] = [
+                _only(sentence, {"text", "model-atomic-facts", "human-atomic-facts"})
+                for sentence in kept["annotations"]
+            ]
         return kept
 
     for system in ("InstructGPT", "ChatGPT", "PerplexityAI"):
@@ -187,14 +229,22 @@ Read by: tests/metaeval/test_scores.py (FActScore), fixtures/build_demo.py (demo
 
 
 def veriscore_demos(source: Path, out: Path) -> None:
-    folder = _folder(source, out, "veriscore_demos", "LICENSE.Apache-2.0.txt", """\
+    folder = _folder(
+        source,
+        out,
+        "veriscore_demos",
+        "LICENSE.Apache-2.0.txt",
+        """\
 Kept: few_shot_examples.jsonl, unchanged (data_sample.jsonl is not used and not copied).
-Read by: tests/verifiers/test_veriscore.py (metaeval's shipped copy must equal it byte for byte).""")
+Read by: tests/verifiers/test_veriscore.py (metaeval's shipped copy must equal it byte for byte).""",
+    )
     shutil.copyfile(source / "veriscore_demos" / "few_shot_examples.jsonl", folder / "few_shot_examples.jsonl")
 
 
-DATASETS = {function.__name__: function
-            for function in (xsum, longsciverify, wice, factcheck_gpt, factscore_labeled, veriscore_demos)}
+DATASETS = {
+    function.__name__: function
+    for function in (xsum, longsciverify, wice, factcheck_gpt, factscore_labeled, veriscore_demos)
+}
 FOLDERS = {"xsum": "xsum_hallucination"}
 
 

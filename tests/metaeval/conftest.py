@@ -33,8 +33,10 @@ def demo(django_db_setup, django_db_blocker):
     with django_db_blocker.unblock():
         users_before = set(User.objects.values_list("pk", flat=True))
         call_command("load_demo", stdout=io.StringIO())
-        studies = {study.slug: study for study in Study.objects.filter(
-            slug__in=["xsum-factuality", "factcheck-gpt", "factscore-pref"])}
+        studies = {
+            study.slug: study
+            for study in Study.objects.filter(slug__in=["xsum-factuality", "factcheck-gpt", "factscore-pref"])
+        }
     yield studies
     with django_db_blocker.unblock():
         Study.objects.filter(slug__in=DEMO_SLUGS).delete()

@@ -11,9 +11,11 @@ from metaeval import charts
 
 
 def test_inline_css_becomes_presentation_attributes():
-    svg = ('<svg xmlns="http://www.w3.org/2000/svg"><defs><style type="text/css">*{stroke-linejoin: round; '
-           'stroke-linecap: butt}</style></defs><!-- a "label" --><path d="M0 0" style="fill: #ffffff; '
-           'stroke: #000; stroke-width: 0.8"/></svg>')
+    svg = (
+        '<svg xmlns="http://www.w3.org/2000/svg"><defs><style type="text/css">*{stroke-linejoin: round; '
+        'stroke-linecap: butt}</style></defs><!-- a "label" --><path d="M0 0" style="fill: #ffffff; '
+        'stroke: #000; stroke-width: 0.8"/></svg>'
+    )
     out = charts.strip_inline_styles(svg)
     assert out.startswith('<svg stroke-linejoin="round" stroke-linecap="butt" xmlns=')
     assert '<path d="M0 0" fill="#ffffff" stroke="#000" stroke-width="0.8"/>' in out
@@ -28,14 +30,26 @@ def test_unknown_css_is_refused_rather_than_dropped():
 
 
 def test_hostile_annotator_names_are_drawn_not_injected():
-    names = ['<script>alert(1)</script>', 'a"onload="x', "--> <b>"]
+    names = ["<script>alert(1)</script>", 'a"onload="x', "--> <b>"]
     kappa = np.array([[1.0, 0.4, np.nan], [0.4, 1.0, 0.2], [np.nan, 0.2, 1.0]])
     n = np.array([[0, 10, 0], [10, 0, 8], [0, 8, 0]])
     svg = charts.render(charts.agreement_matrix_figure(names, kappa, n), "svg").decode()
     assert "<script" not in svg and "onload" not in svg and "<b>" not in svg
     assert "style=" not in svg and "<style" not in svg
-    assert set(re.findall(r"<(\w+)", svg)) <= {"svg", "metadata", "rdf", "cc", "dc", "defs", "g", "path", "use",
-                                                "clipPath", "rect", "image"}
+    assert set(re.findall(r"<(\w+)", svg)) <= {
+        "svg",
+        "metadata",
+        "rdf",
+        "cc",
+        "dc",
+        "defs",
+        "g",
+        "path",
+        "use",
+        "clipPath",
+        "rect",
+        "image",
+    }
 
 
 def test_empty_data_draws_a_message_not_an_error():

@@ -15,7 +15,6 @@ from sklearn.metrics import cohen_kappa_score
 
 from metaeval import stats
 from metaeval.stats.cohen_bootstrap import MAX_FEATURES, cohen_bootstrap, cohen_bootstrap_unavailable
-
 from tests.datasets import TEST_DATA
 
 B = 4000
@@ -34,8 +33,12 @@ def pubmed() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def table(pubmed):
-    long = pubmed.reset_index(drop=True).rename_axis("item").reset_index().melt(
-        id_vars="item", var_name="annotator", value_name="label")
+    long = (
+        pubmed.reset_index(drop=True)
+        .rename_axis("item")
+        .reset_index()
+        .melt(id_vars="item", var_name="annotator", value_name="label")
+    )
     return stats.build_table(long, [0, 1])
 
 
@@ -54,7 +57,7 @@ def _plain_quantiles(pubmed: pd.DataFrame) -> dict[tuple[str, str], np.ndarray]:
     out: dict[tuple[str, str], list[float]] = {pair: [] for pair in itertools.combinations(names, 2)}
     for _ in range(B):
         sample = values[rng.integers(0, len(values), len(values))]
-        for (a, b) in out:
+        for a, b in out:
             out[(a, b)].append(_kappa(sample[:, names.index(a)], sample[:, names.index(b)]))
     return {pair: np.nanquantile(v, [0.025, 0.975]) for pair, v in out.items()}
 
@@ -62,7 +65,8 @@ def _plain_quantiles(pubmed: pd.DataFrame) -> dict[tuple[str, str], np.ndarray]:
 def test_the_written_out_kappa_is_scikit_learns(pubmed):
     for a, b in itertools.combinations(pubmed.columns, 2):
         assert _kappa(pubmed[a].to_numpy(), pubmed[b].to_numpy()) == pytest.approx(
-            cohen_kappa_score(pubmed[a], pubmed[b], labels=[0, 1]))
+            cohen_kappa_score(pubmed[a], pubmed[b], labels=[0, 1])
+        )
 
 
 def test_pair_intervals_match_plain_resampling(pubmed, table):

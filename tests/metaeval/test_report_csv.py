@@ -20,10 +20,17 @@ ANNOTATORS = ["=1+1", "+cmd", "-2", "@SUM(A1)"]
 def test_awkward_item_ids_and_annotator_names_stay_in_their_cells(db):
     study = create_study(slug="awkward-report", name="Awkward", kind="verification", annotators_per_item=2)
     import_items(study=study, stream=jsonl(*(verification_item(item) for item in ITEMS)), fmt="jsonl")
-    import_annotations(study=study, stream=jsonl(*(
-        {"item": item, "annotator": who, "label": label}
-        for n, item in enumerate(ITEMS)
-        for who, label in ((ANNOTATORS[n], "supported"), (ANNOTATORS[(n + 1) % 4], "contradicted")))), fmt="jsonl")
+    import_annotations(
+        study=study,
+        stream=jsonl(
+            *(
+                {"item": item, "annotator": who, "label": label}
+                for n, item in enumerate(ITEMS)
+                for who, label in ((ANNOTATORS[n], "supported"), (ANNOTATORS[(n + 1) % 4], "contradicted"))
+            )
+        ),
+        fmt="jsonl",
+    )
 
     text = report_csv(build_report(study))
     rows = list(csv.reader(io.StringIO(text, newline="")))

@@ -28,12 +28,32 @@ def cli_json(xsum_study) -> dict:
 
 
 def test_cli_json_has_the_issue_shape(cli_json):
-    for key in ("study", "kind", "n_items", "n_annotators", "n_annotations", "agreement", "binary", "by_domain",
-                "preference", "scores", "disagreements"):
+    for key in (
+        "study",
+        "kind",
+        "n_items",
+        "n_annotators",
+        "n_annotations",
+        "agreement",
+        "binary",
+        "by_domain",
+        "preference",
+        "scores",
+        "disagreements",
+    ):
         assert key in cli_json, key
     agreement = cli_json["agreement"]
-    for key in ("fleiss_kappa", "krippendorff_alpha", "pairwise_cohen_kappa", "mean_cohen_kappa",
-                "percent_agreement", "full_agreement", "majority_agreement", "gwet_ac1", "label_distribution"):
+    for key in (
+        "fleiss_kappa",
+        "krippendorff_alpha",
+        "pairwise_cohen_kappa",
+        "mean_cohen_kappa",
+        "percent_agreement",
+        "full_agreement",
+        "majority_agreement",
+        "gwet_ac1",
+        "label_distribution",
+    ):
         assert key in agreement, key
     assert set(agreement["fleiss_kappa"]) >= {"value", "ci", "n_items"}
     assert round(agreement["fleiss_kappa"]["value"], 3) == 0.774
@@ -96,8 +116,15 @@ def test_page_shows_numbers_charts_and_linked_disagreements(client, demo_researc
     response = client.get(reverse("metaeval:report", args=["xsum-factuality"]))
     assert response.status_code == 200
     html = response.content.decode()
-    for text in ("Fleiss&#x27; kappa (items with all N ratings)", "0.774", "[0.734, 0.814]",
-                 "10 items without all 3 ratings left out", "Disagreements (118 items)", "FActScore", "F1@K"):
+    for text in (
+        "Fleiss&#x27; kappa (items with all N ratings)",
+        "0.774",
+        "[0.734, 0.814]",
+        "10 items without all 3 ratings left out",
+        "Disagreements (118 items)",
+        "FActScore",
+        "F1@K",
+    ):
         assert text in html, text
     assert 'style="' not in html and "<script" not in html  # CSP: no inline styles or scripts
     assert not [u for u in ASSET.findall(html) if re.match(r"^(https?:)?//", u)]
@@ -143,12 +170,13 @@ def test_chart_is_revalidated_and_redrawn_when_the_data_changes(client, demo_res
 
 def test_preference_chart_is_404_for_a_verification_study(client, demo_researcher, xsum_study):
     client.force_login(demo_researcher)
-    assert client.get(reverse("metaeval:report_chart", args=["xsum-factuality", "preference", "svg"])).status_code == 404
+    assert (
+        client.get(reverse("metaeval:report_chart", args=["xsum-factuality", "preference", "svg"])).status_code == 404
+    )
     assert client.get("/studies/xsum-factuality/report/charts/nosuch.svg").status_code == 404
 
 
-@pytest.mark.parametrize("fmt,content_type", [("json", "application/json"), ("csv", "text/csv"),
-                                               ("html", "text/html")])
+@pytest.mark.parametrize("fmt,content_type", [("json", "application/json"), ("csv", "text/csv"), ("html", "text/html")])
 def test_page_downloads(client, demo_researcher, xsum_study, fmt, content_type):
     client.force_login(demo_researcher)
     response = client.get(reverse("metaeval:report_download", args=["xsum-factuality", fmt]))

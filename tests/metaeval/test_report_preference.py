@@ -71,11 +71,18 @@ def records() -> list[dict]:
 
 @pytest.fixture
 def study(db, researcher, records):
-    study = create_study(slug="pref-report", name="Preference report", kind="preference", systems=list(SYSTEMS),
-                         annotators_per_item=3)
+    study = create_study(
+        slug="pref-report", name="Preference report", kind="preference", systems=list(SYSTEMS), annotators_per_item=3
+    )
     add_members(study=study, usernames=[researcher.username], role="researcher")
-    items = [preference_item(f"p-{n}", domain="biography" if n < 30 else "science",
-                             lists={"veriscore": ["A claim."], "safe": ["Another claim."]}) for n in range(60)]
+    items = [
+        preference_item(
+            f"p-{n}",
+            domain="biography" if n < 30 else "science",
+            lists={"veriscore": ["A claim."], "safe": ["Another claim."]},
+        )
+        for n in range(60)
+    ]
     import_items(study=study, stream=jsonl(*items), fmt="jsonl")
     import_annotations(study=study, stream=jsonl(*records), fmt="jsonl")
     return study
@@ -125,7 +132,7 @@ def test_sign_test_matches_statsmodels_and_scipy(report, frame):
 def test_item_level_sign_test_uses_each_items_majority(report, frame):
     direction = frame["code"].map({0: "a", 1: "a", 2: "tie", 3: "b", 4: "b"})
     majorities = []
-    for item, group in direction.groupby(frame["item"]):
+    for _item, group in direction.groupby(frame["item"]):
         top = group.value_counts()
         if top.iloc[0] * 2 > len(group):
             majorities.append(top.index[0])
@@ -148,10 +155,12 @@ def test_position_bias_from_the_stored_display_order(report, frame):
 def test_agreement_on_the_five_point_scale(report, frame):
     wide = frame.pivot(index="item", columns="annotator", values="code")
     agreement = report["agreement"]
-    ordinal = krippendorff.alpha(reliability_data=wide.T.to_numpy(dtype=float), level_of_measurement="ordinal",
-                                 value_domain=[0, 1, 2, 3, 4])
-    nominal = krippendorff.alpha(reliability_data=wide.T.to_numpy(dtype=float), level_of_measurement="nominal",
-                                 value_domain=[0, 1, 2, 3, 4])
+    ordinal = krippendorff.alpha(
+        reliability_data=wide.T.to_numpy(dtype=float), level_of_measurement="ordinal", value_domain=[0, 1, 2, 3, 4]
+    )
+    nominal = krippendorff.alpha(
+        reliability_data=wide.T.to_numpy(dtype=float), level_of_measurement="nominal", value_domain=[0, 1, 2, 3, 4]
+    )
     assert agreement["krippendorff_alpha_ordinal"]["value"] == pytest.approx(ordinal, abs=1e-12)
     assert agreement["krippendorff_alpha"]["value"] == pytest.approx(nominal, abs=1e-12)
     pairs = {tuple(p["annotators"]): p["value"] for p in agreement["pairwise_cohen_kappa_linear"]}
@@ -159,7 +168,8 @@ def test_agreement_on_the_five_point_scale(report, frame):
         assert value == pytest.approx(cohen_kappa_score(wide[a], wide[b], labels=range(5), weights="linear"))
     quadratic = {tuple(p["annotators"]): p["value"] for p in agreement["pairwise_cohen_kappa_quadratic"]}
     assert quadratic[("w1", "w2")] == pytest.approx(
-        cohen_kappa_score(wide["w1"], wide["w2"], labels=range(5), weights="quadratic"))
+        cohen_kappa_score(wide["w1"], wide["w2"], labels=range(5), weights="quadratic")
+    )
     table, _ = aggregate_raters(wide.to_numpy(), n_cat=5)
     assert agreement["fleiss_kappa"]["value"] == pytest.approx(fleiss_kappa(table, method="fleiss"))
 
@@ -169,7 +179,8 @@ def test_agreement_on_the_three_way_and_binary_collapses(report, frame):
     wide3 = three.groupby([frame["item"], frame["annotator"]]).first().unstack()
     table, _ = aggregate_raters(wide3.to_numpy(), n_cat=3)
     assert report["preference"]["three_way"]["fleiss_kappa"]["value"] == pytest.approx(
-        fleiss_kappa(table, method="fleiss"))
+        fleiss_kappa(table, method="fleiss")
+    )
     # Binary: preferred system, ties excluded (items then have fewer ratings: alpha handles that).
     binary = frame["code"].map({0: 0, 1: 0, 2: np.nan, 3: 1, 4: 1})
     wide2 = binary.groupby([frame["item"], frame["annotator"]]).first().unstack()
@@ -181,8 +192,14 @@ def test_agreement_on_the_three_way_and_binary_collapses(report, frame):
 def test_page_shows_the_preference_section_and_chart(client, researcher, study):
     client.force_login(researcher)
     html = client.get("/studies/pref-report/report/").content.decode()
-    for text in ("Preferences", "Sign tests", "List 1", "Agreement on direction", "Domain biography",
-                 "/studies/pref-report/report/charts/preference.svg"):
+    for text in (
+        "Preferences",
+        "Sign tests",
+        "List 1",
+        "Agreement on direction",
+        "Domain biography",
+        "/studies/pref-report/report/charts/preference.svg",
+    ):
         assert text in html, text
     assert "Factuality scores" not in html
     chart = client.get("/studies/pref-report/report/charts/preference.svg")
@@ -200,8 +217,11 @@ def test_the_synthetic_study_is_not_degenerate(report):
 
 def test_csv_and_html_carry_the_preference_numbers(study, report):
     rows = list(csv.DictReader(io.StringIO(report_csv(report))))
-    wins = next(r for r in rows if r["section"] == "preference" and r["scope"] == "all"
-                and r["statistic"] == "wins_strong[veriscore]")
+    wins = next(
+        r
+        for r in rows
+        if r["section"] == "preference" and r["scope"] == "all" and r["statistic"] == "wins_strong[veriscore]"
+    )
     assert int(wins["value"]) == report["preference"]["counts"]["systems"]["veriscore"]["wins_strong"]
     p_value = next(r for r in rows if r["statistic"] == "position_bias_p_value")
     assert float(p_value["value"]) == pytest.approx(report["preference"]["position_bias"]["p_value"])

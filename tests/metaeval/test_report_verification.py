@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+
 import pytest
 from django.urls import reverse
 
@@ -19,10 +20,13 @@ TYPES = ("news", "web", "wikipedia")
 
 
 def _item(n: int, **extra) -> dict:
-    evidence = [{"text": f"Passage {k}.", "title": f"T{k}", "url": f"https://example.org/{n}/{k}",
-                 "source_type": TYPES[k]} for k in range(3)]
-    return verification_item(f"c-{n}", response_id=f"r-{n // 3}", system="gpt" if n < 6 else "llama",
-                             evidence=evidence, **extra)
+    evidence = [
+        {"text": f"Passage {k}.", "title": f"T{k}", "url": f"https://example.org/{n}/{k}", "source_type": TYPES[k]}
+        for k in range(3)
+    ]
+    return verification_item(
+        f"c-{n}", response_id=f"r-{n // 3}", system="gpt" if n < 6 else "llama", evidence=evidence, **extra
+    )
 
 
 # (item, worker, label, evidence judgements as stored by different tools). Imports
@@ -48,17 +52,26 @@ LABELS = [
 
 @pytest.fixture
 def study(db, researcher):
-    study = create_study(slug="verif-report", name="Verification report", kind="verification",
-                         annotators_per_item=2, evidence_judgements=True)
+    study = create_study(
+        slug="verif-report",
+        name="Verification report",
+        kind="verification",
+        annotators_per_item=2,
+        evidence_judgements=True,
+    )
     add_members(study=study, usernames=[researcher.username], role="researcher")
     items = [_item(n, gold="supported") if n == 8 else _item(n) for n in range(9)]
     import_items(study=study, stream=jsonl(*items), fmt="jsonl")
-    import_annotations(study=study, stream=jsonl(*(
-        {"item": item, "annotator": who, "label": label} for item, who, label, _ in LABELS)), fmt="jsonl")
+    import_annotations(
+        study=study,
+        stream=jsonl(*({"item": item, "annotator": who, "label": label} for item, who, label, _ in LABELS)),
+        fmt="jsonl",
+    )
     users = dict(StudyMember.objects.filter(study=study).values_list("pseudonym", "user_id"))
     for item, who, _, judgements in LABELS:
         Annotation.objects.filter(assignment__item__external_id=item, assignment__annotator_id=users[who]).update(
-            evidence_judgements=judgements)
+            evidence_judgements=judgements
+        )
     return study
 
 
@@ -75,8 +88,11 @@ def test_gold_items_stay_out_of_agreement_and_disagreements(study):
 
 def test_scores_from_majority_and_gold(study):
     scores = build_report(study)["scores"]
-    assert scores["labels"] == {"supported": ["supported"], "unsupported": ["contradicted", "inconclusive"],
-                                "excluded": []}
+    assert scores["labels"] == {
+        "supported": ["supported"],
+        "unsupported": ["contradicted", "inconclusive"],
+        "excluded": [],
+    }
     fact = scores["human"]["factscore"]["per_system"]
     # gpt: r-0 = c-0 S, c-1 none, c-2 S -> 1.0; r-1 = c-3 NS, c-4/c-5 unlabelled -> 0.0
     assert fact["gpt"]["factscore"]["value"] == pytest.approx(0.5)
@@ -99,8 +115,15 @@ def test_credibility_pools_readable_judgements_and_counts_the_rest(study):
     assert overall["value"] == pytest.approx(4 / 6)
     assert cred["include_irrelevant"] is False and cred["n_unreadable_judgements"] == 2
     # web = passage 1: c-0 w1 irrelevant, c-1 w1 irrelevant (by position), c-3 w1 support
-    assert cred["by_source_type"]["web"] == {"support": 1, "not_support": 0, "irrelevant": 2, "denominator": 1,
-                                             "n_judgements": 3, "value": 1.0, "selected": True}
+    assert cred["by_source_type"]["web"] == {
+        "support": 1,
+        "not_support": 0,
+        "irrelevant": 2,
+        "denominator": 1,
+        "n_judgements": 3,
+        "value": 1.0,
+        "selected": True,
+    }
     assert set(evidence["source_type"]) == set(TYPES)
 
 
@@ -128,8 +151,10 @@ def test_study_without_a_binary_map_says_why_it_has_no_scores(db):
     study = create_study(slug="custom", name="Custom labels", kind="verification", labels=["good", "bad", "ugly"])
     import_items(study=study, stream=jsonl(verification_item("c-1")), fmt="jsonl")
     report = build_report(study, ReportOptions(binary=True))
-    assert report["scores"] == {"available": False,
-                                "reason": "the study has no binary map saying which labels count as supported"}
+    assert report["scores"] == {
+        "available": False,
+        "reason": "the study has no binary map saying which labels count as supported",
+    }
     assert report["binary"]["available"] is False and "binary" in report["binary"]["reason"]
     assert report["agreement"]["fleiss_kappa"]["value"] is None and report["agreement"]["fleiss_kappa"]["reason"]
 
@@ -149,7 +174,10 @@ def test_csv_carries_scores_and_credibility(study):
     rows = list(csv.DictReader(io.StringIO(report_csv(build_report(study)))))
     cred = next(r for r in rows if r["section"] == "credibility" and r["scope"] == "system:all")
     assert float(cred["value"]) == pytest.approx(4 / 6) and "news, web, wikipedia" in cred["note"]
-    fact = next(r for r in rows if r["section"] == "scores_human" and r["scope"] == "system:gpt"
-                and r["statistic"] == "factscore")
+    fact = next(
+        r
+        for r in rows
+        if r["section"] == "scores_human" and r["scope"] == "system:gpt" and r["statistic"] == "factscore"
+    )
     assert float(fact["value"]) == pytest.approx(0.5)
     assert any(r["section"] == "scores_gold" and r["statistic"] == "veriscore_k" for r in rows)

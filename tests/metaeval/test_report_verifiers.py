@@ -35,7 +35,12 @@ def study_with_verifier(loaded_verification_study):
     import_annotations(study=study, stream=jsonl(*rows), fmt="jsonl")
     import_predictions(
         study=study,
-        stream=jsonl(*({"item": item, "verifier": "llm-x", "label": label, "rationale": f"because {item}"} for item, label in VERIFIER.items())),
+        stream=jsonl(
+            *(
+                {"item": item, "verifier": "llm-x", "label": label, "rationale": f"because {item}"}
+                for item, label in VERIFIER.items()
+            )
+        ),
         fmt="jsonl",
     )
     return study
@@ -72,8 +77,11 @@ def test_the_verifier_chart_draws_the_reports_numbers(client, researcher, study_
     [(name, kappa, ci, ceiling)] = verifier_rows({"llm-x": section})
     majority = {"c-1": "supported", "c-2": "contradicted", "c-3": "inconclusive", "c-4": "supported"}
     assert name == "llm-x"
-    assert kappa == pytest.approx(cohen_kappa_score([majority[i] for i in sorted(majority)],
-                                                    [VERIFIER[i] for i in sorted(majority)], labels=LABELS))
+    assert kappa == pytest.approx(
+        cohen_kappa_score(
+            [majority[i] for i in sorted(majority)], [VERIFIER[i] for i in sorted(majority)], labels=LABELS
+        )
+    )
     assert list(ci) == section["cohen_kappa"]["ci"] and ci[0] <= kappa <= ci[1]
     assert ceiling == section["human_ceiling"]["human"]["cohen_kappa"]["value"] and ceiling is not None
 
@@ -93,8 +101,10 @@ def test_the_verifier_chart_is_redrawn_when_predictions_change(client, researche
     etag = client.get(url)["ETag"]
     assert client.get(url, HTTP_IF_NONE_MATCH=etag).status_code == 304
     import_predictions(
-        study=study_with_verifier, update=True,
-        stream=jsonl({"item": "c-2", "verifier": "llm-x", "label": "contradicted"}), fmt="jsonl",
+        study=study_with_verifier,
+        update=True,
+        stream=jsonl({"item": "c-2", "verifier": "llm-x", "label": "contradicted"}),
+        fmt="jsonl",
     )
     assert client.get(url, HTTP_IF_NONE_MATCH=etag).status_code == 200
 

@@ -93,7 +93,8 @@ def test_binary_and_domain_sections(report):
     assert report["binary"]["fleiss_kappa"]["value"] == pytest.approx(report["agreement"]["fleiss_kappa"]["value"])
     assert list(report["by_domain"]) == ["xsum"]
     assert report["by_domain"]["xsum"]["fleiss_kappa"]["value"] == pytest.approx(
-        report["agreement"]["fleiss_kappa"]["value"])
+        report["agreement"]["fleiss_kappa"]["value"]
+    )
 
 
 def test_disagreements_are_exactly_the_split_items(report, xsum_fixture_labels):
@@ -109,8 +110,10 @@ def test_disagreements_are_exactly_the_split_items(report, xsum_fixture_labels):
 
 def test_factual_share_per_system_is_the_majority_share(report, xsum_fixture_labels):
     """FActScore of one-claim responses = share of summaries whose majority says factual."""
-    items = {json.loads(line)["id"]: json.loads(line)["system"]
-             for line in open("fixtures/xsum/items.jsonl", encoding="utf-8")}
+    items = {
+        json.loads(line)["id"]: json.loads(line)["system"]
+        for line in open("fixtures/xsum/items.jsonl", encoding="utf-8")
+    }
     counts = xsum_fixture_labels.groupby(["item", "label"]).size().unstack(fill_value=0)
     n = counts.sum(axis=1)
     majority = counts.idxmax(axis=1).where(counts.max(axis=1) * 2 > n)

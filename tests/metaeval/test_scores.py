@@ -22,7 +22,6 @@ import pandas as pd
 import pytest
 
 from metaeval import stats
-
 from tests.datasets import TEST_DATA, read_jsonl
 
 from .conftest import FIXTURES
@@ -44,15 +43,23 @@ def factscore_data() -> tuple[pd.DataFrame, pd.DataFrame]:
     for system in FACTSCORE_SYSTEMS:
         for n, record in enumerate(read_jsonl(TEST_DATA / "factscore_labeled" / f"{system}.jsonl.gz")):
             rid = f"{system}-{n}"
-            responses.append({"response_id": rid, "system": system, "domain": record["cat"][0],
-                              "answered": record["annotations"] is not None})
+            responses.append(
+                {
+                    "response_id": rid,
+                    "system": system,
+                    "domain": record["cat"][0],
+                    "answered": record["annotations"] is not None,
+                }
+            )
             for sentence in record["annotations"] or []:
                 if sentence["human-atomic-facts"] is None:
                     labels = ["IR"] * len(sentence["model-atomic-facts"] or [])
                 else:
                     labels = [fact["label"] for fact in sentence["human-atomic-facts"]]
-                claims += [{"response_id": rid, "system": system, "domain": record["cat"][0], "label": label}
-                           for label in labels]
+                claims += [
+                    {"response_id": rid, "system": system, "domain": record["cat"][0], "label": label}
+                    for label in labels
+                ]
     return pd.DataFrame(claims), pd.DataFrame(responses)
 
 
@@ -85,10 +92,10 @@ def test_factscore_counts_match_the_datasets_readme(factscore_data, factscore_re
 def test_factscore_per_response_equals_a_plain_loop(factscore_data, factscore_result):
     claims, responses = factscore_data
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for rid, label in zip(claims["response_id"], claims["label"]):
+    for rid, label in zip(claims["response_id"], claims["label"], strict=True):
         counts[rid][0] += label == "S"
         counts[rid][1] += 1
-    answered = dict(zip(responses["response_id"], responses["answered"]))
+    answered = dict(zip(responses["response_id"], responses["answered"], strict=True))
     by_system = defaultdict(list)
     for record in factscore_result["per_response"]:
         rid = record["response_id"]
@@ -115,10 +122,9 @@ def _veriscore_script(claims: pd.DataFrame, responses: pd.DataFrame) -> dict[tup
     """VeriScore's scoring loop: triplets (supported, claims) per response, K median per domain;
     (domain, system) -> (K, mean F1@K)."""
     answered = responses.loc[responses["answered"]]
-    per_response = claims.groupby("response_id")["label"].agg(
-        supported=lambda s: int((s == "S").sum()), total="size")
+    per_response = claims.groupby("response_id")["label"].agg(supported=lambda s: int((s == "S").sum()), total="size")
     triplets: defaultdict[str, defaultdict[str, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
-    for rid, system, domain in zip(answered["response_id"], answered["system"], answered["domain"]):
+    for rid, system, domain in zip(answered["response_id"], answered["system"], answered["domain"], strict=True):
         s, total = per_response.loc[rid] if rid in per_response.index else (0, 0)
         triplets[domain][system].append((int(s), int(total)))
     out = {}
@@ -128,7 +134,7 @@ def _veriscore_script(claims: pd.DataFrame, responses: pd.DataFrame) -> dict[tup
         for system, lst in systems.items():
             prec = [s / t for s, t in lst]
             rec = [min(s / k_median, 1) for s, _ in lst]
-            f1 = [2 * p * r / (p + r) if r > 0 else 0 for p, r in zip(prec, rec)]
+            f1 = [2 * p * r / (p + r) if r > 0 else 0 for p, r in zip(prec, rec, strict=True)]
             out[(domain, system)] = (k_median, sum(f1) / len(f1))
     return out
 
@@ -147,8 +153,9 @@ def test_veriscore_equals_its_scoring_script(factscore_data):
 def test_veriscore_k_can_be_frozen(factscore_data):
     claims, responses = factscore_data
     first = stats.veriscore_f1_at_k(claims, supported={"S"}, unsupported={"NS", "IR"}, responses=responses)
-    again = stats.veriscore_f1_at_k(claims, supported={"S"}, unsupported={"NS", "IR"}, responses=responses,
-                                    k=first["k"])
+    again = stats.veriscore_f1_at_k(
+        claims, supported={"S"}, unsupported={"NS", "IR"}, responses=responses, k=first["k"]
+    )
     assert again["per_system"] == first["per_system"]
     assert {e["k_source"] for e in again["by_domain"].values()} == {"given"}
     bigger = stats.veriscore_f1_at_k(claims, supported={"S"}, unsupported={"NS", "IR"}, responses=responses, k=100)
@@ -157,21 +164,27 @@ def test_veriscore_k_can_be_frozen(factscore_data):
 
 def test_claim_scores_agree_with_the_three_functions(factscore_data):
     claims, responses = factscore_data
-    roles = dict(supported={"S"}, unsupported={"NS", "IR"})
+    roles = {"supported": {"S"}, "unsupported": {"NS", "IR"}}
     together = stats.claim_scores(claims, responses=responses, **roles)
     assert together["factscore"]["per_system"] == stats.factscore(claims, responses=responses, **roles)["per_system"]
-    assert together["veriscore"]["by_domain"] == stats.veriscore_f1_at_k(
-        claims, responses=responses, **roles)["by_domain"]
+    assert (
+        together["veriscore"]["by_domain"] == stats.veriscore_f1_at_k(claims, responses=responses, **roles)["by_domain"]
+    )
     assert len(together["per_response"]) == 3 * 183
 
 
 def test_bootstrap_interval_matches_plain_resampling(factscore_result):
     """The multinomial shortcut gives the interval that resampling responses gives."""
-    values = np.array([r["score"] for r in factscore_result["per_response"]
-                       if r["system"] == "ChatGPT" and r["score"] is not None])
-    claims = pd.DataFrame({"response_id": np.repeat(np.arange(len(values)), 1000), "system": "x",
-                           "label": np.concatenate([["S"] * round(v * 1000) + ["NS"] * (1000 - round(v * 1000))
-                                                    for v in values])})
+    values = np.array(
+        [r["score"] for r in factscore_result["per_response"] if r["system"] == "ChatGPT" and r["score"] is not None]
+    )
+    claims = pd.DataFrame(
+        {
+            "response_id": np.repeat(np.arange(len(values)), 1000),
+            "system": "x",
+            "label": np.concatenate([["S"] * round(v * 1000) + ["NS"] * (1000 - round(v * 1000)) for v in values]),
+        }
+    )
     ours = stats.factscore(claims, supported={"S"}, unsupported={"NS"}, n_resamples=20000, seed=1)
     rng = np.random.default_rng(7)
     plain = np.array([rng.choice(values, len(values)).mean() for _ in range(20000)])
@@ -185,15 +198,21 @@ def test_bootstrap_interval_matches_plain_resampling(factscore_result):
 @pytest.fixture(scope="module")
 def factcheck_claims() -> pd.DataFrame:
     rows = [json.loads(line) for line in open(FIXTURES / "factcheck_gpt" / "items.jsonl", encoding="utf-8")]
-    return pd.DataFrame({"response_id": [r["response_id"] for r in rows], "system": [r["system"] for r in rows],
-                         "label": [r.get("gold") for r in rows]})
+    return pd.DataFrame(
+        {
+            "response_id": [r["response_id"] for r in rows],
+            "system": [r["system"] for r in rows],
+            "label": [r.get("gold") for r in rows],
+        }
+    )
 
 
 def test_ragas_faithfulness_equals_a_plain_loop(factcheck_claims):
-    out = stats.ragas_faithfulness(factcheck_claims, supported={"supported"}, unsupported={"contradicted"},
-                                   excluded={"inconclusive"})
+    out = stats.ragas_faithfulness(
+        factcheck_claims, supported={"supported"}, unsupported={"contradicted"}, excluded={"inconclusive"}
+    )
     per_response = defaultdict(list)
-    for rid, label in zip(factcheck_claims["response_id"], factcheck_claims["label"]):
+    for rid, label in zip(factcheck_claims["response_id"], factcheck_claims["label"], strict=True):
         if label in ("supported", "contradicted"):
             per_response[rid].append(label == "supported")
     expected = {rid: sum(v) / len(v) for rid, v in per_response.items()}
@@ -218,18 +237,35 @@ def _source_type(url: str) -> str:
 @pytest.fixture(scope="module")
 def stances() -> pd.DataFrame:
     """One row per (claim, evidence passage) stance of Factcheck-GPT, mapped as its README says."""
-    mapping = {"completely-support": "support", "partially-support": "not_support", "refute": "not_support",
-               "irrelevant": "irrelevant"}
+    mapping = {
+        "completely-support": "support",
+        "partially-support": "not_support",
+        "refute": "not_support",
+        "irrelevant": "irrelevant",
+    }
     rows = []
     for n, record in enumerate(read_jsonl(TEST_DATA / "factcheck_gpt" / "factcheck-GPT-benchmark.jsonl.gz")):
         for key, sentence in record["sentences"].items():
-            if not len(sentence["claims"]) == len(sentence["stance_claim_autoEvid"]) == len(sentence["auto_evidence_url"]):
+            if (
+                not len(sentence["claims"])
+                == len(sentence["stance_claim_autoEvid"])
+                == len(sentence["auto_evidence_url"])
+            ):
                 continue
-            for c, (labels, urls) in enumerate(zip(sentence["stance_claim_autoEvid"], sentence["auto_evidence_url"])):
+            for c, (labels, urls) in enumerate(
+                zip(sentence["stance_claim_autoEvid"], sentence["auto_evidence_url"], strict=True)
+            ):
                 if len(labels) != len(urls):
                     continue
-                rows += [{"claim": f"{n}-{key}-{c}", "system": "ChatGPT", "judgement": mapping[label],
-                          "source_type": _source_type(url)} for label, url in zip(labels, urls)]
+                rows += [
+                    {
+                        "claim": f"{n}-{key}-{c}",
+                        "system": "ChatGPT",
+                        "judgement": mapping[label],
+                        "source_type": _source_type(url),
+                    }
+                    for label, url in zip(labels, urls, strict=True)
+                ]
     return pd.DataFrame(rows)
 
 
@@ -262,7 +298,8 @@ def test_credibility_source_type_selection(stances):
     only_wiki = stats.credibility(stances, source_types=["wikipedia"])
     assert only_wiki["source_types_included"] == ["wikipedia"]
     assert only_wiki["overall"]["value"]["value"] == pytest.approx(
-        _pooled(stances.loc[stances["source_type"] == "wikipedia"], False))
+        _pooled(stances.loc[stances["source_type"] == "wikipedia"], False)
+    )
     no_web = stats.credibility(stances, exclude_source_types=["web"])
     assert "web" in no_web["source_types_excluded"]
     assert no_web["n_judgements_left_out_by_source_type"] == (stances["source_type"] == "web").sum()
@@ -280,7 +317,7 @@ def _claims(rows: list[tuple[str, str, str | None]]) -> pd.DataFrame:
 
 def test_zero_claim_responses_follow_each_papers_rule():
     claims = _claims([("r1", "m", "S"), ("r1", "m", "NS"), ("r2", "m", "IR"), ("r3", "m", None)])
-    roles = dict(supported={"S"}, unsupported={"NS"}, excluded={"IR"})
+    roles = {"supported": {"S"}, "unsupported": {"NS"}, "excluded": {"IR"}}
     fact = stats.factscore(claims, **roles)
     assert fact["overall"]["factscore"]["value"] == 0.5 and fact["overall"]["n_zero_claim"] == 2
     assert "zero countable claims has no score" in fact["rule"]
@@ -314,7 +351,7 @@ def test_k_of_zero_makes_f1_undefined_with_a_reason():
 
 def test_labels_must_have_exactly_one_role():
     claims = _claims([("r1", "m", "S"), ("r1", "m", "typo")])
-    with pytest.raises(ValueError, match="no role.*typo"):
+    with pytest.raises(ValueError, match=r"no role.*typo"):
         stats.factscore(claims, supported={"S"}, unsupported={"NS"})
     with pytest.raises(ValueError, match="more than one role"):
         stats.factscore(claims, supported={"S"}, unsupported={"S", "typo"})

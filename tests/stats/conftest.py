@@ -42,8 +42,11 @@ def _long_from_wide(wide, annotators=None) -> pd.DataFrame:
 @pytest.fixture(scope="session")
 def xsum() -> pd.DataFrame:
     """XSum factuality judgements: item = (bbcid, system), annotator = slot, label yes/no."""
-    df = pd.read_csv(TEST_DATA / "xsum_hallucination" / "factuality_annotations_xsum_summaries.csv.gz",
-                     keep_default_na=False, dtype={"bbcid": str})
+    df = pd.read_csv(
+        TEST_DATA / "xsum_hallucination" / "factuality_annotations_xsum_summaries.csv.gz",
+        keep_default_na=False,
+        dtype={"bbcid": str},
+    )
     df["label"] = df["is_factual"].where(df["is_factual"] != "NULL")
     return df
 
@@ -77,8 +80,9 @@ def _longsci_long(wide: pd.DataFrame) -> pd.DataFrame:
 def wice() -> tuple[pd.DataFrame, pd.DataFrame]:
     """WiCE: human labels of 358 claims (one aggregated label) and GPT-4 verdicts on 100."""
     rows = read_jsonl(TEST_DATA / "wice" / "claim_test.jsonl.gz")
-    human = pd.DataFrame({"item": [r["meta"]["id"] for r in rows], "annotator": "wice",
-                          "label": [r["label"] for r in rows]})
+    human = pd.DataFrame(
+        {"item": [r["meta"]["id"] for r in rows], "annotator": "wice", "label": [r["label"] for r in rows]}
+    )
     scores = json.loads((TEST_DATA / "wice" / "oracle_chunks_claim_test.gpt-4-0613.entailment_score.json").read_text())
     names = {1.0: "supported", 0.5: "partially_supported", 0.0: "not_supported"}
     preds = pd.DataFrame({"item": list(scores), "label": [names[v] for v in scores.values()]})

@@ -8,8 +8,8 @@ import pytest
 from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
-from metaeval import stats
 import metaeval.stats.bootstrap as bootstrap_module
+from metaeval import stats
 
 B = 200
 
@@ -29,14 +29,19 @@ def _naive(wide_rows: np.ndarray, seed: int, n_resamples: int) -> dict[str, np.n
     """One resample at a time, with statsmodels / krippendorff / plain formulas."""
     n = len(wide_rows)
     idx = np.random.default_rng(seed).integers(0, n, size=(n_resamples, n))
-    out: dict[str, list[float]] = {"fleiss_kappa": [], "krippendorff_alpha": [], "percent_agreement": [], "gwet_ac1": [],
-           "randolph_kappa": [], "majority_agreement": []}
+    out: dict[str, list[float]] = {
+        "fleiss_kappa": [],
+        "krippendorff_alpha": [],
+        "percent_agreement": [],
+        "gwet_ac1": [],
+        "randolph_kappa": [],
+        "majority_agreement": [],
+    }
     for b in range(n_resamples):
         sub = wide_rows[idx[b]]
         complete = sub[~np.isnan(sub).any(axis=1)].astype(int)
         out["fleiss_kappa"].append(sm_fleiss_kappa(aggregate_raters(complete, n_cat=2)[0]))
-        out["krippendorff_alpha"].append(
-            krippendorff.alpha(reliability_data=sub.T, level_of_measurement="nominal"))
+        out["krippendorff_alpha"].append(krippendorff.alpha(reliability_data=sub.T, level_of_measurement="nominal"))
         pa_items, pi_items, maj = [], [], []
         for row in sub:
             vals = row[~np.isnan(row)].astype(int)

@@ -73,4 +73,3 @@ def test_undefined_metrics_are_nan_in_the_kernel_and_none_with_a_reason_in_the_e
     assert point["cohen_kappa"].ci is None and point["accuracy"].ci == (1.0, 1.0)
     empty = stats.classification_metrics(np.array([], dtype=int), np.array([], dtype=int), ["a", "b"], n_resamples=50)
     assert empty["n_items"] == 0 and empty["accuracy"].value is None and empty["accuracy"].ci is None
-

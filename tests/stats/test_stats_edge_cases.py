@@ -24,8 +24,12 @@ ONE_EACH = frame([(i, ["x", "y", "z"][i % 3], "yes" if i % 2 else "no") for i in
 
 def test_all_labels_identical_kappas_undefined():
     table = stats.build_table(ALL_SAME, ["yes", "no"])
-    for est in (stats.fleiss_kappa(table), stats.fleiss_kappa_generalized(table),
-                stats.cohen_kappa(table, "x", "y"), stats.krippendorff_alpha(table)):
+    for est in (
+        stats.fleiss_kappa(table),
+        stats.fleiss_kappa_generalized(table),
+        stats.cohen_kappa(table, "x", "y"),
+        stats.krippendorff_alpha(table),
+    ):
         assert est.value is None
         assert est.reason and "one" in est.reason and "category" in est.reason
         assert est.n_items == 5
@@ -50,11 +54,19 @@ def test_perfect_agreement_is_one():
 
 def test_one_rating_per_item_undefined():
     table = stats.build_table(ONE_EACH, ["yes", "no"])
-    for est in (stats.fleiss_kappa(table), stats.fleiss_kappa_generalized(table), stats.gwet_ac1(table),
-                stats.krippendorff_alpha(table), stats.percent_agreement(table), stats.majority_agreement(table)):
+    for est in (
+        stats.fleiss_kappa(table),
+        stats.fleiss_kappa_generalized(table),
+        stats.gwet_ac1(table),
+        stats.krippendorff_alpha(table),
+        stats.percent_agreement(table),
+        stats.majority_agreement(table),
+    ):
         assert est.value is None and est.reason
-    assert "one rating" in stats.krippendorff_alpha(table).reason or "two or more" in \
-        stats.krippendorff_alpha(table).reason
+    assert (
+        "one rating" in stats.krippendorff_alpha(table).reason
+        or "two or more" in stats.krippendorff_alpha(table).reason
+    )
     assert stats.pairwise_cohen_kappa(table) == []
     pair = stats.cohen_kappa(table, "x", "y")
     assert pair.value is None and "no item in common" in pair.reason
@@ -84,8 +96,9 @@ def test_unused_declared_category_weighted_cohen_matches_sklearn_labels():
     a = rng.choice(used, size=40)
     b = np.where(rng.random(40) < 0.6, a, rng.choice(used, size=40))
     scale = list(stats.PREFERENCE_LABELS)
-    df = pd.DataFrame({"item": list(range(40)) * 2, "annotator": ["p"] * 40 + ["q"] * 40,
-                       "label": np.concatenate([a, b])})
+    df = pd.DataFrame(
+        {"item": list(range(40)) * 2, "annotator": ["p"] * 40 + ["q"] * 40, "label": np.concatenate([a, b])}
+    )
     for w in (None, "linear", "quadratic"):
         full = stats.cohen_kappa(df, "p", "q", categories=scale, weights=w)
         assert full.value == pytest.approx(cohen_kappa_score(a, b, labels=scale, weights=w), abs=1e-12)
@@ -104,9 +117,9 @@ def test_unused_declared_category_weighted_cohen_matches_sklearn_labels():
 
 
 def test_two_two_ties_have_no_strict_majority():
-    rows = [(0, a, l) for a, l in zip("wxyz", ["s", "s", "c", "c"])]
-    rows += [(1, a, l) for a, l in zip("wxyz", ["s", "s", "s", "c"])]
-    rows += [(2, a, l) for a, l in zip("wxyz", ["s", "c", "i", "i"])]
+    rows = [(0, a, label) for a, label in zip("wxyz", ["s", "s", "c", "c"], strict=True)]
+    rows += [(1, a, label) for a, label in zip("wxyz", ["s", "s", "s", "c"], strict=True)]
+    rows += [(2, a, label) for a, label in zip("wxyz", ["s", "c", "i", "i"], strict=True)]
     table = stats.build_table(frame(rows), ["s", "c", "i"])
     assert stats.majority_agreement(table).value == pytest.approx(1 / 3)
     assert stats.consensus_distribution(table) == {"3-1": 1, "2-2": 1, "2-1-1": 1}

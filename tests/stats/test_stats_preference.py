@@ -10,7 +10,7 @@ from statsmodels.stats.proportion import binom_test, proportion_confint
 
 from metaeval import stats
 
-LABELS = (["a_strong"] * 7 + ["a_slight"] * 5 + ["tie"] * 4 + ["b_slight"] * 2 + ["b_strong"] * 1)
+LABELS = ["a_strong"] * 7 + ["a_slight"] * 5 + ["tie"] * 4 + ["b_slight"] * 2 + ["b_strong"] * 1
 
 
 def test_counts_split_strong_slight():
@@ -81,8 +81,11 @@ def test_unknown_preference_label_rejected():
 
 
 def test_three_way_collapse_agreement():
-    rows = [(i, a, l) for i, labs in enumerate([("a_strong", "a_slight"), ("tie", "tie"), ("b_slight", "a_slight")])
-            for a, l in zip("xy", labs)]
+    rows = [
+        (i, a, label)
+        for i, labs in enumerate([("a_strong", "a_slight"), ("tie", "tie"), ("b_slight", "a_slight")])
+        for a, label in zip("xy", labs, strict=True)
+    ]
     df = pd.DataFrame(rows, columns=["item", "annotator", "label"])
     table = stats.build_table(df, stats.PREFERENCE_LABELS)
     three = table.collapse(stats.PREFERENCE_3WAY)

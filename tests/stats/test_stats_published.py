@@ -9,60 +9,194 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from metaeval import stats
-from metaeval.stats.bootstrap import kernel_for
 from metaeval.stats.agreement import pattern_sums
+from metaeval.stats.bootstrap import kernel_for
 
 nan = np.nan
 
 # Fleiss (1971), Table 1: 30 patients, 6 psychiatrists, 5 diagnoses (as in
 # R irr's `diagnoses` and statsmodels' test_inter_rater.py). irr: 0.4302445.
-DIAGNOSES = np.array([
-    [4, 4, 4, 4, 4, 4], [2, 2, 2, 5, 5, 5], [2, 3, 3, 3, 3, 5], [5, 5, 5, 5, 5, 5], [2, 2, 2, 4, 4, 4],
-    [1, 1, 3, 3, 3, 3], [3, 3, 3, 3, 5, 5], [1, 1, 3, 3, 3, 4], [1, 1, 4, 4, 4, 4], [5, 5, 5, 5, 5, 5],
-    [1, 4, 4, 4, 4, 4], [1, 2, 4, 4, 4, 4], [2, 2, 2, 3, 3, 3], [1, 4, 4, 4, 4, 4], [2, 2, 4, 4, 4, 5],
-    [3, 3, 3, 3, 3, 5], [1, 1, 1, 4, 5, 5], [1, 1, 1, 1, 1, 2], [2, 2, 4, 4, 4, 4], [1, 3, 3, 5, 5, 5],
-    [5, 5, 5, 5, 5, 5], [2, 4, 4, 4, 4, 4], [2, 2, 4, 5, 5, 5], [1, 1, 4, 4, 4, 4], [1, 4, 4, 4, 4, 5],
-    [2, 2, 2, 2, 2, 4], [1, 1, 1, 1, 5, 5], [2, 2, 4, 4, 4, 4], [1, 3, 3, 3, 3, 3], [5, 5, 5, 5, 5, 5],
-])
+DIAGNOSES = np.array(
+    [
+        [4, 4, 4, 4, 4, 4],
+        [2, 2, 2, 5, 5, 5],
+        [2, 3, 3, 3, 3, 5],
+        [5, 5, 5, 5, 5, 5],
+        [2, 2, 2, 4, 4, 4],
+        [1, 1, 3, 3, 3, 3],
+        [3, 3, 3, 3, 5, 5],
+        [1, 1, 3, 3, 3, 4],
+        [1, 1, 4, 4, 4, 4],
+        [5, 5, 5, 5, 5, 5],
+        [1, 4, 4, 4, 4, 4],
+        [1, 2, 4, 4, 4, 4],
+        [2, 2, 2, 3, 3, 3],
+        [1, 4, 4, 4, 4, 4],
+        [2, 2, 4, 4, 4, 5],
+        [3, 3, 3, 3, 3, 5],
+        [1, 1, 1, 4, 5, 5],
+        [1, 1, 1, 1, 1, 2],
+        [2, 2, 4, 4, 4, 4],
+        [1, 3, 3, 5, 5, 5],
+        [5, 5, 5, 5, 5, 5],
+        [2, 4, 4, 4, 4, 4],
+        [2, 2, 4, 5, 5, 5],
+        [1, 1, 4, 4, 4, 4],
+        [1, 4, 4, 4, 4, 5],
+        [2, 2, 2, 2, 2, 4],
+        [1, 1, 1, 1, 5, 5],
+        [2, 2, 4, 4, 4, 4],
+        [1, 3, 3, 3, 3, 3],
+        [5, 5, 5, 5, 5, 5],
+    ]
+)
 
 # Wikipedia "Fleiss' kappa" worked example: 10 subjects, 14 raters, 5 categories.
-WIKIPEDIA_FLEISS = np.array([
-    [0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
-    [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7],
-])
+WIKIPEDIA_FLEISS = np.array(
+    [
+        [0, 0, 0, 0, 14],
+        [0, 2, 6, 4, 2],
+        [0, 0, 3, 5, 6],
+        [0, 3, 9, 2, 0],
+        [2, 2, 8, 1, 1],
+        [7, 7, 0, 0, 0],
+        [3, 2, 6, 3, 0],
+        [2, 5, 3, 2, 2],
+        [6, 5, 2, 1, 0],
+        [0, 2, 2, 3, 7],
+    ]
+)
 
 # Krippendorff (2011) "Computing Krippendorff's Alpha-Reliability", p. 8:
 # observers A-D (rows) x 12 units, missing values. Also Gwet (2014) p. 120,
 # irrCAC's cac.raw4raters (transposed; unit 12's lone value sits with C there).
-KRIPPENDORFF_2011 = np.array([
-    [1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
-    [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
-    [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
-    [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan],
-])
+KRIPPENDORFF_2011 = np.array(
+    [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
+        [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan],
+    ]
+)
 
 # Gwet (2014) / irrCAC datasets (units x raters), values from irrCAC's tests.
-RAW_5OBSERVERS = np.array([
-    [1, 1, 2, nan, 2], [1, 1, 0, 1, nan], [2, 3, 3, 3, nan], [nan, 0, 0, nan, 0], [0, 0, 0, nan, 0],
-    [0, 0, 0, nan, 0], [1, 0, 2, nan, 1], [1, nan, 2, 0, nan], [2, 2, 2, nan, 2], [2, 1, 1, 1, nan],
-    [nan, 1, 0, 0, nan], [0, 0, 0, 0, nan], [1, 2, 2, 2, nan], [3, 3, 2, 2, 3], [1, 1, 1, nan, 1],
-])
+RAW_5OBSERVERS = np.array(
+    [
+        [1, 1, 2, nan, 2],
+        [1, 1, 0, 1, nan],
+        [2, 3, 3, 3, nan],
+        [nan, 0, 0, nan, 0],
+        [0, 0, 0, nan, 0],
+        [0, 0, 0, nan, 0],
+        [1, 0, 2, nan, 1],
+        [1, nan, 2, 0, nan],
+        [2, 2, 2, nan, 2],
+        [2, 1, 1, 1, nan],
+        [nan, 1, 0, 0, nan],
+        [0, 0, 0, 0, nan],
+        [1, 2, 2, 2, nan],
+        [3, 3, 2, 2, 3],
+        [1, 1, 1, nan, 1],
+    ]
+)
 RAW_G1G2 = [
-    ["a", "a", None, "a"], ["b", "b", "c", "b"], ["c", "c", "c", "c"], ["c", "c", "c", "c"], ["b", "b", "b", "b"],
-    ["a", "b", "c", "d"], ["d", "d", "d", "d"], ["a", "a", "b", "a"], ["b", "b", "b", "b"], [None, "e", "e", "e"],
-    [None, None, "a", "a"], [None, None, "c", None], ["b", "b", "c", "b"], ["b", "a", "c", "b"],
+    ["a", "a", None, "a"],
+    ["b", "b", "c", "b"],
+    ["c", "c", "c", "c"],
+    ["c", "c", "c", "c"],
+    ["b", "b", "b", "b"],
+    ["a", "b", "c", "d"],
+    ["d", "d", "d", "d"],
+    ["a", "a", "b", "a"],
+    ["b", "b", "b", "b"],
+    [None, "e", "e", "e"],
+    [None, None, "a", "a"],
+    [None, None, "c", None],
+    ["b", "b", "c", "b"],
+    ["b", "a", "c", "b"],
 ]
-RAW_GENDER = list(zip("a a a a a b b b c a a a a a b".split(), "a a a a b a b c c a a a a b a".split(),
-                      "a b b c a a b b c a b b c a a".split(), "c c c c a a b b c c c c c a a".split()))
-RAW_BEN_GERRY = list(zip(["a", "a", "b", "b", "d", "c", "c", "c", "e", "d", "d", "a"],
-                         ["b", "a", "b", "b", "b", "c", "c", "c", "e", None, "d", "d"]))
+RAW_GENDER = list(
+    zip(
+        ["a", "a", "a", "a", "a", "b", "b", "b", "c", "a", "a", "a", "a", "a", "b"],
+        ["a", "a", "a", "a", "b", "a", "b", "c", "c", "a", "a", "a", "a", "b", "a"],
+        ["a", "b", "b", "c", "a", "a", "b", "b", "c", "a", "b", "b", "c", "a", "a"],
+        ["c", "c", "c", "c", "a", "a", "b", "b", "c", "c", "c", "c", "c", "a", "a"],
+        strict=False,
+    )
+)
+RAW_BEN_GERRY = list(
+    zip(
+        ["a", "a", "b", "b", "d", "c", "c", "c", "e", "d", "d", "a"],
+        ["b", "a", "b", "b", "b", "c", "c", "c", "e", None, "d", "d"],
+        strict=False,
+    )
+)
 
 # R irr's `anxiety` (20 subjects x 3 raters), as in statsmodels' tests.
-ANXIETY = np.array([
-    3, 3, 3, 4, 5, 5, 2, 3, 5, 2, 2, 6, 1, 5, 2, 2, 1, 2, 4, 3,
-    3, 6, 4, 6, 2, 4, 2, 4, 3, 3, 2, 3, 3, 3, 2, 2, 1, 3, 3, 4,
-    2, 1, 4, 4, 3, 2, 1, 6, 1, 1, 1, 2, 3, 3, 1, 1, 3, 3, 2, 2,
-]).reshape(20, 3, order="F")
+ANXIETY = np.array(
+    [
+        3,
+        3,
+        3,
+        4,
+        5,
+        5,
+        2,
+        3,
+        5,
+        2,
+        2,
+        6,
+        1,
+        5,
+        2,
+        2,
+        1,
+        2,
+        4,
+        3,
+        3,
+        6,
+        4,
+        6,
+        2,
+        4,
+        2,
+        4,
+        3,
+        3,
+        2,
+        3,
+        3,
+        3,
+        2,
+        2,
+        1,
+        3,
+        3,
+        4,
+        2,
+        1,
+        4,
+        4,
+        3,
+        2,
+        1,
+        6,
+        1,
+        1,
+        1,
+        2,
+        3,
+        3,
+        1,
+        1,
+        3,
+        3,
+        2,
+        2,
+    ]
+).reshape(20, 3, order="F")
 
 
 def _table_from_confusion(conf, categories):
@@ -144,11 +278,13 @@ def test_krippendorff_2011_example(long_from_wide, level, published):
 
 def test_krippendorff_docstring_example(long_from_wide):
     # krippendorff package docs (Wikipedia's example): 3 coders x 15 units.
-    data = np.array([
-        [nan, nan, nan, nan, nan, 3, 4, 1, 2, 1, 1, 3, 3, nan, 3],
-        [1, nan, 2, 1, 3, 3, 4, 3, nan, nan, nan, nan, nan, nan, nan],
-        [nan, nan, 2, 1, 3, 4, 4, nan, 2, 1, 1, 3, 3, nan, 4],
-    ])
+    data = np.array(
+        [
+            [nan, nan, nan, nan, nan, 3, 4, 1, 2, 1, 1, 3, 3, nan, 3],
+            [1, nan, 2, 1, 3, 3, 4, 3, nan, nan, nan, nan, nan, nan, nan],
+            [nan, nan, 2, 1, 3, 4, 4, nan, 2, 1, 1, 3, 3, nan, 4],
+        ]
+    )
     table = _raters(data.T, long_from_wide, [1, 2, 3, 4])
     assert stats.krippendorff_alpha(table, level="nominal").value == pytest.approx(0.691358, abs=1e-6)
     assert stats.krippendorff_alpha(table, level="interval").value == pytest.approx(0.810845, abs=1e-6)
@@ -221,13 +357,13 @@ def test_cohen_artstein_poesio(y1, y2, weights, published):
     assert est.n_items == n
 
 
-@pytest.mark.parametrize("weights, irr_value", [(None, -0.006289308), ("linear", 0.1459075),
-                                                ("quadratic", 0.2520325)])
+@pytest.mark.parametrize("weights, irr_value", [(None, -0.006289308), ("linear", 0.1459075), ("quadratic", 0.2520325)])
 def test_cohen_irr_anxiety_and_unused_category(weights, irr_value):
     r2, r3 = ANXIETY[:, 1], ANXIETY[:, 2]
     n = len(r2)
-    frame = pd.DataFrame({"item": list(range(n)) * 2, "annotator": ["r2"] * n + ["r3"] * n,
-                          "label": np.concatenate([r2, r3])})
+    frame = pd.DataFrame(
+        {"item": list(range(n)) * 2, "annotator": ["r2"] * n + ["r3"] * n, "label": np.concatenate([r2, r3])}
+    )
     # R irr kappa2(anxiety[, 2:3]) builds its scale from the levels present: 1, 2, 3, 4, 6.
     present = stats.cohen_kappa(frame, "r2", "r3", categories=[1, 2, 3, 4, 6], weights=weights)
     assert present.value == pytest.approx(irr_value, abs=1e-7)

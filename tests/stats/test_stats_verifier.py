@@ -73,7 +73,7 @@ def test_majority_excludes_and_counts_ties(xsum):
     vote = stats.majority_vote(table)
     counts = xsum.dropna(subset=["label"]).groupby(["bbcid", "system"])["label"].value_counts().unstack(fill_value=0)
     r = counts.sum(axis=1)
-    strict = (counts.max(axis=1) * 2 > r)
+    strict = counts.max(axis=1) * 2 > r
     assert vote.n_items == int(strict.sum())
     assert vote.n_no_majority == int((~strict).sum()) > 0  # 1-1 splits on two-rating items
     labels = vote.labels()
@@ -110,13 +110,19 @@ def _independent_ceiling(wide: pd.DataFrame, pred: pd.Series, labels):
             vc = vals.value_counts()
             if vc.iloc[0] * 2 > len(vals):
                 rows.append((vc.index[0], wide.at[item, a], pred[item]))
-        maj, own, ver = (list(x) for x in zip(*rows))
+        maj, own, ver = (list(x) for x in zip(*rows, strict=True))
         out[a] = {
             "n": len(rows),
-            "human": (accuracy_score(maj, own), cohen_kappa_score(maj, own, labels=labels),
-                      f1_score(maj, own, average="macro")),
-            "verifier": (accuracy_score(maj, ver), cohen_kappa_score(maj, ver, labels=labels),
-                         f1_score(maj, ver, average="macro")),
+            "human": (
+                accuracy_score(maj, own),
+                cohen_kappa_score(maj, own, labels=labels),
+                f1_score(maj, own, average="macro"),
+            ),
+            "verifier": (
+                accuracy_score(maj, ver),
+                cohen_kappa_score(maj, ver, labels=labels),
+                f1_score(maj, ver, average="macro"),
+            ),
         }
     return out
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import json
 import re
@@ -47,8 +48,15 @@ def _words(text: str) -> int:
 class FakeOpenAI:
     """The server, run on its own event loop in a daemon thread: ``with FakeOpenAI() as server: server.base_url``."""
 
-    def __init__(self, *, latency: float = 0.0, slow_seconds: float = 5.0, answer: str | Callable[[str], str] = "Supported",
-                 host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        slow_seconds: float = 5.0,
+        answer: str | Callable[[str], str] = "Supported",
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
         self.latency = latency
         self.slow_seconds = slow_seconds
         self.answer = answer
@@ -137,9 +145,14 @@ class FakeOpenAI:
             self._loop.call_soon_threadsafe(self._gate.set)
 
     def stats(self) -> dict[str, Any]:
-        return {"requests": self.requests, "completions": self.completions, "statuses": dict(self.statuses),
-                "max_in_flight": self.max_in_flight,
-                "distinct_prompts": len(self.prompts), "repeated_prompts": sum(1 for n in self.prompts.values() if n > 1)}
+        return {
+            "requests": self.requests,
+            "completions": self.completions,
+            "statuses": dict(self.statuses),
+            "max_in_flight": self.max_in_flight,
+            "distinct_prompts": len(self.prompts),
+            "repeated_prompts": sum(1 for n in self.prompts.values() if n > 1),
+        }
 
     @staticmethod
     def prompt_key(text: str) -> str:
@@ -168,8 +181,12 @@ class FakeOpenAI:
                     status, extra, payload = await self._respond(method, path, body)
                 finally:
                     self.in_flight -= 1
-                head = [f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}",
-                        f"Content-Length: {len(payload)}", "Content-Type: application/json", "Connection: keep-alive"]
+                head = [
+                    f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}",
+                    f"Content-Length: {len(payload)}",
+                    "Content-Type: application/json",
+                    "Connection: keep-alive",
+                ]
                 head += [f"{name}: {value}" for name, value in extra.items()]
                 writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload)
                 await writer.drain()
@@ -180,10 +197,8 @@ class FakeOpenAI:
         except asyncio.CancelledError:  # shutting down: end quietly (a cancelled handler upsets asyncio's streams)
             return
         finally:
-            try:
+            with contextlib.suppress(RuntimeError):  # the loop is shutting down
                 writer.close()
-            except RuntimeError:  # the loop is shutting down
-                pass
 
     async def _respond(self, method: str, path: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
         if method == "GET" and path.rstrip("/").endswith("/stats"):
@@ -199,7 +214,7 @@ class FakeOpenAI:
         prompt = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
         key = self.prompt_key(prompt)
         self.prompts[key] += 1
-        markers = {name: value for name, value in MARKER.findall(prompt)}
+        markers = dict(MARKER.findall(prompt))
         if self.latency:
             await asyncio.sleep(self.latency)
         if self._hold_after is not None and number > self._hold_after:
@@ -222,15 +237,31 @@ class FakeOpenAI:
             text = self.answer(prompt) if callable(self.answer) else self.answer
         self.statuses[200] += 1
         self.completions += 1
-        choices = [] if "no-choices" in markers else [
-            {"index": 0, "message": {"role": "assistant", "content": text, "refusal": None},
-             "logprobs": None, "finish_reason": "stop"}]
+        choices = (
+            []
+            if "no-choices" in markers
+            else [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text, "refusal": None},
+                    "logprobs": None,
+                    "finish_reason": "stop",
+                }
+            ]
+        )
         prompt_tokens = sum(_words(str(m.get("content", ""))) for m in messages)
         completion = {
-            "id": f"chatcmpl-fake-{number}", "object": "chat.completion", "created": int(time.time()),
-            "model": request.get("model", "fake-model"), "system_fingerprint": "fp_fake", "choices": choices,
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": _words(text),
-                      "total_tokens": prompt_tokens + _words(text)},
+            "id": f"chatcmpl-fake-{number}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model", "fake-model"),
+            "system_fingerprint": "fp_fake",
+            "choices": choices,
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": _words(text),
+                "total_tokens": prompt_tokens + _words(text),
+            },
         }
         return 200, {}, json.dumps(completion).encode()
 

@@ -1,8 +1,9 @@
 """Realistic claim, context and evidence shared by the verifier tests (web snippets as items store them)."""
 
 CLAIM = "Mount Katahdin is 6,288.2 feet (1,917.6 meters) tall."
-CONTEXT = ("Mount Katahdin, the highest peak in Maine, is 6,288.2 feet (1,917.6 meters) tall and ends the "
-           "Appalachian Trail.")
+CONTEXT = (
+    "Mount Katahdin, the highest peak in Maine, is 6,288.2 feet (1,917.6 meters) tall and ends the Appalachian Trail."
+)
 EVIDENCE = [
     {
         "text": "Katahdin is the highest mountain in the U.S. state of Maine at 5,269 feet (1,606 m).",

@@ -33,16 +33,33 @@ class TestRender:
 
 
 CASES = [
-    ("Rationale: The passage gives Katahdin's height as 5,269 feet, not 6,288.2 feet.\nAnswer: No",
-     "not_support", "ok", "The passage gives Katahdin's height as 5,269 feet, not 6,288.2 feet."),
-    ("**Rationale:** The passage is about a tower in Nashville, not Katahdin.\n\n**Answer:** Irrelevant",
-     "irrelevant", "ok", "The passage is about a tower in Nashville, not Katahdin."),
+    (
+        "Rationale: The passage gives Katahdin's height as 5,269 feet, not 6,288.2 feet.\nAnswer: No",
+        "not_support",
+        "ok",
+        "The passage gives Katahdin's height as 5,269 feet, not 6,288.2 feet.",
+    ),
+    (
+        "**Rationale:** The passage is about a tower in Nashville, not Katahdin.\n\n**Answer:** Irrelevant",
+        "irrelevant",
+        "ok",
+        "The passage is about a tower in Nashville, not Katahdin.",
+    ),
     ("Rationale: It states the same height.\nAnswer: Yes.", "support", "ok", "It states the same height."),
     ("Rationale: Different subject.\nAnswer: Not relevant", "irrelevant", "ok", "Different subject."),
-    ("Rationale: At first glance yes, it names Katahdin.\nAnswer: Yes\n\nCorrection: it gives a different height."
-     "\nAnswer: No", "not_support", "ok", None),
-    ("The passage does not mention the claimed height.\n\nNo, it does not support the claim.",
-     "not_support", "fallback", "The passage does not mention the claimed height."),
+    (
+        "Rationale: At first glance yes, it names Katahdin.\nAnswer: Yes\n\nCorrection: it gives a different height."
+        "\nAnswer: No",
+        "not_support",
+        "ok",
+        None,
+    ),
+    (
+        "The passage does not mention the claimed height.\n\nNo, it does not support the claim.",
+        "not_support",
+        "fallback",
+        "The passage does not mention the claimed height.",
+    ),
     ("The passage confirms the height.\n**Yes**", "support", "fallback", "The passage confirms the height."),
     ("No mention of the height is made in this passage.", None, "unparseable", None),
     ("Rationale: The passage is about the trail.\nAnswer: It depends on the reading.", None, "unparseable", None),
@@ -65,8 +82,14 @@ class TestAggregate:
     def test_credibility_leaves_irrelevant_out_unless_counted(self):
         results = _results("support", "support", "not_support", "irrelevant", "irrelevant")
         left_out = FACTS_EVIDENCE.aggregate(results, count_irrelevant=False)
-        assert left_out == {"label": "supported", "score": pytest.approx(2 / 3), "n_support": 2,
-                            "n_not_support": 1, "n_irrelevant": 2, "n_unparseable": 0}
+        assert left_out == {
+            "label": "supported",
+            "score": pytest.approx(2 / 3),
+            "n_support": 2,
+            "n_not_support": 1,
+            "n_irrelevant": 2,
+            "n_unparseable": 0,
+        }
         counted = FACTS_EVIDENCE.aggregate(results, count_irrelevant=True)
         assert counted["score"] == pytest.approx(2 / 5)
         assert counted["label"] == "unsupported"
@@ -92,8 +115,14 @@ class TestAggregate:
             "I'm unable to evaluate this passage.",
         ]
         result = FACTS_EVIDENCE.aggregate([FACTS_EVIDENCE.parse(answer) for answer in answers], count_irrelevant=False)
-        assert result == {"label": "unsupported", "score": 0.0, "n_support": 0, "n_not_support": 2,
-                          "n_irrelevant": 1, "n_unparseable": 1}
+        assert result == {
+            "label": "unsupported",
+            "score": 0.0,
+            "n_support": 0,
+            "n_not_support": 2,
+            "n_irrelevant": 1,
+            "n_unparseable": 1,
+        }
 
     def test_claim_level_labels_are_rejected(self):
         with pytest.raises(ValueError):

@@ -24,13 +24,22 @@ CASES = [
     ("**False**", "unsupported", "ok"),
     ("true", "supported", "ok"),
     # both words: the last one decides (FActScore itself would compare first positions and say True here)
-    ("It is not true that Katahdin is 6,288.2 feet tall; the passage gives 5,269 feet, so the answer is False.",
-     "unsupported", "ok"),
+    (
+        "It is not true that Katahdin is 6,288.2 feet tall; the passage gives 5,269 feet, so the answer is False.",
+        "unsupported",
+        "ok",
+    ),
     ("The passage says Katahdin is 5,269 feet, so the statement is false.\nAnswer: False", "unsupported", "ok"),
-    ("At first I thought False, but the passage does say 5,269 feet... wait, the claim says 6,288.2. False.",
-     "unsupported", "ok"),
-    ("False. Actually, re-reading the passage, it is the highest mountain in Maine, which is what is asked.\nTrue",
-     "supported", "ok"),
+    (
+        "At first I thought False, but the passage does say 5,269 feet... wait, the claim says 6,288.2. False.",
+        "unsupported",
+        "ok",
+    ),
+    (
+        "False. Actually, re-reading the passage, it is the highest mountain in Maine, which is what is asked.\nTrue",
+        "supported",
+        "ok",
+    ),
     ("The statement is untrue.", "unsupported", "ok"),
     ("The statement is not true.", "unsupported", "ok"),
     ("False.\n\nThe passage gives 5,269 feet (1,606 m), not 6,288.2 feet.", "unsupported", "fallback"),

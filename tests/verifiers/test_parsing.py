@@ -32,8 +32,9 @@ class TestParseResult:
 
 
 class TestVocabulary:
-    @pytest.mark.parametrize("spelling", ["not supported", "not_supported", "Not Supported", "NOT-SUPPORTED",
-                                          "not\nsupported"])
+    @pytest.mark.parametrize(
+        "spelling", ["not supported", "not_supported", "Not Supported", "NOT-SUPPORTED", "not\nsupported"]
+    )
     def test_spellings_of_a_multiword_label_are_one_label(self, spelling):
         assert BINARY.last(f"My verdict: {spelling}.").label == "unsupported"
 
@@ -112,7 +113,11 @@ class TestPlainVerdict:
         raw = "Result 1 gives 5,269 feet, not 6,288.\n\nContradicted."
         result = parse_plain_verdict(raw, TERNARY)
         assert (result.label, result.status, result.rationale, result.raw) == (
-            "contradicted", "ok", "Result 1 gives 5,269 feet, not 6,288.", raw)
+            "contradicted",
+            "ok",
+            "Result 1 gives 5,269 feet, not 6,288.",
+            raw,
+        )
 
     def test_verdict_only_in_the_middle_is_a_fallback(self):
         raw = "Inconclusive. None of the results mention the exact height.\nLet me know if you need more."

@@ -12,8 +12,16 @@ CLAIM_LEVEL = [preset_id for preset_id, preset in PRESETS.items() if not preset.
 
 
 def test_registry_holds_the_issue_ids_and_wice():
-    assert set(PRESETS) == {"veriscore_ternary", "veriscore_binary", "factscore", "safe", "facts_evidence", "ragas",
-                            "custom", "wice"}
+    assert set(PRESETS) == {
+        "veriscore_ternary",
+        "veriscore_binary",
+        "factscore",
+        "safe",
+        "facts_evidence",
+        "ragas",
+        "custom",
+        "wice",
+    }
     assert all(preset.id == preset_id for preset_id, preset in PRESETS.items())
 
 
@@ -73,8 +81,14 @@ def test_evidence_level_flag_must_match_the_per_passage_parts():
     with pytest.raises(ValueError):
         Preset(id="x", labels=("a",), method="m", render=base.render, parse=base.parse, evidence_level=True)
     with pytest.raises(ValueError):
-        Preset(id="x", labels=("a",), method="m", render=base.render, parse=base.parse,
-               aggregate=PRESETS["facts_evidence"].aggregate)
+        Preset(
+            id="x",
+            labels=("a",),
+            method="m",
+            render=base.render,
+            parse=base.parse,
+            aggregate=PRESETS["facts_evidence"].aggregate,
+        )
 
 
 class TestGetPreset:

@@ -20,8 +20,12 @@ def test_prompt_numbers_the_results_and_asks_for_a_bracketed_answer():
 
 
 CASES = [
-    ("1. The statement says Katahdin is 6,288.2 ft.\n2. Result [1] says 5,269 ft.\n"
-     "3. These disagree.\n\n[Not Supported]", "unsupported", "ok"),
+    (
+        "1. The statement says Katahdin is 6,288.2 ft.\n2. Result [1] says 5,269 ft.\n"
+        "3. These disagree.\n\n[Not Supported]",
+        "unsupported",
+        "ok",
+    ),
     ("Result [1] confirms the height.\n[Supported]", "supported", "ok"),
     ("[Supported].", "supported", "ok"),
     ("Final answer: **[Not Supported]**", "unsupported", "ok"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+
 import pytest
 
 from metaeval.verifiers.presets import get_preset
@@ -45,7 +46,7 @@ class TestShippedDemos:
             assert demo.label == expected, demo.claim
 
     def test_search_results_read_back_render_byte_for_byte_as_veriscore_wrote_them(self):
-        for record, demo in zip(_original_records(), load_demos("ternary")):
+        for record, demo in zip(_original_records(), load_demos("ternary"), strict=True):
             assert search_results(demo.evidence) == record["search_result"]
             assert all(passage["url"].startswith(("https://", "http://")) for passage in demo.evidence)
 
@@ -96,13 +97,22 @@ TERNARY_CASES = [
     ("Contradicted.", "contradicted", "ok"),
     ("Inconclusive", "inconclusive", "ok"),
     ("**Supported**", "supported", "ok"),
-    ("Search result 5 says the summit is 5,269 feet, which contradicts 6,288.2 feet.\n\nContradicted.",
-     "contradicted", "ok"),
-    ("Result 1 supports part of it.\nHowever, no result gives the height in meters.\nDecision: Inconclusive",
-     "inconclusive", "ok"),
+    (
+        "Search result 5 says the summit is 5,269 feet, which contradicts 6,288.2 feet.\n\nContradicted.",
+        "contradicted",
+        "ok",
+    ),
+    (
+        "Result 1 supports part of it.\nHowever, no result gives the height in meters.\nDecision: Inconclusive",
+        "inconclusive",
+        "ok",
+    ),
     ("Supported.\n\nWait - result 1 gives 5,269 feet, so the claim is wrong.\nContradicted.", "contradicted", "ok"),
-    ("The claim is not supported by any result, but nothing contradicts it either.\nInconclusive.",
-     "inconclusive", "ok"),
+    (
+        "The claim is not supported by any result, but nothing contradicts it either.\nInconclusive.",
+        "inconclusive",
+        "ok",
+    ),
     ("The claim is contradicted by result 1 (5,269 ft).\nI hope this helps!", "contradicted", "fallback"),
     ("The claim is not supported.", None, "unparseable"),
     ("Should the verdict be Supported, Contradicted, or Inconclusive? I cannot tell.", None, "unparseable"),

@@ -6,6 +6,7 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
+
 import pytest
 
 from metaeval.verifiers.presets import get_preset
@@ -43,14 +44,17 @@ class TestRealGpt4Outputs:
         assert counts == {"ok": 300}
 
     def test_every_label_matches_the_answer_tag_read_independently(self, outputs, parsed):
-        for number, (row, result) in enumerate(zip(outputs, parsed), start=1):
+        for number, (row, result) in enumerate(zip(outputs, parsed, strict=True), start=1):
             assert result.label == _answer_by_regex(row["response"]), f"output {number}"
         assert Counter(result.label for result in parsed) == {
-            "partially_supported": 153, "supported": 83, "not_supported": 64}
+            "partially_supported": 153,
+            "supported": 83,
+            "not_supported": 64,
+        }
 
     def test_xml_parser_agrees_where_the_output_is_well_formed(self, outputs, parsed):
         malformed = 0
-        for row, result in zip(outputs, parsed):
+        for row, result in zip(outputs, parsed, strict=True):
             try:
                 root = ET.fromstring(row["response"])
             except ET.ParseError:
@@ -62,7 +66,7 @@ class TestRealGpt4Outputs:
         assert malformed == 1
 
     def test_raw_output_is_kept_and_scores_follow_the_label(self, outputs, parsed):
-        for row, result in zip(outputs, parsed):
+        for row, result in zip(outputs, parsed, strict=True):
             assert result.raw == row["response"]
             assert result.score == {"supported": 1.0, "partially_supported": 0.5, "not_supported": 0.0}[result.label]
 
@@ -70,7 +74,7 @@ class TestRealGpt4Outputs:
         """Each claim was judged on 3 evidence chunks; WiCE scores a claim by its best chunk."""
         ids = {row["claim"]: row["meta"]["id"] for row in read_jsonl(WICE_DIR / "claim_test.jsonl.gz")}
         by_claim: dict[str, list[float]] = defaultdict(list)
-        for row, result in zip(outputs, parsed):
+        for row, result in zip(outputs, parsed, strict=True):
             claim = re.findall(r"<claim>(.*?)</claim>", row["prompt"], re.DOTALL)[-1]
             by_claim[ids[claim]].append(result.score)
         published = json.loads((WICE_DIR / "oracle_chunks_claim_test.gpt-4-0613.entailment_score.json").read_text())
@@ -82,7 +86,7 @@ class TestRender:
         """Our rendering of WiCE's first claim shows the same tagged sentences as WiCE's own prompt."""
         record = read_jsonl(WICE_DIR / "claim_test.jsonl.gz")[0]
         prompt = outputs[0]["prompt"]
-        task = prompt[prompt.rindex("<input>"):]
+        task = prompt[prompt.rindex("<input>") :]
         shown = [int(index) for index in re.findall(r"<sentence_(\d+)>", task)]
         evidence = [{"text": record["evidence"][index], "index": index} for index in shown]
         content = WICE.render(record["claim"], "", evidence)[-1]["content"]
@@ -92,8 +96,10 @@ class TestRender:
 
     def test_titles_and_urls_become_attributes_and_positions_number_untagged_passages(self):
         content = WICE.render(CLAIM, "", EVIDENCE)[-1]["content"]
-        assert ('<sentence_0 title="Mount Katahdin - Wikipedia" url="https://en.wikipedia.org/wiki/Mount_Katahdin">'
-                "Katahdin is the highest mountain") in content
+        assert (
+            '<sentence_0 title="Mount Katahdin - Wikipedia" url="https://en.wikipedia.org/wiki/Mount_Katahdin">'
+            "Katahdin is the highest mountain"
+        ) in content
         assert "AT&T tower in Nashville is 617 feet <188 m> tall.</sentence_2>" in content
 
     def test_system_prompt_asks_for_the_xml_answer(self):
@@ -102,18 +108,35 @@ class TestRender:
 
 
 CASES = [
-    ("<output>\n    <explanation>Sentence 5 gives the date.</explanation>\n    <answer>Partially Supported</answer>\n"
-     "</output>", "partially_supported", "ok"),
+    (
+        "<output>\n    <explanation>Sentence 5 gives the date.</explanation>\n    <answer>Partially Supported</answer>\n"
+        "</output>",
+        "partially_supported",
+        "ok",
+    ),
     ("<output><explanation>x</explanation><answer>**not_supported**</answer></output>", "not_supported", "ok"),
-    ("<answer>supported</answer>\nOn reflection sentence 3 is about a different person.\n"
-     "<answer>not_supported</answer>",
-     "not_supported", "ok"),
-    ("<output>\n    <explanation>Sentences 2 and 4 cover the birth date only.</explanation>\n"
-     "    Answer: partially_supported\n</output>", "partially_supported", "fallback"),
-    ("<output>\n    <explanation>Sentence 7 confirms every part.</explanation>\n    <answer>supported", "supported",
-     "fallback"),
-    ("<output><explanation>The evidence supports it.</explanation><answer>likely supported, mostly</answer></output>",
-     "supported", "fallback"),
+    (
+        "<answer>supported</answer>\nOn reflection sentence 3 is about a different person.\n"
+        "<answer>not_supported</answer>",
+        "not_supported",
+        "ok",
+    ),
+    (
+        "<output>\n    <explanation>Sentences 2 and 4 cover the birth date only.</explanation>\n"
+        "    Answer: partially_supported\n</output>",
+        "partially_supported",
+        "fallback",
+    ),
+    (
+        "<output>\n    <explanation>Sentence 7 confirms every part.</explanation>\n    <answer>supported",
+        "supported",
+        "fallback",
+    ),
+    (
+        "<output><explanation>The evidence supports it.</explanation><answer>likely supported, mostly</answer></output>",
+        "supported",
+        "fallback",
+    ),
     ("<output><explanation>Unclear.</explanation><answer>unknown</answer></output>", None, "unparseable"),
     ("<output>\n    <explanation>Sentence 4 mentions the film", None, "unparseable"),
 ]

@@ -15,9 +15,14 @@ from tests.support.fake_openai import FakeOpenAI
 
 
 def claim_item(item_id: str, claim: str, *, system: str = "", response_id: str = "", evidence: str = "") -> dict:
-    record = {"id": item_id, "claim": claim, "domain": "test",
-              "evidence": [{"text": evidence or f"A passage about {claim}", "title": "Doc",
-                            "url": "https://example.org/doc"}]}
+    record = {
+        "id": item_id,
+        "claim": claim,
+        "domain": "test",
+        "evidence": [
+            {"text": evidence or f"A passage about {claim}", "title": "Doc", "url": "https://example.org/doc"}
+        ],
+    }
     if system:
         record["system"] = system
     if response_id:
@@ -31,8 +36,9 @@ def claims_study(db, researcher, annotator) -> Study:
     study = create_study(slug="claims", name="Claims", kind="verification", annotators_per_item=3)
     add_members(study=study, usernames=[researcher.username], role="researcher")
     add_members(study=study, usernames=[annotator.username], role="annotator")
-    import_items(study=study, stream=jsonl(*(claim_item(f"c{n}", f"Claim number {n} holds.") for n in range(1, 7))),
-                 fmt="jsonl")
+    import_items(
+        study=study, stream=jsonl(*(claim_item(f"c{n}", f"Claim number {n} holds.") for n in range(1, 7))), fmt="jsonl"
+    )
     return study
 
 
@@ -42,8 +48,9 @@ def add_items(study: Study, records: list[dict]) -> None:
 
 def add_labels(study: Study, labels: list[tuple[str, str, str]]) -> None:
     """(item, annotator, label) triples as imported annotations."""
-    import_annotations(study=study, stream=jsonl(*({"item": i, "annotator": a, "label": lab} for i, a, lab in labels)),
-                       fmt="jsonl")
+    import_annotations(
+        study=study, stream=jsonl(*({"item": i, "annotator": a, "label": lab} for i, a, lab in labels)), fmt="jsonl"
+    )
 
 
 @pytest.fixture
@@ -53,7 +60,14 @@ def fake_server():
 
 
 def llm_verifier(study: Study, base_url: str, **overrides) -> Verifier:
-    fields: dict[str, Any] = {"name": "gpt", "preset": "veriscore_ternary", "model": "fake-model", "base_url": base_url,
-              "concurrency": 4, "timeout": 5.0, "retries": 0}
+    fields: dict[str, Any] = {
+        "name": "gpt",
+        "preset": "veriscore_ternary",
+        "model": "fake-model",
+        "base_url": base_url,
+        "concurrency": 4,
+        "timeout": 5.0,
+        "retries": 0,
+    }
     fields.update(overrides)
     return create_verifier(study=study, **fields)

@@ -16,7 +16,9 @@ pytestmark = pytest.mark.django_db
 def staff(client, make_user, claims_study):
     verifier = create_verifier(study=claims_study, name="overlap", kind="baseline_overlap")
     start_run(verifier=verifier, enqueue=False)
-    import_predictions(study=claims_study, stream=jsonl({"item": "c1", "verifier": "x", "label": "supported"}), fmt="jsonl")
+    import_predictions(
+        study=claims_study, stream=jsonl({"item": "c1", "verifier": "x", "label": "supported"}), fmt="jsonl"
+    )
     client.force_login(make_user("staff", is_staff=True, is_superuser=True))
     return client
 
@@ -29,11 +31,26 @@ def test_changelist_search_and_change_page_render(staff, model):
 
 
 def test_the_admin_form_refuses_what_the_services_refuse(staff, claims_study):
-    response = staff.post(reverse("admin:metaeval_verifier_add"), {
-        "study": claims_study.pk, "name": "gpt", "kind": "llm", "preset": "veriscore_ternary", "model": "m",
-        "base_url": "gopher://example.org", "api_key_env": "SECRET_KEY", "temperature": "0", "max_tokens": "512",
-        "concurrency": "8", "timeout": "60", "retries": "2", "custom_labels": "[]", "label_map": "{}", "options": "{}",
-    })
+    response = staff.post(
+        reverse("admin:metaeval_verifier_add"),
+        {
+            "study": claims_study.pk,
+            "name": "gpt",
+            "kind": "llm",
+            "preset": "veriscore_ternary",
+            "model": "m",
+            "base_url": "gopher://example.org",
+            "api_key_env": "SECRET_KEY",
+            "temperature": "0",
+            "max_tokens": "512",
+            "concurrency": "8",
+            "timeout": "60",
+            "retries": "2",
+            "custom_labels": "[]",
+            "label_map": "{}",
+            "options": "{}",
+        },
+    )
     assert response.status_code == 200
     errors = response.context["adminform"].form.errors
     assert "http:// or https://" in errors["base_url"][0] and "_API_KEY" in errors["api_key_env"][0]

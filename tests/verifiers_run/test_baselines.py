@@ -17,16 +17,24 @@ pytestmark = pytest.mark.django_db
 
 
 def test_content_words_drop_function_words_and_keep_numbers():
-    assert content_words("The Eiffel Tower was finished in 1889, not 1890!") == {"eiffel", "tower", "finished", "1889",
-                                                                                 "1890"}
+    assert content_words("The Eiffel Tower was finished in 1889, not 1890!") == {
+        "eiffel",
+        "tower",
+        "finished",
+        "1889",
+        "1890",
+    }
 
 
-@pytest.mark.parametrize(("claim", "evidence", "share"), [
-    ("Marie Curie won two Nobel Prizes.", ["Curie received the Nobel Prize twice: physics and chemistry."], 2 / 6),
-    ("Marie Curie won two Nobel Prizes.", ["Marie Curie won", "two Nobel Prizes"], 1.0),
-    ("It was.", ["Anything at all"], 0.0),  # no content word in the claim
-    ("Paris is big.", [], 0.0),
-])
+@pytest.mark.parametrize(
+    ("claim", "evidence", "share"),
+    [
+        ("Marie Curie won two Nobel Prizes.", ["Curie received the Nobel Prize twice: physics and chemistry."], 2 / 6),
+        ("Marie Curie won two Nobel Prizes.", ["Marie Curie won", "two Nobel Prizes"], 1.0),
+        ("It was.", ["Anything at all"], 0.0),  # no content word in the claim
+        ("Paris is big.", [], 0.0),
+    ],
+)
 def test_overlap_is_the_share_of_claim_words_found(claim, evidence, share):
     assert overlap_score(claim, evidence) == pytest.approx(share)
 
@@ -46,21 +54,32 @@ def test_overlap_sides_come_from_the_binary_map():
 
 
 def test_majority_baseline_predicts_the_most_frequent_human_label_everywhere(claims_study):
-    add_labels(claims_study, [("c1", "w1", "contradicted"), ("c2", "w1", "contradicted"), ("c3", "w1", "supported"),
-                              ("c1", "w2", "inconclusive")])
+    add_labels(
+        claims_study,
+        [
+            ("c1", "w1", "contradicted"),
+            ("c2", "w1", "contradicted"),
+            ("c3", "w1", "supported"),
+            ("c1", "w2", "inconclusive"),
+        ],
+    )
     majority, _ = ensure_baselines(study=claims_study)
     run = run_to_completion(start_run(verifier=majority, enqueue=False))
     predictions = Prediction.objects.filter(verifier=majority)
     assert (run.status, run.done, run.total) == ("succeeded", 6, 6)
     assert set(predictions.values_list("label", flat=True)) == {"contradicted"}  # 2 of the 4 labels
-    assert predictions.first().rationale == "always the most frequent of the study's human labels: contradicted (2 of 4)"
+    assert (
+        predictions.first().rationale == "always the most frequent of the study's human labels: contradicted (2 of 4)"
+    )
     assert run.params["majority_source"] == "human labels"
 
 
 def test_majority_baseline_falls_back_to_gold_and_refuses_without_any_label(db):
     study = create_study(slug="gold", name="Gold", kind="verification")
-    add_items(study, [{"id": f"g{n}", "claim": f"Claim {n}.", "gold": "inconclusive" if n < 3 else "supported"}
-                      for n in range(5)])
+    add_items(
+        study,
+        [{"id": f"g{n}", "claim": f"Claim {n}.", "gold": "inconclusive" if n < 3 else "supported"} for n in range(5)],
+    )
     verifier = create_verifier(study=study, name="maj", kind="baseline_majority")
     run_to_completion(start_run(verifier=verifier, enqueue=False))
     assert set(Prediction.objects.filter(verifier=verifier).values_list("label", flat=True)) == {"inconclusive"}
@@ -71,16 +90,32 @@ def test_majority_baseline_falls_back_to_gold_and_refuses_without_any_label(db):
 
 
 def test_overlap_baseline_labels_by_threshold_and_keeps_the_score(db):
-    study = create_study(slug="wice-like", name="W", kind="verification",
-                         labels=["supported", "partially_supported", "not_supported"],
-                         binary_map={"supported": "positive", "partially_supported": "negative",
-                                     "not_supported": "negative"})
-    add_items(study, [
-        {"id": "match", "claim": "Ada Lovelace wrote the first program.",
-         "evidence": [{"text": "Lovelace wrote what is called the first program."}, {"text": "Ada was born in 1815."}]},
-        {"id": "half", "claim": "Ada Lovelace wrote the first program.", "evidence": [{"text": "Ada Lovelace was born."}]},
-        {"id": "none", "claim": "Ada Lovelace wrote the first program."},
-    ])
+    study = create_study(
+        slug="wice-like",
+        name="W",
+        kind="verification",
+        labels=["supported", "partially_supported", "not_supported"],
+        binary_map={"supported": "positive", "partially_supported": "negative", "not_supported": "negative"},
+    )
+    add_items(
+        study,
+        [
+            {
+                "id": "match",
+                "claim": "Ada Lovelace wrote the first program.",
+                "evidence": [
+                    {"text": "Lovelace wrote what is called the first program."},
+                    {"text": "Ada was born in 1815."},
+                ],
+            },
+            {
+                "id": "half",
+                "claim": "Ada Lovelace wrote the first program.",
+                "evidence": [{"text": "Ada Lovelace was born."}],
+            },
+            {"id": "none", "claim": "Ada Lovelace wrote the first program."},
+        ],
+    )
     verifier = create_verifier(study=study, name="overlap", kind="baseline_overlap", options={"threshold": 0.5})
     result = run_verifier_chunk.call(start_run(verifier=verifier, enqueue=False).pk, 0)  # the worker's path, offline
     assert result["status"] == "succeeded" and result["asked"] == 0

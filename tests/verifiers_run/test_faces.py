@@ -25,8 +25,13 @@ from .conftest import llm_verifier
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.verifiers_run.urls")]
 REPO = Path(__file__).resolve().parents[2]
 NEW_MODULES = ("metaeval.verifiers.urls", "metaeval.verifiers.api_urls")
-LLM = {"name": "gpt-4o-mini", "preset": "veriscore_ternary", "model": "gpt-4o-mini",
-       "base_url": "https://api.example.org/v1", "api_key_env": "OPENAI_API_KEY"}
+LLM = {
+    "name": "gpt-4o-mini",
+    "preset": "veriscore_ternary",
+    "model": "gpt-4o-mini",
+    "base_url": "https://api.example.org/v1",
+    "api_key_env": "OPENAI_API_KEY",
+}
 
 
 # --- API -------------------------------------------------------------------------------------------
@@ -39,8 +44,11 @@ def test_api_defines_lists_and_changes_verifiers(client, researcher, claims_stud
     assert created.status_code == 201, created.content
     body = created.json()
     assert (body["kind"], body["api_key_env"], body["concurrency"]) == ("llm", "OPENAI_API_KEY", 8)
-    baseline = client.post(url, {"name": "overlap", "kind": "baseline_overlap", "options": {"threshold": 0.3}},
-                           content_type="application/json")
+    baseline = client.post(
+        url,
+        {"name": "overlap", "kind": "baseline_overlap", "options": {"threshold": 0.3}},
+        content_type="application/json",
+    )
     assert baseline.status_code == 201 and baseline.json()["options"]["threshold"] == 0.3
     listed = client.get(url).json()
     assert [v["name"] for v in listed] == ["gpt-4o-mini", "overlap"] and listed[0]["n_predictions"] == 0
@@ -52,9 +60,11 @@ def test_api_defines_lists_and_changes_verifiers(client, researcher, claims_stud
 
 def test_api_refuses_bad_definitions_field_by_field(client, researcher, claims_study):
     client.force_login(researcher)
-    response = client.post(reverse("api-verifier-list", args=["claims"]),
-                           {**LLM, "base_url": "file:///etc/passwd", "api_key_env": "sk-live-0123456789abcdefghijklmn"},
-                           content_type="application/json")
+    response = client.post(
+        reverse("api-verifier-list", args=["claims"]),
+        {**LLM, "base_url": "file:///etc/passwd", "api_key_env": "sk-live-0123456789abcdefghijklmn"},
+        content_type="application/json",
+    )
     assert response.status_code == 400
     errors = response.json()["errors"]
     assert set(errors) == {"base_url", "api_key_env"} and "do not paste the key" in errors["api_key_env"]
@@ -86,12 +96,20 @@ def test_api_imports_predictions_all_or_nothing(client, researcher, claims_study
     url = reverse("api-prediction-import", args=["claims"])
     good = SimpleUploadedFile("p.jsonl", b'{"item": "c1", "verifier": "elsewhere", "label": "supported", "score": 1}\n')
     assert client.post(url, {"file": good}).json() == {"created": 1, "updated": 0, "records": 1, "notes": []}
-    bad = SimpleUploadedFile("p.jsonl", b'{"item": "c2", "verifier": "elsewhere", "label": "supported"}\n'
-                                        b'{"item": "c3", "verifier": "elsewhere", "label": "nah"}\n')
+    bad = SimpleUploadedFile(
+        "p.jsonl",
+        b'{"item": "c2", "verifier": "elsewhere", "label": "supported"}\n'
+        b'{"item": "c3", "verifier": "elsewhere", "label": "nah"}\n',
+    )
     refused = client.post(url, {"file": bad})
     assert refused.status_code == 400
-    assert refused.json()["errors"] == [{"line": 2, "field": "label",
-                                         "message": "'nah' is not one of the study's labels (supported, contradicted, inconclusive)"}]
+    assert refused.json()["errors"] == [
+        {
+            "line": 2,
+            "field": "label",
+            "message": "'nah' is not one of the study's labels (supported, contradicted, inconclusive)",
+        }
+    ]
     assert Prediction.objects.count() == 1
 
 
@@ -200,8 +218,16 @@ def kwargs_for(pattern: URLPattern, slug: str, verifier: Verifier, run: Verifier
 
 def test_every_new_route_is_enumerated():
     names = {name for name, _ in new_routes()}
-    assert {"verifiers:list", "verifiers:start_run", "verifiers:stop_run", "verifiers:run_status",
-            "api-verifier-list", "api-verifier-runs", "api-run-detail", "api-run-stop"} <= names
+    assert {
+        "verifiers:list",
+        "verifiers:start_run",
+        "verifiers:stop_run",
+        "verifiers:run_status",
+        "api-verifier-list",
+        "api-verifier-runs",
+        "api-run-detail",
+        "api-run-stop",
+    } <= names
     assert len(names) == 12
 
 
@@ -236,7 +262,10 @@ def test_token_outsiders_and_annotators_are_refused(client, annotator, claims_st
     for name, pattern in new_routes():
         if not name.startswith("api-"):
             continue
-        assert client.get(reverse(name, kwargs=kwargs_for(pattern, "study-b", verifier, run)), **auth).status_code in (404, 405)
+        assert client.get(reverse(name, kwargs=kwargs_for(pattern, "study-b", verifier, run)), **auth).status_code in (
+            404,
+            405,
+        )
         own = kwargs_for(pattern, "claims", verifier, run)
         if set(own) == {"slug"}:
             assert client.get(reverse(name, kwargs=own), **auth).status_code in (403, 405), name
@@ -302,14 +331,19 @@ def test_the_api_schema_documents_the_routes_without_warnings():
     out, err = io.StringIO(), io.StringIO()
     call_command("spectacular", "--validate", "--fail-on-warn", "--format", "openapi-json", stdout=out, stderr=err)
     paths = json.loads(out.getvalue())["paths"]
-    assert {"/api/studies/{slug}/verifiers/", "/api/studies/{slug}/verifiers/{verifier_id}/runs",
-            "/api/studies/{slug}/runs/{run_id}", "/api/studies/{slug}/runs/{run_id}/stop"} <= set(paths)
+    assert {
+        "/api/studies/{slug}/verifiers/",
+        "/api/studies/{slug}/verifiers/{verifier_id}/runs",
+        "/api/studies/{slug}/runs/{run_id}",
+        "/api/studies/{slug}/runs/{run_id}/stop",
+    } <= set(paths)
     assert "202" in paths["/api/studies/{slug}/verifiers/{verifier_id}/runs"]["post"]["responses"]
 
 
 def test_the_form_offers_a_preset_that_fits_the_study_labels(client, researcher, db):
-    study = create_study(slug="wice-like", name="W", kind="verification",
-                         labels=["supported", "partially_supported", "not_supported"])
+    study = create_study(
+        slug="wice-like", name="W", kind="verification", labels=["supported", "partially_supported", "not_supported"]
+    )
     add_members(study=study, usernames=[researcher.username], role="researcher")
     client.force_login(researcher)
     html = client.get(reverse("verifiers:list", args=["wice-like"])).content.decode()

@@ -24,8 +24,11 @@ def test_no_imports_inside_functions():
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found += [f"{path.relative_to(REPO)}:{inner.lineno}" for inner in ast.walk(node)
-                          if isinstance(inner, (ast.Import, ast.ImportFrom))]
+                found += [
+                    f"{path.relative_to(REPO)}:{inner.lineno}"
+                    for inner in ast.walk(node)
+                    if isinstance(inner, (ast.Import, ast.ImportFrom))
+                ]
     assert found == []
 
 
@@ -48,6 +51,7 @@ for first in modules:
     except Exception as exc:
         sys.exit(f"importing {first} first: {type(exc).__name__}: {exc}")
 """
-    result = subprocess.run([sys.executable, "-c", script, *verifier_modules()], cwd=REPO, capture_output=True,
-                            text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", script, *verifier_modules()], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""import_predictions: DESIGN §4 records, all or nothing, every problem named by line and field."""
+"""import_predictions: README, File formats records, all or nothing, every problem named by line and field."""
 
 from __future__ import annotations
 
@@ -16,7 +16,13 @@ from tests.conftest import csv_bytes, jsonl
 from .conftest import llm_verifier
 
 pytestmark = pytest.mark.django_db
-GOOD = {"item": "c1", "verifier": "gpt-4o-veriscore", "label": "supported", "score": 0.93, "rationale": "Result 2 says so."}
+GOOD = {
+    "item": "c1",
+    "verifier": "gpt-4o-veriscore",
+    "label": "supported",
+    "score": 0.93,
+    "rationale": "Result 2 says so.",
+}
 
 
 @pytest.fixture
@@ -27,25 +33,38 @@ def aliased_study(claims_study):
 
 
 def test_predictions_create_imported_verifiers_and_map_labels_through_aliases(aliased_study):
-    result = import_predictions(study=aliased_study, fmt="jsonl", stream=jsonl(
-        GOOD,
-        {"item": "c2", "verifier": "gpt-4o-veriscore", "label": "FALSE", "score": 0},
-        {"item": "c1", "verifier": "minicheck", "label": " Inconclusive "},
-    ))
+    result = import_predictions(
+        study=aliased_study,
+        fmt="jsonl",
+        stream=jsonl(
+            GOOD,
+            {"item": "c2", "verifier": "gpt-4o-veriscore", "label": "FALSE", "score": 0},
+            {"item": "c1", "verifier": "minicheck", "label": " Inconclusive "},
+        ),
+    )
     assert (result.created, result.updated, result.records) == (3, 0, 3)
     verifiers = {v.name: v for v in Verifier.objects.filter(study=aliased_study)}
     assert {v.kind for v in verifiers.values()} == {"imported"}
     c2 = Prediction.objects.get(verifier=verifiers["gpt-4o-veriscore"], item__external_id="c2")
-    assert (c2.label, c2.raw_label, c2.score, c2.parse_status, c2.cache_key) == ("contradicted", "FALSE", 0.0, "ok",
-                                                                                "imported")
+    assert (c2.label, c2.raw_label, c2.score, c2.parse_status, c2.cache_key) == (
+        "contradicted",
+        "FALSE",
+        0.0,
+        "ok",
+        "imported",
+    )
     c1 = Prediction.objects.get(verifier=verifiers["gpt-4o-veriscore"], item__external_id="c1")
     assert (c1.score, c1.rationale) == (0.93, "Result 2 says so.")
     assert Prediction.objects.get(verifier=verifiers["minicheck"]).score is None
 
 
 def test_csv_with_text_scores_and_a_bom(claims_study):
-    data = csv_bytes([{"item": "c3", "verifier": "v", "label": "supported", "score": "0.5"},
-                      {"item": "c4", "verifier": "v", "label": "inconclusive", "score": ""}])
+    data = csv_bytes(
+        [
+            {"item": "c3", "verifier": "v", "label": "supported", "score": "0.5"},
+            {"item": "c4", "verifier": "v", "label": "inconclusive", "score": ""},
+        ]
+    )
     result = import_predictions(study=claims_study, stream=io.BytesIO(b"\xef\xbb\xbf" + data.getvalue()), fmt="csv")
     assert result.created == 2
     assert sorted(Prediction.objects.values_list("score", flat=True), key=str) == [0.5, None]
@@ -64,7 +83,11 @@ BAD_LINES = [
     ({"item": "c2", "verifier": "v", "label": "supported", "score": True}, "score", "got boolean"),
     ({"item": "c2", "verifier": "v", "label": "supported", "rationale": ["a"]}, "rationale", "must be a string"),
     ({"item": "c2", "verifier": "v" * 101, "label": "supported"}, "verifier", "the limit is 100"),
-    ({"item": "c1", "verifier": "v", "label": "contradicted"}, "item", "already has a prediction for item 'c1' on line 1"),
+    (
+        {"item": "c1", "verifier": "v", "label": "contradicted"},
+        "item",
+        "already has a prediction for item 'c1' on line 1",
+    ),
     ({"item": "c2", "verifier": "gpt", "label": "supported"}, "verifier", "'gpt' is a llm verifier of this study"),
     ('["c2", "v", "supported"]', None, "expected a JSON object"),
 ]
@@ -75,8 +98,9 @@ def test_a_bad_line_names_line_and_field_and_nothing_is_stored(claims_study, bad
     llm_verifier(claims_study, "http://127.0.0.1:9/v1")  # named "gpt"
     before = set(Verifier.objects.values_list("pk", flat=True))
     with pytest.raises(ImportFailed) as failed:
-        import_predictions(study=claims_study, stream=jsonl({"item": "c1", "verifier": "v", "label": "supported"}, bad),
-                           fmt="jsonl")
+        import_predictions(
+            study=claims_study, stream=jsonl({"item": "c1", "verifier": "v", "label": "supported"}, bad), fmt="jsonl"
+        )
     errors = failed.value.errors
     assert [(error.line, error.field) for error in errors] == [(2, field)], errors
     assert says in errors[0].message
@@ -87,10 +111,14 @@ def test_a_bad_line_names_line_and_field_and_nothing_is_stored(claims_study, bad
 
 def test_every_problem_is_reported_at_once(claims_study):
     with pytest.raises(ImportFailed) as failed:
-        import_predictions(study=claims_study, fmt="jsonl", stream=jsonl(
-            {"item": "x", "verifier": "v", "label": "supported"},
-            {"item": "c1", "verifier": "v", "label": "maybe", "score": "?"},
-        ))
+        import_predictions(
+            study=claims_study,
+            fmt="jsonl",
+            stream=jsonl(
+                {"item": "x", "verifier": "v", "label": "supported"},
+                {"item": "c1", "verifier": "v", "label": "maybe", "score": "?"},
+            ),
+        )
     assert [(e.line, e.field) for e in failed.value.errors] == [(1, "item"), (2, "label"), (2, "score")]
 
 

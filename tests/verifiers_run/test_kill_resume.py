@@ -50,11 +50,20 @@ def database_url() -> str:
 
 
 def start_worker(log: Path) -> subprocess.Popen:
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings_test", "DATABASE_URL": database_url(),
-           "CLAIMLAB_VERIFIER_CHUNK_SIZE": str(CHUNK), "CLAIMLAB_VAR_DIR": str(log.parent)}
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings_test",
+        "DATABASE_URL": database_url(),
+        "CLAIMLAB_VERIFIER_CHUNK_SIZE": str(CHUNK),
+        "CLAIMLAB_VAR_DIR": str(log.parent),
+    }
     return subprocess.Popen(
         [sys.executable, "manage.py", "db_worker", "--no-reload", "--interval", "0.1", "--no-startup-delay"],
-        cwd=REPO, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=REPO,
+        env=env,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
 
 
@@ -89,10 +98,18 @@ def test_a_killed_worker_is_resumed_without_losing_or_repeating_a_prediction(cla
         run = start_run(verifier=verifier)  # queued: a task row for the worker
         first = start_worker(tmp_path / "worker1.log")
         try:
-            wait_for(lambda: Prediction.objects.filter(verifier=verifier).count() >= ANSWERED_BEFORE_KILL,
-                     "the first answers to be stored", first, tmp_path / "worker1.log")
-            wait_for(lambda: server.requests > ANSWERED_BEFORE_KILL, "requests to be held in flight", first,
-                     tmp_path / "worker1.log")
+            wait_for(
+                lambda: Prediction.objects.filter(verifier=verifier).count() >= ANSWERED_BEFORE_KILL,
+                "the first answers to be stored",
+                first,
+                tmp_path / "worker1.log",
+            )
+            wait_for(
+                lambda: server.requests > ANSWERED_BEFORE_KILL,
+                "requests to be held in flight",
+                first,
+                tmp_path / "worker1.log",
+            )
             os.killpg(first.pid, signal.SIGKILL)
             first.wait(15)
         finally:
@@ -107,8 +124,12 @@ def test_a_killed_worker_is_resumed_without_losing_or_repeating_a_prediction(cla
         call_command("resume_stale_runs", "--stale-after", "0", stdout=open(os.devnull, "w"))
         second = start_worker(tmp_path / "worker2.log")
         try:
-            wait_for(lambda: not VerifierRun.objects.get(pk=run.pk).is_active, "the resumed run to end", second,
-                     tmp_path / "worker2.log")
+            wait_for(
+                lambda: not VerifierRun.objects.get(pk=run.pk).is_active,
+                "the resumed run to end",
+                second,
+                tmp_path / "worker2.log",
+            )
         finally:
             stop(second)
 
@@ -123,8 +144,10 @@ def test_a_killed_worker_is_resumed_without_losing_or_repeating_a_prediction(cla
         assert predictions.values("cache_key").distinct().count() == N_ITEMS  # one key per item's prompt
 
         preset = preset_for("veriscore_ternary")
-        asked = {item.pk: server.prompts[server.prompt_key(render_item(preset, item_input(item.payload))[0][-1]["content"])]
-                 for item in items}
+        asked = {
+            item.pk: server.prompts[server.prompt_key(render_item(preset, item_input(item.payload))[0][-1]["content"])]
+            for item in items
+        }
         assert all(asked[item_id] == 1 for item_id in stored_before), "a stored answer was asked for again"
         repeated = [item_id for item_id, n in asked.items() if n > 1]
         assert 0 < len(repeated) <= CONCURRENCY  # only the calls in flight at the kill were asked again

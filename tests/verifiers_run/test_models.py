@@ -18,8 +18,13 @@ def verifier(claims_study) -> Verifier:
 
 
 def prediction(verifier: Verifier, **fields) -> Prediction:
-    values = {"verifier": verifier, "item": Item.objects.filter(study=verifier.study).first(), "label": "supported",
-              "parse_status": "ok", "cache_key": "k1"}
+    values = {
+        "verifier": verifier,
+        "item": Item.objects.filter(study=verifier.study).first(),
+        "label": "supported",
+        "parse_status": "ok",
+        "cache_key": "k1",
+    }
     values.update(fields)
     return Prediction.objects.create(**values)
 
@@ -67,8 +72,9 @@ def test_a_verifier_has_at_most_one_active_run(verifier):
     assert verifier.runs.count() == 3
 
 
-@pytest.mark.parametrize("fields", [{"done": 7, "total": 6}, {"cached": 3, "done": 2, "total": 6},
-                                    {"status": "paused"}, {"concurrency": 0}])
+@pytest.mark.parametrize(
+    "fields", [{"done": 7, "total": 6}, {"cached": 3, "done": 2, "total": 6}, {"status": "paused"}, {"concurrency": 0}]
+)
 def test_run_counters_stay_consistent(verifier, fields):
     with pytest.raises(IntegrityError), transaction.atomic():
         VerifierRun.objects.create(verifier=verifier, **{"total": 6, **fields})
@@ -81,13 +87,16 @@ def test_verifier_names_are_unique_per_study_only(claims_study, verifier):
     assert Verifier.objects.create(study=other, name="v", kind="baseline_overlap").pk
 
 
-@pytest.mark.parametrize("fields", [
-    {"kind": "llm", "preset": "factscore", "model": "m"},  # no base URL
-    {"kind": "llm", "preset": "", "model": "m", "base_url": "http://x/v1"},
-    {"kind": "oracle"},
-    {"kind": "llm", "preset": "factscore", "model": "m", "base_url": "http://x/v1", "concurrency": 0},
-    {"kind": "llm", "preset": "factscore", "model": "m", "base_url": "http://x/v1", "temperature": 3},
-])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"kind": "llm", "preset": "factscore", "model": "m"},  # no base URL
+        {"kind": "llm", "preset": "", "model": "m", "base_url": "http://x/v1"},
+        {"kind": "oracle"},
+        {"kind": "llm", "preset": "factscore", "model": "m", "base_url": "http://x/v1", "concurrency": 0},
+        {"kind": "llm", "preset": "factscore", "model": "m", "base_url": "http://x/v1", "temperature": 3},
+    ],
+)
 def test_verifier_rows_are_checked(claims_study, fields):
     with pytest.raises(IntegrityError), transaction.atomic():
         Verifier.objects.create(study=claims_study, name="bad", **fields)

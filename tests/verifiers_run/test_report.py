@@ -43,8 +43,14 @@ def rated(db):
                 truth[item] = rng.choices(LABELS, weights=[0.35 + 0.15 * s, 0.4 - 0.1 * s, 0.25])[0]
                 items.append({"id": item, "claim": f"Claim {item}.", "system": system, "response_id": f"{system}-r{r}"})
                 labels += [(item, worker, noisy(rng, truth[item], 0.8)) for worker in ("w1", "w2", "w3")]
-                predictions.append({"item": item, "verifier": "judge", "label": noisy(rng, truth[item], 0.6),
-                                    "rationale": f"because of {item}"})
+                predictions.append(
+                    {
+                        "item": item,
+                        "verifier": "judge",
+                        "label": noisy(rng, truth[item], 0.6),
+                        "rationale": f"because of {item}",
+                    }
+                )
     add_items(study, items)
     add_labels(study, labels)
     import_predictions(study=study, stream=jsonl(*predictions), fmt="jsonl")
@@ -117,8 +123,10 @@ def test_system_level_correlation_matches_scipy(rated):
             label = majority.get(item) if source == "human" else predicted[item]
             if label is not None:
                 per_response[item.rsplit("-", 1)[0]].append(positive[label])
-        scores[source] = [round(np.mean([np.mean(v) for k, v in per_response.items() if k.startswith(system)]), 12)
-                          for system in sorted(SYSTEMS)]
+        scores[source] = [
+            round(np.mean([np.mean(v) for k, v in per_response.items() if k.startswith(system)]), 12)
+            for system in sorted(SYSTEMS)
+        ]
     assert [row["system"] for row in section["systems"]] == sorted(SYSTEMS)
     assert [row["human"] for row in section["systems"]] == pytest.approx(scores["human"])
     tau = scipy_stats.kendalltau(scores["human"], scores["verifier"]).statistic
@@ -131,7 +139,9 @@ def test_system_level_correlation_matches_scipy(rated):
 
 def test_fewer_than_three_systems_give_no_correlation_and_say_why(claims_study):
     add_labels(claims_study, [("c1", "w1", "supported"), ("c2", "w1", "contradicted")])
-    import_predictions(study=claims_study, stream=jsonl({"item": "c1", "verifier": "v", "label": "supported"}), fmt="jsonl")
+    import_predictions(
+        study=claims_study, stream=jsonl({"item": "c1", "verifier": "v", "label": "supported"}), fmt="jsonl"
+    )
     section = verifier_report(claims_study, n_resamples=10)["v"]
     assert section["system_correlation"]["kendall_tau"]["value"] is None
     assert "at least 3 systems" in section["system_correlation"]["reason"]
@@ -141,16 +151,44 @@ def test_fewer_than_three_systems_give_no_correlation_and_say_why(claims_study):
 
 def test_rates_tokens_cost_and_the_latest_prediction_per_item(claims_study):
     add_labels(claims_study, [(f"c{n}", "w1", "supported") for n in range(1, 7)])
-    verifier = create_verifier(study=claims_study, name="llm", preset="veriscore_ternary", model="m",
-                               base_url="http://127.0.0.1:9/v1", price_input_per_1k="2", price_output_per_1k="10")
+    verifier = create_verifier(
+        study=claims_study,
+        name="llm",
+        preset="veriscore_ternary",
+        model="m",
+        base_url="http://127.0.0.1:9/v1",
+        price_input_per_1k="2",
+        price_output_per_1k="10",
+    )
     items = {item.external_id: item for item in Item.objects.filter(study=claims_study)}
-    rows = [("c1", "supported", "ok", ""), ("c2", "supported", "fallback", ""), ("c3", "contradicted", "ok", ""),
-            ("c4", None, "unparseable", ""), ("c5", None, "", "HTTP 500 error"), ("c6", "supported", "ok", "")]
+    rows = [
+        ("c1", "supported", "ok", ""),
+        ("c2", "supported", "fallback", ""),
+        ("c3", "contradicted", "ok", ""),
+        ("c4", None, "unparseable", ""),
+        ("c5", None, "", "HTTP 500 error"),
+        ("c6", "supported", "ok", ""),
+    ]
     for item, label, status, error in rows:
-        Prediction.objects.create(verifier=verifier, item=items[item], label=label, parse_status=status, error=error,
-                                  cache_key="old", tokens_in=1000, tokens_out=100)
-    Prediction.objects.create(verifier=verifier, item=items["c6"], label="inconclusive", parse_status="ok",
-                              cache_key="new", tokens_in=500, tokens_out=50)  # the verifier as it is now
+        Prediction.objects.create(
+            verifier=verifier,
+            item=items[item],
+            label=label,
+            parse_status=status,
+            error=error,
+            cache_key="old",
+            tokens_in=1000,
+            tokens_out=100,
+        )
+    Prediction.objects.create(
+        verifier=verifier,
+        item=items["c6"],
+        label="inconclusive",
+        parse_status="ok",
+        cache_key="new",
+        tokens_in=500,
+        tokens_out=50,
+    )  # the verifier as it is now
     section = verifier_report(claims_study, n_resamples=0)["llm"]
     assert section["n_predictions"] == 6 and section["n"] == 4
     assert section["parse_failure_rate"]["value"] == pytest.approx(1 / 5)
@@ -163,9 +201,14 @@ def test_rates_tokens_cost_and_the_latest_prediction_per_item(claims_study):
 
 def test_gold_labels_are_the_reference_when_nobody_labelled(db):
     study = create_study(slug="goldref", name="G", kind="verification")
-    add_items(study, [{"id": f"g{n}", "claim": "c", "gold": "supported" if n % 2 else "contradicted"} for n in range(6)])
-    import_predictions(study=study, stream=jsonl(*({"item": f"g{n}", "verifier": "v", "label": "supported"}
-                                                   for n in range(6))), fmt="jsonl")
+    add_items(
+        study, [{"id": f"g{n}", "claim": "c", "gold": "supported" if n % 2 else "contradicted"} for n in range(6)]
+    )
+    import_predictions(
+        study=study,
+        stream=jsonl(*({"item": f"g{n}", "verifier": "v", "label": "supported"} for n in range(6))),
+        fmt="jsonl",
+    )
     section = verifier_report(study, n_resamples=0)["v"]
     assert section["reference"].startswith("gold labels") and section["accuracy"]["value"] == 0.5
     assert section["cohen_kappa"]["value"] == 0.0
@@ -174,8 +217,12 @@ def test_gold_labels_are_the_reference_when_nobody_labelled(db):
 def test_without_any_reference_every_number_is_undefined_with_a_reason(claims_study):
     Verifier.objects.create(study=claims_study, name="lonely", kind="baseline_majority")
     section = verifier_report(claims_study)["lonely"]
-    assert section["accuracy"] == {"value": None, "reason": "the study has no human labels and no gold labels to "
-                                   "compare with", "n_items": 0, "ci": None}
+    assert section["accuracy"] == {
+        "value": None,
+        "reason": "the study has no human labels and no gold labels to compare with",
+        "n_items": 0,
+        "ci": None,
+    }
     assert section["error_rate"]["value"] is None and section["n"] == 0
     assert verifier_report(create_study(slug="none", name="N", kind="verification")) == {}
 

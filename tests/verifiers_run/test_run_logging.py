@@ -23,10 +23,19 @@ def answer(request: httpx2.Request) -> httpx2.Response:
     prompt = json.loads(request.content)["messages"][-1]["content"]
     if "number 2" in prompt:
         return httpx2.Response(500, json={"error": {"message": "the model is overloaded"}})
-    return httpx2.Response(200, json={
-        "id": "c", "object": "chat.completion", "created": 1, "model": "fake-model",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Supported"}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}})
+    return httpx2.Response(
+        200,
+        json={
+            "id": "c",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "fake-model",
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "Supported"}, "finish_reason": "stop"}
+            ],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
+        },
+    )
 
 
 def test_a_run_logs_start_chunks_end_and_failed_calls_without_the_key(claims_study, monkeypatch, caplog):

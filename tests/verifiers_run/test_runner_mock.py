@@ -20,10 +20,19 @@ URL = "http://llm.test/v1"
 
 
 def completion(text: str | None, *, prompt_tokens: int = 11, completion_tokens: int = 3, **extra) -> dict:
-    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "fake-model",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens}, **extra}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "fake-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+        **extra,
+    }
 
 
 class Endpoint:
@@ -54,8 +63,14 @@ def by_item(verifier) -> dict[str, Prediction]:
 
 def test_answers_are_parsed_mapped_and_stored_with_usage_and_latency(claims_study, monkeypatch):
     monkeypatch.setenv("FAKE_LLM_API_KEY", "sk-test-123")
-    endpoint = Endpoint(lambda claim, body: httpx2.Response(200, json=completion(
-        "The results contradict it.\nContradicted" if "number 2" in claim else "Looks right.\n**Supported**")))
+    endpoint = Endpoint(
+        lambda claim, body: httpx2.Response(
+            200,
+            json=completion(
+                "The results contradict it.\nContradicted" if "number 2" in claim else "Looks right.\n**Supported**"
+            ),
+        )
+    )
     verifier = llm_verifier(claims_study, URL, api_key_env="FAKE_LLM_API_KEY", temperature=0.3, max_tokens=77)
     done = run(verifier, endpoint)
     assert (done.status, done.done, done.total, done.errors, done.unparseable) == ("succeeded", 6, 6, 0, 0)
@@ -91,13 +106,23 @@ def test_a_missing_key_variable_fails_the_run_with_its_name_and_sends_nothing(cl
 @pytest.mark.parametrize(
     ("response", "error"),
     [
-        (lambda: httpx2.Response(429, headers={"retry-after-ms": "1"}, json={"error": {"message": "Slow down"}}),
-         "HTTP 429 rate limited from the endpoint after 1 retry: Slow down"),
-        (lambda: httpx2.Response(500, json={"error": {"message": "boom"}}), "HTTP 500 error from the endpoint after 1 retry: boom"),
-        (lambda: httpx2.Response(400, json={"error": {"message": "context too long"}}),
-         "HTTP 400 error from the endpoint: context too long"),
+        (
+            lambda: httpx2.Response(429, headers={"retry-after-ms": "1"}, json={"error": {"message": "Slow down"}}),
+            "HTTP 429 rate limited from the endpoint after 1 retry: Slow down",
+        ),
+        (
+            lambda: httpx2.Response(500, json={"error": {"message": "boom"}}),
+            "HTTP 500 error from the endpoint after 1 retry: boom",
+        ),
+        (
+            lambda: httpx2.Response(400, json={"error": {"message": "context too long"}}),
+            "HTTP 400 error from the endpoint: context too long",
+        ),
         (lambda: httpx2.Response(200, text="<html>bad gateway</html>"), "malformed response from the endpoint"),
-        (lambda: httpx2.Response(200, json={**completion("x"), "choices": []}), "malformed response from the endpoint: the chat completion has no choices"),
+        (
+            lambda: httpx2.Response(200, json={**completion("x"), "choices": []}),
+            "malformed response from the endpoint: the chat completion has no choices",
+        ),
     ],
 )
 def test_a_failed_call_is_recorded_on_its_prediction_and_the_run_goes_on(claims_study, response, error):
@@ -138,11 +163,24 @@ def test_a_key_variable_that_is_not_allowed_is_never_read_even_if_stored(claims_
 
 def test_an_unreadable_answer_is_kept_but_never_counted_as_a_label(claims_study):
     verifier = llm_verifier(claims_study, URL)
-    done = run(verifier, Endpoint(lambda claim, body: httpx2.Response(200, json=completion(
-        "It is hard to say." if "number 4" in claim else None if "number 5" in claim else "Inconclusive"))))
+    done = run(
+        verifier,
+        Endpoint(
+            lambda claim, body: httpx2.Response(
+                200,
+                json=completion(
+                    "It is hard to say." if "number 4" in claim else None if "number 5" in claim else "Inconclusive"
+                ),
+            )
+        ),
+    )
     found = by_item(verifier)
     assert (done.unparseable, done.errors) == (2, 0)
-    assert (found["c4"].label, found["c4"].parse_status, found["c4"].raw_output) == (None, "unparseable", "It is hard to say.")
+    assert (found["c4"].label, found["c4"].parse_status, found["c4"].raw_output) == (
+        None,
+        "unparseable",
+        "It is hard to say.",
+    )
     assert (found["c5"].label, found["c5"].parse_status) == (None, "unparseable")
     assert found["c1"].label == "inconclusive"
 
@@ -190,18 +228,34 @@ def test_concurrency_bounds_the_requests_in_flight(claims_study):
 
 
 def test_evidence_level_presets_ask_once_per_passage_and_pool_the_verdicts(claims_study):
-    add_items(claims_study, [{"id": "ev", "claim": "Paris is in France.", "evidence": [
-        {"text": "Paris is the capital of France."}, {"text": "France is in Europe."}, {"text": "Bananas are yellow."}]}])
-    answers = {"capital": "Rationale: says so.\nAnswer: Yes", "Europe": "Rationale: other topic.\nAnswer: No",
-               "Bananas": "Rationale: off topic.\nAnswer: Irrelevant"}
+    add_items(
+        claims_study,
+        [
+            {
+                "id": "ev",
+                "claim": "Paris is in France.",
+                "evidence": [
+                    {"text": "Paris is the capital of France."},
+                    {"text": "France is in Europe."},
+                    {"text": "Bananas are yellow."},
+                ],
+            }
+        ],
+    )
+    answers = {
+        "capital": "Rationale: says so.\nAnswer: Yes",
+        "Europe": "Rationale: other topic.\nAnswer: No",
+        "Bananas": "Rationale: off topic.\nAnswer: Irrelevant",
+    }
 
     def answer(prompt, body):
         found = [text for key, text in answers.items() if key in prompt]
         return httpx2.Response(200, json=completion(found[0] if found else "Rationale: fine.\nAnswer: Yes"))
 
     endpoint = Endpoint(answer)
-    verifier = llm_verifier(claims_study, URL, preset="facts_evidence",
-                            label_map={"supported": "supported", "unsupported": "contradicted"})
+    verifier = llm_verifier(
+        claims_study, URL, preset="facts_evidence", label_map={"supported": "supported", "unsupported": "contradicted"}
+    )
     run(verifier, endpoint, limit=None)
     found = by_item(verifier)["ev"]
     assert len([r for r in endpoint.requests if b"Paris is in France" in r.content]) == 3

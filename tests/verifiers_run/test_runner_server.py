@@ -21,16 +21,19 @@ def outcomes(verifier) -> dict[str, Prediction]:
 
 def test_a_bad_day_at_the_endpoint_never_stops_the_run(claims_study, fake_server):
     fake_server.slow_seconds = 2.0
-    add_items(claims_study, [
-        claim_item("limited", "Always rate limited [[429]]."),
-        claim_item("flaky", "Rate limited once [[429-once]]."),
-        claim_item("broken", "Server error [[500]]."),
-        claim_item("slow", "Slower than the timeout [[slow]]."),
-        claim_item("garbage", "An answer without a verdict [[garbage]]."),
-        claim_item("proxy", "Not JSON at all [[not-json]]."),
-        claim_item("empty", "No choices [[no-choices]]."),
-        claim_item("no", "A contradiction [[answer:Contradicted]]."),
-    ])
+    add_items(
+        claims_study,
+        [
+            claim_item("limited", "Always rate limited [[429]]."),
+            claim_item("flaky", "Rate limited once [[429-once]]."),
+            claim_item("broken", "Server error [[500]]."),
+            claim_item("slow", "Slower than the timeout [[slow]]."),
+            claim_item("garbage", "An answer without a verdict [[garbage]]."),
+            claim_item("proxy", "Not JSON at all [[not-json]]."),
+            claim_item("empty", "No choices [[no-choices]]."),
+            claim_item("no", "A contradiction [[answer:Contradicted]]."),
+        ],
+    )
     verifier = llm_verifier(claims_study, fake_server.base_url, timeout=0.5, retries=1, concurrency=4)
     run = run_to_completion(start_run(verifier=verifier, enqueue=False))
     found = outcomes(verifier)
@@ -73,6 +76,7 @@ def test_a_run_is_a_chain_of_chunk_tasks(claims_study, fake_server, settings, dj
     verifier = llm_verifier(claims_study, fake_server.base_url)
     with django_capture_on_commit_callbacks(execute=True):
         run = start_run(verifier=verifier)
+
     def queued():
         return DBTaskResult.objects.filter(task_path="metaeval.verifiers.tasks.run_verifier_chunk")
 

@@ -26,7 +26,10 @@ def age(run: VerifierRun, seconds: float) -> None:
 
 
 def chunk_tasks() -> list[list[int]]:
-    return [task.args_kwargs["args"] for task in DBTaskResult.objects.filter(task_path="metaeval.verifiers.tasks.run_verifier_chunk")]
+    return [
+        task.args_kwargs["args"]
+        for task in DBTaskResult.objects.filter(task_path="metaeval.verifiers.tasks.run_verifier_chunk")
+    ]
 
 
 def test_start_queues_one_chunk_task_after_commit(claims_study, django_capture_on_commit_callbacks):
@@ -56,15 +59,17 @@ def test_nothing_to_run(claims_study, db):
     empty = create_study(slug="empty", name="Empty", kind="verification")
     with pytest.raises(ServiceError, match="has no items"):
         start_run(verifier=create_verifier(study=empty, name="b", kind="baseline_overlap"), enqueue=False)
-    import_predictions(study=claims_study, stream=jsonl({"item": "c1", "verifier": "elsewhere", "label": "supported"}),
-                       fmt="jsonl")
+    import_predictions(
+        study=claims_study, stream=jsonl({"item": "c1", "verifier": "elsewhere", "label": "supported"}), fmt="jsonl"
+    )
     imported = claims_study.verifiers.get(name="elsewhere")
     with pytest.raises(ServiceError, match="imported predictions; there is nothing to run"):
         start_run(verifier=imported, enqueue=False)
 
 
-def test_starting_a_verifier_whose_run_is_orphaned_resumes_that_run(claims_study, settings,
-                                                                     django_capture_on_commit_callbacks):
+def test_starting_a_verifier_whose_run_is_orphaned_resumes_that_run(
+    claims_study, settings, django_capture_on_commit_callbacks
+):
     settings.VERIFIER_STALE_SECONDS = 60.0
     verifier = llm_verifier(claims_study, URL)
     run = start_run(verifier=verifier, enqueue=False)

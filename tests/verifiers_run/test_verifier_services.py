@@ -12,13 +12,23 @@ from metaeval.verifiers.services import VerifierInvalid, create_verifier, ensure
 
 pytestmark = pytest.mark.django_db
 
-GOOD = {"name": "gpt", "preset": "veriscore_ternary", "model": "gpt-4o-mini", "base_url": "https://api.example.org/v1",
-        "api_key_env": "OPENAI_API_KEY"}
+GOOD = {
+    "name": "gpt",
+    "preset": "veriscore_ternary",
+    "model": "gpt-4o-mini",
+    "base_url": "https://api.example.org/v1",
+    "api_key_env": "OPENAI_API_KEY",
+}
 
 
 def test_a_good_llm_verifier_is_stored_with_the_env_var_name_only(claims_study):
     verifier = create_verifier(study=claims_study, **GOOD, price_input_per_1k="0.15", price_output_per_1k=0.6)
-    assert (verifier.kind, verifier.api_key_env, verifier.concurrency, verifier.retries) == ("llm", "OPENAI_API_KEY", 8, 2)
+    assert (verifier.kind, verifier.api_key_env, verifier.concurrency, verifier.retries) == (
+        "llm",
+        "OPENAI_API_KEY",
+        8,
+        2,
+    )
     verifier.refresh_from_db()
     assert (verifier.price_input_per_1k, verifier.price_output_per_1k) == (Decimal("0.15"), Decimal("0.6"))
     assert not verifier.is_baseline and verifier.is_runnable
@@ -66,8 +76,9 @@ def test_an_operator_can_allow_other_key_variables(claims_study, settings):
 
 
 def test_a_binary_preset_works_once_its_labels_are_mapped(claims_study):
-    verifier = create_verifier(study=claims_study, **{**GOOD, "preset": "factscore"},
-                               label_map={"unsupported": "inconclusive"})
+    verifier = create_verifier(
+        study=claims_study, **{**GOOD, "preset": "factscore"}, label_map={"unsupported": "inconclusive"}
+    )
     assert verifier.label_map == {"unsupported": "inconclusive"}
 
 
@@ -79,10 +90,17 @@ def test_custom_preset_template_and_labels_are_checked(claims_study):
         create_verifier(study=claims_study, **{**GOOD, "preset": "custom"}, template="Is it true?")
     assert "must show the claim" in refused.value.errors["template"]
     with pytest.raises(VerifierInvalid) as refused:
-        create_verifier(study=claims_study, **{**GOOD, "preset": "custom"}, template="{{ claim }}", custom_labels=["yes", "no"])
+        create_verifier(
+            study=claims_study, **{**GOOD, "preset": "custom"}, template="{{ claim }}", custom_labels=["yes", "no"]
+        )
     assert "'yes', 'no'" in refused.value.errors["label_map"]
-    verifier = create_verifier(study=claims_study, **{**GOOD, "preset": "custom"}, template="{{ claim }}? yes or no",
-                               custom_labels="yes, no", label_map={"yes": "supported", "no": "contradicted"})
+    verifier = create_verifier(
+        study=claims_study,
+        **{**GOOD, "preset": "custom"},
+        template="{{ claim }}? yes or no",
+        custom_labels="yes, no",
+        label_map={"yes": "supported", "no": "contradicted"},
+    )
     assert verifier.custom_labels == ["yes", "no"]
 
 
@@ -130,5 +148,7 @@ def test_ensure_baselines_is_idempotent_and_avoids_taken_names(claims_study):
     first = ensure_baselines(study=claims_study)
     again = ensure_baselines(study=claims_study)
     assert [v.pk for v in first] == [v.pk for v in again]
-    assert [(v.kind, v.name) for v in first] == [("baseline_majority", "baseline-majority-2"),
-                                                 ("baseline_overlap", "baseline-overlap")]
+    assert [(v.kind, v.name) for v in first] == [
+        ("baseline_majority", "baseline-majority-2"),
+        ("baseline_overlap", "baseline-overlap"),
+    ]

@@ -19,42 +19,60 @@ from metaeval.verifiers.services.runs import stale_after
 
 REPO = Path(__file__).resolve().parents[2]
 NAMES = ("VERIFIER_STALE_SECONDS", "VERIFIER_CHUNK_SIZE", "VERIFIER_KEY_VARIABLES", "PREDICTION_UPLOAD_MAX_BYTES")
-ENVIRONMENT = ("CLAIMLAB_VERIFIER_STALE_SECONDS", "CLAIMLAB_VERIFIER_CHUNK_SIZE", "CLAIMLAB_VERIFIER_KEY_VARIABLES",
-               "PREDICTION_UPLOAD_MAX_BYTES")
+ENVIRONMENT = (
+    "CLAIMLAB_VERIFIER_STALE_SECONDS",
+    "CLAIMLAB_VERIFIER_CHUNK_SIZE",
+    "CLAIMLAB_VERIFIER_KEY_VARIABLES",
+    "PREDICTION_UPLOAD_MAX_BYTES",
+)
 
 
 def settings_in_a_new_process(env: dict[str, str], tmp_path: Path) -> dict:
     """The verifier settings as a fresh process reads them from ``env`` (settings are read once per process)."""
     base = {key: value for key, value in os.environ.items() if key not in ENVIRONMENT}
     base.update({"DJANGO_SETTINGS_MODULE": "config.settings_test", "CLAIMLAB_VAR_DIR": str(tmp_path / "var"), **env})
-    script = ("import json, django; django.setup(); from django.conf import settings; "
-              f"print(json.dumps({{name: getattr(settings, name) for name in {NAMES!r}}}))")
-    result = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=base, capture_output=True, text=True,
-                            timeout=120)
+    script = (
+        "import json, django; django.setup(); from django.conf import settings; "
+        f"print(json.dumps({{name: getattr(settings, name) for name in {NAMES!r}}}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, env=base, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
 
 def test_defaults_and_values_from_the_environment(tmp_path):
     assert settings_in_a_new_process({}, tmp_path) == {
-        "VERIFIER_STALE_SECONDS": 120.0, "VERIFIER_CHUNK_SIZE": None, "VERIFIER_KEY_VARIABLES": [],
+        "VERIFIER_STALE_SECONDS": 120.0,
+        "VERIFIER_CHUNK_SIZE": None,
+        "VERIFIER_KEY_VARIABLES": [],
         "PREDICTION_UPLOAD_MAX_BYTES": 10 * 1024 * 1024,
     }
-    assert settings_in_a_new_process({
-        "CLAIMLAB_VERIFIER_STALE_SECONDS": "30.5", "CLAIMLAB_VERIFIER_CHUNK_SIZE": " 64 ",
-        "CLAIMLAB_VERIFIER_KEY_VARIABLES": "OPENROUTER_KEY, HF_TOKEN,", "PREDICTION_UPLOAD_MAX_BYTES": "2048",
-    }, tmp_path) == {
-        "VERIFIER_STALE_SECONDS": 30.5, "VERIFIER_CHUNK_SIZE": 64, "VERIFIER_KEY_VARIABLES": ["OPENROUTER_KEY", "HF_TOKEN"],
+    assert settings_in_a_new_process(
+        {
+            "CLAIMLAB_VERIFIER_STALE_SECONDS": "30.5",
+            "CLAIMLAB_VERIFIER_CHUNK_SIZE": " 64 ",
+            "CLAIMLAB_VERIFIER_KEY_VARIABLES": "OPENROUTER_KEY, HF_TOKEN,",
+            "PREDICTION_UPLOAD_MAX_BYTES": "2048",
+        },
+        tmp_path,
+    ) == {
+        "VERIFIER_STALE_SECONDS": 30.5,
+        "VERIFIER_CHUNK_SIZE": 64,
+        "VERIFIER_KEY_VARIABLES": ["OPENROUTER_KEY", "HF_TOKEN"],
         "PREDICTION_UPLOAD_MAX_BYTES": 2048,
     }
 
 
 def test_values_that_are_not_numbers_fall_back_as_before(tmp_path):
-    got = settings_in_a_new_process({"CLAIMLAB_VERIFIER_STALE_SECONDS": "soon", "CLAIMLAB_VERIFIER_CHUNK_SIZE": "0"},
-                                    tmp_path)
+    got = settings_in_a_new_process(
+        {"CLAIMLAB_VERIFIER_STALE_SECONDS": "soon", "CLAIMLAB_VERIFIER_CHUNK_SIZE": "0"}, tmp_path
+    )
     assert (got["VERIFIER_STALE_SECONDS"], got["VERIFIER_CHUNK_SIZE"]) == (120.0, None)
-    got = settings_in_a_new_process({"CLAIMLAB_VERIFIER_STALE_SECONDS": "-5", "CLAIMLAB_VERIFIER_CHUNK_SIZE": "-3"},
-                                    tmp_path)
+    got = settings_in_a_new_process(
+        {"CLAIMLAB_VERIFIER_STALE_SECONDS": "-5", "CLAIMLAB_VERIFIER_CHUNK_SIZE": "-3"}, tmp_path
+    )
     assert (got["VERIFIER_STALE_SECONDS"], got["VERIFIER_CHUNK_SIZE"]) == (0.0, None)
 
 
@@ -76,10 +94,15 @@ def test_one_upload_limit_for_the_page_and_the_api(client, researcher, claims_st
     assert len(line) > 40
     api = client.post(reverse("api-prediction-import", args=["claims"]), {"file": SimpleUploadedFile("p.jsonl", line)})
     assert api.status_code == 400 and "the limit here is 40" in api.json()["detail"]
-    page = client.post(reverse("verifiers:import_predictions", args=["claims"]),
-                       {"file": SimpleUploadedFile("p.jsonl", line)})
+    page = client.post(
+        reverse("verifiers:import_predictions", args=["claims"]), {"file": SimpleUploadedFile("p.jsonl", line)}
+    )
     assert page.status_code == 400 and b"upload at most 40 here" in page.content
     settings.PREDICTION_UPLOAD_MAX_BYTES = len(line)
-    assert client.post(reverse("api-prediction-import", args=["claims"]),
-                       {"file": SimpleUploadedFile("p.jsonl", line)}).status_code == 200
+    assert (
+        client.post(
+            reverse("api-prediction-import", args=["claims"]), {"file": SimpleUploadedFile("p.jsonl", line)}
+        ).status_code
+        == 200
+    )
     assert Prediction.objects.count() == 1

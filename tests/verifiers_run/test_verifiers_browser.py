@@ -15,9 +15,12 @@ from django.urls import reverse
 from metaeval.models import VerifierRun
 from metaeval.verifiers.runner import run_to_completion
 from metaeval.verifiers.services import create_verifier, start_run
-from tests.browser.conftest import _allow_orm_beside_playwright, browser, context, guard, page  # noqa: F401 (fixtures)
 
-pytestmark = [pytest.mark.browser, pytest.mark.urls("tests.verifiers_run.urls"), pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.urls("tests.verifiers_run.urls"),
+    pytest.mark.django_db(transaction=True),
+]
 
 
 def log_in(page, username: str, next_path: str) -> None:
@@ -51,5 +54,8 @@ def test_progress_is_live_and_a_run_can_be_stopped(page, guard, researcher, clai
     with page.expect_navigation():
         other.locator('[data-field="stop"] button').click()
     assert VerifierRun.objects.get(pk=queued.pk).status == "stopped"
-    assert page.locator(f'tr[data-run-status-url$="/runs/{queued.pk}/status.json"] [data-field="status"]').text_content() == "Stopped"
+    assert (
+        page.locator(f'tr[data-run-status-url$="/runs/{queued.pk}/status.json"] [data-field="status"]').text_content()
+        == "Stopped"
+    )
     guard.assert_clean(page)

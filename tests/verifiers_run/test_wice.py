@@ -108,7 +108,9 @@ def test_the_fixture_keeps_wices_own_labels_and_scores():
     assert all(human[item] == source[item]["label"] for item in human)
     scores = json.loads((WICE_DATA / "oracle_chunks_claim_test.gpt-4-0613.entailment_score.json").read_text())
     by_score = {1.0: "supported", 0.5: "partially_supported", 0.0: "not_supported"}
-    assert fixture_labels("predictions.jsonl", "gpt-4-0613") == {item: by_score[score] for item, score in scores.items()}
+    assert fixture_labels("predictions.jsonl", "gpt-4-0613") == {
+        item: by_score[score] for item, score in scores.items()
+    }
 
 
 def test_the_demo_report_of_a_single_annotator_study_renders(client, wice):

@@ -34,7 +34,9 @@ class Command(BaseCommand):
         parser.add_argument("--systems", help="preference: the two systems A,B in order (default: from the first item)")
         parser.add_argument("--seed", type=int)
         parser.add_argument("--instructions", metavar="FILE.md", help="Markdown instructions for annotators")
-        parser.add_argument("--evidence-judgements", action="store_true", help="verification: judge each evidence passage")
+        parser.add_argument(
+            "--evidence-judgements", action="store_true", help="verification: judge each evidence passage"
+        )
         parser.add_argument("--justification-required", action="store_true")
         parser.add_argument("--no-tie", action="store_true", help="preference: do not offer a tie")
         parser.add_argument("--both-bad", action="store_true", help="preference: offer 'both bad'")

@@ -12,8 +12,10 @@ from metaeval.verifiers.services.runs import stale_after
 
 
 class Command(BaseCommand):
-    help = ("Resume verifier runs whose heartbeat is older than --stale-after seconds (default: "
-            "CLAIMLAB_VERIFIER_STALE_SECONDS or 120); safe to run at any time, e.g. before starting a worker.")
+    help = (
+        "Resume verifier runs whose heartbeat is older than --stale-after seconds (default: "
+        "CLAIMLAB_VERIFIER_STALE_SECONDS or 120); safe to run at any time, e.g. before starting a worker."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--stale-after", type=float, help="seconds without a heartbeat")

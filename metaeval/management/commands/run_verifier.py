@@ -22,14 +22,19 @@ def verifier_by_name(study, name: str) -> Verifier:
     if verifier is None and name.isdigit():
         verifier = Verifier.objects.filter(study=study, pk=int(name)).first()
     if verifier is None:
-        known = ", ".join(Verifier.objects.filter(study=study).order_by("name").values_list("name", flat=True)) or "none yet"
+        known = (
+            ", ".join(Verifier.objects.filter(study=study).order_by("name").values_list("name", flat=True))
+            or "none yet"
+        )
         raise CommandError(f"study {study.slug!r} has no verifier {name!r} (its verifiers: {known})")
     return verifier
 
 
 class Command(BaseCommand):
-    help = ("Run a verifier over a study's items here and now, with a progress bar; a rerun asks only for what "
-            "has no answer yet for the same model, prompt and parameters.")
+    help = (
+        "Run a verifier over a study's items here and now, with a progress bar; a rerun asks only for what "
+        "has no answer yet for the same model, prompt and parameters."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="study slug")
@@ -52,22 +57,33 @@ class Command(BaseCommand):
             except MissingApiKey as exc:
                 raise CommandError(str(exc)) from None
         try:
-            run = start_run(verifier=verifier, limit=options["limit"], concurrency=options["concurrency"],
-                            enqueue=False)
+            run = start_run(
+                verifier=verifier, limit=options["limit"], concurrency=options["concurrency"], enqueue=False
+            )
         except ServiceError as exc:
             raise CommandError(str(exc)) from None
-        bar = tqdm(total=run.total, initial=run.done, unit="claim", desc=verifier.name,
-                   disable=options["verbosity"] == 0, file=self.stderr._out)
+        bar = tqdm(
+            total=run.total,
+            initial=run.done,
+            unit="claim",
+            desc=verifier.name,
+            disable=options["verbosity"] == 0,
+            file=self.stderr._out,
+        )
         try:
             run = run_to_completion(run, progress=bar.update)
         except KeyboardInterrupt:
             interrupt_run(run.pk, "interrupted from the keyboard (manage.py run_verifier)")
-            raise CommandError(f"interrupted; run {run.pk} is stopped, and a rerun asks only for what is missing")
+            raise CommandError(
+                f"interrupted; run {run.pk} is stopped, and a rerun asks only for what is missing"
+            ) from None
         finally:
             bar.close()
-        summary = (f"run {run.pk} {run.status}: {run.done} of {run.total} items, {run.cached} from earlier runs, "
-                   f"{run.errors} errors, {run.unparseable} unparseable, {run.tokens_in:,} tokens in, "
-                   f"{run.tokens_out:,} out" + (f", about {run.estimated_cost} spent" if run.estimated_cost else ""))
+        summary = (
+            f"run {run.pk} {run.status}: {run.done} of {run.total} items, {run.cached} from earlier runs, "
+            f"{run.errors} errors, {run.unparseable} unparseable, {run.tokens_in:,} tokens in, "
+            f"{run.tokens_out:,} out" + (f", about {run.estimated_cost} spent" if run.estimated_cost else "")
+        )
         if run.status != run.Status.SUCCEEDED:
             raise CommandError(f"{summary}. {run.error_message}".strip())
         self.stdout.write(self.style.SUCCESS(summary))

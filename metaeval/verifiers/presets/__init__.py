@@ -1,4 +1,4 @@
-"""Verifier prompt presets and the parsers for their answers (DESIGN §5, issue 5).
+"""Verifier prompt presets and the parsers for their answers (docs/architecture.md, Mechanisms).
 
 Pure Python: no models, no network. A runner renders a preset's chat
 messages, sends them to any OpenAI-compatible endpoint, and stores what
@@ -10,5 +10,14 @@ from .base import Aggregate, Evidence, Message, Preset
 from .parsing import PARSE_STATUSES, ParseResult, ParseStatus
 from .registry import PRESETS, get_preset
 
-__all__ = ["Aggregate", "Evidence", "Message", "PARSE_STATUSES", "PRESETS", "ParseResult", "ParseStatus", "Preset",
-           "get_preset"]
+__all__ = [
+    "Aggregate",
+    "Evidence",
+    "Message",
+    "PARSE_STATUSES",
+    "PRESETS",
+    "ParseResult",
+    "ParseStatus",
+    "Preset",
+    "get_preset",
+]

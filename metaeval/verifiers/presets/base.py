@@ -11,7 +11,7 @@ from .parsing import ParseResult
 __all__ = ["Aggregate", "Evidence", "Message", "Preset"]
 
 Evidence = Mapping[str, Any]
-"""One evidence passage as items store it (DESIGN §4): text, title, url, source_type; extra keys are ignored."""
+"""One evidence passage as items store it (README, File formats): text, title, url, source_type; extra keys are ignored."""
 
 
 class Message(TypedDict):
@@ -63,8 +63,10 @@ class Preset:
     def __post_init__(self) -> None:
         present = [part is not None for part in (self.render_passage, self.aggregate, self.claim_labels)]
         if present != [self.evidence_level] * 3:
-            raise ValueError(f"{self.id}: render_passage, aggregate and claim_labels go with evidence_level=True, "
-                             "all three and only then")
+            raise ValueError(
+                f"{self.id}: render_passage, aggregate and claim_labels go with evidence_level=True, "
+                "all three and only then"
+            )
 
     @property
     def prediction_labels(self) -> tuple[str, ...]:

@@ -5,7 +5,7 @@ autoescaping off. That is deliberate and safe here: the text goes to a
 language model, never to a browser, and HTML-escaping would garble quotes
 and ampersands in claims and evidence (``AT&amp;T``). Anything that shows a
 rendered prompt on a page must escape it there, like all other data
-(DESIGN §7). Only Django's built-in tags and filters are available; the
+(docs/architecture.md, Security rules). Only Django's built-in tags and filters are available; the
 context holds plain strings, lists and dicts, so a template can reach
 nothing else.
 
@@ -45,8 +45,9 @@ Answer with one word on the last line: supported, contradicted or inconclusive."
 _PROBE = "claimlab-probe-claim"
 
 
-def _render(template: Template, system: str, claim: str, context: str = "",
-            evidence: Sequence[Evidence] = ()) -> list[Message]:
+def _render(
+    template: Template, system: str, claim: str, context: str = "", evidence: Sequence[Evidence] = ()
+) -> list[Message]:
     evidence_list = [dict(passage) for passage in evidence]
     values = {"claim": claim, "context": context or "", "evidence": evidence_list}
     # Context() escapes by default whatever the engine says; the prompt is for a model, not a browser.
@@ -56,8 +57,9 @@ def _render(template: Template, system: str, claim: str, context: str = "",
     return messages
 
 
-def make_custom_preset(template: str, labels: Sequence[str] = DEFAULT_LABELS, *, system: str = "",
-                       preset_id: str = "custom") -> Preset:
+def make_custom_preset(
+    template: str, labels: Sequence[str] = DEFAULT_LABELS, *, system: str = "", preset_id: str = "custom"
+) -> Preset:
     """A preset from a template and its labels; a template that never shows the claim is rejected.
 
     Raises ValueError for a template with a syntax error, one that does not

@@ -23,7 +23,7 @@ TERNARY_LABELS = {"supported": "supported", "contradicted": "contradicted", "inc
 """VeriScore's three human labels, canonical spelling."""
 
 BINARY_LABELS = {"supported": "supported", "contradicted": "unsupported", "inconclusive": "unsupported"}
-"""DESIGN §3 binary collapse. VeriScore's binary mode reuses the ternary demos unmapped; we do not."""
+"""docs/architecture.md, Label vocabularies binary collapse. VeriScore's binary mode reuses the ternary demos unmapped; we do not."""
 
 _BLOCK = re.compile(r"Search result (\d+)\nTitle: (.*)\nContent: (.*)\nLink: (.*)", re.DOTALL)
 

@@ -9,7 +9,7 @@ passages that support it. Prompt wording is ours.
 
 Per passage the model answers Yes (supports), No (about the claim but does
 not support it) or Irrelevant, mapped to the evidence-judgement vocabulary of
-DESIGN §3: support / not_support / irrelevant.
+docs/architecture.md, Label vocabularies: support / not_support / irrelevant.
 """
 
 from __future__ import annotations
@@ -37,17 +37,22 @@ Use only the passage. Reply in exactly this format:
 Rationale: <your explanation>
 Answer: <Yes, No or Irrelevant>"""
 
-_VOCABULARY = Vocabulary({"yes": "support", "no": "not_support", "irrelevant": "irrelevant",
-                          "not relevant": "irrelevant"})
+_VOCABULARY = Vocabulary(
+    {"yes": "support", "no": "not_support", "irrelevant": "irrelevant", "not relevant": "irrelevant"}
+)
 _ANSWER_ENDS = re.compile(r"[\s*_`]*(?:$|[.,;:!—–-])")
-_RATIONALE = re.compile(r"^[\s*_#>`-]*rationale[\s*_`]*:[\s*_`]*(.*?)(?=^[\s*_#>`-]*answer\b|\Z)",
-                        re.IGNORECASE | re.MULTILINE | re.DOTALL)
+_RATIONALE = re.compile(
+    r"^[\s*_#>`-]*rationale[\s*_`]*:[\s*_`]*(.*?)(?=^[\s*_#>`-]*answer\b|\Z)", re.IGNORECASE | re.MULTILINE | re.DOTALL
+)
 
 
 def render_passage(claim: str, passage: Evidence, context: str = "") -> list[Message]:
     """The claim, then one passage with its title, URL and source type when known."""
-    fields = {"Title": field(passage, "title"), "URL": field(passage, "url"),
-              "Source type": field(passage, "source_type")}
+    fields = {
+        "Title": field(passage, "title"),
+        "URL": field(passage, "url"),
+        "Source type": field(passage, "source_type"),
+    }
     header = [f"{name}: {value}" for name, value in fields.items() if value]
     passage_block = "\n".join([*header, f"Text: {field(passage, 'text')}"])
     user = f"{context_block(context)}Claim: {claim.strip()}\n\nEvidence passage:\n{passage_block}"
@@ -92,7 +97,7 @@ def aggregate(results: Sequence[ParseResult], *, count_irrelevant: bool, support
     Unparseable passages are left out of both and counted in
     ``n_unparseable``; with nothing counted, label and score are None.
     """
-    counts = {label: 0 for label in PASSAGE_LABELS}
+    counts = dict.fromkeys(PASSAGE_LABELS, 0)
     unparseable = 0
     for result in results:
         if result.label is None:
@@ -104,8 +109,14 @@ def aggregate(results: Sequence[ParseResult], *, count_irrelevant: bool, support
     denominator = counts["support"] + counts["not_support"] + (counts["irrelevant"] if count_irrelevant else 0)
     score = counts["support"] / denominator if denominator else None
     label = None if score is None else ("supported" if score > supported_above else "unsupported")
-    return {"label": label, "score": score, "n_support": counts["support"], "n_not_support": counts["not_support"],
-            "n_irrelevant": counts["irrelevant"], "n_unparseable": unparseable}
+    return {
+        "label": label,
+        "score": score,
+        "n_support": counts["support"],
+        "n_not_support": counts["not_support"],
+        "n_irrelevant": counts["irrelevant"],
+        "n_unparseable": unparseable,
+    }
 
 
 FACTS_EVIDENCE = Preset(

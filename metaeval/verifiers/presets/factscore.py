@@ -30,14 +30,17 @@ Treat the passages as the only source of truth: a statement they do not back up 
 even if you believe it. Keep any explanation short and put it first; end with one word on its \
 own line: True or False."""
 
-_VOCABULARY = Vocabulary({"true": "supported", "false": "unsupported", "not true": "unsupported",
-                          "untrue": "unsupported"})
+_VOCABULARY = Vocabulary(
+    {"true": "supported", "false": "unsupported", "not true": "unsupported", "untrue": "unsupported"}
+)
 
 
 def render(claim: str, context: str = "", evidence: Sequence[Evidence] = ()) -> list[Message]:
     """Passages first, then the statement and the True-or-False question."""
-    user = (f"Reference passages:\n\n{titled_passages(evidence)}\n\n{context_block(context)}"
-            f"Statement: {claim.strip()}\nTrue or False?")
+    user = (
+        f"Reference passages:\n\n{titled_passages(evidence)}\n\n{context_block(context)}"
+        f"Statement: {claim.strip()}\nTrue or False?"
+    )
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
 
 

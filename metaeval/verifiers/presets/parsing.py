@@ -1,7 +1,7 @@
 """Reading verdicts out of free-form model answers.
 
 Every preset's parser returns a :class:`ParseResult` that keeps the raw
-output and says how sure the reading is (DESIGN §5), because agreement with
+output and says how sure the reading is (docs/architecture.md, Mechanisms), because agreement with
 humans is only meaningful if a misread answer cannot pass for a label:
 
 - ``ok``: the answer was where the prompt asked for it;
@@ -18,6 +18,7 @@ false``) or asked about (``whether it is supported``) is not a verdict.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -129,7 +130,7 @@ class Vocabulary:
         """Every verdict in ``text`` that is asserted (not negated, offered or asked about)."""
         matches = list(self._pattern.finditer(text))
         in_option_list: set[int] = set()
-        for first, second in zip(matches, matches[1:]):
+        for first, second in itertools.pairwise(matches):
             if _OPTION_JOINER.fullmatch(text[first.end() : second.start()]):
                 in_option_list.update((first.start(), second.start()))
         found = []

@@ -38,8 +38,7 @@ _LOOSE_VERDICT = re.compile(r"[\"']?verdict[\"']?\s*[:=]\s*[\"']?([01])(?![\d.])
 
 def render(claim: str, context: str = "", evidence: Sequence[Evidence] = ()) -> list[Message]:
     """The evidence as the context, then the claim as the one statement to judge."""
-    user = (f"Context:\n\n{numbered_passages(evidence)}\n\n{context_block(context)}"
-            f"Statements:\n1. {claim.strip()}")
+    user = f"Context:\n\n{numbered_passages(evidence)}\n\n{context_block(context)}Statements:\n1. {claim.strip()}"
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
 
 

@@ -16,24 +16,27 @@ from .wice import WICE
 
 __all__ = ["Aggregate", "Evidence", "Message", "PRESETS", "Preset", "get_preset"]
 
-PRESETS: Mapping[str, Preset] = MappingProxyType({
-    preset.id: preset
-    for preset in (
-        VERISCORE_TERNARY,
-        VERISCORE_BINARY,
-        FACTSCORE,
-        SAFE,
-        FACTS_EVIDENCE,
-        RAGAS,
-        WICE,
-        make_custom_preset(DEFAULT_TEMPLATE, DEFAULT_LABELS),
-    )
-})
+PRESETS: Mapping[str, Preset] = MappingProxyType(
+    {
+        preset.id: preset
+        for preset in (
+            VERISCORE_TERNARY,
+            VERISCORE_BINARY,
+            FACTSCORE,
+            SAFE,
+            FACTS_EVIDENCE,
+            RAGAS,
+            WICE,
+            make_custom_preset(DEFAULT_TEMPLATE, DEFAULT_LABELS),
+        )
+    }
+)
 """Every built-in preset by id; ``custom`` here carries the default template and labels."""
 
 
-def get_preset(preset_id: str, *, template: str | None = None, labels: Sequence[str] | None = None,
-               system: str = "") -> Preset:
+def get_preset(
+    preset_id: str, *, template: str | None = None, labels: Sequence[str] | None = None, system: str = ""
+) -> Preset:
     """The preset named ``preset_id``; for ``custom``, built from the researcher's template and labels.
 
     Raises KeyError for an unknown id and ValueError when template options
@@ -47,5 +50,6 @@ def get_preset(preset_id: str, *, template: str | None = None, labels: Sequence[
         return PRESETS[preset_id]
     if template is None and labels is None and not system:
         return PRESETS["custom"]
-    return make_custom_preset(DEFAULT_TEMPLATE if template is None else template,
-                              DEFAULT_LABELS if labels is None else labels, system=system)
+    return make_custom_preset(
+        DEFAULT_TEMPLATE if template is None else template, DEFAULT_LABELS if labels is None else labels, system=system
+    )

@@ -25,8 +25,7 @@ Work step by step: say what the statement claims, what the relevant results say,
 agree. Use only the search results; a statement that they do not back up is Not Supported.
 Finish with your final answer in square brackets, exactly one of: [Supported] or [Not Supported]."""
 
-_VOCABULARY = Vocabulary({"supported": "supported", "not supported": "unsupported",
-                          "unsupported": "unsupported"})
+_VOCABULARY = Vocabulary({"supported": "supported", "not supported": "unsupported", "unsupported": "unsupported"})
 _BRACKETED = re.compile(r"\[([^\[\]\n]{1,40})\]")
 _OPTION_AFTER = re.compile(r"\s*(?:,|/|\bor\b)\s*\[", re.IGNORECASE)
 _OPTION_BEFORE = re.compile(r"\]\s*(?:,|/|\bor\b)\s*$", re.IGNORECASE)
@@ -34,8 +33,10 @@ _OPTION_BEFORE = re.compile(r"\]\s*(?:,|/|\bor\b)\s*$", re.IGNORECASE)
 
 def render(claim: str, context: str = "", evidence: Sequence[Evidence] = ()) -> list[Message]:
     """The statement, then the numbered search results, then the bracketed-answer request."""
-    user = (f"{context_block(context)}Statement: {claim.strip()}\n\nSearch results:\n\n{numbered_passages(evidence)}"
-            "\n\nIs the statement supported by these search results?")
+    user = (
+        f"{context_block(context)}Statement: {claim.strip()}\n\nSearch results:\n\n{numbered_passages(evidence)}"
+        "\n\nIs the statement supported by these search results?"
+    )
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
 
 

@@ -40,8 +40,12 @@ Judge from the search results only, not from what you remember. A snippet that e
 says no more than the words shown.
 You may reason briefly first. Your last line must be the verdict alone: Supported or Unsupported."""
 
-_SPELLING = {"supported": "Supported.", "contradicted": "Contradicted.", "inconclusive": "Inconclusive.",
-             "unsupported": "Unsupported."}
+_SPELLING = {
+    "supported": "Supported.",
+    "contradicted": "Contradicted.",
+    "inconclusive": "Inconclusive.",
+    "unsupported": "Unsupported.",
+}
 
 
 def _question(claim: str, context: str, evidence: Sequence[Evidence]) -> str:
@@ -62,8 +66,9 @@ def _renderer(mode: str, system: str) -> Renderer:
 
 
 _TERNARY_VOCABULARY = Vocabulary(["supported", "contradicted", "inconclusive"])
-_BINARY_VOCABULARY = Vocabulary({"supported": "supported", "unsupported": "unsupported",
-                                 "not supported": "unsupported"})
+_BINARY_VOCABULARY = Vocabulary(
+    {"supported": "supported", "unsupported": "unsupported", "not supported": "unsupported"}
+)
 
 
 def parse_ternary(raw: str | None) -> ParseResult:

@@ -46,8 +46,11 @@ _TAG = re.compile(r"</?\w+[^>]*>")
 
 def _sentence(position: int, passage: Evidence) -> str:
     index = passage.get("index", position)
-    attributes = "".join(f' {name}="{value}"' for name, value in (
-        ("title", field(passage, "title")), ("url", field(passage, "url"))) if value)
+    attributes = "".join(
+        f' {name}="{value}"'
+        for name, value in (("title", field(passage, "title")), ("url", field(passage, "url")))
+        if value
+    )
     return f"        <sentence_{index}{attributes}>{field(passage, 'text')}</sentence_{index}>"
 
 
@@ -59,8 +62,10 @@ def render(claim: str, context: str = "", evidence: Sequence[Evidence] = ()) -> 
     attributes. Text is not XML-escaped: the reader is a model, not a parser.
     """
     sentences = "\n".join(_sentence(position, passage) for position, passage in enumerate(evidence))
-    user = (f"{context_block(context)}<input>\n    <claim>{claim.strip()}</claim>\n    <evidence>\n{sentences}\n"
-            "    </evidence>\n</input>")
+    user = (
+        f"{context_block(context)}<input>\n    <claim>{claim.strip()}</claim>\n    <evidence>\n{sentences}\n"
+        "    </evidence>\n</input>"
+    )
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
 
 

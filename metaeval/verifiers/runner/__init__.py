@@ -1,6 +1,6 @@
 """Running a verifier over a study's items: one chunk at a time, many requests in flight.
 
-Per chunk (DESIGN §5): take the next items after the run's cursor, compute
+Per chunk (docs/architecture.md, Mechanisms): take the next items after the run's cursor, compute
 each item's cache key (a hash of model, rendered messages, temperature,
 max_tokens, preset and parser), skip the items that already have an answer
 for that key, and send the rest to the endpoint with ``AsyncOpenAI`` under

@@ -1,7 +1,7 @@
 """The runner's cache: an answer is keyed by what determines it, and an item with an answer is not asked again.
 
 The key is a hash of model, rendered messages, temperature, max_tokens,
-preset and parser (DESIGN §5); the unique (verifier, item, cache key)
+preset and parser (docs/architecture.md, Mechanisms); the unique (verifier, item, cache key)
 constraint of ``Prediction`` makes a duplicate impossible, so a rerun, a
 resumed run or a second verifier with the same settings asks only for what
 has no error-free answer yet.
@@ -27,8 +27,9 @@ CACHE_VERSION = 1
 
 def cache_key(parts: Mapping[str, Any]) -> str:
     """SHA-256 of a canonical JSON of what determines an answer (model, messages, parameters, preset, parser)."""
-    text = json.dumps({"v": CACHE_VERSION, **parts}, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
-                      default=str)
+    text = json.dumps(
+        {"v": CACHE_VERSION, **parts}, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str
+    )
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -37,8 +38,10 @@ def answered(run: VerifierRun, jobs: Sequence[Job]) -> dict[tuple[int, str], int
     return {
         (item_id, key): owner
         for item_id, key, owner in Prediction.objects.filter(
-            verifier_id=run.verifier_id, item_id__in=[job.item_id for job in jobs],
-            cache_key__in={job.cache_key for job in jobs}, error="",
+            verifier_id=run.verifier_id,
+            item_id__in=[job.item_id for job in jobs],
+            cache_key__in={job.cache_key for job in jobs},
+            error="",
         ).values_list("item_id", "cache_key", "run_id")
     }
 

@@ -1,6 +1,6 @@
 """Every write a running chunk makes: its start, its predictions, its counters and heartbeat, its end.
 
-A run is processed in chunks (DESIGN §5, Background work): each chunk
+A run is processed in chunks (docs/architecture.md, Mechanisms: Background work): each chunk
 takes the next items after the run's cursor, writes predictions as they
 complete (each batch together with the run's counters and heartbeat, in one
 transaction), then moves the cursor. A worker killed mid-chunk leaves a
@@ -86,12 +86,33 @@ def count_cached(run: VerifierRun, n_cached: int, upto: int) -> None:
         locked.cached += n_cached
         locked.counted_cursor = upto
         recount(locked)
-        locked.save(update_fields=["cached", "counted_cursor", "done", "errors", "unparseable", "tokens_in",
-                                   "tokens_out", "estimated_cost", "heartbeat_at"])
+        locked.save(
+            update_fields=[
+                "cached",
+                "counted_cursor",
+                "done",
+                "errors",
+                "unparseable",
+                "tokens_in",
+                "tokens_out",
+                "estimated_cost",
+                "heartbeat_at",
+            ]
+        )
 
 
-STORED_FIELDS = ("label", "raw_label", "score", "rationale", "raw_output", "parse_status", "latency_ms",
-                     "tokens_in", "tokens_out", "error")
+STORED_FIELDS = (
+    "label",
+    "raw_label",
+    "score",
+    "rationale",
+    "raw_output",
+    "parse_status",
+    "latency_ms",
+    "tokens_in",
+    "tokens_out",
+    "error",
+)
 
 
 RECOUNT_SECONDS = 1.0
@@ -114,8 +135,17 @@ def record_predictions(run_id: int, generation: int, outcomes: Sequence[Outcome]
         now = timezone.now()
         if run.heartbeat_at is None or (now - run.heartbeat_at).total_seconds() >= RECOUNT_SECONDS:
             recount(run)
-            run.save(update_fields=["done", "errors", "unparseable", "tokens_in", "tokens_out", "estimated_cost",
-                                    "heartbeat_at"])
+            run.save(
+                update_fields=[
+                    "done",
+                    "errors",
+                    "unparseable",
+                    "tokens_in",
+                    "tokens_out",
+                    "estimated_cost",
+                    "heartbeat_at",
+                ]
+            )
         return run.status == Status.RUNNING and run.generation == generation
 
 
@@ -126,7 +156,9 @@ def _store(run: VerifierRun, outcomes: Sequence[Outcome]) -> None:
         (item_id, key): pk
         for pk, item_id, key in Prediction.objects.filter(
             verifier_id=verifier_id, item_id__in={item for item, _ in keys}, cache_key__in={key for _, key in keys}
-        ).exclude(error="").values_list("pk", "item_id", "cache_key")
+        )
+        .exclude(error="")
+        .values_list("pk", "item_id", "cache_key")
     }
     now = timezone.now()
     new = []
@@ -137,8 +169,11 @@ def _store(run: VerifierRun, outcomes: Sequence[Outcome]) -> None:
         if existing is not None:
             Prediction.objects.filter(pk=existing).update(run=run, updated_at=now, **values)
         else:
-            new.append(Prediction(verifier_id=verifier_id, run=run, item_id=outcome.item_id,
-                                  cache_key=outcome.cache_key, **values))
+            new.append(
+                Prediction(
+                    verifier_id=verifier_id, run=run, item_id=outcome.item_id, cache_key=outcome.cache_key, **values
+                )
+            )
     Prediction.objects.bulk_create(new, ignore_conflicts=True, batch_size=500)
 
 
@@ -182,8 +217,18 @@ def finish_chunk(run_id: int, generation: int, last_item: int) -> tuple[bool, st
         if not more:
             finish_run(run, Status.SUCCEEDED)
         else:
-            run.save(update_fields=["cursor", "done", "errors", "unparseable", "tokens_in", "tokens_out",
-                                    "estimated_cost", "heartbeat_at"])
+            run.save(
+                update_fields=[
+                    "cursor",
+                    "done",
+                    "errors",
+                    "unparseable",
+                    "tokens_in",
+                    "tokens_out",
+                    "estimated_cost",
+                    "heartbeat_at",
+                ]
+            )
         return more, run.status
 
 
@@ -204,6 +249,16 @@ def finish_run(run: VerifierRun, status: str) -> None:
     run.finished_at = timezone.now()
     recount(run)
     run.save()
-    logger.info("verifier run %s %s: %d of %d items done (%d from earlier runs), %d errors, %d unparseable, "
-                "%d tokens in, %d out", run.pk, status, run.done, run.total, run.cached, run.errors, run.unparseable,
-                run.tokens_in, run.tokens_out)
+    logger.info(
+        "verifier run %s %s: %d of %d items done (%d from earlier runs), %d errors, %d unparseable, "
+        "%d tokens in, %d out",
+        run.pk,
+        status,
+        run.done,
+        run.total,
+        run.cached,
+        run.errors,
+        run.unparseable,
+        run.tokens_in,
+        run.tokens_out,
+    )

@@ -14,13 +14,13 @@ import logging
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
 import httpx2
 import openai
 from django.conf import settings
-from openai.types.chat import ChatCompletion
+from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
 from ..presets.base import Message
 
@@ -63,11 +63,14 @@ def key_variable_problem(name: str) -> str | None:
     """
     if not ENV_NAME.fullmatch(name) or len(name) > 100:
         looks_like_key = len(name) > 20 and not name.isupper()
-        return ("must be the NAME of an environment variable (capitals, digits, _), e.g. OPENAI_API_KEY"
-                + ("; do not paste the key itself" if looks_like_key else ""))
+        return "must be the NAME of an environment variable (capitals, digits, _), e.g. OPENAI_API_KEY" + (
+            "; do not paste the key itself" if looks_like_key else ""
+        )
     if not name.endswith(KEY_SUFFIX) and name not in settings.VERIFIER_KEY_VARIABLES:
-        return (f"must end in {KEY_SUFFIX} (e.g. OPENAI_API_KEY), so that no other secret of the server can be sent "
-                f"to an endpoint; an operator can allow other names in {EXTRA_KEY_VARIABLES}")
+        return (
+            f"must end in {KEY_SUFFIX} (e.g. OPENAI_API_KEY), so that no other secret of the server can be sent "
+            f"to an endpoint; an operator can allow other names in {EXTRA_KEY_VARIABLES}"
+        )
     return None
 
 
@@ -107,8 +110,13 @@ def make_client(spec: RunSpec, transport: httpx2.AsyncBaseTransport | None = Non
     """The OpenAI client of a run: its base URL, key, retries and timeout (a transport only in tests)."""
     params = spec.params
     http_client = openai.DefaultAsyncHttpx2Client(transport=transport) if transport is not None else None
-    return openai.AsyncOpenAI(base_url=params["base_url"], api_key=spec.api_key, max_retries=params["retries"],
-                              timeout=params["timeout"], http_client=http_client)
+    return openai.AsyncOpenAI(
+        base_url=params["base_url"],
+        api_key=spec.api_key,
+        max_retries=params["retries"],
+        timeout=params["timeout"],
+        http_client=http_client,
+    )
 
 
 @dataclass
@@ -140,8 +148,9 @@ async def complete(client: openai.AsyncOpenAI, spec: RunSpec, messages: list[Mes
     """One request with the client's retries; every failure becomes an Answer with an error, never an exception."""
     answer = await _ask(client, spec, messages)
     if answer.error:  # the model and what went wrong; never the key, the headers or the prompt
-        logger.debug("verifier call to %s at %s failed: %s", spec.params.get("model"), spec.params.get("base_url"),
-                     answer.error)
+        logger.debug(
+            "verifier call to %s at %s failed: %s", spec.params.get("model"), spec.params.get("base_url"), answer.error
+        )
     return answer
 
 
@@ -150,12 +159,16 @@ async def _ask(client: openai.AsyncOpenAI, spec: RunSpec, messages: list[Message
     retries = params.get("retries", 0)
     try:
         response = await client.chat.completions.create(
-            model=params["model"], messages=messages, temperature=params["temperature"],
+            # Message is the {role, content} subset of the client's message union.
+            model=params["model"],
+            messages=cast("list[ChatCompletionMessageParam]", messages),
+            temperature=params["temperature"],
             max_tokens=params["max_tokens"],
         )
     except openai.APITimeoutError:
-        return Answer(error=f"timed out: no answer within {params['timeout']:g} s "
-                            f"({retries + 1} attempt{'s' if retries else ''})")
+        return Answer(
+            error=f"timed out: no answer within {params['timeout']:g} s ({retries + 1} attempt{'s' if retries else ''})"
+        )
     except openai.APIStatusError as exc:
         retried = exc.status_code == 429 or exc.status_code >= 500 or exc.status_code in (408, 409)
         after = f" after {retries} retr{'ies' if retries != 1 else 'y'}" if retried and retries else ""
@@ -166,14 +179,20 @@ async def _ask(client: openai.AsyncOpenAI, spec: RunSpec, messages: list[Message
     except (openai.OpenAIError, ValueError, TypeError, KeyError) as exc:
         return Answer(error=shorten(f"malformed response from the endpoint: {exc}"))
     if not isinstance(response, ChatCompletion):
-        return Answer(error=shorten(f"malformed response from the endpoint: expected a chat completion, got "
-                                    f"{type(response).__name__} {str(response)[:200]!r}"))
+        return Answer(
+            error=shorten(
+                f"malformed response from the endpoint: expected a chat completion, got "
+                f"{type(response).__name__} {str(response)[:200]!r}"
+            )
+        )
     choices = response.choices
     if not choices:
         return Answer(error="malformed response from the endpoint: the chat completion has no choices")
     message = getattr(choices[0], "message", None)
     text = getattr(message, "content", None)
     usage = getattr(response, "usage", None)
-    return Answer(text=text if isinstance(text, str) else None,
-                  tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
-                  tokens_out=int(getattr(usage, "completion_tokens", 0) or 0))
+    return Answer(
+        text=text if isinstance(text, str) else None,
+        tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
+        tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+    )

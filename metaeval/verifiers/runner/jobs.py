@@ -36,28 +36,65 @@ def build_job(spec: RunSpec, item_id: int, data: ItemInput) -> Job:
     if spec.kind == Verifier.Kind.BASELINE_MAJORITY:
         label = params["majority_label"]
         key = cache_key({"kind": spec.kind, "label": label})
-        rationale = (f"always the most frequent of the study's {params.get('majority_source', 'labels')}: {label} "
-                     f"({params.get('majority_count')} of {params.get('majority_total')})")
-        return Job(item_id, key, outcome=Outcome(item_id, key, label=label, raw_label=label, rationale=rationale,
-                                                 parse_status="ok", latency_ms=0))
+        rationale = (
+            f"always the most frequent of the study's {params.get('majority_source', 'labels')}: {label} "
+            f"({params.get('majority_count')} of {params.get('majority_total')})"
+        )
+        return Job(
+            item_id,
+            key,
+            outcome=Outcome(
+                item_id, key, label=label, raw_label=label, rationale=rationale, parse_status="ok", latency_ms=0
+            ),
+        )
     if spec.kind == Verifier.Kind.BASELINE_OVERLAP:
         options = params.get("options") or {}
         threshold = float(options.get("threshold", DEFAULT_THRESHOLD))
         positive, negative = options["positive_label"], options["negative_label"]
         texts = [str(passage.get("text") or "") for passage in data.evidence]
-        key = cache_key({"kind": spec.kind, "threshold": threshold, "positive": positive, "negative": negative,
-                         "claim": data.claim, "evidence": texts})
+        key = cache_key(
+            {
+                "kind": spec.kind,
+                "threshold": threshold,
+                "positive": positive,
+                "negative": negative,
+                "claim": data.claim,
+                "evidence": texts,
+            }
+        )
         score = overlap_score(data.claim, texts)
         label = positive if score > threshold else negative
-        rationale = (f"{score:.0%} of the claim's content words occur in its evidence "
-                     f"({'above' if score > threshold else 'not above'} the threshold of {threshold:.0%})")
-        return Job(item_id, key, outcome=Outcome(item_id, key, label=label, raw_label=label, score=score,
-                                                 rationale=rationale, parse_status="ok", latency_ms=0))
+        rationale = (
+            f"{score:.0%} of the claim's content words occur in its evidence "
+            f"({'above' if score > threshold else 'not above'} the threshold of {threshold:.0%})"
+        )
+        return Job(
+            item_id,
+            key,
+            outcome=Outcome(
+                item_id,
+                key,
+                label=label,
+                raw_label=label,
+                score=score,
+                rationale=rationale,
+                parse_status="ok",
+                latency_ms=0,
+            ),
+        )
     if spec.preset is None:
         raise ValueError(f"a {spec.kind} verifier has nothing to run")
     requests = render_item(spec.preset, data)
-    key = cache_key({"model": params["model"], "messages": requests, "temperature": params["temperature"],
-                     "max_tokens": params["max_tokens"], "preset": spec.preset.id, "parser": spec.parser_key})
+    key = cache_key(
+        {
+            "model": params["model"],
+            "messages": requests,
+            "temperature": params["temperature"],
+            "max_tokens": params["max_tokens"],
+            "preset": spec.preset.id,
+            "parser": spec.parser_key,
+        }
+    )
     return Job(item_id, key, requests=requests)
 
 

@@ -61,9 +61,15 @@ async def predict(client: openai.AsyncOpenAI, semaphore: asyncio.Semaphore, spec
     return claim_outcome(spec, job, answer, int((time.perf_counter() - started) * 1000))
 
 
-async def ask_all(jobs: Sequence[Job], spec: RunSpec, *, concurrency: int,
-                  sink: Callable[[list[Outcome]], Awaitable[bool]], progress: Progress | None,
-                  transport: httpx2.AsyncBaseTransport | None) -> None:
+async def ask_all(
+    jobs: Sequence[Job],
+    spec: RunSpec,
+    *,
+    concurrency: int,
+    sink: Callable[[list[Outcome]], Awaitable[bool]],
+    progress: Progress | None,
+    transport: httpx2.AsyncBaseTransport | None,
+) -> None:
     """Answer the jobs with at most ``concurrency`` requests in flight, handing finished ones to ``sink`` often.
 
     ``sink`` stores a batch and says whether to go on; when it says stop
@@ -86,8 +92,10 @@ async def ask_all(jobs: Sequence[Job], spec: RunSpec, *, concurrency: int,
     # Several clients with small connection pools rather than one with a big pool: httpcore scans its whole
     # pool on every request, and with 64 connections that scan was a fifth of the runner's CPU (profiled).
     async with contextlib.AsyncExitStack() as stack:
-        clients = [await stack.enter_async_context(make_client(spec, transport))
-                   for _ in range(max(1, math.ceil(concurrency / CONNECTIONS_PER_CLIENT)))]
+        clients = [
+            await stack.enter_async_context(make_client(spec, transport))
+            for _ in range(max(1, math.ceil(concurrency / CONNECTIONS_PER_CLIENT)))
+        ]
 
         async def one(index: int, job: Job) -> None:
             pending.append(await predict(clients[index % len(clients)], semaphore, spec, job))
@@ -96,10 +104,8 @@ async def ask_all(jobs: Sequence[Job], spec: RunSpec, *, concurrency: int,
 
         async def ticker() -> None:
             while not finished.is_set():
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(finished.wait(), FLUSH_SECONDS)
-                except asyncio.TimeoutError:
-                    pass
                 if pending or loop.time() - state["touched"] >= HEARTBEAT_SECONDS:
                     await flush()
                 if not state["go_on"]:

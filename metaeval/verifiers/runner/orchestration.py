@@ -46,33 +46,58 @@ class ChunkResult:
     asked: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"ran": self.ran, "more": self.more, "status": self.status, "items": self.items,
-                "cached": self.cached, "asked": self.asked}
+        return {
+            "ran": self.ran,
+            "more": self.more,
+            "status": self.status,
+            "items": self.items,
+            "cached": self.cached,
+            "asked": self.asked,
+        }
 
 
-def run_chunk(run_id: int, generation: int, *, transport: httpx2.AsyncBaseTransport | None = None,
-              progress: Progress | None = None) -> ChunkResult:
+def run_chunk(
+    run_id: int,
+    generation: int,
+    *,
+    transport: httpx2.AsyncBaseTransport | None = None,
+    progress: Progress | None = None,
+) -> ChunkResult:
     """Process the run's next chunk; a chunk task of an old generation, or of an ended run, does nothing."""
     run = begin_chunk(run_id, generation)
     if run is None:
         status = VerifierRun.objects.filter(pk=run_id).values_list("status", flat=True).first() or "missing"
         logger.info("verifier run %s: chunk task of generation %d skipped (run %s)", run_id, generation, status)
         return ChunkResult(ran=False, more=False, status=status)
-    logger.info("verifier run %s: chunk after item %d started (generation %d, %d of %d done)", run_id, run.cursor,
-                generation, run.done, run.total)
+    logger.info(
+        "verifier run %s: chunk after item %d started (generation %d, %d of %d done)",
+        run_id,
+        run.cursor,
+        generation,
+        run.done,
+        run.total,
+    )
     try:
         result = _run_chunk(run, generation, transport=transport, progress=progress)
     except Exception as exc:  # a bug or a lost database: end the run visibly instead of leaving it "running"
         logger.exception("verifier run %s: chunk failed", run_id)
         fail_run(run_id, f"the run stopped on an internal error: {type(exc).__name__}: {exc}")
         raise
-    logger.info("verifier run %s: chunk finished: %d items, %d cached, %d asked; %s%s", run_id, result.items,
-                result.cached, result.asked, result.status, ", more to do" if result.more else "")
+    logger.info(
+        "verifier run %s: chunk finished: %d items, %d cached, %d asked; %s%s",
+        run_id,
+        result.items,
+        result.cached,
+        result.asked,
+        result.status,
+        ", more to do" if result.more else "",
+    )
     return result
 
 
-def _run_chunk(run: VerifierRun, generation: int, *, transport: httpx2.AsyncBaseTransport | None,
-               progress: Progress | None) -> ChunkResult:
+def _run_chunk(
+    run: VerifierRun, generation: int, *, transport: httpx2.AsyncBaseTransport | None, progress: Progress | None
+) -> ChunkResult:
     try:
         spec = spec_for(run)
     except (MissingApiKey, KeyError, ValueError) as exc:
@@ -81,7 +106,8 @@ def _run_chunk(run: VerifierRun, generation: int, *, transport: httpx2.AsyncBase
     size = chunk_size(run.effective_concurrency) if spec.is_llm else MAX_CHUNK  # baselines: no network to pace
     rows = list(
         Item.objects.filter(study_id=run.verifier.study_id, pk__gt=run.cursor, pk__lte=run.upto_item)
-        .order_by("pk").values_list("pk", "payload")[:size]
+        .order_by("pk")
+        .values_list("pk", "payload")[:size]
     )
     if not rows:
         more, status = finish_chunk(run.pk, generation, run.cursor)
@@ -101,19 +127,27 @@ def _run_chunk(run: VerifierRun, generation: int, *, transport: httpx2.AsyncBase
     if to_do:
         if spec.is_llm:
             sink = sync_to_async(lambda batch: record_predictions(run.pk, generation, batch), thread_sensitive=True)
-            async_to_sync(ask_all)(to_do, spec, concurrency=run.effective_concurrency, sink=sink,
-                                   progress=progress, transport=transport)
+            async_to_sync(ask_all)(
+                to_do, spec, concurrency=run.effective_concurrency, sink=sink, progress=progress, transport=transport
+            )
         else:
             record_predictions(run.pk, generation, [job.outcome for job in to_do if job.outcome is not None])
             if progress is not None:
                 progress(len(to_do))
     more, status = finish_chunk(run.pk, generation, last_item)
-    return ChunkResult(ran=True, more=more, status=status, items=len(rows), cached=len(jobs) - len(to_do),
-                       asked=len(to_do) if spec.is_llm else 0)
+    return ChunkResult(
+        ran=True,
+        more=more,
+        status=status,
+        items=len(rows),
+        cached=len(jobs) - len(to_do),
+        asked=len(to_do) if spec.is_llm else 0,
+    )
 
 
-def run_to_completion(run: VerifierRun, *, transport: httpx2.AsyncBaseTransport | None = None,
-                      progress: Progress | None = None) -> VerifierRun:
+def run_to_completion(
+    run: VerifierRun, *, transport: httpx2.AsyncBaseTransport | None = None, progress: Progress | None = None
+) -> VerifierRun:
     """Every chunk of a run, here and now (the CLI's way; the worker does one chunk per task)."""
     while True:
         generation = VerifierRun.objects.filter(pk=run.pk).values_list("generation", flat=True).get()

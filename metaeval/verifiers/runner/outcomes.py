@@ -25,8 +25,14 @@ __all__ = ["claim_outcome", "passages_outcome"]
 def claim_outcome(spec: RunSpec, job: Job, answer: Answer, latency_ms: int) -> Outcome:
     """Claim-level presets: one answer, parsed and mapped to the study's labels."""
     assert spec.preset is not None
-    outcome = Outcome(job.item_id, job.cache_key, latency_ms=latency_ms, tokens_in=answer.tokens_in,
-                      tokens_out=answer.tokens_out, raw_output=answer.text or "")
+    outcome = Outcome(
+        job.item_id,
+        job.cache_key,
+        latency_ms=latency_ms,
+        tokens_in=answer.tokens_in,
+        tokens_out=answer.tokens_out,
+        raw_output=answer.text or "",
+    )
     if answer.error:
         outcome.error = answer.error
         return outcome
@@ -46,11 +52,16 @@ def claim_outcome(spec: RunSpec, job: Job, answer: Answer, latency_ms: int) -> O
 def passages_outcome(spec: RunSpec, job: Job, answers: Sequence[Answer], latency_ms: int) -> Outcome:
     """Evidence-level presets: every passage's judgement, pooled into the claim's verdict."""
     assert spec.preset is not None and spec.preset.aggregate is not None
-    outcome = Outcome(job.item_id, job.cache_key, latency_ms=latency_ms,
-                      tokens_in=sum(answer.tokens_in for answer in answers),
-                      tokens_out=sum(answer.tokens_out for answer in answers))
-    outcome.raw_output = "\n\n".join(f"--- passage {number} ---\n{answer.text or ''}"
-                                     for number, answer in enumerate(answers, start=1))
+    outcome = Outcome(
+        job.item_id,
+        job.cache_key,
+        latency_ms=latency_ms,
+        tokens_in=sum(answer.tokens_in for answer in answers),
+        tokens_out=sum(answer.tokens_out for answer in answers),
+    )
+    outcome.raw_output = "\n\n".join(
+        f"--- passage {number} ---\n{answer.text or ''}" for number, answer in enumerate(answers, start=1)
+    )
     failed = [f"passage {number}: {answer.error}" for number, answer in enumerate(answers, start=1) if answer.error]
     if failed:
         outcome.error = shorten("; ".join(failed))
@@ -62,8 +73,10 @@ def passages_outcome(spec: RunSpec, job: Job, answers: Sequence[Answer], latency
     results = [spec.preset.parse(answer.text) for answer in answers]
     pooled = spec.preset.aggregate(results, count_irrelevant=spec.count_irrelevant)
     outcome.score = pooled["score"]
-    outcome.rationale = "\n".join(f"[{number}] {result.label or 'unparseable'}: {result.rationale}"
-                                  for number, result in enumerate(results, start=1))
+    outcome.rationale = "\n".join(
+        f"[{number}] {result.label or 'unparseable'}: {result.rationale}"
+        for number, result in enumerate(results, start=1)
+    )
     if pooled["label"] is None:
         outcome.parse_status = Prediction.ParseStatus.UNPARSEABLE
         return outcome

@@ -20,11 +20,20 @@ __all__ = ["run_params"]
 def run_params(verifier: Verifier) -> dict[str, Any]:
     """The configuration a run works with, fixed at its start (a later edit does not change a running run)."""
     params: dict[str, Any] = {
-        "kind": verifier.kind, "preset": verifier.preset, "model": verifier.model, "base_url": verifier.base_url,
-        "api_key_env": verifier.api_key_env, "temperature": verifier.temperature, "max_tokens": verifier.max_tokens,
-        "timeout": verifier.timeout, "retries": verifier.retries, "template": verifier.template,
-        "system_prompt": verifier.system_prompt, "custom_labels": list(verifier.custom_labels),
-        "label_map": dict(verifier.label_map), "options": dict(verifier.options),
+        "kind": verifier.kind,
+        "preset": verifier.preset,
+        "model": verifier.model,
+        "base_url": verifier.base_url,
+        "api_key_env": verifier.api_key_env,
+        "temperature": verifier.temperature,
+        "max_tokens": verifier.max_tokens,
+        "timeout": verifier.timeout,
+        "retries": verifier.retries,
+        "template": verifier.template,
+        "system_prompt": verifier.system_prompt,
+        "custom_labels": list(verifier.custom_labels),
+        "label_map": dict(verifier.label_map),
+        "options": dict(verifier.options),
     }
     if verifier.kind == Verifier.Kind.BASELINE_MAJORITY:
         params.update(_majority(verifier))
@@ -40,7 +49,8 @@ def _majority(verifier: Verifier) -> dict[str, Any]:
     study = verifier.study
     labels = list(
         Annotation.objects.filter(assignment__study=study, assignment__item__gold_label="")
-        .exclude(assignment__status="skipped").values_list("label", flat=True)
+        .exclude(assignment__status="skipped")
+        .values_list("label", flat=True)
     )
     source = "human labels"
     if not labels:

@@ -35,8 +35,9 @@ def preset_for(preset_id: str, *, template: str = "", labels: Sequence[str] = ()
     Raises KeyError (unknown id) or ValueError (bad custom template/labels).
     """
     if preset_id == "custom":
-        return get_preset("custom", template=template or None, labels=list(labels) or list(DEFAULT_LABELS),
-                          system=system)
+        return get_preset(
+            "custom", template=template or None, labels=list(labels) or list(DEFAULT_LABELS), system=system
+        )
     return get_preset(preset_id)
 
 
@@ -111,14 +112,26 @@ def spec_for(run: VerifierRun, *, need_key: bool = True) -> RunSpec:
     mapper = LabelMapper(study.labels, study.label_aliases, params.get("label_map") or {})
     if kind != Verifier.Kind.LLM:
         return RunSpec(kind=kind, params=params, mapper=mapper)
-    preset = preset_for(params["preset"], template=params.get("template", ""), labels=params.get("custom_labels", []),
-                        system=params.get("system_prompt", ""))
+    preset = preset_for(
+        params["preset"],
+        template=params.get("template", ""),
+        labels=params.get("custom_labels", []),
+        system=params.get("system_prompt", ""),
+    )
     parser_key = {
-        "labels": list(preset.prediction_labels), "label_map": params.get("label_map") or {},
-        "study_labels": list(study.labels), "aliases": study.label_aliases,
+        "labels": list(preset.prediction_labels),
+        "label_map": params.get("label_map") or {},
+        "study_labels": list(study.labels),
+        "aliases": study.label_aliases,
     }
     if preset.evidence_level:
         parser_key["count_irrelevant"] = study.irrelevant_in_credibility
-    return RunSpec(kind=kind, params=params, mapper=mapper, preset=preset,
-                   api_key=api_key_for(params.get("api_key_env", "")) if need_key else UNUSED_KEY,
-                   count_irrelevant=study.irrelevant_in_credibility, parser_key=parser_key)
+    return RunSpec(
+        kind=kind,
+        params=params,
+        mapper=mapper,
+        preset=preset,
+        api_key=api_key_for(params.get("api_key_env", "")) if need_key else UNUSED_KEY,
+        count_irrelevant=study.irrelevant_in_credibility,
+        parser_key=parser_key,
+    )

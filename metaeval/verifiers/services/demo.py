@@ -38,11 +38,17 @@ def load_demo_verifiers(*, directory: Path | None = None) -> list[str]:
         if study.kind != Study.Kind.VERIFICATION:
             continue
         done = []
-        if definition.get("predictions") and not Verifier.objects.filter(study=study, kind=Verifier.Kind.IMPORTED).exists():
+        if (
+            definition.get("predictions")
+            and not Verifier.objects.filter(study=study, kind=Verifier.Kind.IMPORTED).exists()
+        ):
             with (directory / definition["predictions"]).open("rb") as stream:
                 result = import_predictions(study=study, stream=stream, fmt="jsonl")
-            names = ", ".join(Verifier.objects.filter(study=study, kind=Verifier.Kind.IMPORTED)
-                              .order_by("name").values_list("name", flat=True))
+            names = ", ".join(
+                Verifier.objects.filter(study=study, kind=Verifier.Kind.IMPORTED)
+                .order_by("name")
+                .values_list("name", flat=True)
+            )
             done.append(f"imported {result.created} predictions ({names})")
         for baseline in ensure_baselines(study=study):
             if baseline.predictions.exists():

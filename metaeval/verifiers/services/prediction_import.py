@@ -1,4 +1,4 @@
-"""Importing predictions of verifiers run elsewhere (DESIGN §4), all or nothing.
+"""Importing predictions of verifiers run elsewhere (README, File formats), all or nothing.
 
 One record per (item, verifier)::
 
@@ -87,14 +87,20 @@ def _score(record: dict, errors: list[RecordError], line: int) -> float | None:
     return float(value)
 
 
-def parse_prediction(line: int, record: dict[str, Any], *, labels: list[str], aliases: dict[str, str]
-                     ) -> PredictionRow | list[RecordError]:
+def parse_prediction(
+    line: int, record: dict[str, Any], *, labels: list[str], aliases: dict[str, str]
+) -> PredictionRow | list[RecordError]:
     """One record as a row to store, or its problems by field (no database access)."""
     errors: list[RecordError] = []
     unknown = sorted(name for name in record if name not in PREDICTION_FIELDS)
     if unknown:
-        errors.append(RecordError(line, f"unknown field(s) {', '.join(map(repr, unknown))}; expected some of "
-                                  f"{', '.join(PREDICTION_FIELDS)}", unknown[0] if len(unknown) == 1 else None))
+        errors.append(
+            RecordError(
+                line,
+                f"unknown field(s) {', '.join(map(repr, unknown))}; expected some of {', '.join(PREDICTION_FIELDS)}",
+                unknown[0] if len(unknown) == 1 else None,
+            )
+        )
     item = _text(record, "item", errors, line, limit=MAX_ID, required=True)
     verifier = _text(record, "verifier", errors, line, limit=MAX_NAME, required=True)
     raw = _text(record, "label", errors, line, limit=MAX_LABEL, required=True)
@@ -109,8 +115,9 @@ def parse_prediction(line: int, record: dict[str, Any], *, labels: list[str], al
     return PredictionRow(line, item, verifier, label, raw, score, rationale)
 
 
-def import_predictions(*, study: Study, stream: IO[bytes], fmt: str, update: bool = False,
-                       max_line_bytes: int = MAX_LINE_BYTES) -> ImportResult:
+def import_predictions(
+    *, study: Study, stream: IO[bytes], fmt: str, update: bool = False, max_line_bytes: int = MAX_LINE_BYTES
+) -> ImportResult:
     """Import predictions made elsewhere; ImportFailed (nothing changed) names every problem by line and field.
 
     A second prediction of the same verifier on the same item is an error,
@@ -124,10 +131,13 @@ def import_predictions(*, study: Study, stream: IO[bytes], fmt: str, update: boo
     with transaction.atomic():
         study = Study.objects.select_for_update().get(pk=study.pk)
         items = dict(Item.objects.filter(study=study).values_list("external_id", "pk"))
-        verifiers = {name: (pk, kind) for name, pk, kind in
-                     Verifier.objects.filter(study=study).values_list("name", "pk", "kind")}
+        verifiers = {
+            name: (pk, kind)
+            for name, pk, kind in Verifier.objects.filter(study=study).values_list("name", "pk", "kind")
+        }
         stored = {
-            (verifier_id, item_id): pk for pk, verifier_id, item_id in Prediction.objects.filter(
+            (verifier_id, item_id): pk
+            for pk, verifier_id, item_id in Prediction.objects.filter(
                 verifier__study=study, verifier__kind=Verifier.Kind.IMPORTED, cache_key=IMPORTED_CACHE_KEY
             ).values_list("pk", "verifier_id", "item_id")
         }
@@ -141,18 +151,35 @@ def import_predictions(*, study: Study, stream: IO[bytes], fmt: str, update: boo
                 continue
             item_id = items.get(row.item)
             if item_id is None:
-                errors.extend([RecordError(line, f"no item {row.item!r} in study {study.slug!r}; import the items "
-                                                 "first", "item")])
+                errors.extend(
+                    [RecordError(line, f"no item {row.item!r} in study {study.slug!r}; import the items first", "item")]
+                )
                 continue
             if (row.verifier, row.item) in seen:
-                errors.extend([RecordError(line, f"verifier {row.verifier!r} already has a prediction for item "
-                                                 f"{row.item!r} on line {seen[(row.verifier, row.item)]}", "item")])
+                errors.extend(
+                    [
+                        RecordError(
+                            line,
+                            f"verifier {row.verifier!r} already has a prediction for item "
+                            f"{row.item!r} on line {seen[(row.verifier, row.item)]}",
+                            "item",
+                        )
+                    ]
+                )
                 continue
             seen[(row.verifier, row.item)] = line
             known = verifiers.get(row.verifier)
             if known is not None and known[1] != Verifier.Kind.IMPORTED:
-                errors.extend([RecordError(line, f"{row.verifier!r} is a {known[1]} verifier of this study; give "
-                                                 "imported predictions a name of their own", "verifier")])
+                errors.extend(
+                    [
+                        RecordError(
+                            line,
+                            f"{row.verifier!r} is a {known[1]} verifier of this study; give "
+                            "imported predictions a name of their own",
+                            "verifier",
+                        )
+                    ]
+                )
                 continue
             if known is None:
                 if errors:  # no point creating verifiers for a file that will be rolled back
@@ -161,15 +188,31 @@ def import_predictions(*, study: Study, stream: IO[bytes], fmt: str, update: boo
                 known = verifiers[row.verifier] = (verifier.pk, verifier.kind)
             existing = stored.get((known[0], item_id))
             if existing is not None and not update:
-                errors.extend([RecordError(line, f"verifier {row.verifier!r} already has a prediction for item "
-                                                 f"{row.item!r}; use --update to replace it", "item")])
+                errors.extend(
+                    [
+                        RecordError(
+                            line,
+                            f"verifier {row.verifier!r} already has a prediction for item "
+                            f"{row.item!r}; use --update to replace it",
+                            "item",
+                        )
+                    ]
+                )
                 continue
             if errors:
                 continue
             prediction = Prediction(
-                pk=existing, verifier_id=known[0], item_id=item_id, label=row.label, raw_label=row.raw_label,
-                score=row.score, rationale=row.rationale, parse_status=Prediction.ParseStatus.OK,
-                cache_key=IMPORTED_CACHE_KEY, created_at=now, updated_at=now,
+                pk=existing,
+                verifier_id=known[0],
+                item_id=item_id,
+                label=row.label,
+                raw_label=row.raw_label,
+                score=row.score,
+                rationale=row.rationale,
+                parse_status=Prediction.ParseStatus.OK,
+                cache_key=IMPORTED_CACHE_KEY,
+                created_at=now,
+                updated_at=now,
             )
             (changed if existing is not None else new).append(prediction)
             if len(new) >= BATCH_SIZE:
@@ -178,7 +221,8 @@ def import_predictions(*, study: Study, stream: IO[bytes], fmt: str, update: boo
         errors.raise_if_any()
         result.created += len(Prediction.objects.bulk_create(new))
         if changed:
-            Prediction.objects.bulk_update(changed, ["label", "raw_label", "score", "rationale", "updated_at"],
-                                           batch_size=BATCH_SIZE)
+            Prediction.objects.bulk_update(
+                changed, ["label", "raw_label", "score", "rationale", "updated_at"], batch_size=BATCH_SIZE
+            )
             result.updated = len(changed)
     return result

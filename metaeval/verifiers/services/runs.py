@@ -1,6 +1,6 @@
 """Verifier runs: starting, stopping and resuming them.
 
-A run is processed in chunks (DESIGN §5, Background work): each chunk task
+A run is processed in chunks (docs/architecture.md, Mechanisms: Background work): each chunk task
 takes the next items after the run's cursor, skips those that already have a
 prediction for their cache key, asks for the rest, writes predictions as
 they complete (``runner.chunks``), then moves the cursor and queues the next
@@ -20,7 +20,7 @@ import logging
 from datetime import timedelta
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -69,7 +69,7 @@ def start_run(
     verifier: Verifier,
     limit: int | None = None,
     concurrency: int | None = None,
-    created_by: AbstractBaseUser | None = None,
+    created_by: User | None = None,
     enqueue: bool = True,
 ) -> VerifierRun:
     """A new run of the verifier over the study's items (the first `limit`), queued for the worker.
@@ -82,15 +82,18 @@ def start_run(
         raise ServiceError(f"{verifier.name!r} holds imported predictions; there is nothing to run")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ServiceError(f"limit must be a whole number of items, at least 1, got {limit!r}")
-    if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int)
-                                    or not 1 <= concurrency <= MAX_CONCURRENCY):
+    if concurrency is not None and (
+        isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_CONCURRENCY
+    ):
         raise ServiceError(f"concurrency must be a whole number from 1 to {MAX_CONCURRENCY}, got {concurrency!r}")
     verifier = Verifier.objects.select_for_update().select_related("study").get(pk=verifier.pk)
     active = VerifierRun.objects.filter(verifier=verifier, status__in=ACTIVE_RUN_STATUSES).first()
     if active is not None:
         if not _is_stale(active, stale_after()):
-            raise ServiceError(f"{verifier.name!r} already has a run in progress (run {active.pk}, {active.status}); "
-                               "stop it first or wait for it to finish")
+            raise ServiceError(
+                f"{verifier.name!r} already has a run in progress (run {active.pk}, {active.status}); "
+                "stop it first or wait for it to finish"
+            )
         if _resume(active, enqueue=enqueue):
             return active
     items = Item.objects.filter(study=verifier.study).order_by("pk").values_list("pk", flat=True)
@@ -99,15 +102,27 @@ def start_run(
         raise ServiceError(f"study {verifier.study.slug!r} has no items to verify; import some first")
     try:
         run = VerifierRun.objects.create(
-            verifier=verifier, status=Status.QUEUED, total=len(ids), limit=limit, concurrency=concurrency,
-            upto_item=ids[-1], params=run_params(verifier), created_by=created_by,
+            verifier=verifier,
+            status=Status.QUEUED,
+            total=len(ids),
+            limit=limit,
+            concurrency=concurrency,
+            upto_item=ids[-1],
+            params=run_params(verifier),
+            created_by=created_by,
         )
     except IntegrityError:  # another request started a run between our check and our insert
         raise ServiceError(f"{verifier.name!r} already has a run in progress") from None
     if enqueue:
         _enqueue(run)
-    logger.info("verifier run %s of %r (study %s) %s: %d items", run.pk, verifier.name, verifier.study.slug,
-                "queued" if enqueue else "started in process", run.total)
+    logger.info(
+        "verifier run %s of %r (study %s) %s: %d items",
+        run.pk,
+        verifier.name,
+        verifier.study.slug,
+        "queued" if enqueue else "started in process",
+        run.total,
+    )
     return run
 
 
@@ -139,8 +154,14 @@ def _resume(run: VerifierRun, *, enqueue: bool = True) -> bool:
     run.save(update_fields=["generation", "heartbeat_at"])
     if enqueue:
         _enqueue(run)
-    logger.info("verifier run %s: orphaned (stale heartbeat), resumed as generation %d after item %d (%d of %d done)",
-                run.pk, run.generation, run.cursor, run.done, run.total)
+    logger.info(
+        "verifier run %s: orphaned (stale heartbeat), resumed as generation %d after item %d (%d of %d done)",
+        run.pk,
+        run.generation,
+        run.cursor,
+        run.done,
+        run.total,
+    )
     return True
 
 
@@ -148,9 +169,11 @@ def resume_stale_runs(*, older_than: timedelta | None = None) -> list[VerifierRu
     """Resume every active run whose heartbeat is older than ``older_than`` (default: stale_after())."""
     threshold = stale_after() if older_than is None else older_than
     cutoff = timezone.now() - threshold
-    candidates = VerifierRun.objects.filter(status__in=ACTIVE_RUN_STATUSES).filter(
-        Q(heartbeat_at__lte=cutoff) | Q(heartbeat_at__isnull=True, created_at__lte=cutoff)
-    ).values_list("pk", flat=True)
+    candidates = (
+        VerifierRun.objects.filter(status__in=ACTIVE_RUN_STATUSES)
+        .filter(Q(heartbeat_at__lte=cutoff) | Q(heartbeat_at__isnull=True, created_at__lte=cutoff))
+        .values_list("pk", flat=True)
+    )
     resumed = []
     for run_id in list(candidates):
         with transaction.atomic():

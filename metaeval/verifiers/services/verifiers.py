@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 
 from annotation.models import Study
 from annotation.services.errors import ServiceError
@@ -25,22 +26,59 @@ from ..presets.baselines import DEFAULT_THRESHOLD, default_sides
 from ..runner.client import key_variable_problem, url_problem
 from ..runner.spec import LabelMapper, preset_for
 
-__all__ = ["VerifierInvalid", "validated_fields", "create_verifier", "ensure_baselines", "update_verifier", "BASELINE_NAMES"]
+__all__ = [
+    "VerifierInvalid",
+    "validated_fields",
+    "create_verifier",
+    "ensure_baselines",
+    "update_verifier",
+    "BASELINE_NAMES",
+]
 
 MAX_CONCURRENCY = 512
 MAX_TIMEOUT = 3600.0
 MAX_RETRIES = 10
 MAX_TOKENS = 200_000
-BASELINE_NAMES = {Verifier.Kind.BASELINE_MAJORITY: "baseline-majority", Verifier.Kind.BASELINE_OVERLAP: "baseline-overlap"}
+BASELINE_NAMES = {
+    Verifier.Kind.BASELINE_MAJORITY: "baseline-majority",
+    Verifier.Kind.BASELINE_OVERLAP: "baseline-overlap",
+}
 EDITABLE = (
-    "name", "preset", "model", "base_url", "api_key_env", "temperature", "max_tokens", "concurrency", "timeout",
-    "retries", "template", "system_prompt", "custom_labels", "label_map", "options", "price_input_per_1k",
+    "name",
+    "preset",
+    "model",
+    "base_url",
+    "api_key_env",
+    "temperature",
+    "max_tokens",
+    "concurrency",
+    "timeout",
+    "retries",
+    "template",
+    "system_prompt",
+    "custom_labels",
+    "label_map",
+    "options",
+    "price_input_per_1k",
     "price_output_per_1k",
 )
 DEFAULTS: dict[str, Any] = {
-    "preset": "", "model": "", "base_url": "", "api_key_env": "", "temperature": 0.0, "max_tokens": 512,
-    "concurrency": 8, "timeout": 60.0, "retries": 2, "template": "", "system_prompt": "", "custom_labels": [],
-    "label_map": {}, "options": {}, "price_input_per_1k": None, "price_output_per_1k": None,
+    "preset": "",
+    "model": "",
+    "base_url": "",
+    "api_key_env": "",
+    "temperature": 0.0,
+    "max_tokens": 512,
+    "concurrency": 8,
+    "timeout": 60.0,
+    "retries": 2,
+    "template": "",
+    "system_prompt": "",
+    "custom_labels": [],
+    "label_map": {},
+    "options": {},
+    "price_input_per_1k": None,
+    "price_output_per_1k": None,
 }
 
 
@@ -52,6 +90,12 @@ class VerifierInvalid(ServiceError):
         super().__init__("; ".join(f"{field}: {message}" for field, message in self.errors.items()))
 
 
+def _others(study: Study, exclude_pk: int | None) -> QuerySet[Verifier]:
+    """The study's verifiers other than the one being edited (all of them for a new one)."""
+    verifiers = Verifier.objects.filter(study=study)
+    return verifiers if exclude_pk is None else verifiers.exclude(pk=exclude_pk)
+
+
 class _Checker:
     def __init__(self) -> None:
         self.errors: dict[str, str] = {}
@@ -60,7 +104,7 @@ class _Checker:
         self.errors.setdefault(field, message)
 
     def number(self, values: dict, field: str, low: float, high: float, *, integer: bool = False) -> None:
-        value = values.get(field)
+        value: Any = values.get(field)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             try:
                 value = (int if integer else float)(value)
@@ -99,7 +143,7 @@ def _check_name(study: Study, values: dict, check: _Checker, exclude_pk: int | N
     name = values["name"] = name.strip()
     if len(name) > 100:
         check.add("name", f"is {len(name)} characters long; the limit is 100")
-    elif Verifier.objects.filter(study=study, name=name).exclude(pk=exclude_pk).exists():
+    elif _others(study, exclude_pk).filter(name=name).exists():
         check.add("name", f"the study already has a verifier named {name!r}")
 
 
@@ -108,7 +152,7 @@ def _check_label_map(study: Study, values: dict, check: _Checker) -> None:
     if not isinstance(label_map, Mapping) or not all(
         isinstance(key, str) and isinstance(value, str) for key, value in label_map.items()
     ):
-        check.add("label_map", "must map preset labels to study labels, e.g. {\"unsupported\": \"not_supported\"}")
+        check.add("label_map", 'must map preset labels to study labels, e.g. {"unsupported": "not_supported"}')
         return
     bad = [value for value in label_map.values() if value not in study.labels]
     if bad:
@@ -119,8 +163,12 @@ def _check_label_map(study: Study, values: dict, check: _Checker) -> None:
 def _check_llm(study: Study, values: dict, check: _Checker) -> None:
     preset_id = values.get("preset") or ""
     if preset_id not in PRESETS:
-        check.add("preset", f"{preset_id!r} is not a preset; choose one of {', '.join(PRESETS)}" if preset_id
-                  else f"is required; choose one of {', '.join(PRESETS)}")
+        check.add(
+            "preset",
+            f"{preset_id!r} is not a preset; choose one of {', '.join(PRESETS)}"
+            if preset_id
+            else f"is required; choose one of {', '.join(PRESETS)}",
+        )
     model = str(values.get("model") or "").strip()
     if not model:
         check.add("model", "is required (the model name the endpoint expects)")
@@ -160,8 +208,12 @@ def _check_llm(study: Study, values: dict, check: _Checker) -> None:
     if preset_id not in PRESETS or check.errors.get("custom_labels"):
         return
     try:
-        preset = preset_for(preset_id, template=values.get("template") or "", labels=values["custom_labels"],
-                            system=values.get("system_prompt") or "")
+        preset = preset_for(
+            preset_id,
+            template=values.get("template") or "",
+            labels=values["custom_labels"],
+            system=values.get("system_prompt") or "",
+        )
     except (KeyError, ValueError) as exc:
         check.add("template" if "template" in str(exc) else "custom_labels", str(exc).strip("'\""))
         return
@@ -169,19 +221,23 @@ def _check_llm(study: Study, values: dict, check: _Checker) -> None:
         return
     unmapped = LabelMapper(study.labels, study.label_aliases, values["label_map"]).unmapped(preset.prediction_labels)
     if unmapped:
-        check.add("label_map", (
-            f"the {preset_id} preset answers {', '.join(preset.prediction_labels)}, and "
-            f"{', '.join(map(repr, unmapped))} is not one of the study's labels ({', '.join(study.labels)}); "
-            "map it, e.g. {" + ", ".join(f'"{label}": "{study.labels[-1]}"' for label in unmapped) + "}"
-        ))
+        check.add(
+            "label_map",
+            (
+                f"the {preset_id} preset answers {', '.join(preset.prediction_labels)}, and "
+                f"{', '.join(map(repr, unmapped))} is not one of the study's labels ({', '.join(study.labels)}); "
+                "map it, e.g. {" + ", ".join(f'"{label}": "{study.labels[-1]}"' for label in unmapped) + "}"
+            ),
+        )
 
 
 def _check_overlap(study: Study, values: dict, check: _Checker) -> None:
     options = dict(values.get("options") or {})
     unknown = set(options) - {"threshold", "positive_label", "negative_label"}
     if unknown:
-        check.add("options", f"unknown option(s) {', '.join(sorted(unknown))}; use threshold, positive_label, "
-                  "negative_label")
+        check.add(
+            "options", f"unknown option(s) {', '.join(sorted(unknown))}; use threshold, positive_label, negative_label"
+        )
         return
     holder = {"threshold": options.get("threshold", DEFAULT_THRESHOLD)}
     check.number(holder, "threshold", 0.0, 1.0)
@@ -191,8 +247,10 @@ def _check_overlap(study: Study, values: dict, check: _Checker) -> None:
     options.setdefault("negative_label", negative)
     for side in ("positive_label", "negative_label"):
         if options[side] not in study.labels:
-            check.add("options", f"{side} must be one of the study's labels ({', '.join(study.labels)}); "
-                      f"got {options[side]!r}")
+            check.add(
+                "options",
+                f"{side} must be one of the study's labels ({', '.join(study.labels)}); got {options[side]!r}",
+            )
     if options["positive_label"] == options["negative_label"]:
         check.add("options", "positive_label and negative_label must differ")
     values["options"] = options
@@ -229,13 +287,13 @@ def create_verifier(
     study: Study,
     name: str,
     kind: str = Verifier.Kind.LLM,
-    created_by: AbstractBaseUser | None = None,
+    created_by: User | None = None,
     **fields: Any,
 ) -> Verifier:
     """A new verifier of a verification study; every field checked, VerifierInvalid names the bad ones."""
     unknown = set(fields) - set(EDITABLE)
     if unknown:
-        raise VerifierInvalid({name: "unknown field" for name in sorted(unknown)})
+        raise VerifierInvalid(dict.fromkeys(sorted(unknown), "unknown field"))
     if kind == Verifier.Kind.IMPORTED:
         raise VerifierInvalid({"kind": "imported verifiers are made by importing predictions (import_predictions)"})
     values = validated_fields(study, kind, {**DEFAULTS, **fields, "name": name})
@@ -250,7 +308,9 @@ def update_verifier(*, verifier: Verifier, **changes: Any) -> Verifier:
     """Change a verifier's settings (its kind stays); a new prompt or model simply gets new cache keys."""
     unknown = set(changes) - set(EDITABLE)
     if unknown:
-        raise VerifierInvalid({name: "cannot be changed" if name == "kind" else "unknown field" for name in sorted(unknown)})
+        raise VerifierInvalid(
+            {name: "cannot be changed" if name == "kind" else "unknown field" for name in sorted(unknown)}
+        )
     if verifier.kind == Verifier.Kind.IMPORTED and set(changes) - {"name", "price_input_per_1k", "price_output_per_1k"}:
         raise ServiceError("an imported verifier only holds predictions; only its name and prices can change")
     verifier = Verifier.objects.select_for_update().get(pk=verifier.pk)
@@ -267,7 +327,7 @@ def update_verifier(*, verifier: Verifier, **changes: Any) -> Verifier:
 
 
 @transaction.atomic
-def ensure_baselines(*, study: Study, created_by: AbstractBaseUser | None = None) -> list[Verifier]:
+def ensure_baselines(*, study: Study, created_by: User | None = None) -> list[Verifier]:
     """The study's two baseline verifiers, created when missing (by their kind, whatever they are named)."""
     found = []
     for kind, name in BASELINE_NAMES.items():

@@ -1,4 +1,5 @@
-"""Browser tests: Playwright's sync API driving Debian's Chromium against the live server.
+"""Browser test fixtures (a pytest plugin the top conftest loads, so any test folder can use
+`page` and `guard`): Playwright's sync API driving Debian's Chromium against the live server.
 
 Playwright cannot download its own browser on these machines, so the tests use
 /usr/bin/chromium and skip, with a reason, when it is missing (`.ci/run`
@@ -61,7 +62,9 @@ def _allow_orm_beside_playwright() -> Iterator[None]:
 def browser(_allow_orm_beside_playwright):
     if not CHROMIUM.exists():
         pytest.skip(MISSING)
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (requirements-dev.txt)")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="the playwright package is not installed (requirements-dev.txt)"
+    )
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         yield browser
