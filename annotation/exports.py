@@ -38,12 +38,17 @@ def write_export(study: Study, fmt: str, path: Path) -> int:
             yield row
 
     partial = path.with_name(path.name + ".partial")
+    source = export_rows(study)
     try:
         with partial.open("w", encoding="utf-8", newline="") as target:
-            for chunk in _chunks(counted(export_rows(study)), fmt):
+            for chunk in _chunks(counted(source), fmt):
                 target.write(chunk)
         partial.replace(path)
     finally:
+        # Close the database cursor now, inside the job's transaction: after a failed write the
+        # traceback keeps the generator alive, and closing it later (on PostgreSQL, a named
+        # cursor) would fail in whatever transaction the garbage collector happens to run in.
+        source.close()
         partial.unlink(missing_ok=True)
     return written
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -228,7 +228,7 @@ def _iso(value: datetime | str | None) -> str | None:
     return value.isoformat()
 
 
-def export_rows(study: Study) -> Iterator[dict[str, Any]]:
+def export_rows(study: Study) -> Generator[dict[str, Any], None, None]:
     """One row per annotation (long format), streamed from the database.
 
     Columns are EXPORT_COLUMNS; annotators appear by pseudonym only.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from datetime import timedelta
 from pathlib import Path
@@ -121,9 +122,9 @@ def test_a_failed_export_says_why_and_leaves_no_file(client, researcher, big, mo
     real = exports.export_rows
 
     def breaks_halfway(study):
-        rows = iter(real(study))
-        yield next(rows)
-        raise OSError("No space left on device")
+        with contextlib.closing(real(study)) as rows:
+            yield next(rows)
+            raise OSError("No space left on device")
 
     monkeypatch.setattr(exports, "export_rows", breaks_halfway)
     job = request_export(study=big, file_format="csv")
