@@ -102,7 +102,7 @@ def main() -> int:
 
     from annotation.services import create_study, import_items
     from metaeval.models import Prediction
-    from metaeval.verifiers.runner import run_to_completion
+    from metaeval.verifiers.runner.orchestration import run_to_completion
     from metaeval.verifiers.services import create_verifier, start_run
 
     call_command("migrate", verbosity=0)

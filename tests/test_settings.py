@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.settings_env import settings_under
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -52,24 +54,10 @@ def test_refuses_to_start_without_secret_key_outside_debug(tmp_path):
 
 
 def test_debug_without_secret_key_uses_a_private_per_checkout_key(tmp_path):
-    first = manage(
-        "shell",
-        "--no-imports",
-        "-c",
-        "from django.conf import settings; print(settings.SECRET_KEY)",
-        env={"DEBUG": "1"},
-        tmp_path=tmp_path,
-    )
-    second = manage(
-        "shell",
-        "--no-imports",
-        "-c",
-        "from django.conf import settings; print(settings.SECRET_KEY)",
-        env={"DEBUG": "1"},
-        tmp_path=tmp_path,
-    )
-    assert first.returncode == 0, first.stderr
-    assert first.stdout == second.stdout and len(first.stdout.strip()) >= 50
+    first = settings_under({"DEBUG": "1"}, tmp_path / "var")["SECRET_KEY"]
+    second = settings_under({"DEBUG": "1"}, tmp_path / "var")["SECRET_KEY"]
+    other_checkout = settings_under({"DEBUG": "1"}, tmp_path / "elsewhere")["SECRET_KEY"]
+    assert first == second and len(first) >= 50 and other_checkout != first
     key_file = tmp_path / "var" / "dev-secret-key"
     assert oct(key_file.stat().st_mode & 0o777) == "0o600"
 
@@ -90,14 +78,10 @@ def test_default_database_is_sqlite_in_wal_with_immediate_transactions(tmp_path)
 
 
 def test_database_url_selects_postgresql_and_tasks_use_the_database_backend(tmp_path):
-    code = (
-        "import json; from django.conf import settings; db = settings.DATABASES['default']; "
-        "print(json.dumps([db['ENGINE'], db['NAME'], db['HOST'], db['PORT'], settings.TASKS['default']['BACKEND']]))"
-    )
     env = {**PRODUCTION, "DATABASE_URL": "postgres://claim:pw@db.internal:6543/claimlab"}
-    result = manage("shell", "--no-imports", "-c", code, env=env, tmp_path=tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == [
+    namespace = settings_under(env, tmp_path / "var")
+    db = namespace["DATABASES"]["default"]
+    assert [db["ENGINE"], db["NAME"], db["HOST"], db["PORT"], namespace["TASKS"]["default"]["BACKEND"]] == [
         "django.db.backends.postgresql",
         "claimlab",
         "db.internal",
@@ -124,19 +108,16 @@ ANNOTATION_SETTINGS = {
 
 
 def test_annotation_settings_come_from_the_environment(tmp_path):
-    code = f"import json; from django.conf import settings; print(json.dumps([getattr(settings, name) for name in {list(ANNOTATION_SETTINGS)!r}]))"
     env = {name: str(value) for name, (_, value) in ANNOTATION_SETTINGS.items()}
-    result = manage("shell", "--no-imports", "-c", code, env={"DEBUG": "1", **env}, tmp_path=tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == [value for _, value in ANNOTATION_SETTINGS.values()]
+    namespace = settings_under(env, tmp_path / "var")
+    assert [namespace[name] for name in ANNOTATION_SETTINGS] == [value for _, value in ANNOTATION_SETTINGS.values()]
 
 
-def test_annotation_settings_defaults():
-    from config import settings
-
-    for name, (default, _) in ANNOTATION_SETTINGS.items():
-        if name not in os.environ:
-            assert getattr(settings, name) == default, name
+def test_annotation_settings_defaults(tmp_path):
+    namespace = settings_under({}, tmp_path / "var", unset=ANNOTATION_SETTINGS)
+    assert {name: namespace[name] for name in ANNOTATION_SETTINGS} == {
+        name: default for name, (default, _) in ANNOTATION_SETTINGS.items()
+    }
 
 
 @pytest.mark.parametrize("value,expected", [("1", True), ("true", True), ("on", True), ("0", False), ("", False)])

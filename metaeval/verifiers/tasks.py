@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from django_tasks import task
 
-from .runner import run_chunk
-
 
 @task()
 def run_verifier_chunk(run_id: int, generation: int) -> dict:
@@ -16,6 +14,11 @@ def run_verifier_chunk(run_id: int, generation: int) -> dict:
     next start of the same verifier) queues the chunk again under a new
     generation, which retires any task of the old chain.
     """
+    # Imported here, not at the top: the runner needs the openai client (about 1.5 s of
+    # imports), and every web process imports this module (the run services queue this
+    # task); only the workers that run chunks should pay for it. No cycle is involved.
+    from .runner.orchestration import run_chunk
+
     result = run_chunk(run_id, generation)
     if result.more:
         run_verifier_chunk.enqueue(run_id, generation)

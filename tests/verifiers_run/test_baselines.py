@@ -7,7 +7,7 @@ import pytest
 from annotation.services import ServiceError, create_study
 from metaeval.models import Prediction
 from metaeval.verifiers.presets.baselines import content_words, default_sides, majority_label, overlap_score
-from metaeval.verifiers.runner import run_to_completion
+from metaeval.verifiers.runner.orchestration import run_to_completion
 from metaeval.verifiers.services import create_verifier, ensure_baselines, start_run
 from metaeval.verifiers.tasks import run_verifier_chunk
 

@@ -9,7 +9,8 @@ import httpx2
 import pytest
 
 from metaeval.models import VerifierRun
-from metaeval.verifiers.runner import orchestration, run_to_completion
+from metaeval.verifiers.runner import orchestration
+from metaeval.verifiers.runner.orchestration import run_to_completion
 from metaeval.verifiers.services import start_run
 
 from .conftest import llm_verifier

@@ -10,7 +10,8 @@ import pytest
 
 from annotation.models import Item
 from metaeval.models import Prediction, VerifierRun
-from metaeval.verifiers.runner import jobs, orchestration, run_to_completion
+from metaeval.verifiers.runner import jobs, orchestration
+from metaeval.verifiers.runner.orchestration import run_to_completion
 from metaeval.verifiers.services import start_run, stop_run, update_verifier
 
 from .conftest import add_items, claim_item, llm_verifier

@@ -6,7 +6,7 @@ import pytest
 from django_tasks_db.models import DBTaskResult
 
 from metaeval.models import Prediction, VerifierRun
-from metaeval.verifiers.runner import run_to_completion
+from metaeval.verifiers.runner.orchestration import run_to_completion
 from metaeval.verifiers.services import start_run
 from metaeval.verifiers.tasks import run_verifier_chunk
 

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -14,10 +10,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from metaeval.models import Prediction
-from metaeval.verifiers.runner import chunk_size
+from metaeval.verifiers.runner.limits import chunk_size
 from metaeval.verifiers.services.runs import stale_after
+from tests.support.settings_env import settings_under
 
-REPO = Path(__file__).resolve().parents[2]
 NAMES = ("VERIFIER_STALE_SECONDS", "VERIFIER_CHUNK_SIZE", "VERIFIER_KEY_VARIABLES", "PREDICTION_UPLOAD_MAX_BYTES")
 ENVIRONMENT = (
     "CLAIMLAB_VERIFIER_STALE_SECONDS",
@@ -27,29 +23,20 @@ ENVIRONMENT = (
 )
 
 
-def settings_in_a_new_process(env: dict[str, str], tmp_path: Path) -> dict:
-    """The verifier settings as a fresh process reads them from ``env`` (settings are read once per process)."""
-    base = {key: value for key, value in os.environ.items() if key not in ENVIRONMENT}
-    base.update({"DJANGO_SETTINGS_MODULE": "config.settings_test", "CLAIMLAB_VAR_DIR": str(tmp_path / "var"), **env})
-    script = (
-        "import json, django; django.setup(); from django.conf import settings; "
-        f"print(json.dumps({{name: getattr(settings, name) for name in {NAMES!r}}}))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO, env=base, capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+def verifier_settings_under(env: dict[str, str], tmp_path: Path) -> dict:
+    """The verifier settings as config/settings.py reads them from ``env``."""
+    namespace = settings_under(env, tmp_path / "var", unset=ENVIRONMENT)
+    return {name: namespace[name] for name in NAMES}
 
 
 def test_defaults_and_values_from_the_environment(tmp_path):
-    assert settings_in_a_new_process({}, tmp_path) == {
+    assert verifier_settings_under({}, tmp_path) == {
         "VERIFIER_STALE_SECONDS": 120.0,
         "VERIFIER_CHUNK_SIZE": None,
         "VERIFIER_KEY_VARIABLES": [],
         "PREDICTION_UPLOAD_MAX_BYTES": 10 * 1024 * 1024,
     }
-    assert settings_in_a_new_process(
+    assert verifier_settings_under(
         {
             "CLAIMLAB_VERIFIER_STALE_SECONDS": "30.5",
             "CLAIMLAB_VERIFIER_CHUNK_SIZE": " 64 ",
@@ -66,11 +53,11 @@ def test_defaults_and_values_from_the_environment(tmp_path):
 
 
 def test_values_that_are_not_numbers_fall_back_as_before(tmp_path):
-    got = settings_in_a_new_process(
+    got = verifier_settings_under(
         {"CLAIMLAB_VERIFIER_STALE_SECONDS": "soon", "CLAIMLAB_VERIFIER_CHUNK_SIZE": "0"}, tmp_path
     )
     assert (got["VERIFIER_STALE_SECONDS"], got["VERIFIER_CHUNK_SIZE"]) == (120.0, None)
-    got = settings_in_a_new_process(
+    got = verifier_settings_under(
         {"CLAIMLAB_VERIFIER_STALE_SECONDS": "-5", "CLAIMLAB_VERIFIER_CHUNK_SIZE": "-3"}, tmp_path
     )
     assert (got["VERIFIER_STALE_SECONDS"], got["VERIFIER_CHUNK_SIZE"]) == (0.0, None)

@@ -13,7 +13,7 @@ import pytest
 from django.urls import reverse
 
 from metaeval.models import VerifierRun
-from metaeval.verifiers.runner import run_to_completion
+from metaeval.verifiers.runner.orchestration import run_to_completion
 from metaeval.verifiers.services import create_verifier, start_run
 
 pytestmark = [

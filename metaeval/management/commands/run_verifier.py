@@ -11,7 +11,8 @@ from tqdm import tqdm
 from annotation.management.base import study_by_slug
 from annotation.services.errors import ServiceError
 from metaeval.models import Verifier
-from metaeval.verifiers.runner import MissingApiKey, api_key_for, dry_run_prompt, run_to_completion
+from metaeval.verifiers.runner.keys import MissingApiKey, api_key_for
+from metaeval.verifiers.runner.orchestration import dry_run_prompt, run_to_completion
 from metaeval.verifiers.services import start_run
 from metaeval.verifiers.services.runs import interrupt_run
 

@@ -14,8 +14,8 @@ most the calls it had in flight, and the resumed run asks only for those.
 
 One concern per module:
 
-- ``client``: which URLs and key variables are allowed, the key, the
-  ``AsyncOpenAI`` client, one completion call and its error text;
+- ``keys``: which URLs and key variables are allowed, and reading the key;
+- ``client``: the ``AsyncOpenAI`` client, one completion call and its error text;
 - ``limits``: chunk size, the semaphore and clients, flush and heartbeat;
 - ``spec``: a run's fixed configuration as a ``RunSpec``, prompts per item;
 - ``params``: that configuration, taken from the verifier when a run starts;
@@ -26,21 +26,8 @@ One concern per module:
 
 The runner never imports the services that start and queue runs; they
 import it (through ``tasks``), so the import graph has no cycle.
+
+This file imports nothing: importing ``runner.chunks`` or ``runner.keys`` (as
+the run services and the verifier forms do in every web process) must not
+load the openai client that ``client`` needs. Import from the module itself.
 """
-
-from .client import MissingApiKey, api_key_for
-from .limits import chunk_size
-from .orchestration import ChunkResult, dry_run_prompt, run_chunk, run_to_completion
-from .spec import RunSpec, spec_for
-
-__all__ = [
-    "ChunkResult",
-    "MissingApiKey",
-    "RunSpec",
-    "api_key_for",
-    "chunk_size",
-    "dry_run_prompt",
-    "run_chunk",
-    "run_to_completion",
-    "spec_for",
-]

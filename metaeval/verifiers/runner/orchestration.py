@@ -23,8 +23,8 @@ from ...models import Verifier, VerifierRun
 from ..presets.base import Message
 from .cache import split_cached
 from .chunks import begin_chunk, count_cached, fail_run, finish_chunk, record_predictions
-from .client import MissingApiKey
 from .jobs import Job, build_job, safe_job
+from .keys import MissingApiKey
 from .limits import MAX_CHUNK, Progress, ask_all, chunk_size
 from .params import run_params
 from .spec import item_input, spec_for

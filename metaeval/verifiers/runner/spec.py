@@ -16,7 +16,7 @@ from ...models import Verifier, VerifierRun
 from ..presets import get_preset
 from ..presets.base import Evidence, Message, Preset
 from ..presets.custom import DEFAULT_LABELS
-from .client import UNUSED_KEY, api_key_for
+from .keys import UNUSED_KEY, api_key_for
 
 __all__ = [
     "ItemInput",

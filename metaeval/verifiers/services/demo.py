@@ -16,7 +16,7 @@ from annotation.models import Study
 from annotation.services.demo import fixtures_dir
 
 from ...models import Verifier
-from ..runner import run_to_completion
+from ..runner.orchestration import run_to_completion
 from .prediction_import import import_predictions
 from .runs import start_run
 from .verifiers import ensure_baselines

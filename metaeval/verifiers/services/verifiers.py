@@ -23,7 +23,7 @@ from annotation.services.errors import ServiceError
 from ...models import Verifier
 from ..presets import PRESETS
 from ..presets.baselines import DEFAULT_THRESHOLD, default_sides
-from ..runner.client import key_variable_problem, url_problem
+from ..runner.keys import key_variable_problem, url_problem
 from ..runner.spec import LabelMapper, preset_for
 
 __all__ = [
