@@ -8,7 +8,7 @@ from rest_framework import serializers
 
 from ..models import Verifier, VerifierRun
 from .presets import PRESETS
-from .services.verifiers import MAX_CONCURRENCY
+from .services.verifiers import EDITABLE, MAX_CONCURRENCY
 
 KINDS = ", ".join(Verifier.Kind.values)
 
@@ -28,30 +28,8 @@ class VerifierSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Verifier
-        fields = [
-            "id",
-            "name",
-            "kind",
-            "is_baseline",
-            "preset",
-            "model",
-            "base_url",
-            "api_key_env",
-            "temperature",
-            "max_tokens",
-            "concurrency",
-            "timeout",
-            "retries",
-            "template",
-            "system_prompt",
-            "custom_labels",
-            "label_map",
-            "options",
-            "price_input_per_1k",
-            "price_output_per_1k",
-            "n_predictions",
-            "created_at",
-        ]
+        # Every field a researcher may edit, and what the server keeps about it.
+        fields = ["id", "kind", "is_baseline", *EDITABLE, "n_predictions", "created_at"]
         read_only_fields = fields
 
 
