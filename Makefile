@@ -35,6 +35,7 @@ run: install .env
 	$(PY) manage.py load_demo
 	$(PY) manage.py load_demo_verifiers
 	$(PY) manage.py resume_stale_runs
+	$(PY) manage.py resume_stale_jobs
 	@echo ""
 	@echo "Claimlab is starting on http://$(HOST):$(PORT)/ (log in with a demo account above; Ctrl-C stops it)."
 	@# Ctrl-C reaches both processes (same process group); the worker is stopped by

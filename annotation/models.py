@@ -334,6 +334,13 @@ class BackgroundJob(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life of the worker running the job (a killed worker stops it)."
+    )
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Times a worker has started the job.")
+
+    #: Queued or silent this long: no live worker holds the job (the page says so; recovery re-queues it).
+    STUCK_AFTER = timedelta(minutes=10)
 
     class Meta:
         abstract = True
@@ -341,6 +348,12 @@ class BackgroundJob(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(status__in=JobStatus.values), name="%(class)s_status_valid"),
         ]
+
+    def looks_stuck(self, now: datetime | None = None) -> bool:
+        """Unfinished, and no sign of life (queued, or last heartbeat) for STUCK_AFTER: no worker holds it."""
+        unfinished = self.status in (JobStatus.QUEUED, JobStatus.RUNNING)
+        last = self.heartbeat_at or self.created_at
+        return unfinished and (now or timezone.now()) - last > self.STUCK_AFTER
 
 
 class ImportJob(BackgroundJob):
@@ -398,13 +411,5 @@ class ExportJob(BackgroundJob):
             *BackgroundJob.Meta.constraints,
         ]
 
-    #: An export of 300,000 annotations takes about 15 s; one unfinished after this has no live worker.
-    STUCK_AFTER = timedelta(minutes=10)
-
     def __str__(self) -> str:
         return f"{self.file_format} export of {self.study_id} ({self.status})"
-
-    def looks_stuck(self, now: datetime | None = None) -> bool:
-        """Still queued or running long after any export should have finished."""
-        unfinished = self.status in (JobStatus.QUEUED, JobStatus.RUNNING)
-        return unfinished and (now or timezone.now()) - self.created_at > self.STUCK_AFTER

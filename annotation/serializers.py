@@ -91,7 +91,15 @@ class ImportJobSerializer(serializers.ModelSerializer):
             "errors",
             "created_at",
             "finished_at",
+            "stuck",
         ]
+
+    stuck = serializers.SerializerMethodField(
+        help_text="Unfinished with no sign of life from a worker for ten minutes: no worker is running it."
+    )
+
+    def get_stuck(self, job: ImportJob) -> bool:
+        return job.looks_stuck()
 
 
 class ExportRequestSerializer(serializers.Serializer):

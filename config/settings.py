@@ -98,6 +98,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    "annotation.middleware.DatabaseBusyMiddleware",  # background jobs: lock contention -> 503, not 500
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -294,6 +295,29 @@ VERIFIER_CHUNK_SIZE = _verifier_chunk_size()
 VERIFIER_KEY_VARIABLES = env_list("CLAIMLAB_VERIFIER_KEY_VARIABLES")
 # Prediction files uploaded on the verifiers page or the API (bigger: manage.py import_predictions).
 PREDICTION_UPLOAD_MAX_BYTES = int(os.environ.get("PREDICTION_UPLOAD_MAX_BYTES", 10 * 1024 * 1024))
+
+# --- Background jobs: heartbeat, recovery, lock contention ---
+# Read here, once per process; annotation.services.job_recovery and annotation.middleware read them.
+
+
+def _job_number(name: str, default: float, minimum: float) -> float:
+    """A non-negative number from the environment; a bad value falls back to the default."""
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        value = default
+    return max(value, minimum)
+
+
+# An import or export job whose heartbeat is this old has lost its worker (resume_stale_jobs re-queues it).
+JOB_STALE_SECONDS = _job_number("CLAIMLAB_JOB_STALE_SECONDS", 120.0, 1.0)
+# Times a job may be started by a worker before recovery fails it instead of queueing it again.
+JOB_MAX_ATTEMPTS = int(_job_number("CLAIMLAB_JOB_MAX_ATTEMPTS", 3, 1))
+# Retries of a job's transaction that failed on "database is locked", with doubling backoff from this delay.
+JOB_LOCK_RETRIES = int(_job_number("CLAIMLAB_JOB_LOCK_RETRIES", 4, 0))
+JOB_LOCK_BACKOFF_SECONDS = _job_number("CLAIMLAB_JOB_LOCK_BACKOFF_SECONDS", 5.0, 0.0)
+# Retry-After (seconds) of the 503 a request gets when the database stayed locked past the busy timeout.
+DB_BUSY_RETRY_AFTER_SECONDS = int(_job_number("CLAIMLAB_DB_BUSY_RETRY_AFTER_SECONDS", 5, 1))
 
 # --- logging: one JSON object per line outside debug ---------------------------
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from ..exports import write_export
 from ..models import ExportJob
+from .job_recovery import claim, heartbeat, retry_on_lock
 
 logger = logging.getLogger(__name__)
 
@@ -27,19 +28,21 @@ def export_dir() -> Path:
 
 
 def run_export_job(*, job_id: int) -> ExportJob:
-    """Write a queued export; safe to call twice. A failure is recorded on the job and leaves no file."""
+    """Write a queued export; safe to call twice. A failure is recorded on the job and leaves no file.
+
+    The worker stamps a heartbeat while writing, so a killed one is noticed by
+    resume_stale_jobs, which removes its `.partial` file and queues the job again.
+    """
+    if not claim(ExportJob, job_id):
+        return ExportJob.objects.select_related("study").get(pk=job_id)
     job = ExportJob.objects.select_related("study").get(pk=job_id)
-    claimed = ExportJob.objects.filter(pk=job.pk, status=ExportJob.Status.QUEUED).update(
-        status=ExportJob.Status.RUNNING
-    )
-    if not claimed:
-        return job
     where = {"job": job.pk, "study": job.study.slug, "format": job.file_format}
     logger.info("export job %s started: %s of study %s", job.pk, job.file_format, job.study.slug, extra=where)
     started = time.monotonic()
     path = export_dir() / f"{job.pk}-{uuid.uuid4().hex}-{job.study.slug}-annotations.{job.file_format}"
     try:
-        rows = write_export(job.study, job.file_format, path)
+        with heartbeat(ExportJob, job.pk):
+            rows = write_export(job.study, job.file_format, path)
     except Exception as exc:
         seconds = round(time.monotonic() - started, 3)
         logger.exception("export job %s failed after %.1f s", job.pk, seconds, extra={**where, "seconds": seconds})
@@ -55,7 +58,10 @@ def run_export_job(*, job_id: int) -> ExportJob:
         )
         job.status, job.rows, job.file_path = ExportJob.Status.SUCCEEDED, rows, str(path)
     job.finished_at = timezone.now()
-    job.save(update_fields=["status", "rows", "file_path", "error", "finished_at"])
+    retry_on_lock(
+        lambda: job.save(update_fields=["status", "rows", "file_path", "error", "finished_at"]),
+        what=f"recording the outcome of export job {job.pk}",
+    )
     if job.status == ExportJob.Status.SUCCEEDED:
         _drop_older_files(job)
     return job

@@ -13,13 +13,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+from django.conf import settings
 from django.utils import timezone
 
+from ..dblocks import is_lock_error
 from ..formats import RecordError
 from ..models import ImportJob
 from .annotation_import import import_annotations
 from .errors import ImportFailed, ImportResult
 from .item_import import import_items
+from .job_recovery import claim, heartbeat, retry_on_lock
 
 logger = logging.getLogger(__name__)
 
@@ -30,35 +33,47 @@ IMPORTERS: dict[str, Callable[..., ImportResult]] = {
 
 
 def run_import_job(*, job_id: int) -> ImportJob:
-    """Run a queued import job from its stored file; safe to call twice."""
+    """Run a queued import job from its stored file; safe to call twice.
+
+    The worker stamps a heartbeat while it runs (a killed worker is noticed by
+    resume_stale_jobs) and retries the import while the database is locked by
+    another write. The upload is removed once the job has finished or failed.
+    """
+    if not claim(ImportJob, job_id):
+        return ImportJob.objects.select_related("study").get(pk=job_id)
     job = ImportJob.objects.select_related("study").get(pk=job_id)
-    if job.status != ImportJob.Status.QUEUED:
-        return job
-    job.status = ImportJob.Status.RUNNING
-    job.save(update_fields=["status"])
     path = Path(job.file_path)
     try:
-        with path.open("rb") as stream:
-            run_import(job, stream)
+        with heartbeat(ImportJob, job.pk), path.open("rb") as stream:
+            run_import(job, stream, lock_retries=settings.JOB_LOCK_RETRIES)
     finally:
-        path.unlink(missing_ok=True)
+        if job.status != ImportJob.Status.RUNNING:
+            path.unlink(missing_ok=True)
     return job
 
 
-def run_import(job: ImportJob, stream: IO[bytes]) -> None:
+def run_import(job: ImportJob, stream: IO[bytes], *, lock_retries: int = 0) -> None:
     """Import `stream` as the job says and record the outcome on it.
 
     A file with problems fails with its line-numbered errors; an unexpected
     error fails the job too (logged with its traceback), so that no job is
-    left "running" for ever. Either way the import changed nothing.
+    left "running" for ever. Either way the import changed nothing. A locked
+    database is retried `lock_retries` times with backoff (the import is one
+    transaction, so a retry starts from a clean slate), then fails the job
+    with that reason.
     """
     where = {"job": job.pk, "study": job.study.slug, "what": job.what}
     logger.info(
         "import job %s started: %s into study %s from %s", job.pk, job.what, job.study.slug, job.file_name, extra=where
     )
     started = time.monotonic()
+
+    def attempt() -> ImportResult:
+        stream.seek(0)
+        return IMPORTERS[job.what](study=job.study, stream=stream, fmt=job.file_format, update=job.update_existing)
+
     try:
-        result = IMPORTERS[job.what](study=job.study, stream=stream, fmt=job.file_format, update=job.update_existing)
+        result = retry_on_lock(attempt, what=f"import job {job.pk}", retries=lock_retries)
     except ImportFailed as exc:
         seconds = round(time.monotonic() - started, 3)
         logger.info(
@@ -75,7 +90,13 @@ def run_import(job: ImportJob, stream: IO[bytes]) -> None:
         seconds = round(time.monotonic() - started, 3)
         logger.exception("import job %s failed after %.1f s", job.pk, seconds, extra={**where, "seconds": seconds})
         job.status = ImportJob.Status.FAILED
-        message = f"the import stopped on an unexpected error ({type(exc).__name__}: {exc}); nothing was changed"
+        if is_lock_error(exc):
+            message = (
+                f"the database stayed locked by another write through {lock_retries + 1} attempt(s) "
+                f"over {seconds:.0f} s; nothing was changed. Import the file again once the other write is done"
+            )
+        else:
+            message = f"the import stopped on an unexpected error ({type(exc).__name__}: {exc}); nothing was changed"
         job.errors, job.error_count = [RecordError(None, message).as_dict()], 1
     else:
         seconds = round(time.monotonic() - started, 3)
@@ -97,4 +118,5 @@ def run_import(job: ImportJob, stream: IO[bytes]) -> None:
         job.status = ImportJob.Status.SUCCEEDED
         job.created, job.updated = result.created, result.updated
     job.finished_at = timezone.now()
-    job.save()
+    job.file_path = ""
+    retry_on_lock(job.save, what=f"recording the outcome of import job {job.pk}", retries=lock_retries)
