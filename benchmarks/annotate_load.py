@@ -366,7 +366,7 @@ def main() -> None:
 
         def token_for(name: str) -> str:
             status, data, _ = request(base, "POST", "/api/auth/token/", body={"username": name, "password": password})
-            if status != 200:
+            if status != 201:  # a new token, created
                 raise SystemExit(f"token for {name}: HTTP {status} {data}")
             return data["token"]
 

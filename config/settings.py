@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -78,12 +79,13 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_tasks",
     "django_tasks_db",
     "csp",
+    "axes",
+    "accounts",
     "annotation",
     "metaeval",
 ]
@@ -99,6 +101,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "annotation.middleware.DatabaseBusyMiddleware",  # background jobs: lock contention -> 503, not 500
+    # Last: turns a login that django-axes locked out into the lockout answer (accounts/lockout.py).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -230,7 +234,7 @@ CONTENT_SECURITY_POLICY = {
 # --- API --------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "annotation.authentication.TokenAuthentication",
+        "accounts.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -318,6 +322,37 @@ JOB_LOCK_RETRIES = int(_job_number("CLAIMLAB_JOB_LOCK_RETRIES", 4, 0))
 JOB_LOCK_BACKOFF_SECONDS = _job_number("CLAIMLAB_JOB_LOCK_BACKOFF_SECONDS", 5.0, 0.0)
 # Retry-After (seconds) of the 503 a request gets when the database stayed locked past the busy timeout.
 DB_BUSY_RETRY_AFTER_SECONDS = int(_job_number("CLAIMLAB_DB_BUSY_RETRY_AFTER_SECONDS", 5, 1))
+# --- Logins and API tokens ---------------------------------------------------------
+# django-axes counts failed logins (login page, admin, POST /api/auth/token/) and refuses a
+# locked-out client before its password is hashed. See accounts/lockout.py and the README.
+AUTHENTICATION_BACKENDS = [
+    "accounts.lockout.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "accounts.lockout.LoginThrottleHandler"
+# Failures are counted per (username, address) and per address; the limits below in that order.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+# Failed logins of one username from one address before that pair is locked out.
+AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", 5))
+# Failed logins from one address, whatever the usernames, before the address is locked out.
+LOGIN_IP_FAILURE_LIMIT = int(os.environ.get("LOGIN_IP_FAILURE_LIMIT", 50))
+# Minutes a lockout lasts (failures older than this are forgotten).
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("LOGIN_COOLOFF_MINUTES", 15)))
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "accounts.lockout.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "accounts.lockout.client_ip"
+# Proxies in front of the app that append the client address to X-Forwarded-For; 0: use REMOTE_ADDR
+# (a client could forge X-Forwarded-For otherwise). Behind one nginx or load balancer: 1.
+LOGIN_TRUSTED_PROXY_COUNT = int(os.environ.get("LOGIN_TRUSTED_PROXY_COUNT", 0))
+# Successful logins are Django's business; axes keeps only the failures.
+AXES_DISABLE_ACCESS_LOG = True
+AXES_VERBOSE = False
+# New API tokens expire after this many days unless the request says otherwise; 0: never.
+API_TOKEN_DEFAULT_DAYS: int | None = int(os.environ.get("API_TOKEN_DEFAULT_DAYS", 0)) or None
+# The longest expiry a user may ask for, in days.
+API_TOKEN_MAX_DAYS = int(os.environ.get("API_TOKEN_MAX_DAYS", 3650))
+# A token's "last used" time is written at most this often (a write per request would slow the API).
+API_TOKEN_LAST_USED_SECONDS = int(os.environ.get("API_TOKEN_LAST_USED_SECONDS", 300))
 
 # --- logging: one JSON object per line outside debug ---------------------------
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")

@@ -5,13 +5,12 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
-from rest_framework.authtoken.views import obtain_auth_token
 
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("api/auth/token/", obtain_auth_token, name="api-token"),
+    path("api/", include("accounts.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # Swagger UI sets inline styles from its (local) JavaScript; allow that on this page only.
     path(
@@ -22,6 +21,7 @@ urlpatterns = [
     path("api/", include("annotation.api_urls")),
     path("api/", include("metaeval.api_urls")),
     path("api/", include("metaeval.verifiers.api_urls")),
+    path("", include("accounts.urls")),
     path("", include("annotation.urls")),
     path("", include("metaeval.urls")),
     path("", include("metaeval.verifiers.urls")),

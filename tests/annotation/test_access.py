@@ -10,8 +10,8 @@ import re
 
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
-from rest_framework.authtoken.models import Token
 
+from accounts.services import issue_token
 from annotation.models import ExportJob, ImportJob, Item
 from annotation.services import add_members, create_study, import_items
 from annotation.services.export_jobs import request_export
@@ -99,7 +99,7 @@ def test_outsider_gets_404_on_every_study_route(client, two_studies, method):
 @pytest.mark.django_db
 def test_outsider_gets_404_through_token_auth(client, two_studies):
     alice, _, study_b, job = two_studies
-    token = Token.objects.create(user=alice)
+    token = issue_token(user=alice)
     for name, pattern in study_routes():
         if not name.startswith("api-"):
             continue

@@ -60,7 +60,7 @@ def test_swagger_ui_is_served_offline(client, researcher):
 @pytest.mark.django_db
 def test_token_auth(client, researcher, verification_study):
     response = client.post(reverse("api-token"), {"username": "rita", "password": "pw-rita"})
-    assert response.status_code == 200
+    assert response.status_code == 201
     token = response.json()["token"]
     response = client.get(reverse("api-study-list"), HTTP_AUTHORIZATION=f"Token {token}")
     assert response.status_code == 200

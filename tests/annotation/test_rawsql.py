@@ -16,8 +16,8 @@ from django.db import connection
 from django.http import Http404
 from django.urls import reverse
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
+from accounts.services import issue_token
 from annotation.access import access_assignment, access_study
 from annotation.models import Annotation, Assignment, Item, Study
 from annotation.rawsql import ModelRows, fetch_one, insert_returning_id, names
@@ -142,7 +142,7 @@ def test_access_helpers_refuse_anonymous_users(verification_study, annotator):
 @pytest.mark.django_db
 def test_token_authentication_answers_like_drf(client, researcher, verification_study):
     url = reverse("api-study-list")
-    token = Token.objects.create(user=researcher)
+    token = issue_token(user=researcher)
     ok = client.get(url, HTTP_AUTHORIZATION=f"Token {token.key}")
     assert ok.status_code == 200 and [study["slug"] for study in ok.json()["results"]] == ["verif"]
     unknown = client.get(url, HTTP_AUTHORIZATION="Token " + "0" * 40)

@@ -9,8 +9,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
+from accounts.services import issue_token
 from annotation.models import Annotation, Assignment, Item
 from annotation.services import add_members, set_study_status
 from annotation.services.assignments import SubmittedAnswer, claim_next, submit
@@ -263,7 +263,7 @@ def test_anonymous_is_refused(client, verification):
 def test_token_auth_works_without_csrf(client, verification):
     study, (a1, *_) = verification
     client.logout()
-    token = Token.objects.create(user=a1)
+    token = issue_token(user=a1)
     auth = {"HTTP_AUTHORIZATION": f"Token {token.key}"}
     assignment_id = client.post(next_url(study), **auth).json()["assignment"]["id"]
     response = client.post(
@@ -310,7 +310,7 @@ def test_a_non_member_gets_404_on_every_assignment_route(client, make_user, auth
     if auth == "session":
         client.force_login(outsider)
     else:
-        headers["HTTP_AUTHORIZATION"] = f"Token {Token.objects.create(user=outsider).key}"
+        headers["HTTP_AUTHORIZATION"] = f"Token {issue_token(user=outsider).key}"
     for name in assignment_routes():
         for assignment_id in (assignment.pk, assignment.pk + 10_000):  # someone's, and nobody's
             url = reverse(name, kwargs={"assignment_id": assignment_id})

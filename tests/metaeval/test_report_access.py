@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 
+from accounts.services import issue_token
 from annotation.services import add_members, create_study, import_items
 
 from ..conftest import jsonl, verification_item
@@ -55,7 +55,7 @@ def test_researcher_gets_200(client, study, name, kwargs):
 
 
 def test_api_by_token_for_outsider_is_404(client, study, django_user_model):
-    token = Token.objects.create(user=django_user_model.objects.get(username="outsider"))
+    token = issue_token(user=django_user_model.objects.get(username="outsider"))
     response = client.get(_url("api-study-report", {}), HTTP_AUTHORIZATION=f"Token {token.key}")
     assert response.status_code == 404
 

@@ -13,8 +13,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django_tasks_db.models import DBTaskResult
-from rest_framework.authtoken.models import Token
 
+from accounts.services import issue_token
 from annotation.services import add_members, create_study, import_items
 from metaeval.models import Prediction, Verifier, VerifierRun
 from metaeval.verifiers.services import create_verifier, start_run
@@ -257,7 +257,7 @@ def test_ids_of_another_study_are_404_under_your_own_slug(client, researcher, cl
 
 def test_token_outsiders_and_annotators_are_refused(client, annotator, claims_study, other_study):
     _, verifier, run = other_study
-    token = Token.objects.create(user=annotator)
+    token = issue_token(user=annotator)
     auth = {"HTTP_AUTHORIZATION": f"Token {token.key}"}
     for name, pattern in new_routes():
         if not name.startswith("api-"):
