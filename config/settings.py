@@ -322,6 +322,7 @@ JOB_LOCK_RETRIES = int(_job_number("CLAIMLAB_JOB_LOCK_RETRIES", 4, 0))
 JOB_LOCK_BACKOFF_SECONDS = _job_number("CLAIMLAB_JOB_LOCK_BACKOFF_SECONDS", 5.0, 0.0)
 # Retry-After (seconds) of the 503 a request gets when the database stayed locked past the busy timeout.
 DB_BUSY_RETRY_AFTER_SECONDS = int(_job_number("CLAIMLAB_DB_BUSY_RETRY_AFTER_SECONDS", 5, 1))
+
 # --- Logins and API tokens ---------------------------------------------------------
 # django-axes counts failed logins (login page, admin, POST /api/auth/token/) and refuses a
 # locked-out client before its password is hashed. See accounts/lockout.py and the README.
