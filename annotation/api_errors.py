@@ -59,6 +59,11 @@ def error_body(exc: Exception, data: Any) -> dict[str, Any]:
     return {"detail": str(detail), "code": str(code)}
 
 
+def bad_request(detail: str) -> Response:
+    """A 400 in the one error shape, for refusals a view words itself."""
+    return Response({"detail": detail, "code": "invalid"}, status=400)
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's handler (status codes, headers), with every body in the one error shape."""
     # Django's own exceptions as DRF turns them, so that their code is known here too.

@@ -13,6 +13,8 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import accumulate, repeat
+from operator import sub
 from pathlib import Path
 from typing import IO, Any
 
@@ -23,8 +25,9 @@ MAX_JSON_DEPTH = 64
 # One limit for both formats: a CSV cell may be as long as a JSONL line.
 csv.field_size_limit(max(csv.field_size_limit(), MAX_LINE_BYTES))
 _CSV_TOO_LONG = "field larger than field limit"
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _JSON_BRACKET = re.compile(r"[\[\]{}]")
+_DEPTH_STEPS = str.maketrans({"[": "\x02", "{": "\x02", "]": "\x00", "}": "\x00"})
 FORMATS = ("jsonl", "csv")
 _EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv"}
 _BOM = b"\xef\xbb\xbf"
@@ -57,14 +60,9 @@ class JSONTooDeep(ValueError):
 
 def json_depth(text: str) -> int:
     """How deeply arrays and objects nest in a JSON text (brackets inside strings do not count)."""
-    depth = deepest = 0
-    for bracket in _JSON_BRACKET.findall(_JSON_STRING.sub("", text)):
-        if bracket in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth -= 1
-    return deepest
+    brackets = "".join(_JSON_BRACKET.findall(_JSON_STRING.sub("", text)))
+    steps = brackets.translate(_DEPTH_STEPS).encode("latin-1")  # 2: opens, 0: closes
+    return max(accumulate(map(sub, steps, repeat(1))), default=0)
 
 
 def loads(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:

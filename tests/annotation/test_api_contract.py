@@ -64,6 +64,8 @@ def test_every_error_has_the_one_shape(client, researcher, verification_study):
     assert response.status_code == 400
     body = response.json()
     assert body["code"] == "invalid" and set(body["fields"]) == {"format"} and "format" in body["detail"]
+    response = client.get(reverse("api-annotation-export", args=["verif"]), {"format": "xml"})
+    assert response.json() == {"detail": "format must be csv or jsonl", "code": "invalid"}
 
 
 @pytest.mark.django_db
