@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from . import selectors
 from .access import access_export_job, access_item
+from .api_errors import bad_request
 from .exports import CONTENT_TYPES, export_chunks, export_file_response, export_filename
 from .http import logged_in_user
 from .models import Annotation, Assignment, ImportJob, Item
@@ -120,7 +121,7 @@ class ImportUpload(StudyScoped, APIView):
                 created_by=logged_in_user(request),
             )
         except ServiceError as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+            return bad_request(str(exc))
         codes: dict[str, int] = {
             ImportJob.Status.SUCCEEDED: status.HTTP_201_CREATED,
             ImportJob.Status.FAILED: status.HTTP_400_BAD_REQUEST,
@@ -171,13 +172,13 @@ class AnnotationExport(StudyScoped, APIView):
     def get(self, request: Request, slug: str) -> StreamingHttpResponse | Response:
         fmt = request.query_params.get("format", "csv")
         if fmt not in CONTENT_TYPES:
-            return Response({"detail": "format must be csv or jsonl"}, status=status.HTTP_400_BAD_REQUEST)
+            return bad_request("format must be csv or jsonl")
         if selectors.export_runs_in_background(self.study):
             detail = (
                 f"this study has more than {selectors.export_inline_limit():,} annotations, too many to stream: "
                 f"POST /api/studies/{slug}/exports to have the file written in the background, then download it"
             )
-            return Response({"detail": detail}, status=status.HTTP_400_BAD_REQUEST)
+            return bad_request(detail)
         response = StreamingHttpResponse(
             (chunk.encode("utf-8") for chunk in export_chunks(self.study, fmt)), content_type=CONTENT_TYPES[fmt]
         )

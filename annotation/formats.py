@@ -10,12 +10,24 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import accumulate, repeat
+from operator import sub
 from pathlib import Path
 from typing import IO, Any
 
 MAX_LINE_BYTES = 2 * 1024 * 1024
+# Deepest nesting of arrays and objects a JSON value may have: real records need 4;
+# a deeper value would exhaust Python's recursion limit while being parsed or cleaned.
+MAX_JSON_DEPTH = 64
+# One limit for both formats: a CSV cell may be as long as a JSONL line.
+csv.field_size_limit(max(csv.field_size_limit(), MAX_LINE_BYTES))
+_CSV_TOO_LONG = "field larger than field limit"
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+_DEPTH_STEPS = str.maketrans({"[": "\x02", "{": "\x02", "]": "\x00", "}": "\x00"})
 FORMATS = ("jsonl", "csv")
 _EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv"}
 _BOM = b"\xef\xbb\xbf"
@@ -37,6 +49,30 @@ class RecordError:
 
     def as_dict(self) -> dict[str, Any]:
         return {"line": self.line, "field": self.field, "message": self.message}
+
+
+class JSONTooDeep(ValueError):
+    """A JSON text nested deeper than MAX_JSON_DEPTH."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"nested deeper than the limit of {limit} levels of arrays and objects")
+
+
+def json_depth(text: str) -> int:
+    """How deeply arrays and objects nest in a JSON text (brackets inside strings do not count)."""
+    brackets = "".join(_JSON_BRACKET.findall(_JSON_STRING.sub("", text)))
+    steps = brackets.translate(_DEPTH_STEPS).encode("latin-1")  # 2: opens, 0: closes
+    return max(accumulate(map(sub, steps, repeat(1))), default=0)
+
+
+def loads(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """json.loads with a bound on nesting, checked before parsing; JSONTooDeep beyond it.
+
+    The check is skipped when the text holds too few brackets to nest that deep.
+    """
+    if text.count("[") + text.count("{") > max_depth and json_depth(text) > max_depth:
+        raise JSONTooDeep(max_depth)
+    return json.loads(text)
 
 
 class FileFormatError(Exception):
@@ -100,9 +136,12 @@ def iter_jsonl(
         if not text:
             continue
         try:
-            value = json.loads(text)
+            value = loads(text)
         except json.JSONDecodeError as exc:
             yield number, RecordError(number, f"invalid JSON: {exc.msg} at column {exc.colno}")
+            continue
+        except JSONTooDeep as exc:
+            yield number, RecordError(number, f"invalid JSON: {exc}")
             continue
         if "\\u0000" in text:
             value = without_nul(value)
@@ -134,7 +173,7 @@ def iter_csv(
     except StopIteration:
         return
     except csv.Error as exc:
-        raise FileFormatError(RecordError(current["line"], f"malformed CSV header: {exc}")) from None
+        raise FileFormatError(RecordError(current["line"], f"in the CSV header: {_csv_problem(exc)}")) from None
     header = [name.strip() for name in header]
     if not any(header):
         raise FileFormatError(RecordError(1, "the first line must be a header naming the columns"))
@@ -148,7 +187,9 @@ def iter_csv(
         except StopIteration:
             return
         except csv.Error as exc:
-            yield start, RecordError(start, f"malformed CSV: {exc}")
+            if _CSV_TOO_LONG in str(exc):  # the reader is lost inside the cell: stop here
+                raise FileFormatError(RecordError(start, _csv_problem(exc))) from None
+            yield start, RecordError(start, _csv_problem(exc))
             continue
         if not any(cell.strip() for cell in cells):
             continue
@@ -167,6 +208,13 @@ def iter_csv(
             )
             continue
         yield start, {name: cell for name, cell in zip(header, cells, strict=True) if name and cell != ""}
+
+
+def _csv_problem(exc: csv.Error) -> str:
+    """The csv module's complaint in the user's terms (its cell limit is the line limit)."""
+    if _CSV_TOO_LONG in str(exc):
+        return f"a cell is longer than the limit of {csv.field_size_limit():,} characters"
+    return f"malformed CSV: {exc}"
 
 
 def iter_records(

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .evidence import InvalidEvidence, checked_judgements
-from .formats import RecordError, json_type, without_nul
+from .formats import JSONTooDeep, RecordError, json_type, loads, without_nul
 from .models import MAX_ACTIVE_MS
 from .vocab import PREFERENCE_STRENGTHS, PREFERENCE_TIE, canonical_label, preference_label, preference_parts
 
@@ -86,15 +86,28 @@ class _Problems:
         return text
 
 
-def _maybe_json(value: Any, expected: type) -> Any:
-    """CSV cells carry nested values as JSON text; decode them when they look like it."""
+class _TooDeep:
+    """What _maybe_json returns for JSON text nested too deeply (the problem is already recorded)."""
+
+
+TOO_DEEP = _TooDeep()
+
+
+def _maybe_json(value: Any, expected: type, problems: _Problems, name: str) -> Any:
+    """CSV cells carry nested values as JSON text; decode them when they look like it.
+
+    Text nested beyond formats.MAX_JSON_DEPTH is a problem of field `name` (TOO_DEEP).
+    """
     if isinstance(value, str) and not isinstance(value, expected):
         stripped = value.strip()
         if stripped[:1] in "[{":
             try:
-                return without_nul(json.loads(stripped))
+                return without_nul(loads(stripped))
             except json.JSONDecodeError:
                 return value
+            except JSONTooDeep as exc:
+                problems.add(name, f"holds JSON {exc}")
+                return TOO_DEEP
     return value
 
 
@@ -143,9 +156,9 @@ def parse_verification_item(
     response_id = problems.string(record, "response_id", max_length=MAX_ID_LENGTH)
     system = problems.string(record, "system", max_length=MAX_SHORT_TEXT)
     gold_label, gold_raw = _gold(record, problems, labels, aliases)
-    evidence_value = _maybe_json(record.get("evidence"), list)
+    evidence_value = _maybe_json(record.get("evidence"), list, problems, "evidence")
     evidence: list[dict[str, str]] = []
-    if evidence_value is not None and evidence_value != "":
+    if evidence_value is not None and evidence_value != "" and evidence_value is not TOO_DEEP:
         if not isinstance(evidence_value, list):
             problems.add("evidence", f"must be an array of passages, got {json_type(evidence_value)}")
         else:
@@ -181,7 +194,9 @@ def parse_verification_item(
 
 
 def _claim_list(value: Any, where: str, problems: _Problems) -> list[str] | None:
-    value = _maybe_json(value, list)
+    value = _maybe_json(value, list, problems, where)
+    if value is TOO_DEEP:
+        return None
     if isinstance(value, str):
         value = [part for part in value.splitlines() if part.strip()]
     if not isinstance(value, list):
@@ -216,12 +231,14 @@ def parse_preference_item(
     response_id = problems.string(record, "response_id", max_length=MAX_ID_LENGTH)
     system = problems.string(record, "system", max_length=MAX_SHORT_TEXT)
     gold_label, gold_raw = _gold(record, problems, labels, aliases)
-    lists_value = _maybe_json(record.get("lists"), dict)
+    lists_value = _maybe_json(record.get("lists"), dict, problems, "lists")
     csv_lists = {name[5:]: value for name, value in record.items() if name.startswith("list:")}
     if lists_value is None and csv_lists:
         lists_value = csv_lists
     lists: dict[str, list[str]] = {}
-    if lists_value is None:
+    if lists_value is TOO_DEEP:
+        pass
+    elif lists_value is None:
         problems.add("lists", "is required: an object with the two systems' claim lists")
     elif not isinstance(lists_value, dict):
         problems.add("lists", f"must be an object mapping system -> claims, got {json_type(lists_value)}")
@@ -379,8 +396,8 @@ def _evidence(
 ) -> list[dict[str, Any]]:
     """The record's evidence judgements, checked as a submit checks them, except that a partial set is kept."""
     name = "evidence_judgements" if "evidence_judgements" in record else "evidence"
-    value = _maybe_json(record.get(name), list)
-    if value in (None, "", []):
+    value = _maybe_json(record.get(name), list, problems, name)
+    if value is TOO_DEEP or value in (None, "", []):
         return []
     count = passages(item) if item else None
     if count is None and isinstance(value, list):

@@ -13,7 +13,9 @@ from .vocab import EVIDENCE_JUDGEMENTS, PREFERENCE_CHOICES
 
 class StudySerializer(serializers.ModelSerializer):
     role = serializers.CharField(source="user_role", read_only=True, default=None)
-    n_items = serializers.IntegerField(read_only=True, default=None)
+    n_items = serializers.IntegerField(
+        read_only=True, default=None, allow_null=True, help_text="In the study list; null where not counted."
+    )
 
     class Meta:
         model = Study
@@ -54,7 +56,9 @@ class StudyDetailSerializer(StudySerializer):
 class ItemSerializer(serializers.ModelSerializer):
     id = serializers.CharField(source="external_id", read_only=True)
     gold = serializers.CharField(source="gold_label", read_only=True)
-    n_annotations = serializers.IntegerField(read_only=True, default=None)
+    n_annotations = serializers.IntegerField(
+        read_only=True, default=None, allow_null=True, help_text="In the item list; null where not counted."
+    )
 
     class Meta:
         model = Item
@@ -104,6 +108,13 @@ class ImportJobSerializer(serializers.ModelSerializer):
 
 class ExportRequestSerializer(serializers.Serializer):
     format = serializers.ChoiceField(choices=["csv", "jsonl"], default="csv")
+
+    def validate(self, attrs: dict) -> dict:
+        """A field we do not know is a mistake (a typo of `format`), not something to ignore."""
+        unknown = sorted(set(self.initial_data) - set(self.fields)) if hasattr(self.initial_data, "keys") else []
+        if unknown:
+            raise serializers.ValidationError(f"unknown field(s) {', '.join(map(repr, unknown))}; expected format")
+        return attrs
 
 
 class ExportJobSerializer(serializers.ModelSerializer):

@@ -264,6 +264,14 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# --- API errors and contract (issue 10 §5) -------------------------------------
+# One JSON error shape for every API error ({"detail", "code", "fields"}), declared on every operation.
+REST_FRAMEWORK["EXCEPTION_HANDLER"] = "annotation.api_errors.exception_handler"
+SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [
+    "drf_spectacular.hooks.postprocess_schema_enums",
+    "annotation.api_errors.add_error_responses",
+]
+
 # --- background work ----------------------------------------------------------
 TASKS = {
     "default": {

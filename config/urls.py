@@ -26,3 +26,7 @@ urlpatterns = [
     path("", include("metaeval.urls")),
     path("", include("metaeval.verifiers.urls")),
 ]
+
+# Unmatched /api/ paths and API server errors answer JSON (annotation/api_errors.py); pages stay HTML.
+handler404 = "annotation.api_errors.not_found"
+handler500 = "annotation.api_errors.server_error"

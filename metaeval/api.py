@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -11,6 +12,7 @@ from rest_framework.views import APIView
 from annotation.permissions import IsStudyResearcher, StudyScoped
 
 from .reporting import build_report, options_from_query
+from .reporting.options import InvalidOption
 from .serializers import ReportSerializer
 
 
@@ -37,4 +39,8 @@ class StudyReport(StudyScoped, APIView):
         responses=ReportSerializer,
     )
     def get(self, request: Request, slug: str) -> Response:
-        return Response(build_report(self.study, options_from_query(request.query_params)))
+        try:
+            options = options_from_query(request.query_params)
+        except InvalidOption as exc:
+            raise ValidationError({exc.name: [str(exc)]}) from None
+        return Response(build_report(self.study, options))

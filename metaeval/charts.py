@@ -250,7 +250,8 @@ def verifier_figure(rows: Sequence[VerifierRow]) -> Figure:
             ax.plot([ceiling], [y], "D", color="#6b7280", markersize=5)
     ax.set_yticks(range(len(rows)), [name for name, _, _, _ in rows])
     ax.set_ylim(len(rows) - 0.5, -0.7)
-    ax.set_xlim(min(-0.1, *(ci[0] for _, _, ci, _ in rows if ci is not None)), 1.0)
+    # A kappa may come without an interval (too few items to resample): the axis still starts at -0.1.
+    ax.set_xlim(min([-0.1, *(ci[0] for _, _, ci, _ in rows if ci is not None)]), 1.0)
     ax.axvline(0, color="#b8bec9", linewidth=0.8)
     ax.plot([], [], "o-", color=ACCENT, label="verifier (95% interval)")
     if any(ceiling is not None for *_, ceiling in rows):

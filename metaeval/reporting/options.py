@@ -6,9 +6,18 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["ReportOptions", "options_from_query"]
+__all__ = ["InvalidOption", "ReportOptions", "options_from_query"]
 
 _TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"", "0", "false", "no", "off"}
+
+
+class InvalidOption(ValueError):
+    """A report option in a query that is not one of the values it takes."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name
 
 
 @dataclass(frozen=True)
@@ -56,7 +65,10 @@ def options_from_query(
     """
 
     def flag(name: str) -> bool:
-        return str(query.get(name, "")).strip().lower() in _TRUE
+        value = str(query.get(name, "")).strip().lower()
+        if value not in _TRUE | _FALSE:
+            raise InvalidOption(name, f"{name} must be true or false, got {query.get(name)!r}")
+        return value in _TRUE
 
     def many(name: str) -> list[str]:
         getlist = getattr(query, "getlist", None)

@@ -23,7 +23,7 @@ class KindField(serializers.ChoiceField):
 
 class VerifierSerializer(serializers.ModelSerializer):
     kind = KindField(read_only=True, help_text=KINDS)
-    n_predictions = serializers.IntegerField(read_only=True, default=None)
+    n_predictions = serializers.IntegerField(read_only=True, default=None, allow_null=True)  # null: not counted
     is_baseline = serializers.BooleanField(read_only=True)
 
     class Meta:

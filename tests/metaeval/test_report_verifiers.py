@@ -117,3 +117,33 @@ def test_no_verifier_chart_without_verifiers(client, researcher, loaded_verifica
     client.force_login(researcher)
     url = reverse("metaeval:report_chart", args=[loaded_verification_study.slug, "verifiers", "svg"])
     assert client.get(url).status_code == 404
+
+
+@pytest.fixture
+def study_with_single_labels(loaded_verification_study):
+    """One human label per item: the verifier has a kappa but no bootstrap interval."""
+    study = loaded_verification_study
+    import_items(study=study, stream=jsonl(verification_item("c-4")), fmt="jsonl")
+    Assignment.objects.filter(study=study).delete()
+    rows = [{"item": item, "annotator": "h0", "label": labels[0]} for item, labels in HUMAN.items()]
+    import_annotations(study=study, stream=jsonl(*rows), fmt="jsonl")
+    predictions = ({"item": item, "verifier": "llm-x", "label": label} for item, label in VERIFIER.items())
+    import_predictions(study=study, stream=jsonl(*predictions), fmt="jsonl")
+    return study
+
+
+@pytest.mark.django_db
+def test_a_verifier_with_a_kappa_but_no_interval_still_draws(client, researcher, study_with_single_labels):
+    slug = study_with_single_labels.slug
+    client.force_login(researcher)
+    assert client.get(reverse("metaeval:report", args=[slug])).status_code == 200
+    for ext in ("svg", "pdf"):
+        response = client.get(reverse("metaeval:report_chart", args=[slug, "verifiers", ext]))
+        assert response.status_code == 200, ext
+
+
+def test_the_verifier_chart_takes_rows_without_an_interval():
+    from metaeval import charts
+
+    svg = charts.render(charts.verifier_figure([("llm-x", 0.4, None, None)]), "svg")
+    assert svg.startswith(b"<?xml")
