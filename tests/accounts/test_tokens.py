@@ -60,7 +60,7 @@ def test_an_expired_token_is_refused_with_a_clear_message(client, researcher):
 def test_a_bad_expiry_is_a_400_naming_the_field(client, researcher, value, field):
     response = client.post(reverse("api-token"), {"username": "rita", "password": "pw-rita", "expires_in_days": value})
     assert response.status_code == 400
-    assert field in response.json()
+    assert field in response.json()["fields"]
 
 
 @pytest.mark.django_db

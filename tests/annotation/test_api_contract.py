@@ -13,7 +13,6 @@ from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
-from rest_framework.authtoken.models import Token
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -21,6 +20,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from accounts.services import issue_token
 from tests.conftest import verification_item
 
 IMPORT_ROUTES = ("api-item-import", "api-annotation-import", "api-prediction-import")
@@ -136,7 +136,7 @@ def wsgi_app(db):
 def test_the_api_answers_as_its_schema_says(wsgi_app, researcher, loaded_verification_study):
     """A few generated requests per operation (fixed seed): no 5xx, and every answer as declared."""
     schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", wsgi_app)
-    headers = {"Authorization": f"Token {Token.objects.create(user=researcher).key}"}
+    headers = {"Authorization": f"Token {issue_token(user=researcher).key}"}
     failures: list[str] = []
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 26
