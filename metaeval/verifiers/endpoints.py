@@ -100,4 +100,6 @@ def url_problem(url: str) -> str | None:
         return "must name a host, e.g. https://llm.example.org/v1"
     if parts.username or parts.password:
         return "must not contain a user name or password; paste the key in the API key field"
+    if parts.query or parts.fragment:
+        return "must not contain a query (?...) or fragment (#...); paste a key in the API key field"
     return None

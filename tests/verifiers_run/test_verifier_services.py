@@ -52,6 +52,7 @@ def test_a_good_llm_verifier_is_stored_with_the_endpoint_name_only(claims_study)
         ({**OWN, "base_url": "ftp://example.org/v1"}, "base_url", "http:// or https://"),
         ({**OWN, "base_url": "api.openai.com/v1"}, "base_url", "http:// or https://"),
         ({**OWN, "base_url": "https://user:secret@example.org/v1"}, "base_url", "user name or password"),
+        ({**OWN, "base_url": "https://example.org/v1?key=secret"}, "base_url", "must not contain a query"),
         ({**OWN, "base_url": ""}, "endpoint", "required"),
         ({"endpoint": "elsewhere"}, "endpoint", "not an endpoint of this server; choose one of: openai"),
         ({"base_url": "https://api.example.org/v1"}, "base_url", "the 'openai' endpoint has its own URL"),
