@@ -98,6 +98,7 @@ def main() -> int:
 
     django.setup()
     logging.getLogger("httpx2").setLevel(logging.WARNING)
+    from django.conf import settings
     from django.core.management import call_command
 
     from annotation.services import create_study, import_items
@@ -112,12 +113,15 @@ def main() -> int:
     try:
         study = create_study(slug=slug, name="Verifier throughput", kind="verification")
         import_items(study=study, stream=items_file(args.claims), fmt="jsonl")
+        # The fake server as an operator endpoint of this process (CLAIMLAB_ENDPOINTS in a deployment).
+        settings.VERIFIER_ENDPOINTS = {**settings.VERIFIER_ENDPOINTS, "bench": {"base_url": base_url, "key_env": ""}}
+        settings.VERIFIER_MAX_CONCURRENCY = max(settings.VERIFIER_MAX_CONCURRENCY, args.concurrency)
         verifier = create_verifier(
             study=study,
             name="fake-llm",
             preset="custom",
             model="fake-model",
-            base_url=base_url,
+            endpoint="bench",
             concurrency=args.concurrency,
             timeout=30,
             retries=2,

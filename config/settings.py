@@ -303,8 +303,6 @@ def _verifier_chunk_size() -> int | None:
 VERIFIER_STALE_SECONDS = _verifier_stale_seconds()
 # Items per chunk task; None: 16 rounds of the verifier's concurrency, from 16 to 2,000 items.
 VERIFIER_CHUNK_SIZE = _verifier_chunk_size()
-# Environment variables besides *_API_KEY that a verifier may name as the holder of its API key.
-VERIFIER_KEY_VARIABLES = env_list("CLAIMLAB_VERIFIER_KEY_VARIABLES")
 # Prediction files uploaded on the verifiers page or the API (bigger: manage.py import_predictions).
 PREDICTION_UPLOAD_MAX_BYTES = int(os.environ.get("PREDICTION_UPLOAD_MAX_BYTES", 10 * 1024 * 1024))
 
@@ -362,6 +360,93 @@ API_TOKEN_DEFAULT_DAYS: int | None = int(os.environ.get("API_TOKEN_DEFAULT_DAYS"
 API_TOKEN_MAX_DAYS = int(os.environ.get("API_TOKEN_MAX_DAYS", 3650))
 # A token's "last used" time is written at most this often (a write per request would slow the API).
 API_TOKEN_LAST_USED_SECONDS = int(os.environ.get("API_TOKEN_LAST_USED_SECONDS", 300))
+
+# --- verifier endpoints (issue 10 §1: verifiers cannot be turned against the server) ---
+# A server key is only ever sent to its own operator-defined endpoint; researchers pick an endpoint by name.
+ENDPOINT_NAME = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+KEY_ENV_NAME = r"^[A-Z_][A-Z0-9_]{0,99}$"
+
+
+def _endpoint_problem(name: Any, spec: Any) -> str | None:
+    """Why one CLAIMLAB_ENDPOINTS entry is unusable, or None."""
+    import re
+    from urllib.parse import urlsplit
+
+    if not isinstance(name, str) or not re.fullmatch(ENDPOINT_NAME, name):
+        return f"the name {name!r} must be lower-case letters, digits, - or _ (at most 64)"
+    if not isinstance(spec, dict):
+        return f"{name!r} must be an object with base_url, key_env, models, max_concurrency"
+    unknown = set(spec) - {"base_url", "key_env", "models", "max_concurrency"}
+    if unknown:
+        return f"{name!r} has unknown field(s) {', '.join(sorted(unknown))}"
+    url = spec.get("base_url")
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.username:
+        return f"{name!r}: base_url must be an http(s) URL with a host and no user name, got {url!r}"
+    key_env = spec.get("key_env", "")
+    if not isinstance(key_env, str) or (key_env and not re.fullmatch(KEY_ENV_NAME, key_env)):
+        return f"{name!r}: key_env must be the NAME of an environment variable (e.g. OPENAI_API_KEY), or empty"
+    models = spec.get("models", [])
+    if not isinstance(models, list) or not all(isinstance(model, str) and model for model in models):
+        return f"{name!r}: models must be a list of model names (empty: any model)"
+    cap = spec.get("max_concurrency")
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+        return f"{name!r}: max_concurrency must be a whole number of at least 1"
+    return None
+
+
+def _verifier_endpoints() -> dict[str, dict[str, Any]]:
+    """CLAIMLAB_ENDPOINTS as {name: {base_url, key_env, models, max_concurrency}}; ImproperlyConfigured when bad."""
+    import json
+
+    raw = os.environ.get("CLAIMLAB_ENDPOINTS", "").strip()
+    if not raw:  # a laptop's Ollama works out of the box; production names its endpoints
+        return {"local": {"base_url": "http://127.0.0.1:11434/v1", "key_env": ""}} if DEBUG else {}
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ImproperlyConfigured(f"CLAIMLAB_ENDPOINTS is not valid JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(parsed, dict):
+        raise ImproperlyConfigured('CLAIMLAB_ENDPOINTS must be a JSON object: {"openai": {"base_url": ...}}')
+    endpoints = {}
+    for name, spec in parsed.items():
+        problem = _endpoint_problem(name, spec)
+        if problem:
+            raise ImproperlyConfigured(f"CLAIMLAB_ENDPOINTS: {problem}")
+        endpoints[name] = {
+            "base_url": spec["base_url"].rstrip("/"),
+            "key_env": spec.get("key_env", ""),
+            "models": list(spec.get("models", [])),
+            "max_concurrency": spec.get("max_concurrency"),
+        }
+    return endpoints
+
+
+def _env_number(name: str, default: float, *, integer: bool = True) -> Any:
+    """A positive number from the environment; ImproperlyConfigured names the variable when it is not one."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw) if integer else float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a {'whole ' if integer else ''}number, got {raw!r}") from None
+    if value < 0:
+        raise ImproperlyConfigured(f"{name} must not be negative, got {raw!r}")
+    return value
+
+
+# Named endpoints a verifier may use; DEBUG without CLAIMLAB_ENDPOINTS: "local" = Ollama at 127.0.0.1:11434.
+VERIFIER_ENDPOINTS = _verifier_endpoints()
+# Whether researchers may add their own endpoint (URL + their key, stored encrypted). Off by default.
+VERIFIER_RESEARCHER_ENDPOINTS = env_bool("CLAIMLAB_RESEARCHER_ENDPOINTS", False)
+# CIDRs and host names a researcher endpoint may reach although not public (DEBUG: loopback, for local servers).
+VERIFIER_ADDRESS_ALLOW = env_list("CLAIMLAB_ENDPOINT_ALLOW", "127.0.0.0/8,::1" if DEBUG else "")
+# What a researcher may ask of an endpoint, at most.
+VERIFIER_MAX_CONCURRENCY = _env_number("CLAIMLAB_VERIFIER_MAX_CONCURRENCY", 64)
+VERIFIER_MAX_TIMEOUT = _env_number("CLAIMLAB_VERIFIER_MAX_TIMEOUT", 600.0, integer=False)
+VERIFIER_MAX_RETRIES = _env_number("CLAIMLAB_VERIFIER_MAX_RETRIES", 5)
+VERIFIER_MAX_TOKENS = _env_number("CLAIMLAB_VERIFIER_MAX_TOKENS", 16384)
 
 # --- logging: one JSON object per line outside debug ---------------------------
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")

@@ -14,7 +14,7 @@ from annotation.services.errors import ServiceError
 
 from .models import Prediction, Verifier, VerifierRun
 from .verifiers.services import start_run, stop_run
-from .verifiers.services.verifiers import EDITABLE, VerifierInvalid, validated_fields
+from .verifiers.services.verifiers import EDITABLE, VerifierInvalid, stored_fields, validated_fields
 
 if TYPE_CHECKING:  # django-stubs-ext is a development dependency
     from django_stubs_ext import WithAnnotations
@@ -25,7 +25,16 @@ class PredictionCount(TypedDict):
 
 
 class VerifierAdminForm(forms.ModelForm):
-    """Runs the same validation as the page and the API (base URL, preset, env var NAME, labels)."""
+    """Runs the same validation as the page and the API (endpoint, address policy, preset, labels).
+
+    A researcher endpoint's key is typed into ``api_key`` (never shown again) and stored encrypted.
+    """
+
+    api_key = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="Own endpoint only: stored encrypted, never shown; leave empty to keep the stored key.",
+    )
 
     class Meta:
         model = Verifier
@@ -42,7 +51,12 @@ class VerifierAdminForm(forms.ModelForm):
         for field in ("custom_labels", "label_map", "options"):
             values[field] = values[field] or ([] if field == "custom_labels" else {})
         try:
-            cleaned.update(validated_fields(study, kind, values, exclude_pk=self.instance.pk))
+            if not values["api_key"]:
+                values.pop("api_key")  # keep the stored key
+            valid = validated_fields(study, kind, values, exclude_pk=self.instance.pk)
+            if valid["endpoint"] or "api_key" in valid:
+                self.instance.api_key_encrypted = stored_fields(valid)["api_key_encrypted"]
+            cleaned.update({field: value for field, value in valid.items() if field != "api_key"})
         except VerifierInvalid as exc:
             for field, message in exc.errors.items():
                 self.add_error(field if field in self.fields else None, message)
@@ -60,8 +74,8 @@ class VerifierAdmin(admin.ModelAdmin):
         "kind",
         "preset",
         "model",
+        "endpoint",
         "base_url",
-        "api_key_env",
         "concurrency",
         "prediction_count",
         "created_at",
@@ -79,8 +93,9 @@ class VerifierAdmin(admin.ModelAdmin):
                 "fields": (
                     "preset",
                     "model",
+                    "endpoint",
                     "base_url",
-                    "api_key_env",
+                    "api_key",
                     "temperature",
                     "max_tokens",
                     "concurrency",

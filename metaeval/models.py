@@ -36,14 +36,20 @@ class Verifier(models.Model):
     kind = models.CharField(max_length=24, choices=Kind.choices, default=Kind.LLM)
     preset = models.CharField(max_length=40, blank=True, default="", help_text="Prompt preset id (LLM verifiers).")
     model = models.CharField(max_length=200, blank=True, default="", help_text="Model name sent to the endpoint.")
-    base_url = models.CharField(
-        max_length=500, blank=True, default="", help_text="OpenAI-compatible base URL, e.g. http://127.0.0.1:8001/v1."
-    )
-    api_key_env = models.CharField(
-        max_length=100,
+    endpoint = models.CharField(
+        max_length=64,
         blank=True,
         default="",
-        help_text="NAME of the environment variable holding the API key (never the key); empty for local endpoints.",
+        help_text="Name of an operator-defined endpoint (CLAIMLAB_ENDPOINTS); empty for a researcher endpoint.",
+    )
+    base_url = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        help_text="Researcher endpoint only: its OpenAI-compatible base URL (must pass the address policy).",
+    )
+    api_key_encrypted = models.TextField(
+        blank=True, default="", editable=False, help_text="Researcher endpoint only: its key, Fernet-encrypted."
     )
     temperature = models.FloatField(default=0.0)
     max_tokens = models.PositiveIntegerField(default=512)
@@ -87,8 +93,8 @@ class Verifier(models.Model):
                 name="verifier_kind_valid",
             ),
             models.CheckConstraint(
-                condition=~Q(kind="llm") | (~Q(preset="") & ~Q(model="") & ~Q(base_url="")),
-                name="verifier_llm_has_preset_model_url",
+                condition=~Q(kind="llm") | (~Q(preset="") & ~Q(model="") & (~Q(endpoint="") | ~Q(base_url=""))),
+                name="verifier_llm_has_preset_model_endpoint",
             ),
             models.CheckConstraint(condition=Q(concurrency__gte=1), name="verifier_concurrency_positive"),
             models.CheckConstraint(condition=Q(timeout__gt=0), name="verifier_timeout_positive"),
@@ -99,6 +105,16 @@ class Verifier(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study_id}:{self.name}"
+
+    @property
+    def has_api_key(self) -> bool:
+        """Whether a researcher endpoint key is stored (the key itself is never shown)."""
+        return bool(self.api_key_encrypted)
+
+    @property
+    def endpoint_label(self) -> str:
+        """The endpoint as pages show it: an operator endpoint's name, or the researcher's URL."""
+        return self.endpoint or self.base_url
 
     @property
     def is_baseline(self) -> bool:

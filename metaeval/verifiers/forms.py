@@ -7,37 +7,39 @@ from typing import Any
 
 from django import forms
 
+from .endpoints import endpoint_names
 from .presets import PRESETS
-from .services.verifiers import MAX_CONCURRENCY, MAX_RETRIES
 
 LABEL_MAP_HELP = 'Only if the preset\'s labels are not the study\'s, as JSON: {"unsupported": "not_supported"}.'
 
 
 class VerifierForm(forms.Form):
-    """An LLM verifier on an OpenAI-compatible endpoint; the API key is an env var NAME, never the key."""
+    """An LLM verifier on an operator endpoint (or, where allowed, the researcher's own URL and key)."""
 
     name = forms.CharField(max_length=100)
     preset = forms.ChoiceField(choices=[(preset_id, preset_id) for preset_id in PRESETS], initial="veriscore_ternary")
     model = forms.CharField(max_length=200, help_text="The model name the endpoint expects, e.g. gpt-4o-mini.")
+    endpoint = forms.ChoiceField(
+        required=False, help_text="An endpoint of this server; empty to use your own URL and key (where allowed)."
+    )
     base_url = forms.CharField(
         max_length=500,
-        label="Base URL",
-        help_text="OpenAI-compatible, e.g. https://api.openai.com/v1 or http://127.0.0.1:8001/v1.",
-    )
-    api_key_env = forms.CharField(
-        max_length=100,
         required=False,
-        label="API key environment variable",
-        help_text="The NAME of the variable the worker reads the key from, ending in _API_KEY (e.g. "
-        "OPENAI_API_KEY); never the key. Empty for a local endpoint without a key.",
+        label="Own endpoint URL",
+        help_text="Only without an endpoint, where the server allows it: a public OpenAI-compatible base URL.",
+    )
+    api_key = forms.CharField(
+        max_length=500,
+        required=False,
+        label="Own endpoint API key",
+        widget=forms.PasswordInput(render_value=False),
+        help_text="Stored encrypted and never shown again.",
     )
     temperature = forms.FloatField(initial=0.0, min_value=0.0, max_value=2.0)
     max_tokens = forms.IntegerField(initial=512, min_value=1)
-    concurrency = forms.IntegerField(
-        initial=8, min_value=1, max_value=MAX_CONCURRENCY, help_text="Requests in flight at once."
-    )
+    concurrency = forms.IntegerField(initial=8, min_value=1, help_text="Requests in flight at once.")
     timeout = forms.FloatField(initial=60.0, min_value=0.001, help_text="Seconds per attempt.")
-    retries = forms.IntegerField(initial=2, min_value=0, max_value=MAX_RETRIES, help_text="On 429, 5xx and timeouts.")
+    retries = forms.IntegerField(initial=2, min_value=0, help_text="On 429, 5xx and timeouts.")
     template = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 6}),
@@ -54,6 +56,14 @@ class VerifierForm(forms.Form):
     price_output_per_1k = forms.DecimalField(
         required=False, min_value=0, decimal_places=6, max_digits=12, label="Price per 1k output tokens"
     )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        names = endpoint_names()
+        field = self.fields["endpoint"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [("", "— my own URL and key —"), *((name, name) for name in names)]
+        field.initial = names[0] if names else ""
 
     def clean_custom_labels(self) -> list[str]:
         return [part.strip() for part in self.cleaned_data["custom_labels"].split(",") if part.strip()]

@@ -1,4 +1,4 @@
-"""DRF shapes of the verifier API: no logic, the services validate (the key is an env var NAME, never returned as a key)."""
+"""DRF shapes of the verifier API: no logic, the services validate (a researcher's key is write-only, never returned)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from rest_framework import serializers
 
 from ..models import Verifier, VerifierRun
 from .presets import PRESETS
-from .services.verifiers import EDITABLE, MAX_CONCURRENCY
+from .services.verifiers import EDITABLE
 
 KINDS = ", ".join(Verifier.Kind.values)
 
@@ -25,11 +25,20 @@ class VerifierSerializer(serializers.ModelSerializer):
     kind = KindField(read_only=True, help_text=KINDS)
     n_predictions = serializers.IntegerField(read_only=True, default=None, allow_null=True)  # null: not counted
     is_baseline = serializers.BooleanField(read_only=True)
+    has_api_key = serializers.BooleanField(read_only=True, help_text="Whether an own-endpoint key is stored.")
 
     class Meta:
         model = Verifier
-        # Every field a researcher may edit, and what the server keeps about it.
-        fields = ["id", "kind", "is_baseline", *EDITABLE, "n_predictions", "created_at"]
+        # Every field a researcher may edit, and what the server keeps about it; never the key itself.
+        fields = [
+            "id",
+            "kind",
+            "is_baseline",
+            *(field for field in EDITABLE if field != "api_key"),
+            "has_api_key",
+            "n_predictions",
+            "created_at",
+        ]
         read_only_fields = fields
 
 
@@ -43,12 +52,18 @@ class VerifierWriteSerializer(serializers.Serializer):
     )
     preset = serializers.ChoiceField(choices=list(PRESETS), required=False, allow_blank=True)
     model = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    base_url = serializers.CharField(max_length=500, required=False, allow_blank=True)
-    api_key_env = serializers.CharField(
-        max_length=100,
+    endpoint = serializers.CharField(
+        max_length=64, required=False, allow_blank=True, help_text="An operator-defined endpoint, by name."
+    )
+    base_url = serializers.CharField(
+        max_length=500, required=False, allow_blank=True, help_text="Own endpoint URL (only where the server allows)."
+    )
+    api_key = serializers.CharField(
+        max_length=500,
         required=False,
         allow_blank=True,
-        help_text="The NAME of the environment variable holding the key.",
+        write_only=True,
+        help_text="Own endpoint key: stored encrypted, never returned.",
     )
     temperature = serializers.FloatField(required=False)
     max_tokens = serializers.IntegerField(required=False)
@@ -71,7 +86,7 @@ class VerifierUpdateSerializer(VerifierWriteSerializer):
 
 class StartRunSerializer(serializers.Serializer):
     limit = serializers.IntegerField(required=False, allow_null=True, min_value=1)
-    concurrency = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_CONCURRENCY)
+    concurrency = serializers.IntegerField(required=False, allow_null=True, min_value=1)
 
 
 class RunSerializer(serializers.ModelSerializer):

@@ -62,6 +62,7 @@ class FakeOpenAI:
         self.answer = answer
         self.host, self.port = host, port
         self.requests = 0
+        self.authorizations: list[str] = []  # the Authorization header of every POST, in order
         self.completions = 0
         self.in_flight = 0
         self.max_in_flight = 0
@@ -175,6 +176,8 @@ class FakeOpenAI:
                     name, _, value = line.decode("latin-1").partition(":")
                     headers[name.strip().lower()] = value.strip()
                 body = await reader.readexactly(int(headers.get("content-length", "0") or 0))
+                if method == "POST":
+                    self.authorizations.append(headers.get("authorization", ""))
                 self.in_flight += 1
                 self.max_in_flight = max(self.max_in_flight, self.in_flight)
                 try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
 
 from annotation.models import Study
 from annotation.services import add_members, create_study, import_annotations, import_items
@@ -59,12 +60,28 @@ def fake_server():
         yield server
 
 
-def llm_verifier(study: Study, base_url: str, **overrides) -> Verifier:
+@pytest.fixture(autouse=True)
+def endpoint_settings(settings):
+    """Each test starts with no operator endpoints, researcher endpoints off and an empty allow-list."""
+    settings.VERIFIER_ENDPOINTS = {}
+    settings.VERIFIER_RESEARCHER_ENDPOINTS = False
+    settings.VERIFIER_ADDRESS_ALLOW = []
+    return settings
+
+
+def operator_endpoint(base_url: str, *, name: str = "test", key_env: str = "", **extra: Any) -> str:
+    """Define an operator endpoint for this test (the autouse fixture restores the settings afterwards)."""
+    django_settings.VERIFIER_ENDPOINTS[name] = {"base_url": base_url.rstrip("/"), "key_env": key_env, **extra}
+    return name
+
+
+def llm_verifier(study: Study, base_url: str, *, api_key_env: str = "", **overrides) -> Verifier:
+    """An LLM verifier on an operator endpoint ``test`` at ``base_url`` whose key is in ``api_key_env``."""
     fields: dict[str, Any] = {
         "name": "gpt",
         "preset": "veriscore_ternary",
         "model": "fake-model",
-        "base_url": base_url,
+        "endpoint": operator_endpoint(base_url, key_env=api_key_env),
         "concurrency": 4,
         "timeout": 5.0,
         "retries": 0,

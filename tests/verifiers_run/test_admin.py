@@ -30,7 +30,8 @@ def test_changelist_search_and_change_page_render(staff, model):
     assert staff.get(reverse(f"admin:metaeval_{name}_change", args=[model.objects.first().pk])).status_code == 200
 
 
-def test_the_admin_form_refuses_what_the_services_refuse(staff, claims_study):
+def test_the_admin_form_refuses_what_the_services_refuse(staff, claims_study, endpoint_settings):
+    endpoint_settings.VERIFIER_RESEARCHER_ENDPOINTS = True
     response = staff.post(
         reverse("admin:metaeval_verifier_add"),
         {
@@ -39,8 +40,9 @@ def test_the_admin_form_refuses_what_the_services_refuse(staff, claims_study):
             "kind": "llm",
             "preset": "veriscore_ternary",
             "model": "m",
+            "endpoint": "",
             "base_url": "gopher://example.org",
-            "api_key_env": "SECRET_KEY",
+            "api_key": "sk-typed-into-the-admin",
             "temperature": "0",
             "max_tokens": "512",
             "concurrency": "8",
@@ -53,8 +55,42 @@ def test_the_admin_form_refuses_what_the_services_refuse(staff, claims_study):
     )
     assert response.status_code == 200
     errors = response.context["adminform"].form.errors
-    assert "http:// or https://" in errors["base_url"][0] and "_API_KEY" in errors["api_key_env"][0]
+    assert "http:// or https://" in errors["base_url"][0]
+    assert "sk-typed-into-the-admin" not in response.content.decode()  # the key field is never rendered back
     assert not Verifier.objects.filter(name="gpt").exists()
+
+
+def test_the_admin_stores_a_researcher_key_encrypted(staff, claims_study, endpoint_settings):
+    endpoint_settings.VERIFIER_RESEARCHER_ENDPOINTS = True
+    endpoint_settings.VERIFIER_ADDRESS_ALLOW = ["127.0.0.1/32"]
+    form = {
+        "study": claims_study.pk,
+        "name": "own",
+        "kind": "llm",
+        "preset": "veriscore_ternary",
+        "model": "m",
+        "endpoint": "",
+        "base_url": "http://127.0.0.1:8001/v1",
+        "api_key": "sk-typed-into-the-admin",
+        "temperature": "0",
+        "max_tokens": "512",
+        "concurrency": "8",
+        "timeout": "60",
+        "retries": "2",
+        "custom_labels": "[]",
+        "label_map": "{}",
+        "options": "{}",
+    }
+    response = staff.post(reverse("admin:metaeval_verifier_add"), form)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    verifier = Verifier.objects.get(name="own")
+    assert verifier.has_api_key and "sk-typed" not in verifier.api_key_encrypted
+    stored = verifier.api_key_encrypted
+    change = reverse("admin:metaeval_verifier_change", args=[verifier.pk])
+    assert "sk-typed-into-the-admin" not in staff.get(change).content.decode()
+    staff.post(change, {**form, "api_key": "", "temperature": "0.5"})  # an edit without a key keeps it
+    verifier.refresh_from_db()
+    assert (verifier.temperature, verifier.api_key_encrypted) == (0.5, stored)
 
 
 def test_runs_and_predictions_are_not_edited_by_hand(staff):

@@ -20,7 +20,7 @@ from metaeval.models import Prediction, Verifier, VerifierRun
 from metaeval.verifiers.services import create_verifier, start_run
 from tests.conftest import jsonl
 
-from .conftest import llm_verifier
+from .conftest import llm_verifier, operator_endpoint
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.verifiers_run.urls")]
 REPO = Path(__file__).resolve().parents[2]
@@ -29,9 +29,14 @@ LLM = {
     "name": "gpt-4o-mini",
     "preset": "veriscore_ternary",
     "model": "gpt-4o-mini",
-    "base_url": "https://api.example.org/v1",
-    "api_key_env": "OPENAI_API_KEY",
+    "endpoint": "openai",
 }
+
+
+@pytest.fixture(autouse=True)
+def openai_endpoint(endpoint_settings):
+    """The operator endpoint the verifiers here name."""
+    operator_endpoint("https://api.example.org/v1", name="openai", key_env="OPENAI_API_KEY")
 
 
 # --- API -------------------------------------------------------------------------------------------
@@ -43,7 +48,8 @@ def test_api_defines_lists_and_changes_verifiers(client, researcher, claims_stud
     created = client.post(url, LLM, content_type="application/json")
     assert created.status_code == 201, created.content
     body = created.json()
-    assert (body["kind"], body["api_key_env"], body["concurrency"]) == ("llm", "OPENAI_API_KEY", 8)
+    assert (body["kind"], body["endpoint"], body["has_api_key"], body["concurrency"]) == ("llm", "openai", False, 8)
+    assert "api_key" not in body and "api_key_encrypted" not in body
     baseline = client.post(
         url,
         {"name": "overlap", "kind": "baseline_overlap", "options": {"threshold": 0.3}},
@@ -62,12 +68,13 @@ def test_api_refuses_bad_definitions_field_by_field(client, researcher, claims_s
     client.force_login(researcher)
     response = client.post(
         reverse("api-verifier-list", args=["claims"]),
-        {**LLM, "base_url": "file:///etc/passwd", "api_key_env": "sk-live-0123456789abcdefghijklmn"},
+        {**LLM, "endpoint": "", "base_url": "http://127.0.0.1:6379/v1", "api_key": "sk-live-0123456789abcdefghijklmn"},
         content_type="application/json",
     )
     assert response.status_code == 400
     errors = response.json()["errors"]
-    assert set(errors) == {"base_url", "api_key_env"} and "do not paste the key" in errors["api_key_env"]
+    assert set(errors) == {"base_url"} and "does not allow researcher endpoints" in errors["base_url"]
+    assert "sk-live" not in response.content.decode()
     assert not Verifier.objects.exists()
 
 
@@ -126,7 +133,7 @@ def test_the_page_lists_verifiers_and_runs_with_a_poller_and_no_inline_script(cl
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert(1)" not in html
     assert f'data-run-status-url="/studies/claims/runs/{run.pk}/status.json"' in html
     assert re.findall(r"<script\b[^>]*>", html) == ['<script src="/static/js/verifier_runs.js" defer>']
-    assert " style=" not in html and "$OPENAI_API_KEY" in html
+    assert " style=" not in html and "<code>openai</code>" in html
     assert "script-src 'self';" in page["Content-Security-Policy"] + ";"
 
 
@@ -134,8 +141,8 @@ def test_the_page_defines_a_verifier_or_says_what_is_wrong(client, researcher, c
     client.force_login(researcher)
     url = reverse("verifiers:list", args=["claims"])
     form = {**LLM, "temperature": "0", "max_tokens": "256", "concurrency": "4", "timeout": "30", "retries": "2"}
-    refused = client.post(url, {**form, "api_key_env": "sk-live-0123456789abcdefghijklmn"})
-    assert refused.status_code == 400 and b"do not paste the key itself" in refused.content
+    refused = client.post(url, {**form, "endpoint": "elsewhere"})
+    assert refused.status_code == 400 and b"Select a valid choice" in refused.content
     assert not Verifier.objects.exists()
     refused = client.post(url, {**form, "preset": "factscore"})
     assert refused.status_code == 400 and b"is not one of the study&#x27;s labels" in refused.content

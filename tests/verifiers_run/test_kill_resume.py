@@ -11,6 +11,7 @@ without asking again for anything that was already stored.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -19,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from django.conf import settings as django_settings
 from django.core.management import call_command
 from django.db import connection
 from django.db.models import Count
@@ -55,6 +57,7 @@ def start_worker(log: Path) -> subprocess.Popen:
         "DJANGO_SETTINGS_MODULE": "config.settings_test",
         "DATABASE_URL": database_url(),
         "CLAIMLAB_VERIFIER_CHUNK_SIZE": str(CHUNK),
+        "CLAIMLAB_ENDPOINTS": json.dumps(django_settings.VERIFIER_ENDPOINTS),  # the fake server, for the worker
         "CLAIMLAB_VAR_DIR": str(log.parent),
     }
     return subprocess.Popen(

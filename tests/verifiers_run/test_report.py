@@ -19,7 +19,7 @@ from metaeval.verifiers.report import verifier_report
 from metaeval.verifiers.services import create_verifier, import_predictions
 from tests.conftest import jsonl
 
-from .conftest import add_items, add_labels
+from .conftest import add_items, add_labels, operator_endpoint
 
 pytestmark = pytest.mark.django_db
 LABELS = ["supported", "contradicted", "inconclusive"]
@@ -156,7 +156,7 @@ def test_rates_tokens_cost_and_the_latest_prediction_per_item(claims_study):
         name="llm",
         preset="veriscore_ternary",
         model="m",
-        base_url="http://127.0.0.1:9/v1",
+        endpoint=operator_endpoint("http://127.0.0.1:9/v1"),
         price_input_per_1k="2",
         price_output_per_1k="10",
     )

@@ -152,13 +152,12 @@ def test_a_timeout_is_an_error_on_the_prediction(claims_study):
     assert done.errors == 1 and by_item(verifier)["c1"].error == "timed out: no answer within 0.5 s (1 attempt)"
 
 
-def test_a_key_variable_that_is_not_allowed_is_never_read_even_if_stored(claims_study, monkeypatch):
-    monkeypatch.setenv("SECRET_KEY", "the-django-secret")
+def test_an_endpoint_the_operator_removed_is_never_called(claims_study):
     endpoint = Endpoint()
     verifier = llm_verifier(claims_study, URL)
-    type(verifier).objects.filter(pk=verifier.pk).update(api_key_env="SECRET_KEY")  # e.g. edited in the database
+    type(verifier).objects.filter(pk=verifier.pk).update(endpoint="gone")  # e.g. removed from CLAIMLAB_ENDPOINTS
     done = run(verifier, endpoint)
-    assert done.status == "failed" and "'SECRET_KEY' must end in _API_KEY" in done.error_message
+    assert done.status == "failed" and "the endpoint 'gone' is no longer defined" in done.error_message
     assert endpoint.requests == []
 
 

@@ -8,7 +8,10 @@ import pytest
 
 from annotation.services import ServiceError, create_study
 from metaeval.models import Verifier
+from metaeval.verifiers import addresses
 from metaeval.verifiers.services import VerifierInvalid, create_verifier, ensure_baselines, update_verifier
+
+from .conftest import operator_endpoint
 
 pytestmark = pytest.mark.django_db
 
@@ -16,16 +19,25 @@ GOOD = {
     "name": "gpt",
     "preset": "veriscore_ternary",
     "model": "gpt-4o-mini",
-    "base_url": "https://api.example.org/v1",
-    "api_key_env": "OPENAI_API_KEY",
+    "endpoint": "openai",
 }
+OWN = {"endpoint": "", "api_key": "sk-own"}  # a researcher endpoint
 
 
-def test_a_good_llm_verifier_is_stored_with_the_env_var_name_only(claims_study):
+@pytest.fixture(autouse=True)
+def openai_endpoint(endpoint_settings, monkeypatch):
+    """An operator endpoint ``openai``; researcher endpoints allowed, every host resolving to a public address."""
+    operator_endpoint("https://api.openai.com/v1", name="openai", key_env="OPENAI_API_KEY")
+    endpoint_settings.VERIFIER_RESEARCHER_ENDPOINTS = True
+    monkeypatch.setattr(addresses, "resolve", lambda host, port: ["93.184.216.34"])
+
+
+def test_a_good_llm_verifier_is_stored_with_the_endpoint_name_only(claims_study):
     verifier = create_verifier(study=claims_study, **GOOD, price_input_per_1k="0.15", price_output_per_1k=0.6)
-    assert (verifier.kind, verifier.api_key_env, verifier.concurrency, verifier.retries) == (
+    assert (verifier.kind, verifier.endpoint, verifier.base_url, verifier.concurrency, verifier.retries) == (
         "llm",
-        "OPENAI_API_KEY",
+        "openai",
+        "",
         8,
         2,
     )
@@ -37,19 +49,19 @@ def test_a_good_llm_verifier_is_stored_with_the_env_var_name_only(claims_study):
 @pytest.mark.parametrize(
     ("changes", "field", "says"),
     [
-        ({"base_url": "ftp://example.org/v1"}, "base_url", "http:// or https://"),
-        ({"base_url": "api.openai.com/v1"}, "base_url", "http:// or https://"),
-        ({"base_url": "https://user:secret@example.org/v1"}, "base_url", "user name or password"),
-        ({"base_url": ""}, "base_url", "required"),
+        ({**OWN, "base_url": "ftp://example.org/v1"}, "base_url", "http:// or https://"),
+        ({**OWN, "base_url": "api.openai.com/v1"}, "base_url", "http:// or https://"),
+        ({**OWN, "base_url": "https://user:secret@example.org/v1"}, "base_url", "user name or password"),
+        ({**OWN, "base_url": "https://example.org/v1?key=secret"}, "base_url", "must not contain a query"),
+        ({**OWN, "base_url": ""}, "endpoint", "required"),
+        ({"endpoint": "elsewhere"}, "endpoint", "not an endpoint of this server; choose one of: openai"),
+        ({"base_url": "https://api.example.org/v1"}, "base_url", "the 'openai' endpoint has its own URL"),
+        ({"api_key": "sk-proj-abc"}, "api_key", "uses the server's key"),  # a server key goes only to its endpoint
+        ({"api_key_env": "SECRET_KEY"}, "api_key_env", "unknown field"),  # no free key variable any more
         ({"preset": "gpt-judge"}, "preset", "is not a preset"),
-        ({"api_key_env": "sk-proj-abcdefghijklmnopqrstuvwxyz0123"}, "api_key_env", "do not paste the key"),
-        ({"api_key_env": "openai_key"}, "api_key_env", "NAME of an environment variable"),
-        ({"api_key_env": "1KEY"}, "api_key_env", "NAME of an environment variable"),
-        ({"api_key_env": "SECRET_KEY"}, "api_key_env", "must end in _API_KEY"),  # not a way to leak secrets
-        ({"api_key_env": "DATABASE_URL"}, "api_key_env", "must end in _API_KEY"),
         ({"model": " "}, "model", "required"),
         ({"temperature": 2.5}, "temperature", "between 0 and 2"),
-        ({"concurrency": 0}, "concurrency", "between 1 and 512"),
+        ({"concurrency": 0}, "concurrency", "between 1 and 64"),
         ({"timeout": -1}, "timeout", "between"),
         ({"retries": "many"}, "retries", "whole number"),
         ({"max_tokens": 1.5}, "max_tokens", "whole number"),
@@ -68,11 +80,10 @@ def test_bad_definitions_are_refused_with_the_field_named(claims_study, changes,
     assert not Verifier.objects.exists()
 
 
-def test_an_operator_can_allow_other_key_variables(claims_study, settings):
-    settings.VERIFIER_KEY_VARIABLES = ["OPENROUTER_KEY", "HF_TOKEN"]
-    assert create_verifier(study=claims_study, **{**GOOD, "api_key_env": "HF_TOKEN"}).api_key_env == "HF_TOKEN"
-    with pytest.raises(VerifierInvalid):
-        create_verifier(study=claims_study, **{**GOOD, "name": "other", "api_key_env": "GITHUB_TOKEN"})
+def test_a_researcher_endpoint_is_stored_with_its_url_and_an_encrypted_key(claims_study):
+    verifier = create_verifier(study=claims_study, **{**GOOD, **OWN, "base_url": "https://llm.example.org/v1"})
+    assert (verifier.endpoint, verifier.base_url, verifier.has_api_key) == ("", "https://llm.example.org/v1", True)
+    assert "sk-own" not in verifier.api_key_encrypted
 
 
 def test_a_binary_preset_works_once_its_labels_are_mapped(claims_study):
@@ -120,13 +131,13 @@ def test_preference_studies_have_no_verifiers(db):
 def test_update_checks_the_same_rules_and_keeps_the_kind(claims_study):
     verifier = create_verifier(study=claims_study, **GOOD)
     with pytest.raises(VerifierInvalid) as refused:
-        update_verifier(verifier=verifier, base_url="file:///etc/passwd")
+        update_verifier(verifier=verifier, endpoint="", base_url="file:///etc/passwd")
     assert "base_url" in refused.value.errors
     with pytest.raises(VerifierInvalid):
         update_verifier(verifier=verifier, kind="baseline_majority")
-    updated = update_verifier(verifier=verifier, temperature=0.7, api_key_env="")
+    updated = update_verifier(verifier=verifier, temperature=0.7)
     verifier.refresh_from_db()
-    assert (updated.temperature, verifier.temperature, verifier.api_key_env) == (0.7, 0.7, "")
+    assert (updated.temperature, verifier.temperature, verifier.endpoint) == (0.7, 0.7, "openai")
 
 
 def test_baselines_take_no_model_and_check_their_options(claims_study):

@@ -14,11 +14,10 @@ from metaeval.verifiers.runner.limits import chunk_size
 from metaeval.verifiers.services.runs import stale_after
 from tests.support.settings_env import settings_under
 
-NAMES = ("VERIFIER_STALE_SECONDS", "VERIFIER_CHUNK_SIZE", "VERIFIER_KEY_VARIABLES", "PREDICTION_UPLOAD_MAX_BYTES")
+NAMES = ("VERIFIER_STALE_SECONDS", "VERIFIER_CHUNK_SIZE", "PREDICTION_UPLOAD_MAX_BYTES")
 ENVIRONMENT = (
     "CLAIMLAB_VERIFIER_STALE_SECONDS",
     "CLAIMLAB_VERIFIER_CHUNK_SIZE",
-    "CLAIMLAB_VERIFIER_KEY_VARIABLES",
     "PREDICTION_UPLOAD_MAX_BYTES",
 )
 
@@ -33,21 +32,18 @@ def test_defaults_and_values_from_the_environment(tmp_path):
     assert verifier_settings_under({}, tmp_path) == {
         "VERIFIER_STALE_SECONDS": 120.0,
         "VERIFIER_CHUNK_SIZE": None,
-        "VERIFIER_KEY_VARIABLES": [],
         "PREDICTION_UPLOAD_MAX_BYTES": 10 * 1024 * 1024,
     }
     assert verifier_settings_under(
         {
             "CLAIMLAB_VERIFIER_STALE_SECONDS": "30.5",
             "CLAIMLAB_VERIFIER_CHUNK_SIZE": " 64 ",
-            "CLAIMLAB_VERIFIER_KEY_VARIABLES": "OPENROUTER_KEY, HF_TOKEN,",
             "PREDICTION_UPLOAD_MAX_BYTES": "2048",
         },
         tmp_path,
     ) == {
         "VERIFIER_STALE_SECONDS": 30.5,
         "VERIFIER_CHUNK_SIZE": 64,
-        "VERIFIER_KEY_VARIABLES": ["OPENROUTER_KEY", "HF_TOKEN"],
         "PREDICTION_UPLOAD_MAX_BYTES": 2048,
     }
 

@@ -11,8 +11,10 @@ from tqdm import tqdm
 from annotation.management.base import study_by_slug
 from annotation.services.errors import ServiceError
 from metaeval.models import Verifier
-from metaeval.verifiers.runner.keys import MissingApiKey, api_key_for
+from metaeval.verifiers.endpoints import EndpointUnavailable
+from metaeval.verifiers.runner.keys import target_for
 from metaeval.verifiers.runner.orchestration import dry_run_prompt, run_to_completion
+from metaeval.verifiers.runner.params import run_params
 from metaeval.verifiers.services import start_run
 from metaeval.verifiers.services.runs import interrupt_run
 
@@ -54,8 +56,8 @@ class Command(BaseCommand):
             logging.getLogger("httpx2").setLevel(logging.WARNING)  # one INFO line per request otherwise
         if verifier.kind == Verifier.Kind.LLM:
             try:
-                api_key_for(verifier.api_key_env)
-            except MissingApiKey as exc:
+                target_for(run_params(verifier), verifier.api_key_encrypted)
+            except EndpointUnavailable as exc:
                 raise CommandError(str(exc)) from None
         try:
             run = start_run(

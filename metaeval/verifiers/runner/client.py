@@ -1,7 +1,8 @@
 """The endpoint client: a run's AsyncOpenAI and one completion call.
 
-The key comes from ``keys.api_key_for`` (the one place on the verifier side
-that reads an API key from the environment). A call never raises: every failure comes back as an ``Answer`` with a short error
+The URL and key come from the run's ``keys.Target`` (the one place on the verifier side
+that reads a key); a researcher endpoint's connections go through the address policy
+(``guard.py``), and no client follows redirects. A call never raises: every failure comes back as an ``Answer`` with a short error
 text for its prediction, and no key ever appears in that text or a log line.
 """
 
@@ -13,9 +14,11 @@ from typing import TYPE_CHECKING, cast
 
 import httpx2
 import openai
+from openai._base_client import DEFAULT_CONNECTION_LIMITS
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
 from ..presets.base import Message
+from .guard import guarded_transport
 
 if TYPE_CHECKING:
     from .spec import RunSpec
@@ -27,12 +30,19 @@ MAX_ERROR_CHARS = 1000
 
 
 def make_client(spec: RunSpec, transport: httpx2.AsyncBaseTransport | None = None) -> openai.AsyncOpenAI:
-    """The OpenAI client of a run: its base URL, key, retries and timeout (a transport only in tests)."""
+    """The OpenAI client of a run: its endpoint, key, retries and timeout (a transport only in tests)."""
     params = spec.params
-    http_client = openai.DefaultAsyncHttpx2Client(transport=transport) if transport is not None else None
+    target = spec.target
+    assert target is not None
+    if transport is None and target.guarded:
+        transport = guarded_transport(DEFAULT_CONNECTION_LIMITS)
+    # No redirects: a 3xx could send the request (and its key) to another host.
+    http_client = openai.DefaultAsyncHttpx2Client(
+        transport=transport, follow_redirects=False, trust_env=not target.guarded
+    )
     return openai.AsyncOpenAI(
-        base_url=params["base_url"],
-        api_key=spec.api_key,
+        base_url=target.base_url,
+        api_key=target.api_key,
         max_retries=params["retries"],
         timeout=params["timeout"],
         http_client=http_client,
@@ -54,6 +64,11 @@ def shorten(text: str) -> str:
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
 
 
+def _where(spec: RunSpec) -> str:
+    """The endpoint as errors name it: an operator endpoint by name, a researcher endpoint by URL."""
+    return f"endpoint {spec.params['endpoint']!r}" if spec.params.get("endpoint") else str(spec.params.get("base_url"))
+
+
 def _status_message(exc: openai.APIStatusError) -> str:
     body = exc.body
     if isinstance(body, dict):
@@ -68,9 +83,7 @@ async def complete(client: openai.AsyncOpenAI, spec: RunSpec, messages: list[Mes
     """One request with the client's retries; every failure becomes an Answer with an error, never an exception."""
     answer = await _ask(client, spec, messages)
     if answer.error:  # the model and what went wrong; never the key, the headers or the prompt
-        logger.debug(
-            "verifier call to %s at %s failed: %s", spec.params.get("model"), spec.params.get("base_url"), answer.error
-        )
+        logger.debug("verifier call to %s at %s failed: %s", spec.params.get("model"), _where(spec), answer.error)
     return answer
 
 
@@ -95,7 +108,7 @@ async def _ask(client: openai.AsyncOpenAI, spec: RunSpec, messages: list[Message
         what = "rate limited" if exc.status_code == 429 else "error"
         return Answer(error=shorten(f"HTTP {exc.status_code} {what} from the endpoint{after}: {_status_message(exc)}"))
     except openai.APIConnectionError as exc:
-        return Answer(error=shorten(f"could not reach {params['base_url']}: {exc.__cause__ or exc}"))
+        return Answer(error=shorten(f"could not reach {_where(spec)}: {exc.__cause__ or exc}"))
     except (openai.OpenAIError, ValueError, TypeError, KeyError) as exc:
         return Answer(error=shorten(f"malformed response from the endpoint: {exc}"))
     if not isinstance(response, ChatCompletion):

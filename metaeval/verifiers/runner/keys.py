@@ -1,77 +1,61 @@
-"""Which endpoints and key variables a verifier may name, and reading its API key.
+"""Where a run's requests go and with which key: the one place on the verifier side that reads a key.
 
-Kept apart from the client (which needs the openai library, about 1.5 s of imports)
-so that saving a verifier, the pages and the admin can check these rules without
-loading it.
+An operator endpoint's URL and key variable come from the settings when the
+run happens (a server key only ever goes to its own endpoint); a researcher
+endpoint's URL comes from the run and its key from the verifier, decrypted
+here, and its connections pass the address policy (``guarded``). Kept apart
+from the client (which needs the openai library) so the CLI can check a key
+without loading it.
 """
 
 from __future__ import annotations
 
-import os
-import re
-from urllib.parse import urlsplit
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 
-ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
-KEY_SUFFIX = "_API_KEY"
-EXTRA_KEY_VARIABLES = "CLAIMLAB_VERIFIER_KEY_VARIABLES"  # the environment variable behind the setting
-UNUSED_KEY = "unused"
+from ..endpoints import UNUSED_KEY, EndpointUnavailable, get_endpoint, operator_key, url_problem
+from ..keystore import KeyUnreadable, decrypt
+
+__all__ = ["Target", "target_for"]
 
 
-class MissingApiKey(Exception):
-    """The verifier names an environment variable that is not set where the run happens."""
+@dataclass(frozen=True)
+class Target:
+    """A run's endpoint as the client needs it; ``guarded``: connections pass the address policy."""
+
+    base_url: str
+    api_key: str = UNUSED_KEY
+    guarded: bool = True
+    max_concurrency: int | None = None
 
 
-def key_variable_problem(name: str) -> str | None:
-    """Why a verifier may not read its API key from the variable ``name``, or None.
-
-    Names must end in ``_API_KEY`` (OPENAI_API_KEY, TOGETHER_API_KEY, ...),
-    or be listed by the operator in CLAIMLAB_VERIFIER_KEY_VARIABLES
-    (comma-separated; ``settings.VERIFIER_KEY_VARIABLES``). Otherwise a
-    researcher could name SECRET_KEY or DATABASE_URL and have the worker send
-    it, as a bearer token, to a base URL of their choosing.
-    """
-    if not ENV_NAME.fullmatch(name) or len(name) > 100:
-        looks_like_key = len(name) > 20 and not name.isupper()
-        return "must be the NAME of an environment variable (capitals, digits, _), e.g. OPENAI_API_KEY" + (
-            "; do not paste the key itself" if looks_like_key else ""
+def target_for(params: Mapping[str, Any], stored_key: str, *, need_key: bool = True) -> Target:
+    """The endpoint of a run's ``params``; EndpointUnavailable (or MissingApiKey) says why there is none."""
+    name = params.get("endpoint") or ""
+    if name:
+        endpoint = get_endpoint(name)
+        if endpoint is None:
+            raise EndpointUnavailable(f"the endpoint {name!r} is no longer defined (CLAIMLAB_ENDPOINTS)")
+        return Target(
+            base_url=endpoint.base_url,
+            api_key=operator_key(endpoint) if need_key else UNUSED_KEY,
+            guarded=False,
+            max_concurrency=endpoint.max_concurrency,
         )
-    if not name.endswith(KEY_SUFFIX) and name not in settings.VERIFIER_KEY_VARIABLES:
-        return (
-            f"must end in {KEY_SUFFIX} (e.g. OPENAI_API_KEY), so that no other secret of the server can be sent "
-            f"to an endpoint; an operator can allow other names in {EXTRA_KEY_VARIABLES}"
+    if not settings.VERIFIER_RESEARCHER_ENDPOINTS:
+        raise EndpointUnavailable(
+            "the verifier has its own endpoint URL, and this server does not allow researcher endpoints "
+            "(CLAIMLAB_RESEARCHER_ENDPOINTS); choose one of the operator's endpoints"
         )
-    return None
-
-
-def url_problem(url: str) -> str | None:
-    """Why ``url`` is not an http(s) base URL, or None when it is one."""
+    base_url = str(params.get("base_url") or "")
+    problem = url_problem(base_url) if base_url else "is missing"
+    if problem:
+        raise EndpointUnavailable(f"the verifier's endpoint URL {problem}")
     try:
-        parts = urlsplit(url.strip())
-    except ValueError:
-        return "is not a valid URL"
-    if parts.scheme not in ("http", "https"):
-        return "must start with http:// or https://"
-    if not parts.hostname:
-        return "must name a host, e.g. http://127.0.0.1:8001/v1"
-    if parts.username or parts.password:
-        return "must not contain a user name or password; put the key in an environment variable"
-    return None
-
-
-def api_key_for(env_name: str) -> str:
-    """The API key from the named environment variable; "unused" when no variable is named (local endpoints)."""
-    if not env_name:
-        return UNUSED_KEY
-    problem = key_variable_problem(env_name)
-    if problem:  # checked when the verifier was saved; checked again here, where the secret is read
-        raise MissingApiKey(f"the API-key variable {env_name!r} {problem}")
-    value = os.environ.get(env_name, "").strip()
-    if not value:
-        raise MissingApiKey(
-            f"the environment variable {env_name} is not set where the run happens, so there is no API key; "
-            f"set {env_name} for the worker (or for manage.py run_verifier), or clear the verifier's API-key "
-            "variable if the endpoint needs no key"
-        )
-    return value
+        key = decrypt(stored_key) if need_key else ""
+    except KeyUnreadable as exc:
+        raise EndpointUnavailable(str(exc)) from None
+    return Target(base_url=base_url, api_key=key or UNUSED_KEY, guarded=True)

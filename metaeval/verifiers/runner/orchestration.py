@@ -20,11 +20,11 @@ from annotation.models import Item
 from annotation.services.errors import ServiceError
 
 from ...models import Verifier, VerifierRun
+from ..endpoints import EndpointUnavailable
 from ..presets.base import Message
 from .cache import split_cached
 from .chunks import begin_chunk, count_cached, fail_run, finish_chunk, record_predictions
 from .jobs import Job, build_job, safe_job
-from .keys import MissingApiKey
 from .limits import MAX_CHUNK, Progress, ask_all, chunk_size
 from .params import run_params
 from .spec import item_input, spec_for
@@ -100,10 +100,13 @@ def _run_chunk(
 ) -> ChunkResult:
     try:
         spec = spec_for(run)
-    except (MissingApiKey, KeyError, ValueError) as exc:
+    except (EndpointUnavailable, KeyError, ValueError) as exc:
         fail_run(run.pk, str(exc).strip("'\""))
         return ChunkResult(ran=True, more=False, status=VerifierRun.Status.FAILED)
-    size = chunk_size(run.effective_concurrency) if spec.is_llm else MAX_CHUNK  # baselines: no network to pace
+    concurrency = run.effective_concurrency
+    if spec.target is not None and spec.target.max_concurrency:  # the operator's cap on this endpoint
+        concurrency = min(concurrency, spec.target.max_concurrency)
+    size = chunk_size(concurrency) if spec.is_llm else MAX_CHUNK  # baselines: no network to pace
     rows = list(
         Item.objects.filter(study_id=run.verifier.study_id, pk__gt=run.cursor, pk__lte=run.upto_item)
         .order_by("pk")
@@ -128,7 +131,7 @@ def _run_chunk(
         if spec.is_llm:
             sink = sync_to_async(lambda batch: record_predictions(run.pk, generation, batch), thread_sensitive=True)
             async_to_sync(ask_all)(
-                to_do, spec, concurrency=run.effective_concurrency, sink=sink, progress=progress, transport=transport
+                to_do, spec, concurrency=concurrency, sink=sink, progress=progress, transport=transport
             )
         else:
             record_predictions(run.pk, generation, [job.outcome for job in to_do if job.outcome is not None])

@@ -23,8 +23,8 @@ def run_params(verifier: Verifier) -> dict[str, Any]:
         "kind": verifier.kind,
         "preset": verifier.preset,
         "model": verifier.model,
-        "base_url": verifier.base_url,
-        "api_key_env": verifier.api_key_env,
+        "endpoint": verifier.endpoint,  # an operator endpoint: its URL and key are read when the run happens
+        "base_url": verifier.base_url,  # a researcher endpoint (its key stays encrypted on the verifier)
         "temperature": verifier.temperature,
         "max_tokens": verifier.max_tokens,
         "timeout": verifier.timeout,

@@ -16,7 +16,7 @@ from ...models import Verifier, VerifierRun
 from ..presets import get_preset
 from ..presets.base import Evidence, Message, Preset
 from ..presets.custom import DEFAULT_LABELS
-from .keys import UNUSED_KEY, api_key_for
+from .keys import Target, target_for
 
 __all__ = [
     "ItemInput",
@@ -95,7 +95,7 @@ class RunSpec:
     params: dict[str, Any]
     mapper: LabelMapper
     preset: Preset | None = None
-    api_key: str = UNUSED_KEY
+    target: Target | None = None
     count_irrelevant: bool = False
     parser_key: dict[str, Any] = field(default_factory=dict)
 
@@ -105,7 +105,7 @@ class RunSpec:
 
 
 def spec_for(run: VerifierRun, *, need_key: bool = True) -> RunSpec:
-    """The run's configuration (fixed at its start) as a RunSpec; MissingApiKey when the key is not set."""
+    """The run's configuration (fixed at its start) as a RunSpec; EndpointUnavailable when it cannot be reached."""
     study = run.verifier.study
     params = run.params or {}
     kind = params.get("kind", run.verifier.kind)
@@ -131,7 +131,7 @@ def spec_for(run: VerifierRun, *, need_key: bool = True) -> RunSpec:
         params=params,
         mapper=mapper,
         preset=preset,
-        api_key=api_key_for(params.get("api_key_env", "")) if need_key else UNUSED_KEY,
+        target=target_for(params, run.verifier.api_key_encrypted, need_key=need_key),
         count_irrelevant=study.irrelevant_in_credibility,
         parser_key=parser_key,
     )

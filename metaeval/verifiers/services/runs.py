@@ -29,10 +29,10 @@ from annotation.models import Item
 from annotation.services.errors import ServiceError
 
 from ...models import ACTIVE_RUN_STATUSES, Verifier, VerifierRun
+from ..endpoints import operator_limit
 from ..runner.chunks import finish_run
 from ..runner.params import run_params
 from ..tasks import run_verifier_chunk
-from .verifiers import MAX_CONCURRENCY
 
 __all__ = [
     "interrupt_run",
@@ -83,9 +83,13 @@ def start_run(
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ServiceError(f"limit must be a whole number of items, at least 1, got {limit!r}")
     if concurrency is not None and (
-        isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_CONCURRENCY
+        isinstance(concurrency, bool)
+        or not isinstance(concurrency, int)
+        or not 1 <= concurrency <= operator_limit("concurrency")
     ):
-        raise ServiceError(f"concurrency must be a whole number from 1 to {MAX_CONCURRENCY}, got {concurrency!r}")
+        raise ServiceError(
+            f"concurrency must be a whole number from 1 to {operator_limit('concurrency'):g}, got {concurrency!r}"
+        )
     verifier = Verifier.objects.select_for_update().select_related("study").get(pk=verifier.pk)
     active = VerifierRun.objects.filter(verifier=verifier, status__in=ACTIVE_RUN_STATUSES).first()
     if active is not None:

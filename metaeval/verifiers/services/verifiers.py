@@ -1,9 +1,10 @@
 """Defining verifiers: validation of everything a researcher can set, in one place.
 
 The admin, the verifiers page, the API and the demo loader all create and
-change verifiers through these functions, so a bad base URL, an unknown
-preset, a key pasted where an env var *name* belongs, or a preset whose
-labels the study cannot read is refused the same way everywhere.
+change verifiers through these functions, so an unknown endpoint, a
+researcher URL the address policy refuses, an unknown preset, or a preset
+whose labels the study cannot read is refused the same way everywhere.
+A researcher's key (``api_key``) is encrypted here and never read back.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import math
 from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
+from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
@@ -21,9 +24,11 @@ from annotation.models import Study
 from annotation.services.errors import ServiceError
 
 from ...models import Verifier
+from ..addresses import host_problem
+from ..endpoints import endpoint_names, get_endpoint, operator_limit, url_problem
+from ..keystore import encrypt
 from ..presets import PRESETS
 from ..presets.baselines import DEFAULT_THRESHOLD, default_sides
-from ..runner.keys import key_variable_problem, url_problem
 from ..runner.spec import LabelMapper, preset_for
 
 __all__ = [
@@ -32,13 +37,10 @@ __all__ = [
     "create_verifier",
     "ensure_baselines",
     "update_verifier",
+    "stored_fields",
     "BASELINE_NAMES",
 ]
 
-MAX_CONCURRENCY = 512
-MAX_TIMEOUT = 3600.0
-MAX_RETRIES = 10
-MAX_TOKENS = 200_000
 BASELINE_NAMES = {
     Verifier.Kind.BASELINE_MAJORITY: "baseline-majority",
     Verifier.Kind.BASELINE_OVERLAP: "baseline-overlap",
@@ -47,8 +49,9 @@ EDITABLE = (
     "name",
     "preset",
     "model",
+    "endpoint",
     "base_url",
-    "api_key_env",
+    "api_key",
     "temperature",
     "max_tokens",
     "concurrency",
@@ -65,8 +68,9 @@ EDITABLE = (
 DEFAULTS: dict[str, Any] = {
     "preset": "",
     "model": "",
+    "endpoint": "",
     "base_url": "",
-    "api_key_env": "",
+    "api_key": "",
     "temperature": 0.0,
     "max_tokens": 512,
     "concurrency": 8,
@@ -175,23 +179,12 @@ def _check_llm(study: Study, values: dict, check: _Checker) -> None:
     elif len(model) > 200:
         check.add("model", "is longer than 200 characters")
     values["model"] = model
-    base_url = str(values.get("base_url") or "").strip()
-    problem = "is required" if not base_url else url_problem(base_url)
-    if problem is None and len(base_url) > 500:
-        problem = "is longer than 500 characters"
-    if problem:
-        check.add("base_url", problem)
-    values["base_url"] = base_url
-    env = str(values.get("api_key_env") or "").strip()
-    problem = key_variable_problem(env) if env else None
-    if problem:
-        check.add("api_key_env", problem)
-    values["api_key_env"] = env
+    cap = _check_endpoint(values, check)
     check.number(values, "temperature", 0.0, 2.0)
-    check.number(values, "max_tokens", 1, MAX_TOKENS, integer=True)
-    check.number(values, "concurrency", 1, MAX_CONCURRENCY, integer=True)
-    check.number(values, "timeout", 0.001, MAX_TIMEOUT)
-    check.number(values, "retries", 0, MAX_RETRIES, integer=True)
+    check.number(values, "max_tokens", 1, operator_limit("tokens"), integer=True)
+    check.number(values, "concurrency", 1, min(operator_limit("concurrency"), cap or math.inf), integer=True)
+    check.number(values, "timeout", 0.001, operator_limit("timeout"))
+    check.number(values, "retries", 0, operator_limit("retries"), integer=True)
     check.price(values, "price_input_per_1k")
     check.price(values, "price_output_per_1k")
     custom_labels = values.get("custom_labels") or []
@@ -229,6 +222,46 @@ def _check_llm(study: Study, values: dict, check: _Checker) -> None:
                 "map it, e.g. {" + ", ".join(f'"{label}": "{study.labels[-1]}"' for label in unmapped) + "}"
             ),
         )
+
+
+def _check_endpoint(values: dict, check: _Checker) -> int | None:
+    """An operator endpoint by name (and a model it allows), or a researcher URL the address policy allows.
+
+    Returns the endpoint's concurrency cap, if any.
+    """
+    name = str(values.get("endpoint") or "").strip()
+    base_url = str(values.get("base_url") or "").strip()
+    values["endpoint"], values["base_url"] = name, base_url
+    names = ", ".join(endpoint_names()) or "none defined: the operator sets CLAIMLAB_ENDPOINTS"
+    if name:
+        endpoint = get_endpoint(name)
+        if endpoint is None:
+            check.add("endpoint", f"{name!r} is not an endpoint of this server; choose one of: {names}")
+            return None
+        if base_url:
+            check.add("base_url", f"leave it empty: the {name!r} endpoint has its own URL")
+        if values.get("api_key"):
+            check.add("api_key", f"leave it empty: the {name!r} endpoint uses the server's key")
+        if endpoint.models and values["model"] and values["model"] not in endpoint.models:
+            check.add("model", f"the {name!r} endpoint offers {', '.join(endpoint.models)}; got {values['model']!r}")
+        return endpoint.max_concurrency
+    if not base_url:
+        check.add("endpoint", f"is required; choose one of: {names}")
+        return None
+    if not settings.VERIFIER_RESEARCHER_ENDPOINTS:
+        check.add(
+            "base_url",
+            f"this server does not allow researcher endpoints (CLAIMLAB_RESEARCHER_ENDPOINTS); "
+            f"choose an endpoint instead: {names}",
+        )
+        return None
+    problem = url_problem(base_url) or ("is longer than 500 characters" if len(base_url) > 500 else None)
+    if problem is None:
+        parts = urlsplit(base_url)
+        problem = host_problem(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
+    if problem:
+        check.add("base_url", problem)
+    return None
 
 
 def _check_overlap(study: Study, values: dict, check: _Checker) -> None:
@@ -269,7 +302,7 @@ def validated_fields(study: Study, kind: str, values: dict, *, exclude_pk: int |
     if kind == Verifier.Kind.LLM:
         _check_llm(study, values, check)
     else:
-        for field in ("preset", "model", "base_url", "api_key_env", "template", "system_prompt"):
+        for field in ("preset", "model", "endpoint", "base_url", "api_key", "template", "system_prompt"):
             if values.get(field):
                 check.add(field, f"a {kind} verifier sends nothing to a model: leave {field} empty")
         if kind == Verifier.Kind.BASELINE_OVERLAP:
@@ -278,6 +311,14 @@ def validated_fields(study: Study, kind: str, values: dict, *, exclude_pk: int |
             check.add("options", f"a {kind} verifier takes no options")
     if check.errors:
         raise VerifierInvalid(check.errors)
+    return values
+
+
+def stored_fields(values: dict) -> dict:
+    """The values as model fields: the researcher's key encrypted, never kept in the clear."""
+    values = dict(values)
+    key = str(values.pop("api_key", "") or "").strip()
+    values["api_key_encrypted"] = encrypt(key) if key and not values.get("endpoint") else ""
     return values
 
 
@@ -296,7 +337,7 @@ def create_verifier(
         raise VerifierInvalid(dict.fromkeys(sorted(unknown), "unknown field"))
     if kind == Verifier.Kind.IMPORTED:
         raise VerifierInvalid({"kind": "imported verifiers are made by importing predictions (import_predictions)"})
-    values = validated_fields(study, kind, {**DEFAULTS, **fields, "name": name})
+    values = stored_fields(validated_fields(study, kind, {**DEFAULTS, **fields, "name": name}))
     try:
         return Verifier.objects.create(study=study, kind=kind, created_by=created_by, **values)
     except IntegrityError:  # a concurrent create took the name between the check and the insert
@@ -314,9 +355,11 @@ def update_verifier(*, verifier: Verifier, **changes: Any) -> Verifier:
     if verifier.kind == Verifier.Kind.IMPORTED and set(changes) - {"name", "price_input_per_1k", "price_output_per_1k"}:
         raise ServiceError("an imported verifier only holds predictions; only its name and prices can change")
     verifier = Verifier.objects.select_for_update().get(pk=verifier.pk)
-    values = {field: getattr(verifier, field) for field in EDITABLE}
+    values = {field: getattr(verifier, field) for field in EDITABLE if field != "api_key"}
     values.update(changes)
     values = validated_fields(verifier.study, verifier.kind, values, exclude_pk=verifier.pk)
+    if values["endpoint"] or "api_key" in values:  # a new key replaces the old; an operator endpoint needs none
+        values = stored_fields(values)
     for field, value in values.items():
         setattr(verifier, field, value)
     try:

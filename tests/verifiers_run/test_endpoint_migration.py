@@ -1,0 +1,40 @@
+"""The migration to endpoints: a verifier on an operator endpoint's URL names that endpoint; others keep their URL."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+pytestmark = pytest.mark.django_db(transaction=True)
+BEFORE = [("metaeval", "0001_verifiers")]
+AFTER = [("metaeval", "0002_verifier_endpoints")]
+
+
+def test_free_urls_become_operator_endpoints_or_researcher_endpoints(settings):
+    settings.VERIFIER_ENDPOINTS = {"openai": {"base_url": "https://api.openai.com/v1", "key_env": "OPENAI_API_KEY"}}
+    executor = MigrationExecutor(connection)
+    executor.migrate(BEFORE)
+    apps = executor.loader.project_state(BEFORE).apps
+    study = apps.get_model("annotation", "Study").objects.create(slug="s", name="S", kind="verification")
+    verifier = apps.get_model("metaeval", "Verifier")
+    llm = {"study": study, "kind": "llm", "preset": "veriscore_ternary", "model": "gpt-4o-mini"}
+    verifier.objects.create(
+        name="on-openai", base_url="https://api.openai.com/v1/", api_key_env="OPENAI_API_KEY", **llm
+    )
+    verifier.objects.create(name="elsewhere", base_url="http://127.0.0.1:6379/v1", api_key_env="OPENAI_API_KEY", **llm)
+    verifier.objects.create(study=study, name="gpt-4", kind="imported")
+    executor = MigrationExecutor(connection)
+    executor.migrate(AFTER)
+    apps = executor.loader.project_state(AFTER).apps
+    rows = {
+        row["name"]: row
+        for row in apps.get_model("metaeval", "Verifier").objects.values(
+            "name", "endpoint", "base_url", "api_key_encrypted"
+        )
+    }
+    assert rows["on-openai"] == {"name": "on-openai", "endpoint": "openai", "base_url": "", "api_key_encrypted": ""}
+    assert rows["elsewhere"]["endpoint"] == "" and rows["elsewhere"]["base_url"] == "http://127.0.0.1:6379/v1"
+    assert rows["gpt-4"]["endpoint"] == "" and rows["gpt-4"]["base_url"] == ""
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
