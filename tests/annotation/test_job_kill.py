@@ -14,7 +14,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,31 +24,22 @@ from django.db.models import Count
 from annotation.models import ImportJob, Item
 from annotation.services.import_jobs import upload_dir
 from annotation.tasks import run_import_job
-from tests.verifiers_run.test_kill_resume import database_url, stop, wait_for
+from tests.support.worker import start_db_worker, stop, wait_for
 
 from ..conftest import verification_item
 
-REPO = Path(__file__).resolve().parents[2]
 N_ITEMS = 60_000
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
 def start_worker(log: Path, var: Path) -> subprocess.Popen:
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings_test",
-        "DATABASE_URL": database_url(),
-        "CLAIMLAB_VAR_DIR": str(var),
-        "CLAIMLAB_JOB_STALE_SECONDS": "2",
-    }
-    return subprocess.Popen(
-        [sys.executable, "manage.py", "db_worker", "--no-reload", "--interval", "0.1", "--no-startup-delay"],
-        cwd=REPO,
-        env=env,
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
+    return start_db_worker(
+        log,
+        {
+            "CLAIMLAB_VAR_DIR": str(var),
+            "CLAIMLAB_JOB_STALE_SECONDS": "2",
+        },
     )
 
 

@@ -15,14 +15,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
 from django.core.management import call_command
-from django.db import connection
 from django.db.models import Count
 
 from annotation.models import Item
@@ -30,10 +27,10 @@ from metaeval.models import Prediction, VerifierRun
 from metaeval.verifiers.runner.spec import item_input, preset_for, render_item
 from metaeval.verifiers.services import start_run
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.worker import start_db_worker, stop, wait_for
 
 from .conftest import add_items, claim_item, llm_verifier
 
-REPO = Path(__file__).resolve().parents[2]
 N_ITEMS = 40
 ANSWERED_BEFORE_KILL = 14
 CHUNK = 10
@@ -42,53 +39,15 @@ CONCURRENCY = 4
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
-def database_url() -> str:
-    """The URL of the database this test uses, for the worker processes."""
-    settings = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{settings['NAME']}"
-    auth = settings["USER"] + (f":{settings['PASSWORD']}" if settings.get("PASSWORD") else "")
-    return f"postgres://{auth}@{settings['HOST'] or '127.0.0.1'}:{settings['PORT'] or 5432}/{settings['NAME']}"
-
-
 def start_worker(log: Path) -> subprocess.Popen:
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings_test",
-        "DATABASE_URL": database_url(),
-        "CLAIMLAB_VERIFIER_CHUNK_SIZE": str(CHUNK),
-        "CLAIMLAB_ENDPOINTS": json.dumps(django_settings.VERIFIER_ENDPOINTS),  # the fake server, for the worker
-        "CLAIMLAB_VAR_DIR": str(log.parent),
-    }
-    return subprocess.Popen(
-        [sys.executable, "manage.py", "db_worker", "--no-reload", "--interval", "0.1", "--no-startup-delay"],
-        cwd=REPO,
-        env=env,
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
+    return start_db_worker(
+        log,
+        {
+            "CLAIMLAB_VERIFIER_CHUNK_SIZE": str(CHUNK),
+            "CLAIMLAB_ENDPOINTS": json.dumps(django_settings.VERIFIER_ENDPOINTS),  # the fake server, for the worker
+            "CLAIMLAB_VAR_DIR": str(log.parent),
+        },
     )
-
-
-def wait_for(condition, what: str, worker: subprocess.Popen, log: Path, timeout: float = 90.0) -> None:
-    """Poll until ``condition()``; a generous deadline so a slow machine fails loudly, not flakily."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if worker.poll() is not None:
-            pytest.fail(f"the worker exited ({worker.returncode}) before {what}:\n{log.read_text()[-3000:]}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"gave up waiting for {what}:\n{log.read_text()[-3000:]}")
-        time.sleep(0.05)
-
-
-def stop(worker: subprocess.Popen) -> None:
-    if worker.poll() is None:
-        os.killpg(worker.pid, signal.SIGTERM)
-        try:
-            worker.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait(15)
 
 
 def test_a_killed_worker_is_resumed_without_losing_or_repeating_a_prediction(claims_study, tmp_path):

@@ -1,0 +1,73 @@
+"""A real `manage.py db_worker` process against the test database, for the kill-and-resume tests.
+
+Both background-work kinds (verifier runs, import jobs) are tested the same way:
+start a worker, SIGKILL it mid-job, recover, start another. The helpers live
+here so those tests start, wait for and stop workers identically.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def database_url() -> str:
+    """The URL of the database this test uses, for the worker processes."""
+    settings = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{settings['NAME']}"
+    auth = settings["USER"] + (f":{settings['PASSWORD']}" if settings.get("PASSWORD") else "")
+    return f"postgres://{auth}@{settings['HOST'] or '127.0.0.1'}:{settings['PORT'] or 5432}/{settings['NAME']}"
+
+
+def start_db_worker(log: Path, env: dict[str, str]) -> subprocess.Popen:
+    """A `db_worker` on the test database in its own process group (so `stop` ends all of it);
+    `env` adds to the test settings (var dir, chunk sizes, endpoints...)."""
+    environment = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings_test",
+        "DATABASE_URL": database_url(),
+        **env,
+    }
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "db_worker", "--no-reload", "--interval", "0.1", "--no-startup-delay"],
+        cwd=REPO,
+        env=environment,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def wait_for(
+    condition: Callable[[], bool], what: str, worker: subprocess.Popen, log: Path, timeout: float = 90.0
+) -> None:
+    """Poll until ``condition()``; a generous deadline so a slow machine fails loudly, not flakily."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if worker.poll() is not None:
+            pytest.fail(f"the worker exited ({worker.returncode}) before {what}:\n{log.read_text()[-3000:]}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"gave up waiting for {what}:\n{log.read_text()[-3000:]}")
+        time.sleep(0.05)
+
+
+def stop(worker: subprocess.Popen) -> None:
+    """End the worker's process group: SIGTERM, then SIGKILL if it does not go."""
+    if worker.poll() is None:
+        os.killpg(worker.pid, signal.SIGTERM)
+        try:
+            worker.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait(15)
