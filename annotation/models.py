@@ -314,6 +314,37 @@ class AnnotationRevision(models.Model):
         return f"revision of {self.annotation_id} at {self.changed_at:%Y-%m-%d %H:%M}"
 
 
+class StagedItem(models.Model):
+    """One parsed row of an item import on its way in (services/item_staging.py).
+
+    Not a table of the database: each import creates its own TEMPORARY table
+    of this shape, private to its connection and gone with it, so a killed
+    import leaves nothing behind and writing it never takes the database's
+    write lock. The model only gives bulk.insert_rows the columns and their
+    conversions. `new_rank` orders new items (their position is the study's
+    last position plus it); `target` is the item an update replaces.
+    """
+
+    line = models.PositiveIntegerField()
+    new_rank = models.PositiveIntegerField(null=True)
+    target = models.IntegerField(null=True)
+    external_id = models.CharField(max_length=200)
+    domain = models.CharField(max_length=100)
+    summary = models.CharField(max_length=300)
+    payload = models.JSONField()
+    response_id = models.CharField(max_length=200)
+    system = models.CharField(max_length=200)
+    gold_label = models.CharField(max_length=100)
+    gold_raw = models.CharField(max_length=100)
+
+    class Meta:
+        managed = False
+        db_table = "claimlab_staged_item"
+
+    def __str__(self) -> str:
+        return f"staged {self.external_id} (line {self.line})"
+
+
 class JobStatus(models.TextChoices):
     """Where a background job (an import, an export) stands."""
 
