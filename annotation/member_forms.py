@@ -12,6 +12,7 @@ ROLE_CHOICES = [(StudyMember.Role.ANNOTATOR, "Annotator"), (StudyMember.Role.RES
 
 
 class InviteForm(forms.Form):
+    prefix = "invite"  # beside the add-members form on one page: ids and names must not clash
     role = forms.ChoiceField(choices=ROLE_CHOICES, initial=StudyMember.Role.ANNOTATOR)
 
     def __init__(self, *args, **kwargs) -> None:

@@ -183,7 +183,7 @@ def test_sign_ups_are_throttled_per_address(client, verification_study, research
 def test_members_page_creates_lists_and_revokes_invites(client, verification_study, researcher):
     client.force_login(researcher)
     response = client.post(
-        reverse("annotation:invite_create", args=["verif"]), {"role": "annotator", "max_uses": 3, "expires_in_days": 2}
+        reverse("annotation:invite_create", args=["verif"]), {"invite-role": "annotator", "invite-max_uses": 3, "invite-expires_in_days": 2}
     )
     html = response.content.decode()
     invite = Invite.objects.get()
@@ -192,7 +192,7 @@ def test_members_page_creates_lists_and_revokes_invites(client, verification_stu
     page = client.get(reverse("annotation:study_members", args=["verif"])).content.decode()
     assert "Your new invite link" not in page and f"{invite.prefix}…" in page
 
-    bad = client.post(reverse("annotation:invite_create", args=["verif"]), {"role": "annotator", "max_uses": 0})
+    bad = client.post(reverse("annotation:invite_create", args=["verif"]), {"invite-role": "annotator", "invite-max_uses": 0})
     assert bad.status_code == 400 and Invite.objects.count() == 1
 
     client.post(reverse("annotation:invite_revoke", args=["verif", invite.pk]))
