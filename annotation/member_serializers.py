@@ -94,7 +94,18 @@ class InviteSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Invite
-        fields = ["id", "prefix", "role", "max_uses", "uses", "expires_at", "revoked_at", "created_at", "created_by", "state"]
+        fields = [
+            "id",
+            "prefix",
+            "role",
+            "max_uses",
+            "uses",
+            "expires_at",
+            "revoked_at",
+            "created_at",
+            "created_by",
+            "state",
+        ]
         read_only_fields = fields
 
     def get_state(self, invite: Invite) -> str:
@@ -115,9 +126,13 @@ class IssuedInviteSerializer(InviteSerializer):
 
 class InviteRequestSerializer(StrictSerializer):
     role = serializers.ChoiceField(choices=ROLES, default=StudyMember.Role.ANNOTATOR)
-    max_uses = serializers.IntegerField(min_value=1, default=1, help_text="People the link may admit (INVITE_MAX_USES at most).")
+    max_uses = serializers.IntegerField(
+        min_value=1, default=1, help_text="People the link may admit (INVITE_MAX_USES at most)."
+    )
     expires_in_days = serializers.IntegerField(
-        min_value=1, required=False, help_text="Days the link works; omitted: INVITE_DEFAULT_DAYS (INVITE_MAX_DAYS at most)."
+        min_value=1,
+        required=False,
+        help_text="Days the link works; omitted: INVITE_DEFAULT_DAYS (INVITE_MAX_DAYS at most).",
     )
 
     def validate_max_uses(self, value: int) -> int:

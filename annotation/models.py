@@ -420,7 +420,6 @@ class ExportJob(BackgroundJob):
         return f"{self.file_format} export of {self.study_id} ({self.status})"
 
 
-
 class Invite(models.Model):
     """A link that lets people join a study (and, when not logged in, create an account first).
 

@@ -16,9 +16,7 @@ urlpatterns = [
     path("studies/<slug:slug>/members/<int:member_id>/role/", member_views.member_role, name="member_role"),
     path("studies/<slug:slug>/members/<int:member_id>/active/", member_views.member_active, name="member_active"),
     path("studies/<slug:slug>/members/<int:member_id>/remove/", member_views.member_remove, name="member_remove"),
-    path(
-        "studies/<slug:slug>/members/<int:member_id>/password/", member_views.member_password, name="member_password"
-    ),
+    path("studies/<slug:slug>/members/<int:member_id>/password/", member_views.member_password, name="member_password"),
     path("studies/<slug:slug>/invites/", member_views.invite_create, name="invite_create"),
     path("studies/<slug:slug>/invites/<int:invite_id>/revoke/", member_views.invite_revoke, name="invite_revoke"),
     path("invite/<str:token>/", invite_views.invite, name="invite"),

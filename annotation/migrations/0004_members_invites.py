@@ -7,69 +7,114 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0003_job_heartbeat_attempts'),
+        ("annotation", "0003_job_heartbeat_attempts"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='studymember',
-            name='deactivated_at',
+            model_name="studymember",
+            name="deactivated_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='studymember',
-            name='is_active',
-            field=models.BooleanField(default=True, help_text='Deactivated: no longer in the study (cannot open, claim or submit); labels stay under the pseudonym.'),
+            model_name="studymember",
+            name="is_active",
+            field=models.BooleanField(
+                default=True,
+                help_text="Deactivated: no longer in the study (cannot open, claim or submit); labels stay under the pseudonym.",
+            ),
         ),
         migrations.CreateModel(
-            name='Invite',
+            name="Invite",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('token_hash', models.CharField(max_length=64, unique=True)),
-                ('prefix', models.CharField(help_text="The token's first characters, to tell invites apart.", max_length=16)),
-                ('role', models.CharField(choices=[('researcher', 'Researcher'), ('annotator', 'Annotator')], default='annotator', max_length=16)),
-                ('max_uses', models.PositiveIntegerField()),
-                ('uses', models.PositiveIntegerField(default=0)),
-                ('expires_at', models.DateTimeField()),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='invites', to='annotation.study')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("token_hash", models.CharField(max_length=64, unique=True)),
+                (
+                    "prefix",
+                    models.CharField(help_text="The token's first characters, to tell invites apart.", max_length=16),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[("researcher", "Researcher"), ("annotator", "Annotator")],
+                        default="annotator",
+                        max_length=16,
+                    ),
+                ),
+                ("max_uses", models.PositiveIntegerField()),
+                ("uses", models.PositiveIntegerField(default=0)),
+                ("expires_at", models.DateTimeField()),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="invites", to="annotation.study"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='InviteSignup',
+            name="InviteSignup",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('ip_address', models.GenericIPAddressField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('invite', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='signups', to='annotation.invite')),
-                ('user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("ip_address", models.GenericIPAddressField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "invite",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="signups", to="annotation.invite"
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.AddConstraint(
-            model_name='invite',
-            constraint=models.CheckConstraint(condition=models.Q(('max_uses__gte', 1)), name='invite_max_uses_positive'),
+            model_name="invite",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("max_uses__gte", 1)), name="invite_max_uses_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='invite',
-            constraint=models.CheckConstraint(condition=models.Q(('uses__lte', models.F('max_uses'))), name='invite_uses_within_max'),
+            model_name="invite",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("uses__lte", models.F("max_uses"))), name="invite_uses_within_max"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='invite',
-            constraint=models.CheckConstraint(condition=models.Q(('role__in', ['researcher', 'annotator'])), name='invite_role_valid'),
+            model_name="invite",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("role__in", ["researcher", "annotator"])), name="invite_role_valid"
+            ),
         ),
         migrations.AddIndex(
-            model_name='invitesignup',
-            index=models.Index(fields=['ip_address', 'created_at'], name='invitesignup_ip_time'),
+            model_name="invitesignup",
+            index=models.Index(fields=["ip_address", "created_at"], name="invitesignup_ip_time"),
         ),
     ]

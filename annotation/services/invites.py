@@ -180,7 +180,7 @@ def _check_new_account(username: str, password: str) -> None:
     """The same rules as Django's sign-up form, so a caller that skipped the form is held to them."""
     field = User._meta.get_field("username")
     try:
-        field.run_validators(username)  # type: ignore[union-attr]
+        field.run_validators(username)
     except ValidationError as exc:
         raise ServiceError(f"username: {' '.join(exc.messages)}") from None
     if not username or User.objects.filter(username__iexact=username).exists():

@@ -183,7 +183,9 @@ def password_reset_refusal(*, actor: User, study: Study, member: StudyMember) ->
             study__in=StudyMember.objects.filter(user=actor, role=Role.RESEARCHER, is_active=True).values("study")
         )
         if outside.exists():
-            return "this account is also in a study you are not a researcher of; an administrator must reset its password"
+            return (
+                "this account is also in a study you are not a researcher of; an administrator must reset its password"
+            )
     return None
 
 

@@ -21,8 +21,8 @@ from annotation.services.invites import (
     sign_up_through_invite,
 )
 from annotation.services.membership import set_member_active
-from tests.support.threads import run_in_threads
 from tests.conftest import jsonl, verification_item
+from tests.support.threads import run_in_threads
 
 User = get_user_model()
 GOOD_PASSWORD = "tall-violet-harbour-42"
@@ -109,12 +109,16 @@ def test_sign_up_errors_are_shown_on_the_form(client, verification_study, resear
     html = response.content.decode()
     assert response.status_code == 400 and "This password is too common." in html
     response = client.post(invite_url(token), {"username": "x2", "password1": GOOD_PASSWORD, "password2": "other"})
-    assert response.status_code == 400 and "didn" in response.content.decode()  # "The two password fields didn't match."
+    assert (
+        response.status_code == 400 and "didn" in response.content.decode()
+    )  # "The two password fields didn't match."
     assert Invite.objects.get().uses == 0
 
 
 @pytest.mark.django_db
-def test_logged_in_user_joins_with_one_click_and_members_do_not_use_it_up(client, verification_study, researcher, make_user):
+def test_logged_in_user_joins_with_one_click_and_members_do_not_use_it_up(
+    client, verification_study, researcher, make_user
+):
     token = create_invite(study=verification_study, created_by=researcher, max_uses=2).token
     client.force_login(make_user("carl"))
     page = client.get(invite_url(token))
@@ -183,7 +187,8 @@ def test_sign_ups_are_throttled_per_address(client, verification_study, research
 def test_members_page_creates_lists_and_revokes_invites(client, verification_study, researcher):
     client.force_login(researcher)
     response = client.post(
-        reverse("annotation:invite_create", args=["verif"]), {"invite-role": "annotator", "invite-max_uses": 3, "invite-expires_in_days": 2}
+        reverse("annotation:invite_create", args=["verif"]),
+        {"invite-role": "annotator", "invite-max_uses": 3, "invite-expires_in_days": 2},
     )
     html = response.content.decode()
     invite = Invite.objects.get()
@@ -192,7 +197,9 @@ def test_members_page_creates_lists_and_revokes_invites(client, verification_stu
     page = client.get(reverse("annotation:study_members", args=["verif"])).content.decode()
     assert "Your new invite link" not in page and f"{invite.prefix}…" in page
 
-    bad = client.post(reverse("annotation:invite_create", args=["verif"]), {"invite-role": "annotator", "invite-max_uses": 0})
+    bad = client.post(
+        reverse("annotation:invite_create", args=["verif"]), {"invite-role": "annotator", "invite-max_uses": 0}
+    )
     assert bad.status_code == 400 and Invite.objects.count() == 1
 
     client.post(reverse("annotation:invite_revoke", args=["verif", invite.pk]))

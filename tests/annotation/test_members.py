@@ -32,9 +32,7 @@ def member(study, username: str) -> StudyMember:
 def study_with_items(verification_study):
     from annotation.services import import_items
 
-    import_items(
-        study=verification_study, stream=jsonl(*(verification_item(f"c-{n}") for n in range(3))), fmt="jsonl"
-    )
+    import_items(study=verification_study, stream=jsonl(*(verification_item(f"c-{n}") for n in range(3))), fmt="jsonl")
     return verification_study
 
 
@@ -124,7 +122,9 @@ def test_promoting_an_annotator_frees_their_item_in_progress(study_with_items, a
 
 
 @pytest.mark.django_db
-def test_password_reset_gives_a_new_password_ends_tokens_and_sessions(client, verification_study, researcher, annotator):
+def test_password_reset_gives_a_new_password_ends_tokens_and_sessions(
+    client, verification_study, researcher, annotator
+):
     token = issue_token(user=annotator)
     client.force_login(annotator)
     password = reset_password(actor=researcher, study=verification_study, member=member(verification_study, "anna"))
