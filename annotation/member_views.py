@@ -17,7 +17,7 @@ from .access import access_invite, access_member, access_study_to_manage
 from .forms import AddMembersForm
 from .http import AuthenticatedHttpRequest
 from .member_forms import ROLE_CHOICES, InviteForm, MemberRoleForm
-from .models import Study
+from .models import Study, StudyMember
 from .selectors.members import members_to_manage, study_invites
 from .services import ServiceError, add_members
 from .services.invites import create_invite, revoke_invite
@@ -44,7 +44,12 @@ def _page(
     return render(request, "annotation/study_members.html", context, status=status)
 
 
-def _back(study: Study) -> HttpResponse:
+def _back(study: Study, request: AuthenticatedHttpRequest | None = None) -> HttpResponse:
+    """Back to the members page; to one's studies when one just left this study (it would be a 404)."""
+    if request is not None and not request.user.is_staff:
+        still_in = study.members.filter(user=request.user, is_active=True, role=StudyMember.Role.RESEARCHER)
+        if not still_in.exists():
+            return redirect("annotation:my_studies")
     return redirect("annotation:study_members", slug=study.slug)
 
 
@@ -88,14 +93,14 @@ def member_role(request: AuthenticatedHttpRequest, slug: str, member_id: int) ->
     form = MemberRoleForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Choose annotator or researcher.")
-        return _back(member.study)
+        return _back(member.study, request)
     try:
         member = set_member_role(study=member.study, member=member, role=form.cleaned_data["role"])
     except ServiceError as exc:
         messages.error(request, f"Role not changed: {exc}.")
     else:
         messages.success(request, f"{member.pseudonym} is now {member.get_role_display().lower()}.")
-    return _back(member.study)
+    return _back(member.study, request)
 
 
 @login_required
@@ -109,13 +114,13 @@ def member_active(request: AuthenticatedHttpRequest, slug: str, member_id: int) 
         member, freed = set_member_active(study=study, member=member, active=active)
     except ServiceError as exc:
         messages.error(request, f"Not changed: {exc}.")
-        return _back(study)
+        return _back(study, request)
     if active:
         messages.success(request, f"{member.pseudonym} is active again.")
     else:
         given_back = f"; {freed} item(s) in progress went back to the pool" if freed else ""
         messages.success(request, f"{member.pseudonym} is deactivated; their answers stay{given_back}.")
-    return _back(study)
+    return _back(study, request)
 
 
 @login_required
@@ -127,7 +132,7 @@ def member_remove(request: AuthenticatedHttpRequest, slug: str, member_id: int) 
         outcome = remove_member(study=study, member=member)
     except ServiceError as exc:
         messages.error(request, f"Not removed: {exc}.")
-        return _back(study)
+        return _back(study, request)
     if outcome.action == DEACTIVATED:
         messages.success(
             request,
@@ -136,7 +141,7 @@ def member_remove(request: AuthenticatedHttpRequest, slug: str, member_id: int) 
         )
     else:
         messages.success(request, f"{member.pseudonym} is removed from the study.")
-    return _back(study)
+    return _back(study, request)
 
 
 @login_required

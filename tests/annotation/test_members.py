@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from accounts.models import ApiToken
 from accounts.services import issue_token
+from annotation.exports import export_chunks
 from annotation.models import Annotation, Assignment, Item, StudyMember
 from annotation.selectors import pseudonyms
 from annotation.services import ServiceError, add_members, create_study
@@ -59,6 +60,8 @@ def test_deactivated_annotator_cannot_claim_or_submit_and_labels_stay_attributed
         submit(user=annotator, study=study, assignment_id=done.pk, answer=SubmittedAnswer(label="contradicted"))
     assert Annotation.objects.get(assignment=done).label == "supported"  # unchanged, still there
     assert pseudonyms(study)[annotator.pk] == anna.pseudonym
+    exported = "".join(export_chunks(study, "csv")).splitlines()
+    assert len(exported) == 2 and f",{anna.pseudonym},supported," in exported[1]  # still theirs in the export
 
 
 @pytest.mark.django_db
@@ -233,3 +236,13 @@ def test_annotators_and_outsiders_get_404_on_member_management(client, verificat
         assert client.post(reverse("annotation:invite_create", args=["verif"]), {"max_uses": 5}).status_code == 404
     assert StudyMember.objects.get(pk=anna.pk).is_active
     assert not verification_study.invites.exists()
+
+
+@pytest.mark.django_db
+def test_a_researcher_who_steps_down_is_sent_to_their_studies(client, verification_study, researcher):
+    add_members(study=verification_study, usernames=["rolf"], role="researcher")
+    client.force_login(researcher)
+    rita = member(verification_study, "rita")
+    response = client.post(reverse("annotation:member_role", args=["verif", rita.pk]), {"role": "annotator"})
+    assert response["Location"] == reverse("annotation:my_studies")
+    assert member(verification_study, "rita").role == "annotator"
