@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api, member_api
+from . import api, invite_api, member_api
 
 urlpatterns = [
     path("studies/", api.StudyList.as_view(), name="api-study-list"),
@@ -31,4 +31,6 @@ urlpatterns = [
     path("assignments/<int:assignment_id>/submit", api.SubmitAssignment.as_view(), name="api-assignment-submit"),
     path("assignments/<int:assignment_id>/skip", api.SkipAssignment.as_view(), name="api-assignment-skip"),
     path("assignments/<int:assignment_id>/flag", api.FlagAssignment.as_view(), name="api-assignment-flag"),
+    path("invites/<str:token>/signup", invite_api.InviteSignup.as_view(), name="api-invite-signup"),
+    path("invites/<str:token>/join", invite_api.InviteJoin.as_view(), name="api-invite-join"),
 ]

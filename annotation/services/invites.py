@@ -34,10 +34,20 @@ from .members import next_free_pseudonym
 PREFIX_LENGTH = 6
 #: Attempts when two people join one study at once and pick the same pseudonym.
 JOIN_ATTEMPTS = 3
+TAKEN = "that username is taken; choose another"
 
 
 class InviteUnusable(ServiceError):
     """The invite is revoked, expired or used up; the message says which."""
+
+
+class AccountRefused(ServiceError):
+    """The new account's username or password does not pass; `field` names which."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
 
 
 class SignupThrottled(ServiceError):
@@ -178,17 +188,19 @@ def check_signup_allowed(ip_address: str | None, now: datetime | None = None) ->
 
 def _check_new_account(username: str, password: str) -> None:
     """The same rules as Django's sign-up form, so a caller that skipped the form is held to them."""
+    if not username:
+        raise AccountRefused("username", "required")
     field = User._meta.get_field("username")
     try:
         field.run_validators(username)
     except ValidationError as exc:
-        raise ServiceError(f"username: {' '.join(exc.messages)}") from None
-    if not username or User.objects.filter(username__iexact=username).exists():
-        raise ServiceError("username: that username is taken; choose another" if username else "username: required")
+        raise AccountRefused("username", " ".join(exc.messages)) from None
+    if User.objects.filter(username__iexact=username).exists():
+        raise AccountRefused("username", TAKEN)
     try:
         validate_password(password, User(username=username))
     except ValidationError as exc:
-        raise ServiceError(f"password: {' '.join(exc.messages)}") from None
+        raise AccountRefused("password", " ".join(exc.messages)) from None
 
 
 def sign_up_through_invite(
@@ -214,7 +226,7 @@ def sign_up_through_invite(
         except IntegrityError:
             invite.refresh_from_db()
             if User.objects.filter(username__iexact=username).exists():
-                raise ServiceError("username: that username is taken; choose another") from None
+                raise AccountRefused("username", TAKEN) from None
             if attempt == JOIN_ATTEMPTS - 1:
                 raise ServiceError("too many people are joining at this moment; try again") from None
     raise AssertionError("unreachable")

@@ -235,3 +235,54 @@ def test_two_sign_ups_at_once_on_a_one_use_invite_admit_exactly_one(researcher):
     assert invite.uses == 1
     assert StudyMember.objects.filter(study=study, role="annotator").count() == 1
     assert User.objects.filter(username__startswith="racer").count() == 1  # the losers' accounts were rolled back
+
+
+# --- API -------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_api_sign_up_then_token_then_annotate(client, loaded_verification_study, researcher):
+    token = create_invite(study=loaded_verification_study, created_by=researcher, max_uses=1).token
+    url = reverse("api-invite-signup", args=[token])
+    weak = client.post(url, {"username": "apinew", "password": "123"}, content_type="application/json")
+    assert weak.status_code == 400 and set(weak.json()["fields"]) == {"password"}
+
+    response = client.post(url, {"username": "apinew", "password": GOOD_PASSWORD}, content_type="application/json")
+    assert response.status_code == 201
+    body = response.json()
+    assert body["study"] == "verif" and body["role"] == "annotator" and body["joined"] is True
+    again = client.post(url, {"username": "apinew2", "password": GOOD_PASSWORD}, content_type="application/json")
+    assert again.status_code == 410 and again.json()["code"] == "invite_unusable"
+    assert "used 1 time(s)" in again.json()["detail"]
+
+    issued = client.post(
+        reverse("api-token"), {"username": "apinew", "password": GOOD_PASSWORD}, content_type="application/json"
+    )
+    headers = {"HTTP_AUTHORIZATION": f"Token {issued.json()['token']}"}
+    claimed = client.post(reverse("api-assignment-next", args=["verif"]), **headers)
+    assert claimed.status_code == 200 and claimed.json()["item"]["kind"] == "verification"
+
+
+@pytest.mark.django_db
+def test_api_join_unknown_links_and_throttle(client, verification_study, researcher, make_user, settings):
+    token = create_invite(study=verification_study, created_by=researcher, max_uses=5).token
+    carl = make_user("carl")
+    client.force_login(carl)
+    joined = client.post(reverse("api-invite-join", args=[token]))
+    assert joined.status_code == 200 and joined.json()["joined"] is True
+    twice = client.post(reverse("api-invite-join", args=[token]))
+    assert twice.json()["joined"] is False and Invite.objects.get().uses == 1
+    client.logout()
+    assert client.post(reverse("api-invite-join", args=[token])).status_code in (401, 403)
+
+    missing = client.post(reverse("api-invite-signup", args=["no-such-token"]), {}, content_type="application/json")
+    assert missing.status_code == 404 and missing.json()["code"] == "not_found"
+    settings.INVITE_SIGNUP_LIMIT = 1
+    url = reverse("api-invite-signup", args=[token])
+    assert (
+        client.post(url, {"username": "s1", "password": GOOD_PASSWORD}, content_type="application/json").status_code
+        == 201
+    )
+    throttled = client.post(url, {"username": "s2", "password": GOOD_PASSWORD}, content_type="application/json")
+    assert throttled.status_code == 429 and throttled.json()["code"] == "throttled" and throttled["Retry-After"]
+    assert not User.objects.filter(username="s2").exists()
