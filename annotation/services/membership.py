@@ -5,6 +5,9 @@ deleted, when removed: the row keeps their pseudonym, so exports and reports sti
 attribute their answers; deactivated, they are an outsider of the study (404 on its pages
 and API) and cannot claim or submit (annotation/access.py, services/assignment_sql.py).
 A study always keeps at least one active researcher, so it can always be managed.
+
+Every change locks the member's row first: the same row `claim_next` locks while it hands
+this user an item, so a deactivation waits for a claim in flight and then frees what it took.
 """
 
 from __future__ import annotations
