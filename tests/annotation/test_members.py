@@ -246,3 +246,16 @@ def test_a_researcher_who_steps_down_is_sent_to_their_studies(client, verificati
     response = client.post(reverse("annotation:member_role", args=["verif", rita.pk]), {"role": "annotator"})
     assert response["Location"] == reverse("annotation:my_studies")
     assert member(verification_study, "rita").role == "annotator"
+
+
+@pytest.mark.django_db
+def test_study_page_and_command_show_deactivated_members(client, verification_study, researcher, capsys):
+    from django.core.management import call_command
+
+    set_member_active(study=verification_study, member=member(verification_study, "anna"), active=False)
+    client.force_login(researcher)
+    html = client.get(reverse("annotation:study_detail", args=["verif"])).content.decode()
+    assert '<span class="badge">deactivated</span>' in html
+    call_command("add_members", "verif", "anna", "--role", "annotator")
+    assert "anna: back in verif as annotator (ann-01); was deactivated" in capsys.readouterr().out
+    assert member(verification_study, "anna").is_active
