@@ -14,6 +14,7 @@ address found as for logins), so a link with many uses cannot mint accounts at w
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -175,8 +176,18 @@ def signup_window() -> timedelta:
     return timedelta(minutes=settings.INVITE_SIGNUP_WINDOW_MINUTES)
 
 
+def _address(ip_address: str | None) -> str | None:
+    """The client address as stored, or None when it is not one (a misconfigured proxy header):
+    unknown addresses share one throttle bucket rather than failing the sign-up."""
+    try:
+        return str(ipaddress.ip_address((ip_address or "").strip()))
+    except ValueError:
+        return None
+
+
 def check_signup_allowed(ip_address: str | None, now: datetime | None = None) -> None:
     """SignupThrottled when this address created INVITE_SIGNUP_LIMIT accounts within the window."""
+    ip_address = _address(ip_address)
     now = now or timezone.now()
     since = now - signup_window()
     recent = InviteSignup.objects.filter(ip_address=ip_address, created_at__gt=since).order_by("created_at")
@@ -212,6 +223,7 @@ def sign_up_through_invite(
     password does not pass Django's validators, or the invite has no use left.
     """
     now = now or timezone.now()
+    ip_address = _address(ip_address)
     check_signup_allowed(ip_address, now)
     username = (username or "").strip()
     _check_new_account(username, password)
