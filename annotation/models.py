@@ -96,6 +96,11 @@ class StudyMember(models.Model):
     role = models.CharField(max_length=16, choices=Role.choices)
     pseudonym = models.CharField(max_length=100, help_text="What exports and reports call this annotator.")
     is_external = models.BooleanField(default=False, help_text="An identity whose labels were imported, not a login.")
+    is_active = models.BooleanField(
+        default=True,
+        help_text="Deactivated: no longer in the study (cannot open, claim or submit); labels stay under the pseudonym.",
+    )
+    deactivated_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -444,3 +449,62 @@ class ExportJob(BackgroundJob):
 
     def __str__(self) -> str:
         return f"{self.file_format} export of {self.study_id} ({self.status})"
+
+
+class Invite(models.Model):
+    """A link that lets people join a study (and, when not logged in, create an account first).
+
+    Only the SHA-256 of the token is stored (like accounts.ApiToken): the clear link exists
+    only in the answer that created it. `uses` is bumped by a conditional UPDATE
+    (services/invites.py), so a 1-use invite admits one person even when two sign up at once;
+    the CHECK constraint refuses more uses than `max_uses` whatever the code does.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="invites")
+    token_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=16, help_text="The token's first characters, to tell invites apart.")
+    role = models.CharField(max_length=16, choices=StudyMember.Role.choices, default=StudyMember.Role.ANNOTATOR)
+    max_uses = models.PositiveIntegerField()
+    uses = models.PositiveIntegerField(default=0)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(max_uses__gte=1), name="invite_max_uses_positive"),
+            models.CheckConstraint(condition=Q(uses__lte=F("max_uses")), name="invite_uses_within_max"),
+            models.CheckConstraint(condition=Q(role__in=["researcher", "annotator"]), name="invite_role_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study_id}: invite {self.prefix}… ({self.uses}/{self.max_uses})"
+
+    def state(self, now: datetime | None = None) -> str:
+        """active / revoked / expired / used up: what a list shows and why a link is refused."""
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at <= (now or timezone.now()):
+            return "expired"
+        return "used up" if self.uses >= self.max_uses else "active"
+
+
+class InviteSignup(models.Model):
+    """One account created through an invite, with the client address: sign-ups are throttled per
+    address (services/invites.py), and a researcher can see who came in through which link."""
+
+    invite = models.ForeignKey(Invite, on_delete=models.CASCADE, related_name="signups")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    ip_address = models.GenericIPAddressField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["ip_address", "created_at"], name="invitesignup_ip_time")]
+
+    def __str__(self) -> str:
+        return f"sign-up through invite {self.invite_id} at {self.created_at:%Y-%m-%d %H:%M}"
