@@ -350,6 +350,36 @@ class StagedItem(models.Model):
         return f"staged {self.external_id} (line {self.line})"
 
 
+class StagedAnnotation(models.Model):
+    """One parsed label of an annotation import on its way in (services/annotation_staging.py).
+
+    Like StagedItem: the shape of a private TEMPORARY table, not a table of
+    the database. Each row becomes a submitted Assignment and its Annotation.
+    """
+
+    line = models.BigIntegerField()
+    item_id = models.IntegerField()
+    annotator_id = models.IntegerField()
+    slot = models.PositiveSmallIntegerField()
+    left_system = models.CharField(max_length=200)
+    queue_position = models.BigIntegerField()
+    label = models.CharField(max_length=100)
+    raw_label = models.CharField(max_length=200)
+    preferred_system = models.CharField(max_length=200)
+    strength = models.CharField(max_length=8)
+    choice = models.CharField(max_length=32)
+    justification = models.TextField()
+    evidence_judgements = models.JSONField()
+    active_ms = models.PositiveIntegerField(null=True)
+
+    class Meta:
+        managed = False
+        db_table = "claimlab_staged_annotation"
+
+    def __str__(self) -> str:
+        return f"staged label of item {self.item_id} (line {self.line})"
+
+
 class JobStatus(models.TextChoices):
     """Where a background job (an import, an export) stands."""
 

@@ -10,7 +10,7 @@ from ..formats import MAX_LINE_BYTES, RecordError
 from ..importers import ItemRow, parse_preference_item, parse_verification_item
 from ..models import Item, Study
 from .errors import ErrorCollector, ImportResult
-from .item_staging import stage_rows, staging_for, switch_live
+from .item_staging import stage_item_rows, staging_for, switch_live
 
 BATCH_SIZE = 1000
 
@@ -79,11 +79,11 @@ def import_items(
                 result.updated += 1
             batch.append(_staged_row(line, row, None if target else new_rank, target))
             if len(batch) >= BATCH_SIZE:
-                stage_rows(staging, batch)
+                stage_item_rows(staging, batch)
                 batch.clear()
         if errors:
             raise errors.fail()
-        stage_rows(staging, batch)
+        stage_item_rows(staging, batch)
         switch_live(staging, systems=systems, now=now)
     return result
 

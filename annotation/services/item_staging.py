@@ -1,21 +1,10 @@
 """Staging big item imports: rows go into a private temporary table, then live in one short transaction.
 
-Why: on SQLite a transaction that writes holds the database's only write lock
-until it ends. An import that parsed, checked and inserted a million items in
-one transaction held it for ~30 s, past the 20 s busy timeout, so annotators'
-submits failed and the background worker died on "database is locked". Here
-the slow part (reading, checking and converting the file) writes its rows
-into a TEMPORARY table: private to the import's connection, never the main
-database's write lock (SQLite keeps temporary tables in a separate database;
-PostgreSQL does not log them), and gone with the connection if the process is
-killed, so nothing is left to clean up. Only the switch (one INSERT ... SELECT
-and one UPDATE ... FROM, run inside the database) holds the lock. To the user
-the import is still all or nothing: nobody else can see the staged rows.
+Why, and how the temporary table works: staging.py.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,11 +12,11 @@ from datetime import datetime
 
 from django.db import connection, transaction
 
-from ..bulk import insert_rows
 from ..formats import RecordError
 from ..models import Item, StagedItem, Study
-from ..rawsql import Names, quote
+from ..rawsql import Names
 from .errors import ImportFailed
+from .staging import stage_rows, temporary_table
 
 STAGED_FIELDS = [
     "line",
@@ -57,42 +46,19 @@ class Staging:
 
 @contextmanager
 def staging_for(study: Study) -> Iterator[Staging]:
-    """A fresh temporary staging table for one import, dropped afterwards.
-
-    Its columns are made by selecting no rows from the item table (plus the
-    staging's own), so their types follow the items' on both databases.
-    """
+    """A fresh temporary staging table for one item import, dropped afterwards."""
     item, staged = Names(Item), Names(StagedItem)
-    name = quote(f"claimlab_staging_{uuid.uuid4().hex}")
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"CREATE TEMPORARY TABLE {name} AS SELECT {item.position} AS {staged.line}, "
-            f"{item.position} AS {staged.new_rank}, {item.id} AS {staged.target}, {item.external_id}, "
-            f"{', '.join(getattr(item, column) for column in COPIED)} FROM {item.table} WHERE 1 = 0"
-        )
-    try:
-        yield Staging(study=study, table=name)
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute(f"DROP TABLE IF EXISTS {name}")
+    shape = (
+        f"SELECT {item.position} AS {staged.line}, {item.position} AS {staged.new_rank}, {item.id} AS {staged.target}, "
+        f"{item.external_id}, {', '.join(getattr(item, column) for column in COPIED)} FROM {item.table} WHERE 1 = 0"
+    )
+    with temporary_table(shape) as table:
+        yield Staging(study=study, table=table)
 
 
-def stage_rows(staging: Staging, rows: Sequence[tuple]) -> None:
+def stage_item_rows(staging: Staging, rows: Sequence[tuple]) -> None:
     """Write rows (tuples in STAGED_FIELDS order) to the staging table; takes no lock others wait on."""
-    if connection.vendor != "sqlite" or connection.in_atomic_block:
-        insert_rows(StagedItem, STAGED_FIELDS, rows, into=staging.table)
-        return
-    # One transaction per batch instead of one per row (autocommit), ~2x faster. Not
-    # transaction.atomic(): it begins IMMEDIATE (settings), which takes the main database's
-    # write lock; a DEFERRED transaction that writes only the temporary table never does.
-    with connection.cursor() as cursor:
-        cursor.execute("BEGIN DEFERRED")
-        try:
-            insert_rows(StagedItem, STAGED_FIELDS, rows, into=staging.table)
-        except BaseException:
-            cursor.execute("ROLLBACK")
-            raise
-        cursor.execute("COMMIT")
+    stage_rows(StagedItem, STAGED_FIELDS, staging.table, rows)
 
 
 def switch_live(staging: Staging, *, systems: list[str], now: datetime) -> None:

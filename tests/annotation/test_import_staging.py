@@ -14,10 +14,12 @@ import threading
 from collections.abc import Callable
 
 import pytest
+from django.contrib.auth.models import User
 from django.db import connection, connections, transaction
 
-from annotation.models import Item
-from annotation.services import ImportFailed, import_items, item_import
+from annotation.models import Annotation, Assignment, Item, StudyMember
+from annotation.services import ImportFailed, annotation_import, import_annotations, import_items, item_import
+from annotation.services.assignments import claim_next
 from tests.conftest import verification_item
 
 
@@ -159,3 +161,80 @@ def test_updates_and_new_items_switch_together_positions_after_existing(verifica
     assert items["c-1"].payload["claim"] != "Changed claim 1."
     assert [items[f"c-{k}"].position for k in (6, 7)] == [6, 7]
     assert items["c-2"].position == 2
+
+
+class WatchedLabels(WatchedFile):
+    """A JSONL file of labels by `annotators` on items c-1..c-n."""
+
+    def __init__(self, n: int, at: int, on_line: Callable[[], None], annotators: tuple[str, ...] = ("w1",)) -> None:
+        super().__init__(0, at, on_line)
+        self.lines = [
+            json.dumps({"item": f"c-{k}", "annotator": name, "label": "supported"}).encode() + b"\n"
+            for k in range(1, n + 1)
+            for name in annotators
+        ]
+
+
+def items_for(study, n: int) -> None:
+    import_items(study=study, stream=reader(WatchedFile(n, at=0, on_line=lambda: None)), fmt="jsonl")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_no_transaction_is_open_while_a_label_file_is_read(verification_study, monkeypatch):
+    monkeypatch.setattr(annotation_import, "BATCH_SIZE", 10)
+    items_for(verification_study, 30)
+    seen: dict[str, object] = {}
+
+    def look() -> None:
+        seen["in_transaction"] = connection.in_atomic_block
+        seen["live"] = Annotation.objects.filter(assignment__study=verification_study).count()
+
+    result = import_annotations(
+        study=verification_study,
+        stream=reader(WatchedLabels(30, at=50, on_line=look, annotators=("w1", "w2"))),
+        fmt="jsonl",
+    )
+    assert seen == {"in_transaction": False, "live": 0}
+    assert result.created == 60
+    assert Annotation.objects.filter(assignment__study=verification_study).count() == 60
+    assert set(Item.objects.filter(study=verification_study).values_list("slots_taken", flat=True)) == {2}
+    assert staging_tables() == []
+
+
+@pytest.mark.django_db
+def test_a_failed_label_import_leaves_no_new_annotator_identity(verification_study):
+    items_for(verification_study, 3)
+    members_before = set(StudyMember.objects.filter(study=verification_study).values_list("pk", flat=True))
+    users_before = User.objects.count()
+    body = "\n".join(
+        [
+            json.dumps({"item": "c-1", "annotator": "new-person", "label": "supported"}),
+            json.dumps({"item": "c-2", "annotator": "another", "label": "supported"}),
+            json.dumps({"item": "c-3", "annotator": "another", "label": "not-a-label"}),
+        ]
+    )
+    with pytest.raises(ImportFailed) as failed:
+        import_annotations(study=verification_study, stream=io.BytesIO(body.encode()), fmt="jsonl")
+    assert [error.line for error in failed.value.errors] == [3]
+    assert set(StudyMember.objects.filter(study=verification_study).values_list("pk", flat=True)) == members_before
+    assert User.objects.count() == users_before
+    assert not Annotation.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_slot_given_to_an_annotator_meanwhile_is_named_by_line(verification_study, annotator):
+    """N = 3; the file fills all three slots of c-2 while a live annotator takes one of them."""
+    items_for(verification_study, 3)
+
+    def annotator_claims_c2() -> None:
+        Item.objects.filter(study=verification_study).exclude(external_id="c-2").update(slots_taken=3)
+        assignment = claim_next(user=annotator, study=verification_study)
+        assert assignment is not None and assignment.item.external_id == "c-2"
+
+    labels = WatchedLabels(2, at=2, on_line=annotator_claims_c2, annotators=("w1", "w2", "w3"))
+    with pytest.raises(ImportFailed) as failed:
+        import_annotations(study=verification_study, stream=reader(labels), fmt="jsonl")
+    assert [error.line for error in failed.value.errors] == [4]  # c-2 by w1 was to take slot 0
+    assert "was given to an annotator while this file was being read" in failed.value.errors[0].message
+    assert not Annotation.objects.exists()
+    assert Assignment.objects.filter(study=verification_study).count() == 1  # only the live annotator's
