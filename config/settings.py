@@ -474,3 +474,8 @@ LOGGING: dict[str, Any] = {
         "claimlab": {"level": LOG_LEVEL, "propagate": True},
     },
 }
+
+# --- studies made in the browser and the API (issue 11) ----------------------
+# Who may create studies: staff, users with the permission `annotation.add_study` (directly or
+# through a group, e.g. "researchers"), and researchers of any study. 1: every logged-in user.
+ANYONE_CAN_CREATE_STUDIES = env_bool("CLAIMLAB_ANYONE_CAN_CREATE_STUDIES", False)
