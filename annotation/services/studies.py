@@ -171,9 +171,15 @@ def _check_instructions(instructions: Any) -> str:
     return instructions
 
 
+#: Slugs that name pages rather than studies (annotation/urls.py).
+RESERVED_SLUGS = frozenset({"new", "preview-markdown"})
+
+
 def _check_slug(slug: str) -> None:
     if not slug or slugify(slug) != slug or len(slug) > 64:
         raise ServiceError(f"{slug!r} is not a valid slug (lowercase letters, digits and hyphens, at most 64)")
+    if slug in RESERVED_SLUGS:
+        raise ServiceError(f"{slug!r} is reserved for a page; choose another slug")
     if Study.objects.filter(slug=slug).exists():
         raise ServiceError(f"a study with slug {slug!r} already exists")
 
