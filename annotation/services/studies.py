@@ -19,6 +19,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
+from django.utils import timezone
 from django.utils.text import slugify
 
 from ..models import Annotation, Assignment, Item, Study, StudyChange, StudyMember, new_seed
@@ -129,8 +130,8 @@ def _validated_settings(
         if tie_allowed and PREFERENCE_TIE not in chosen:
             raise ServiceError("a preference study that offers a tie needs the label 'tie'")
     aliases = {str(raw).strip(): str(target).strip() for raw, target in (label_aliases or {}).items()}
-    if any(not raw for raw in aliases):
-        raise ServiceError("a label alias needs a raw label before the '='")
+    if any(not raw or "\x00" in raw for raw in aliases):
+        raise ServiceError("a label alias needs a raw label before the '=' (and no NUL characters)")
     bad_aliases = sorted(target for target in aliases.values() if target not in chosen)
     if bad_aliases:
         raise ServiceError(f"label aliases point at unknown label(s): {', '.join(bad_aliases)}")
@@ -315,6 +316,7 @@ def update_study(*, study: Study, changes: Mapping[str, Any], user: User | None 
     unknown = sorted(set(changes) - set(EDITABLE_FIELDS))
     if unknown:
         raise ServiceError(f"unknown or read-only setting(s): {', '.join(unknown)}")
+    given = study
     study = Study.objects.select_for_update().get(pk=study.pk)
     current = {name: getattr(study, name) for name in EDITABLE_FIELDS}
     merged = {**current, **changes}
@@ -346,6 +348,7 @@ def update_study(*, study: Study, changes: Mapping[str, Any], user: User | None 
     records = []
     for name in changed:
         setattr(study, name, final[name])
+        setattr(given, name, final[name])
         if annotated:
             records.append(
                 StudyChange(study=study, changed_by=user, field=name, old_value=current[name], new_value=final[name])
@@ -355,10 +358,15 @@ def update_study(*, study: Study, changes: Mapping[str, Any], user: User | None 
 
 
 def _release_open_leases(study: Study) -> int:
-    """Delete the study's active assignments (they hold no answer) and give their slots back."""
+    """Close the study's active assignments (none holds an answer) and give their slots back.
+
+    They are closed as a lease that ran out (skipped, slot freed, lease time
+    kept as the mark), so a late submit says why it was refused, and the item
+    goes to someone else if the study is reopened.
+    """
     active = Assignment.objects.filter(study=study, status=Assignment.Status.ACTIVE)
     per_item = Counter(active.values_list("item_id", flat=True))
-    active.delete()
+    active.update(status=Assignment.Status.SKIPPED, slot=None, updated_at=timezone.now())
     for item_id, count in per_item.items():
         Item.objects.filter(pk=item_id, slots_taken__gte=count).update(slots_taken=F("slots_taken") - count)
     return sum(per_item.values())
