@@ -102,7 +102,8 @@ NOT_OPEN_REASONS = {
 
 def not_open_reason(study: Study) -> str:
     """Why no item is handed out in this study (for the page and the API)."""
-    return f"the study {study.slug!r} {NOT_OPEN_REASONS.get(study.status, f'is {study.status}, not open')}"
+    reason = NOT_OPEN_REASONS.get(study.status, f"is {study.status}")
+    return f"the study {study.slug!r} is not open for annotation: it {reason}"
 
 
 def _check_can_annotate(user: User, study: Study, *, lock: bool = False, paused_ok: bool = False) -> None:

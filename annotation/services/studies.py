@@ -387,7 +387,7 @@ def change_status(*, study: Study, status: str, user: User | None = None) -> Stu
         return locked
     if status not in TRANSITIONS[old]:
         allowed = ", ".join(TRANSITIONS[old])
-        raise ServiceError(f"a {old} study cannot become {status}; from {old} it can become: {allowed}")
+        raise ServiceError(f"the study is {old} and cannot become {status}; from {old} it can become: {allowed}")
     if status == Status.OPEN and not Item.objects.filter(study=locked).exists():
         raise ServiceError("a study needs items before it opens: import some first")
     if status == Status.CLOSED:

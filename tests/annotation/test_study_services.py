@@ -74,7 +74,7 @@ def test_a_draft_hands_out_nothing_and_says_why(draft, annotator):
 
 
 def test_transitions_follow_the_lifecycle(draft, researcher):
-    with pytest.raises(ServiceError, match="a draft study cannot become paused; from draft it can become: open, archived"):
+    with pytest.raises(ServiceError, match="the study is draft and cannot become paused; from draft it can become: open, archived"):
         change_status(study=draft, status="paused")
     change_status(study=draft, status="open", user=researcher)
     change_status(study=draft, status="paused", user=researcher)
