@@ -106,7 +106,8 @@ def study_settings(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
     """Edit a study's settings (refusals say why), change its status, duplicate it, see its change log."""
     study = access_study(request.user, slug, role=Researcher)
     if request.method == "GET":
-        return _settings_page(request, study, StudySettingsForm(initial=StudySettingsForm.initial_for(study)))
+        form = StudySettingsForm(initial=StudySettingsForm.initial_for(study))
+        return _settings_page(request, study, form, preview=render_markdown(study.instructions))
     form = StudySettingsForm(request.POST)
     if "preview" in request.POST:
         form.is_valid()
