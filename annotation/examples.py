@@ -137,11 +137,11 @@ def example_annotations(kind: str, study: Study | None = None) -> list[dict[str,
     return rows
 
 
-ITEM_COLUMNS = {
+ITEM_COLUMNS: dict[str, list[str]] = {
     Study.Kind.PREFERENCE: ["id", "domain", "question", "source", "lists"],
     Study.Kind.VERIFICATION: ["id", "domain", "claim", "context", "response_id", "system", "gold", "evidence"],
 }
-ANNOTATION_COLUMNS = {
+ANNOTATION_COLUMNS: dict[str, list[str]] = {
     Study.Kind.PREFERENCE: ["item", "annotator", "preferred", "strength", "justification", "left_system", "active_ms"],
     Study.Kind.VERIFICATION: ["item", "annotator", "label", "justification", "evidence_judgements"],
 }

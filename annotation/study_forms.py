@@ -140,10 +140,9 @@ class StatusForm(forms.Form):
 
 def status_actions(study: Study) -> list[tuple[str, str]]:
     """The lifecycle moves open to this study: (status, button text)."""
-    words = {
-        Study.Status.OPEN: "Resume" if study.status == Study.Status.PAUSED else "Reopen"
-        if study.status == Study.Status.CLOSED
-        else "Open for annotation",
+    opening: dict[str, str] = {Study.Status.PAUSED: "Resume", Study.Status.CLOSED: "Reopen"}
+    words: dict[str, str] = {
+        Study.Status.OPEN: opening.get(study.status, "Open for annotation"),
         Study.Status.PAUSED: "Pause",
         Study.Status.CLOSED: "Close" if study.status != Study.Status.ARCHIVED else "Unarchive",
         Study.Status.ARCHIVED: "Archive",

@@ -29,12 +29,12 @@ class StudySettingsSerializer(StrictSerializer):
     kind = serializers.ChoiceField(choices=Study.Kind.values)
     instructions = serializers.CharField(allow_blank=True, max_length=MAX_INSTRUCTIONS, required=False, default="")
     labels = serializers.ListField(
-        child=serializers.CharField(max_length=100), required=False, help_text="In order; omitted: the kind's vocabulary."
+        child=serializers.CharField(max_length=100),
+        required=False,
+        help_text="In order; omitted: the kind's vocabulary.",
     )
     label_aliases = serializers.DictField(child=serializers.CharField(max_length=100), required=False)
-    binary_map = serializers.DictField(
-        child=serializers.ChoiceField(choices=["positive", "negative"]), required=False
-    )
+    binary_map = serializers.DictField(child=serializers.ChoiceField(choices=["positive", "negative"]), required=False)
     systems = serializers.ListField(
         child=serializers.CharField(max_length=200), required=False, max_length=2, help_text="Preference: A then B."
     )

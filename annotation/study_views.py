@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from .access import Researcher, access_study, may_create_studies
 from .examples import FORMATS, WHATS, example_file, example_filename, example_systems
 from .exports import CONTENT_TYPES
-from .forms import answer_form
+from .forms import VerificationAnswerForm, answer_form
 from .http import AuthenticatedHttpRequest
 from .markdown import render_markdown
 from .models import Assignment, Item, Study, StudyChange
@@ -213,7 +213,7 @@ def annotate_preview(request: AuthenticatedHttpRequest, slug: str) -> HttpRespon
                 "item": shown,
                 "item_id": item.external_id,
                 "form": form,
-                "passages": [] if study.is_preference else form.passage_rows(shown["evidence"]),
+                "passages": form.passage_rows(shown["evidence"]) if isinstance(form, VerificationAnswerForm) else [],
                 "next_item": items.filter(position__gt=item.position).values_list("external_id", flat=True).first(),
             }
         )
@@ -225,11 +225,7 @@ def annotate_preview(request: AuthenticatedHttpRequest, slug: str) -> HttpRespon
 def formats_help(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     """How import files look for this study, with example files made from its settings."""
     study = access_study(request.user, slug, role=Researcher)
-    examples = {
-        (what, fmt): example_file(study.kind, what, fmt, study)
-        for what in WHATS
-        for fmt in FORMATS
-    }
+    examples = {(what, fmt): example_file(study.kind, what, fmt, study) for what in WHATS for fmt in FORMATS}
     context = {
         "study": study,
         "crumb": "File formats",

@@ -6,47 +6,67 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0003_job_heartbeat_attempts'),
+        ("annotation", "0003_job_heartbeat_attempts"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='StudyChange',
+            name="StudyChange",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('changed_at', models.DateTimeField(auto_now_add=True)),
-                ('field', models.CharField(max_length=64)),
-                ('old_value', models.JSONField(blank=True, null=True)),
-                ('new_value', models.JSONField(blank=True, null=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("changed_at", models.DateTimeField(auto_now_add=True)),
+                ("field", models.CharField(max_length=64)),
+                ("old_value", models.JSONField(blank=True, null=True)),
+                ("new_value", models.JSONField(blank=True, null=True)),
             ],
             options={
-                'ordering': ['study', '-changed_at', '-id'],
+                "ordering": ["study", "-changed_at", "-id"],
             },
         ),
         migrations.RemoveConstraint(
-            model_name='study',
-            name='study_status_valid',
+            model_name="study",
+            name="study_status_valid",
         ),
         migrations.AlterField(
-            model_name='study',
-            name='status',
-            field=models.CharField(choices=[('draft', 'Draft'), ('open', 'Open'), ('paused', 'Paused'), ('closed', 'Closed'), ('archived', 'Archived')], default='draft', max_length=8),
+            model_name="study",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("draft", "Draft"),
+                    ("open", "Open"),
+                    ("paused", "Paused"),
+                    ("closed", "Closed"),
+                    ("archived", "Archived"),
+                ],
+                default="draft",
+                max_length=8,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='study',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['draft', 'open', 'paused', 'closed', 'archived'])), name='study_status_valid'),
+            model_name="study",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["draft", "open", "paused", "closed", "archived"])),
+                name="study_status_valid",
+            ),
         ),
         migrations.AddField(
-            model_name='studychange',
-            name='changed_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="studychange",
+            name="changed_by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='studychange',
-            name='study',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='changes', to='annotation.study'),
+            model_name="studychange",
+            name="study",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="changes", to="annotation.study"
+            ),
         ),
     ]

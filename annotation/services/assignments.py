@@ -92,7 +92,7 @@ def lease_length() -> timedelta:
 
 
 #: Why a study that is not open hands out nothing, by status.
-NOT_OPEN_REASONS = {
+NOT_OPEN_REASONS: dict[str, str] = {
     Study.Status.DRAFT: "is a draft: annotation starts when a researcher opens it",
     Study.Status.PAUSED: "is paused: no new items are handed out until a researcher resumes it",
     Study.Status.CLOSED: "is closed: annotation has ended",
@@ -132,10 +132,11 @@ def claim_next(*, user: User, study: Study, now: datetime | None = None) -> Assi
         try:
             with transaction.atomic():
                 _check_can_annotate(user, study, lock=True, paused_ok=True)
-                if study.status == Study.Status.PAUSED:
-                    assignment = _keep_own_lease(user, study, now)
-                else:
-                    assignment = _claim(user, study, now)
+                assignment: Assignment | None = (
+                    _keep_own_lease(user, study, now)
+                    if study.status == Study.Status.PAUSED
+                    else _claim(user, study, now)
+                )
         except (IntegrityError, _Busy) as exc:
             # A lost race (a constraint said no, or every candidate was locked): the
             # transaction is rolled back with its locks; wait a moment and look again.

@@ -289,8 +289,10 @@ def _refuse_unsafe_changes(study: Study, current: dict[str, Any], final: dict[st
             refusals.append(f"{name} cannot change once the study has items ({FROZEN_WITH_ITEMS[name]})")
         elif name in FROZEN_AFTER_ANNOTATION and annotated:
             refusals.append(f"{name} cannot change after the first annotation ({FROZEN_AFTER_ANNOTATION[name]})")
-    if annotated and "label_aliases" in changed and not _alias_change_is_additive(
-        current["label_aliases"], final["label_aliases"]
+    if (
+        annotated
+        and "label_aliases" in changed
+        and not _alias_change_is_additive(current["label_aliases"], final["label_aliases"])
     ):
         refusals.append(
             "label aliases can only be added after the first annotation "
@@ -333,7 +335,13 @@ def update_study(*, study: Study, changes: Mapping[str, Any], user: User | None 
         seed=merged["seed"],
     )
     final = {**merged, **cleaned, "instructions": _check_instructions(merged["instructions"])}
-    for flag in ("evidence_judgements", "justification_required", "tie_allowed", "both_bad_allowed", "irrelevant_in_credibility"):
+    for flag in (
+        "evidence_judgements",
+        "justification_required",
+        "tie_allowed",
+        "both_bad_allowed",
+        "irrelevant_in_credibility",
+    ):
         if not isinstance(final[flag], bool):
             raise ServiceError(f"{flag} must be true or false")
     if "binary_map" not in changes and final["labels"] == current["labels"]:
@@ -404,7 +412,17 @@ def set_study_status(*, study: Study, status: str, user: User | None = None) -> 
     return change_status(study=study, status=status, user=user)
 
 
-ITEM_COPY_FIELDS = ("external_id", "position", "domain", "summary", "payload", "response_id", "system", "gold_label", "gold_raw")
+ITEM_COPY_FIELDS = (
+    "external_id",
+    "position",
+    "domain",
+    "summary",
+    "payload",
+    "response_id",
+    "system",
+    "gold_label",
+    "gold_raw",
+)
 
 
 @transaction.atomic

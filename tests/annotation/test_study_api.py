@@ -65,7 +65,9 @@ def test_patch_before_annotations_changes_labels(client, researcher, verificatio
     create(client)
     url = reverse("api-study-detail", args=["api-study"])
     response = client.patch(
-        url, {"labels": ["yes", "no"], "binary_map": {"yes": "positive", "no": "negative"}}, content_type="application/json"
+        url,
+        {"labels": ["yes", "no"], "binary_map": {"yes": "positive", "no": "negative"}},
+        content_type="application/json",
     )
     assert response.status_code == 200 and response.json()["labels"] == ["yes", "no"]
 

@@ -64,7 +64,9 @@ def test_a_new_study_is_a_draft_of_its_creator(client, researcher, verification_
 def test_a_bad_new_study_names_the_problem_and_stores_nothing(client, researcher, verification_study):
     client.force_login(researcher)
     response = client.post(reverse("annotation:study_new"), new_study_data(label_aliases="yes=factual"))
-    assert response.status_code == 400 and "label aliases point at unknown label(s): factual" in response.content.decode()
+    assert (
+        response.status_code == 400 and "label aliases point at unknown label(s): factual" in response.content.decode()
+    )
     response = client.post(reverse("annotation:study_new"), new_study_data(slug="verif"))
     assert "a study with slug &#x27;verif&#x27; already exists" in response.content.decode()
     response = client.post(reverse("annotation:study_new"), new_study_data(kind="preference", systems="a, b, c"))
@@ -115,7 +117,9 @@ def test_settings_edit_and_refusals_after_annotations(client, researcher, annota
     data["labels"] = "supported\ncontradicted"
     response = client.post(url, data)
     body = response.content.decode()
-    assert response.status_code == 400 and "Nothing was changed: labels cannot change after the first annotation" in body
+    assert (
+        response.status_code == 400 and "Nothing was changed: labels cannot change after the first annotation" in body
+    )
     data["labels"] = "\n".join(study.labels)
     data["name"] = "Renamed"
     data["instructions"] = "New words"

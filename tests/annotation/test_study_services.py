@@ -74,7 +74,9 @@ def test_a_draft_hands_out_nothing_and_says_why(draft, annotator):
 
 
 def test_transitions_follow_the_lifecycle(draft, researcher):
-    with pytest.raises(ServiceError, match="the study is draft and cannot become paused; from draft it can become: open, archived"):
+    with pytest.raises(
+        ServiceError, match="the study is draft and cannot become paused; from draft it can become: open, archived"
+    ):
         change_status(study=draft, status="paused")
     change_status(study=draft, status="open", user=researcher)
     change_status(study=draft, status="paused", user=researcher)
@@ -84,7 +86,9 @@ def test_transitions_follow_the_lifecycle(draft, researcher):
     with pytest.raises(ServiceError, match="cannot become open"):
         change_status(study=draft, status="open")
     assert Study.objects.get(pk=draft.pk).status == "archived"
-    log = list(StudyChange.objects.filter(study=draft, field="status").order_by("id").values_list("new_value", flat=True))
+    log = list(
+        StudyChange.objects.filter(study=draft, field="status").order_by("id").values_list("new_value", flat=True)
+    )
     assert log == ["open", "paused", "open", "closed", "archived"]
     assert StudyChange.objects.filter(study=draft).first().changed_by == researcher
 
@@ -142,7 +146,11 @@ def test_closing_releases_open_leases_and_keeps_answers(draft, annotator, make_u
 def test_before_the_first_annotation_everything_changes_without_a_log(draft):
     recorded = update_study(
         study=draft,
-        changes={"labels": ["true", "false"], "annotators_per_item": 2, "binary_map": {"true": "positive", "false": "negative"}},
+        changes={
+            "labels": ["true", "false"],
+            "annotators_per_item": 2,
+            "binary_map": {"true": "positive", "false": "negative"},
+        },
     )
     assert recorded == []
     draft.refresh_from_db()
