@@ -5,6 +5,7 @@ Thin like views.py: forms parse, `services.studies` decides, access helpers fetc
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.contrib import messages
@@ -15,7 +16,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .access import Researcher, access_study, may_create_studies
-from .examples import FORMATS, WHATS, example_file, example_filename, example_systems
+from .examples import FORMATS, WHATS, example_file, example_filename, example_items, example_systems
 from .exports import CONTENT_TYPES
 from .forms import VerificationAnswerForm, answer_form
 from .http import AuthenticatedHttpRequest
@@ -234,6 +235,7 @@ def formats_help(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         "annotations_jsonl": examples[("annotations", "jsonl")],
         "items_csv": examples[("items", "csv")],
         "annotations_csv": examples[("annotations", "csv")],
+        "item_readable": json.dumps(example_items(study.kind, study)[0], indent=2, ensure_ascii=False),
     }
     return render(request, "annotation/formats.html", context)
 
