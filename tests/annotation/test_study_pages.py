@@ -249,3 +249,26 @@ def test_annotators_keep_their_role_after_a_new_study(client, researcher, annota
     client.force_login(researcher)
     client.post(reverse("annotation:study_new"), new_study_data())
     assert not StudyMember.objects.filter(study__slug="my-study", user=annotator).exists()
+
+
+def test_a_paused_study_lets_the_annotator_finish_the_held_item(client, annotator, verification_study):
+    import_items(study=verification_study, stream=jsonl(verification_item("c-1")), fmt="jsonl")
+    client.force_login(annotator)
+    held = client.get(reverse("annotation:annotate", args=["verif"]))
+    assert held.status_code == 200 and "Claim c-1 is true." in held.content.decode()
+    change_status(study=verification_study, status="paused")
+    assert 'id="study-paused"' in client.get(reverse("annotation:study_detail", args=["verif"])).content.decode()
+    again = client.get(reverse("annotation:annotate", args=["verif"]))
+    assert again.status_code == 200 and "Claim c-1 is true." in again.content.decode()
+    assignment = Assignment.objects.get(study=verification_study, annotator=annotator)
+    response = client.post(reverse("annotation:annotate_submit", args=["verif", assignment.pk]), {"label": "supported"})
+    assert response.status_code == 302 and Annotation.objects.filter(assignment=assignment).exists()
+    refused = client.get(reverse("annotation:annotate", args=["verif"]))
+    assert refused.status_code == 403 and "paused" in refused.content.decode()
+
+
+def test_researchers_are_pointed_to_the_annotators_view(client, researcher, verification_study):
+    client.force_login(researcher)
+    response = client.get(reverse("annotation:annotate", args=["verif"]))
+    assert response.status_code == 403
+    assert reverse("annotation:annotate_preview", args=["verif"]) in response.content.decode()
