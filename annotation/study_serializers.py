@@ -26,7 +26,7 @@ class StudySettingsSerializer(StrictSerializer):
     """A study's editable settings; every field optional on update (PATCH)."""
 
     name = serializers.CharField(max_length=200)
-    kind = serializers.ChoiceField(choices=Study.Kind.values)
+    kind = serializers.ChoiceField(choices=Study.Kind.choices)
     instructions = serializers.CharField(allow_blank=True, max_length=MAX_INSTRUCTIONS, required=False, default="")
     labels = serializers.ListField(
         child=serializers.CharField(max_length=100),
@@ -53,7 +53,7 @@ class StudyCreateSerializer(StudySettingsSerializer):
 
 class StudyStatusSerializer(StrictSerializer):
     status = serializers.ChoiceField(
-        choices=Study.Status.values,
+        choices=Study.Status.choices,
         help_text="draft -> open <-> paused -> closed -> archived (closed may reopen; archived may go back to closed).",
     )
 
