@@ -130,7 +130,7 @@ def render_markdown(text: str) -> SafeString:
     clean = nh3.clean(
         html,
         tags=ALLOWED_TAGS,
-        attributes={"a": {"href", "title"}, "abbr": {"title"}, "td": {"align"}, "th": {"align"}},
+        attributes={"a": {"href", "title"}, "abbr": {"title"}, "ol": {"start"}, "td": {"align"}, "th": {"align"}},
         url_schemes={"http", "https", "mailto"},
         link_rel="noopener noreferrer nofollow",
     )
