@@ -86,6 +86,14 @@ class StudySettingsForm(forms.Form):
         help_text="Markdown: headings, **bold**, lists (indent a sub-list under its item), tables, links.",
     )
 
+    def __init__(self, *args: Any, frozen: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name, reason in (frozen or {}).items():
+            field = self.fields[name]
+            field.help_text = f"Locked: {reason}."
+            field.widget.attrs["aria-describedby"] = f"id_{name}_helptext"
+            field.widget.attrs["data-locked"] = ""
+
     def clean_labels(self) -> list[str]:
         return _names(self.cleaned_data["labels"])
 

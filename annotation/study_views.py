@@ -29,6 +29,7 @@ from .services.studies import (
     change_status,
     create_study,
     duplicate_study,
+    frozen_settings,
     has_annotations,
     update_study,
 )
@@ -106,10 +107,11 @@ def _settings_page(
 def study_settings(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     """Edit a study's settings (refusals say why), change its status, duplicate it, see its change log."""
     study = access_study(request.user, slug, role=Researcher)
+    frozen = frozen_settings(study)
     if request.method == "GET":
-        form = StudySettingsForm(initial=StudySettingsForm.initial_for(study))
+        form = StudySettingsForm(initial=StudySettingsForm.initial_for(study), frozen=frozen)
         return _settings_page(request, study, form, preview=render_markdown(study.instructions))
-    form = StudySettingsForm(request.POST)
+    form = StudySettingsForm(request.POST, frozen=frozen)
     if "preview" in request.POST:
         form.is_valid()
         return _settings_page(request, study, form, preview=_preview(form))
@@ -174,7 +176,7 @@ def study_duplicate(request: AuthenticatedHttpRequest, slug: str) -> HttpRespons
         else:
             messages.success(request, f"Created the draft {copy.name} from {study.name}.")
             return redirect("annotation:study_detail", slug=copy.slug)
-    settings_form = StudySettingsForm(initial=StudySettingsForm.initial_for(study))
+    settings_form = StudySettingsForm(initial=StudySettingsForm.initial_for(study), frozen=frozen_settings(study))
     return _settings_page(request, study, settings_form, duplicate=form, status=400)
 
 

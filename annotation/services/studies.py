@@ -279,6 +279,16 @@ def _labels_for_update(current: dict[str, Any], changes: Mapping[str, Any], merg
     return labels
 
 
+def frozen_settings(study: Study) -> dict[str, str]:
+    """The settings that can no longer change, each with the reason (for the settings page)."""
+    frozen: dict[str, str] = {}
+    if has_annotations(study):
+        frozen.update(FROZEN_AFTER_ANNOTATION)
+    elif Item.objects.filter(study=study).exists():
+        frozen.update(FROZEN_WITH_ITEMS)
+    return frozen
+
+
 def _refuse_unsafe_changes(study: Study, current: dict[str, Any], final: dict[str, Any], changed: list[str]) -> None:
     """Refuse, with every reason at once, changes that would change what stored items or labels mean."""
     annotated = has_annotations(study)

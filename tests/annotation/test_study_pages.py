@@ -110,7 +110,9 @@ def test_settings_edit_and_refusals_after_annotations(client, researcher, annota
     study = loaded_verification_study
     client.force_login(researcher)
     url = reverse("annotation:study_settings", args=[study.slug])
-    assert client.get(url).status_code == 200
+    page = client.get(url).content.decode()
+    assert "Locked: stored labels are canonical labels of the current list." in page
+    assert "Locked: the stored labels belong to the study's kind." in page
     from annotation.study_forms import StudySettingsForm
 
     data = {k: v for k, v in StudySettingsForm.initial_for(study).items() if v not in (False, None)}

@@ -13,7 +13,7 @@ from django.contrib.auth.models import Group, Permission
 from django.urls import reverse
 
 from annotation.models import Study
-from annotation.services import import_items
+from annotation.services import import_annotations, import_items
 
 from ..conftest import jsonl, verification_item
 from .test_workbench_browser import log_in
@@ -92,4 +92,14 @@ def test_a_researcher_creates_a_study_with_nested_instructions_and_opens_it(page
     shoot(page, "study-detail")
     page.goto(reverse("annotation:formats_help", args=["claims-pilot"]))
     shoot(page, "formats")
+
+    # after the first label, label settings are locked (with the reason) and changes are logged
+    import_annotations(study=study, stream=jsonl({"item": "c-0", "annotator": "w1", "label": "supported"}), fmt="jsonl")
+    page.goto(reverse("annotation:study_settings", args=["claims-pilot"]))
+    assert "Locked: stored labels are canonical labels" in page.locator("#id_labels_helptext").inner_text()
+    page.fill("#id_name", "Claims main run")
+    with page.expect_navigation():
+        page.click("#save-settings")
+    assert page.locator("#changes td", has_text="Claims main run").count() == 1
+    shoot(page, "study-settings-locked")
     guard.assert_clean(page)
