@@ -7,6 +7,7 @@ easy path (Zulip's `access_*` pattern).
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
@@ -28,6 +29,20 @@ def studies_for(user: User | AnonymousUser) -> QuerySet[Study]:
     if user.is_staff:
         return Study.objects.all()
     return Study.objects.filter(members__user=user, members__is_active=True).distinct()
+
+
+def may_create_studies(user: User | AnonymousUser) -> bool:
+    """Whether the user may create studies (and so becomes their researcher).
+
+    Staff; users granted `annotation.add_study` (directly or through a group
+    such as "researchers"); anyone who is already a researcher of a study; and,
+    with CLAIMLAB_ANYONE_CAN_CREATE_STUDIES, every logged-in user.
+    """
+    if not user.is_authenticated or not user.is_active:
+        return False
+    if user.is_staff or settings.ANYONE_CAN_CREATE_STUDIES or user.has_perm("annotation.add_study"):
+        return True
+    return StudyMember.objects.filter(user=user, role=Researcher, is_external=False).exists()
 
 
 def _member_role_sql(study_ref: str) -> str:

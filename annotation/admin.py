@@ -17,6 +17,7 @@ from .models import (
     Invite,
     Item,
     Study,
+    StudyChange,
     StudyMember,
 )
 
@@ -70,6 +71,24 @@ class StudyAdmin(admin.ModelAdmin):
     def item_count(self, study: WithAnnotations[Study, ItemCount]) -> int:
         """`study` comes from get_queryset, which counts its items."""
         return study.n_items
+
+
+@admin.register(StudyChange)
+class StudyChangeAdmin(admin.ModelAdmin):
+    """The change log is evidence of how labels were collected: read it here, never edit it."""
+
+    list_display = ("study", "field", "changed_by", "changed_at")
+    list_filter = ("field", "study")
+    list_select_related = ("study", "changed_by")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: StudyChange | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: StudyChange | None = None) -> bool:
+        return False
 
 
 @admin.register(StudyMember)

@@ -1,10 +1,12 @@
 from django.urls import path
 
-from . import api, invite_api, member_api
+from . import api, invite_api, member_api, study_api
 
 urlpatterns = [
-    path("studies/", api.StudyList.as_view(), name="api-study-list"),
-    path("studies/<slug:slug>/", api.StudyDetail.as_view(), name="api-study-detail"),
+    path("studies/", study_api.StudyListCreate.as_view(), name="api-study-list"),
+    path("studies/<slug:slug>/", study_api.StudyDetailUpdate.as_view(), name="api-study-detail"),
+    path("studies/<slug:slug>/status", study_api.StudyStatusChange.as_view(), name="api-study-status"),
+    path("studies/<slug:slug>/duplicate", study_api.StudyDuplicate.as_view(), name="api-study-duplicate"),
     path("studies/<slug:slug>/items/", api.ItemList.as_view(), name="api-item-list"),
     path("studies/<slug:slug>/items/import", api.ImportUpload.as_view(), name="api-item-import"),
     path("studies/<slug:slug>/items/<path:external_id>", api.ItemDetail.as_view(), name="api-item-detail"),

@@ -30,7 +30,9 @@ class Study(models.Model):
     class Status(models.TextChoices):
         DRAFT = "draft", "Draft"
         OPEN = "open", "Open"
+        PAUSED = "paused", "Paused"
         CLOSED = "closed", "Closed"
+        ARCHIVED = "archived", "Archived"
 
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
@@ -75,7 +77,9 @@ class Study(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(annotators_per_item__gte=1), name="study_annotators_per_item_positive"),
             models.CheckConstraint(condition=Q(kind__in=["preference", "verification"]), name="study_kind_valid"),
-            models.CheckConstraint(condition=Q(status__in=["draft", "open", "closed"]), name="study_status_valid"),
+            models.CheckConstraint(
+                condition=Q(status__in=["draft", "open", "paused", "closed", "archived"]), name="study_status_valid"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -84,6 +88,30 @@ class Study(models.Model):
     @property
     def is_preference(self) -> bool:
         return self.kind == self.Kind.PREFERENCE
+
+
+class StudyChange(models.Model):
+    """One setting of a study changed after annotators started: who, when, from what to what.
+
+    Before the first annotation a study is still being designed and its
+    settings change freely; afterwards every change is kept here, so a report
+    can say which instructions the labels were collected under.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="changes")
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    changed_at = models.DateTimeField(auto_now_add=True)
+    field = models.CharField(max_length=64)
+    old_value = models.JSONField(null=True, blank=True)
+    new_value = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["study", "-changed_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.study_id}: {self.field} at {self.changed_at:%Y-%m-%d %H:%M}"
 
 
 class StudyMember(models.Model):

@@ -1,12 +1,24 @@
 from django.urls import path, re_path
 
-from . import invite_views, member_views, views
+from . import invite_views, member_views, study_views, views
 
 app_name = "annotation"
 
 urlpatterns = [
     path("", views.my_studies, name="my_studies"),
+    path("studies/new/", study_views.study_new, name="study_new"),
+    path("studies/preview-markdown/", study_views.markdown_preview, name="markdown_preview"),
     path("studies/<slug:slug>/", views.study_detail, name="study_detail"),
+    path("studies/<slug:slug>/settings/", study_views.study_settings, name="study_settings"),
+    path("studies/<slug:slug>/status/", study_views.study_status, name="study_status"),
+    path("studies/<slug:slug>/duplicate/", study_views.study_duplicate, name="study_duplicate"),
+    path("studies/<slug:slug>/preview/", study_views.annotate_preview, name="annotate_preview"),
+    path("studies/<slug:slug>/formats/", study_views.formats_help, name="formats_help"),
+    re_path(
+        r"^studies/(?P<slug>[-\w]+)/formats/example-(?P<what>items|annotations)\.(?P<fmt>jsonl|csv)$",
+        study_views.format_example,
+        name="format_example",
+    ),
     path("studies/<slug:slug>/items/", views.item_list, name="item_list"),
     path("studies/<slug:slug>/items/<path:external_id>/", views.item_detail, name="item_detail"),
     path("studies/<slug:slug>/import/", views.study_import, name="study_import"),

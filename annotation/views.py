@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from . import selectors
-from .access import Annotator, Researcher, access_export_job, access_item, access_study
+from .access import Annotator, Researcher, access_export_job, access_item, access_study, may_create_studies
 from .exports import CONTENT_TYPES, export_chunks, export_file_response, export_filename
 from .forms import AddMembersForm, FlagForm, ImportForm, answer_form
 from .http import AuthenticatedHttpRequest
@@ -21,12 +21,14 @@ from .services import ServiceError
 from .services.assignments import ClaimContention, LeaseLost, NotAllowed, claim_next, flag, skip, submit
 from .services.export_jobs import request_export
 from .services.import_jobs import submit_import
+from .study_forms import status_actions
 
 
 @login_required
 @require_GET
 def my_studies(request: AuthenticatedHttpRequest) -> HttpResponse:
-    return render(request, "annotation/my_studies.html", {"rows": selectors.my_studies(request.user)})
+    context = {"rows": selectors.my_studies(request.user), "can_create": may_create_studies(request.user)}
+    return render(request, "annotation/my_studies.html", context)
 
 
 @login_required
@@ -46,6 +48,7 @@ def study_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         "export_in_background": selectors.export_runs_in_background(study),
         "import_form": ImportForm(),
         "members_form": AddMembersForm(),
+        "status_actions": status_actions(study),
     }
     return render(request, "annotation/study_detail.html", context)
 

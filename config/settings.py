@@ -484,3 +484,8 @@ INVITE_MAX_USES = max(1, _env_number("INVITE_MAX_USES", 1000))
 # Accounts one client address may create through invite links per window (the address as for logins).
 INVITE_SIGNUP_LIMIT = max(1, _env_number("INVITE_SIGNUP_LIMIT", 10))
 INVITE_SIGNUP_WINDOW_MINUTES = max(1, _env_number("INVITE_SIGNUP_WINDOW_MINUTES", 60))
+
+# --- studies made in the browser and the API (issue 11) ----------------------
+# Who may create studies: staff, users with the permission `annotation.add_study` (directly or
+# through a group, e.g. "researchers"), and researchers of any study. 1: every logged-in user.
+ANYONE_CAN_CREATE_STUDIES = env_bool("CLAIMLAB_ANYONE_CAN_CREATE_STUDIES", False)

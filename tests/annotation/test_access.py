@@ -47,6 +47,7 @@ def route_kwargs(pattern: URLPattern, slug: str, item_id: str, job_id: int) -> d
         "external_id": item_id,
         "pk": job_id,
         "fmt": "csv",
+        "what": "items",
         "chart": "labels",
         "ext": "svg",
         "assignment_id": 1,

@@ -127,7 +127,7 @@ def test_a_valid_row_of_every_model_is_stored(study, item, users):
     assert Assignment.objects.filter(item=item).count() == 3
     assert Annotation.objects.count() == 2
     for kind in ("preference", "verification"):
-        for status in ("draft", "open", "closed"):
+        for status in ("draft", "open", "paused", "closed", "archived"):
             allowed(
                 lambda kind=kind, status=status: Study.objects.create(
                     slug=f"{kind}-{status}", name="x", kind=kind, status=status
@@ -152,7 +152,7 @@ def test_study_kind_must_be_known(db):
 
 def test_study_status_must_be_known(db):
     violates(
-        "study_status_valid", lambda: Study.objects.create(slug="st", name="x", kind="verification", status="paused")
+        "study_status_valid", lambda: Study.objects.create(slug="st", name="x", kind="verification", status="frozen")
     )
 
 
