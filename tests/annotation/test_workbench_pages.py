@@ -141,7 +141,8 @@ def test_preference_page_is_blinded_and_csp_clean(client, annotator, pref):
     assert "Both bad" not in html  # not offered by this study
     assert "0 of 3 done" in text(html) and "<progress" in html
     assert 'name="csrfmiddlewaretoken"' in html and submit_url(pref, assignment) in html
-    assert "<h1>Compare</h1>" in html  # instructions panel, rendered Markdown
+    assert "<h3>Compare</h3>" in html  # instructions panel, rendered Markdown, below the page's headings
+    assert html.count("<h1") == 1, "the annotate page has exactly one h1"
     assert 'id="wb-config" type="application/json"' in html
     assert_csp_clean(html)
 
@@ -632,3 +633,17 @@ def test_progress_page_queries_do_not_grow_with_the_study(client, researcher, qc
     large = _count(lambda: client.get(url))
     assert large == small, (small, large)
     assert client.get(url + "?page=2").status_code == 200
+
+
+@pytest.mark.django_db
+def test_question_already_labelled_is_not_labelled_twice(client, researcher, annotator, pref):
+    """A question stored as "Question: ..." shows once, under the page's own label, on both pages."""
+    for item in Item.objects.filter(study=pref):
+        item.payload = {**item.payload, "question": "Question: Who was Ada Lovelace?"}
+        item.save(update_fields=["payload"])
+    client.force_login(annotator)
+    page = text(client.get(annotate_url(pref)).content.decode())
+    assert "Who was Ada Lovelace?" in page and "Question: Who" not in page
+    client.force_login(researcher)
+    detail = text(client.get(reverse("annotation:item_detail", args=[pref.slug, "p-1"])).content.decode())
+    assert "Question Who was Ada Lovelace?" in detail and "Question: Who" not in detail
