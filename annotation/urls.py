@@ -13,6 +13,7 @@ urlpatterns = [
     path("studies/<slug:slug>/imports/<int:pk>/", views.import_job, name="import_job"),
     path("studies/<slug:slug>/members/", views.study_add_members, name="study_add_members"),
     path("studies/<slug:slug>/progress/", views.study_progress, name="study_progress"),
+    path("studies/<slug:slug>/progress/live/", views.study_progress_live, name="study_progress_live"),
     path("studies/<slug:slug>/annotate/", views.annotate, name="annotate"),
     path("studies/<slug:slug>/annotate/<int:assignment_id>/", views.annotate_submit, name="annotate_submit"),
     path("studies/<slug:slug>/annotate/<int:assignment_id>/revise/", views.annotate_revise, name="annotate_revise"),

@@ -178,8 +178,14 @@ def study_counts(study: Study) -> dict[str, int]:
     }
 
 
-def study_items(study: Study, *, domain: str | None = None, query: str | None = None) -> QuerySet[Item]:
-    """A study's items in import order, optionally by domain or text."""
+def study_items(
+    study: Study, *, domain: str | None = None, query: str | None = None, annotator_id: int | None = None
+) -> QuerySet[Item]:
+    """A study's items in import order, optionally by domain, text, or annotator.
+
+    With `annotator_id`, only the items that annotator labelled, each with
+    `their_label` (the researcher checking a flagged annotator's answers).
+    """
     items = (
         Item.objects.filter(study=study)
         .annotate(n_annotations=Count("assignments__annotation"))
@@ -189,7 +195,15 @@ def study_items(study: Study, *, domain: str | None = None, query: str | None = 
         items = items.filter(domain=domain)
     if query:
         items = items.filter(Q(external_id__icontains=query) | Q(summary__icontains=query))
+    if annotator_id is not None:
+        theirs = Annotation.objects.filter(assignment__item=OuterRef("pk"), assignment__annotator_id=annotator_id)
+        items = items.annotate(their_label=Subquery(theirs.values("label")[:1])).filter(their_label__isnull=False)
     return items
+
+
+def study_annotator(study: Study, pseudonym: str) -> StudyMember | None:
+    """The study's member called `pseudonym` (as pages and exports name annotators), or None."""
+    return StudyMember.objects.filter(study=study, pseudonym=pseudonym).first()
 
 
 def item_annotations(item: Item) -> list[Annotation]:

@@ -551,7 +551,8 @@ def test_progress_page_numbers(client, researcher, annotator, bob, qc_study):
     response = client.get(reverse("annotation:study_progress", args=[qc_study.slug]))
     html = response.content.decode()
     assert response.status_code == 200
-    # annotator, done, skipped, timed out, open now, flagged, median active time, gold items, gold accuracy
+    # annotator, done, skipped, timed out, open now, flagged, median active time, gold accuracy,
+    # share inconclusive, alerts
     assert cells(html, "annotator", names["anna"]) == [
         names["anna"],
         "3",
@@ -560,8 +561,9 @@ def test_progress_page_numbers(client, researcher, annotator, bob, qc_study):
         "1",
         "1",
         "3.0 s",
-        "2",
         "1 / 2 (50%)",
+        "1 (33%)",
+        "—",
     ]
     assert cells(html, "annotator", names["bob"]) == [
         names["bob"],
@@ -571,10 +573,11 @@ def test_progress_page_numbers(client, researcher, annotator, bob, qc_study):
         "0",
         "1",
         "3.5 s",
-        "2",
         "2 / 2 (100%)",
+        "0 (0%)",
+        "—",
     ]
-    assert cells(html, "annotator", names["carl"]) == [names["carl"], "0", "0", "1", "0", "0", "—", "—", "—"]
+    assert cells(html, "annotator", names["carl"]) == [names["carl"], "0", "0", "1", "0", "0", "—", "—", "—", "—"]
     # item, domain, slots taken, submitted, skipped, timed out, flags, active leases
     assert cells(html, "item", "c-1")[2:7] == ["2 / 2", "2", "", "", ""]
     assert cells(html, "item", "c-3")[2:7] == ["1 / 2", "1", "1", "", "2"]
