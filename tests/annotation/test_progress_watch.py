@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 from django.urls import reverse
-from django.utils.html import escape
 from django.utils import timezone
+from django.utils.html import escape
 
 from annotation.models import Annotation, Assignment, Item, Study, StudyMember
 from annotation.selectors import progress
