@@ -21,6 +21,7 @@ from metaeval import charts
 
 from .charts import CHARTS, chart_figure, chart_names
 from .present import (
+    SMALL_N,
     agreement_rows,
     ceiling_rows,
     credibility_rows,
@@ -92,6 +93,7 @@ def report_context(
             if name in chart_sources
         ],
         "link_items": link_items,
+        "small_n": SMALL_N,
     }
 
 

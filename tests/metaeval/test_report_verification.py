@@ -12,6 +12,7 @@ from annotation.models import Annotation, StudyMember
 from annotation.services import add_members, create_study, import_annotations, import_items
 from metaeval import selectors
 from metaeval.reporting import ReportOptions, build_report
+from metaeval.reporting.build import GOLD_INCLUDED_RULE, GOLD_RULE
 from metaeval.reporting.csv_format import report_csv
 
 from ..conftest import jsonl, verification_item
@@ -75,8 +76,21 @@ def study(db, researcher):
     return study
 
 
-def test_gold_items_stay_out_of_agreement_and_disagreements(study):
+def test_gold_items_count_in_agreement_by_default(study):
+    """Gold items are real items the annotators labelled: by default they are in agreement too."""
+    assert study.gold_in_agreement
     report = build_report(study)
+    assert report["gold_in_agreement"] and report["gold_rule"] == GOLD_INCLUDED_RULE
+    assert report["agreement"]["n_items"] == 7  # c-0..3, c-6..8: the gold item c-8 too
+    assert {d["item"] for d in report["disagreements"]} == {"c-1", "c-6", "c-8"}
+
+
+def test_gold_items_stay_out_of_agreement_and_disagreements(study):
+    """With the study setting off, gold items only score annotators (and the factuality scores)."""
+    study.gold_in_agreement = False
+    study.save(update_fields=["gold_in_agreement"])
+    report = build_report(study)
+    assert not report["gold_in_agreement"] and report["gold_rule"] == GOLD_RULE
     assert report["n_items_gold"] == 1
     assert report["agreement"]["n_items"] == 6  # c-0..3, c-6, c-7: not the gold item c-8, not unlabelled ones
     assert {d["item"] for d in report["disagreements"]} == {"c-1", "c-6"}
