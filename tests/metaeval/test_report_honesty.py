@@ -9,7 +9,6 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Annotation
-
 from metaeval.reporting import ReportOptions, build_report
 from metaeval.reporting.csv_format import CSV_COLUMNS, report_csv
 from metaeval.reporting.html_format import report_html
@@ -49,9 +48,9 @@ def test_binary_note_counts_each_reason_an_item_was_left_out(report, frame):  # 
     assert full == {"fewer_given": 0, "lost_dropped": 0, "more_given": 0, "dropped_labels": []}
 
 
-def _all_tie_items(frame) -> int:
+def _all_tie_items(labels) -> int:
     """Items whose every label is a tie vanish from the binary table (not counted as left out)."""
-    by_item = frame.groupby("item")["label"].agg(lambda labels: set(labels) == {"tie"})
+    by_item = labels.groupby("item")["label"].agg(lambda given: set(given) == {"tie"})
     return int(by_item.sum())
 
 
@@ -61,14 +60,14 @@ def test_small_sample_warning_on_page_document_and_csv(client, researcher, study
     Annotation.objects.filter(
         assignment__study=study, assignment__item__external_id__in=[f"p-{n}" for n in range(10, 30)]
     ).delete()
-    report = build_report(study, ReportOptions(by_domain=True, binary=True))
-    assert report["by_domain"]["biography"]["n_items"] == 10
+    cut = build_report(study, ReportOptions(by_domain=True, binary=True))
+    assert cut["by_domain"]["biography"]["n_items"] == 10
     client.force_login(researcher)
     page = client.get(reverse("metaeval:report", args=[study.slug])).content.decode()
     assert "⚠ 10 items" in page and "fewer than 30 items" in page
-    document = report_html(study, report)
+    document = report_html(study, cut)
     assert "⚠ 10 items" in document
-    rows = list(csv.DictReader(io.StringIO(report_csv(report))))
+    rows = list(csv.DictReader(io.StringIO(report_csv(cut))))
     assert list(rows[0]) == CSV_COLUMNS and CSV_COLUMNS[-1] == "warning"
     biography = [row for row in rows if row["scope"] == "domain:biography" and row["statistic"] == "fleiss_kappa"]
     assert biography[0]["warning"] == small_n_warning(10, True)
