@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 
 import pytest
 from django.urls import reverse
 
 from annotation.models import Annotation
+from annotation.services import add_members, create_study, import_annotations, import_items
 from metaeval.reporting import ReportOptions, build_report
 from metaeval.reporting.csv_format import CSV_COLUMNS, report_csv
 from metaeval.reporting.html_format import report_html
 from metaeval.reporting.present import SMALL_N, Row, agreement_rows, small_n_warning
 from metaeval.templatetags.report_format import ci, format_p
 
+from ..conftest import jsonl, verification_item
+from .conftest import FIXTURES
 from .test_report_preference import frame, records, report, study  # noqa: F401  (fixtures)
 
 
@@ -85,3 +89,34 @@ def test_p_values_on_the_page_never_read_zero(client, researcher, study):  # noq
     client.force_login(researcher)
     page = client.get(reverse("metaeval:report", args=[study.slug])).content.decode()
     assert "0.0000" not in page and "&lt; 0.0001" in page
+
+
+@pytest.mark.django_db
+def test_one_label_per_item_collapses_the_agreement_sections_saying_why(client, researcher):
+    """A verifier-vs-reference study (one label per item, like the WiCE demo): one line, not rows of dashes."""
+    one = create_study(slug="one", name="One reference", kind="verification", annotators_per_item=1)
+    add_members(study=one, usernames=[researcher.username], role="researcher")
+    import_items(study=one, stream=jsonl(*(verification_item(f"c-{n}") for n in range(5))), fmt="jsonl")
+    labels = ({"item": f"c-{n}", "annotator": "ref", "label": "supported"} for n in range(5))
+    import_annotations(study=one, stream=jsonl(*labels), fmt="jsonl")
+    client.force_login(researcher)
+    page = client.get(reverse("metaeval:report", args=[one.slug])).content.decode()
+    assert 'id="agreement-collapsed"' in page
+    assert "no item has labels from two annotators (1 annotator per item, 5 labels)" in page
+    for gone in ('id="pairs"', 'id="ceiling"', 'id="disagreements"', 'id="domains"'):
+        assert gone not in page, gone
+    assert 'id="labels"' in page  # the label distribution still says something
+    document = report_html(one, build_report(one))
+    assert "no item has labels from two annotators" in document and 'id="pairs"' not in document
+
+
+@pytest.mark.django_db
+def test_agreement_sections_stay_when_items_have_two_labels(client, researcher, study):  # noqa: F811
+    client.force_login(researcher)
+    page = client.get(reverse("metaeval:report", args=[study.slug])).content.decode()
+    assert 'id="agreement-collapsed"' not in page and 'id="pairs"' in page and 'id="disagreements"' in page
+
+
+def test_the_wice_demo_asks_for_one_annotator_per_item():
+    definitions = {entry["slug"]: entry for entry in json.loads((FIXTURES / "studies.json").read_text())}
+    assert definitions["wice"]["annotators_per_item"] == 1
