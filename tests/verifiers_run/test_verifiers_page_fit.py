@@ -31,7 +31,7 @@ def test_the_baselines_button_offers_only_what_is_missing(client, researcher, cl
     html = client.get(url).content.decode()
     assert "Add the two baselines" in html and 'id="verifier-form"' in html
     assert 'id="verifiers-not-applicable"' not in html
-    majority, overlap = ensure_baselines(study=claims_study)
+    _majority, overlap = ensure_baselines(study=claims_study)
     assert missing_baselines(claims_study) == []
     assert 'id="add-baselines"' not in client.get(url).content.decode()
     overlap.delete()
