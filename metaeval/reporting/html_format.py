@@ -20,6 +20,7 @@ from annotation.models import Study
 from metaeval import charts
 
 from .charts import CHARTS, chart_figure, chart_names
+from .latex_format import report_tables
 from .present import (
     SMALL_N,
     agreement_rows,
@@ -114,6 +115,7 @@ def report_context(
         "link_items": link_items,
         "small_n": SMALL_N,
         "agreement_collapsed": agreement_collapsed(report),
+        "tex_tables": list(report_tables(report)),
     }
 
 
