@@ -161,8 +161,8 @@ def annotator_quality(study: Study) -> list[AnnotatorRow]:
         row(user_id).median_active_ms = median
     ordered = sorted(rows.values(), key=lambda entry: (entry.is_external, entry.pseudonym))
     study_median = study_median_active_ms(study)
-    for entry in ordered:
-        entry.alerts = quality_alerts(entry, study_median)
+    for annotator in ordered:
+        annotator.alerts = quality_alerts(annotator, study_median)
     return ordered
 
 
