@@ -21,6 +21,8 @@
   var timer = null;
   var busy = false;
 
+  function isHidden() { return document.visibilityState === "hidden"; }
+
   function say(text) { if (status) { status.textContent = text; } }
 
   function swap(html) {
@@ -31,7 +33,7 @@
 
   function schedule() {
     window.clearTimeout(timer);
-    timer = document.hidden ? null : window.setTimeout(refresh, seconds * 1000);
+    timer = isHidden() ? null : window.setTimeout(refresh, seconds * 1000);
   }
 
   function refresh() {
@@ -56,7 +58,7 @@
   }
 
   document.addEventListener("visibilitychange", function () {
-    if (document.hidden) {
+    if (isHidden()) {
       window.clearTimeout(timer);
       timer = null;
       say("Paused while this tab is hidden.");
