@@ -394,12 +394,17 @@ class Throughput:
         return timedelta(hours=self.remaining / self.last_hour)
 
     @property
+    def eta_note(self) -> str:
+        """Why there is no ETA while labels are missing; "" otherwise."""
+        return "no estimate: no label in the last hour" if self.remaining > 0 and not self.last_hour else ""
+
+    @property
     def eta_text(self) -> str:
         if self.remaining <= 0:
             return "complete"
         eta = self.eta
         if eta is None:
-            return "no estimate: no label in the last hour"
+            return "—"
         minutes = max(1, round(eta.total_seconds() / 60))
         if minutes < 120:
             return f"about {minutes} min"

@@ -112,8 +112,9 @@ def test_throughput_ignores_imported_labels_and_says_when_it_cannot_estimate(wat
     Annotation.objects.filter(assignment__study=watched).update(source=Annotation.Source.IMPORT)
     rate = progress.throughput(watched, expected=60, collected_total=36)
     assert rate.last_hour == 0 and rate.collected == 0 and rate.overall_per_hour is None
-    assert rate.eta is None and rate.eta_text == "no estimate: no label in the last hour"
-    assert progress.throughput(watched, expected=36, collected_total=36).eta_text == "complete"
+    assert rate.eta is None and rate.eta_text == "—" and rate.eta_note == "no estimate: no label in the last hour"
+    done = progress.throughput(watched, expected=36, collected_total=36)
+    assert done.eta_text == "complete" and done.eta_note == ""
 
 
 @pytest.mark.django_db

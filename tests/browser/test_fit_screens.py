@@ -43,9 +43,16 @@ def shoot(page, name: str, screen: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}-{size['width']}x{size['height']}.png"), full_page=False)
 
 
+WIDEST = """() => Array.from(document.querySelectorAll('body *'))
+  .filter((el) => el.getBoundingClientRect().right > window.innerWidth + 1)
+  .slice(0, 5).map((el) => el.tagName + '.' + el.className + '#' + el.id)"""
+
+
 def assert_fits(page, what: str) -> None:
     width = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
-    assert page.evaluate(NO_PAGE_SCROLL), f"{what}: the page is {width[0]} px wide on a {width[1]} px screen"
+    assert page.evaluate(NO_PAGE_SCROLL), (
+        f"{what}: the page is {width[0]} px wide on a {width[1]} px screen; beyond it: {page.evaluate(WIDEST)}"
+    )
     assert page.evaluate(CARDS_SPILLING) == [], f"{what}: a table spills out of its card"
 
 
@@ -143,7 +150,9 @@ def test_annotate_pages_fit_and_every_control_is_reachable(screen_context, guard
     assert_reachable(page, "#wb-submit")
     assert_reachable(page, ".wb-tools summary")
     if screen == "phone":
-        assert_reachable(page, ".wb-jump")
+        assert_reachable(page, ".wb-jump")  # leads to the answer panel, which follows the item
+    else:
+        assert not page.locator(".wb-jump").is_visible()  # beside the item on a laptop: no need
     page.goto(reverse("annotation:annotate", args=[prefer.slug]))
     page.locator("#wb-help").evaluate("(details) => details.removeAttribute('open')")
     page.evaluate("() => window.scrollTo(0, 0)")
