@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import re
 
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 
 from annotation.models import StudyMember
@@ -75,3 +77,10 @@ def test_page_links_each_table_and_the_downloads_work(client, researcher, study)
     assert whole.status_code == 200 and "\\documentclass{article}" in whole.content.decode()
     assert client.get(reverse("metaeval:report_table_tex", args=[study.slug, "nonsense"])).status_code == 404
     assert client.get(reverse("metaeval:report_table_tex", args=[study.slug, "credibility"])).status_code == 404
+
+
+@pytest.mark.django_db
+def test_the_report_command_writes_latex(study):  # noqa: F811
+    out = io.StringIO()
+    call_command("report", study.slug, "--format", "tex", stdout=out)
+    assert out.getvalue().startswith("\\documentclass{article}") and "\\toprule" in out.getvalue()
