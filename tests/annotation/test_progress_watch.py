@@ -6,6 +6,8 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
@@ -158,3 +160,19 @@ def test_item_list_filtered_by_annotator_shows_their_labels(client, researcher, 
     html = client.get(url, {"annotator": "nobody"}, follow=True).content.decode()
     assert "No annotator called &#x27;nobody&#x27; in this study" in html
     assert "c-19" in html  # every item instead
+
+
+@pytest.mark.django_db
+def test_live_fragment_queries_do_not_grow_with_the_study(client, researcher, make_user, watched):
+    client.force_login(researcher)
+    url = reverse("annotation:study_progress_live", args=[watched.slug])
+    client.get(url)
+    with CaptureQueriesContext(connection) as small:
+        client.get(url)
+    extra = make_user("extra")
+    add_members(study=watched, usernames=[extra.username], role="annotator")
+    for item in Item.objects.filter(study=watched, external_id__gte="c-12"):
+        _label(watched, item, extra, "supported", active_ms=3000, ago=timedelta(minutes=5))
+    with CaptureQueriesContext(connection) as large:
+        client.get(url)
+    assert len(large.captured_queries) == len(small.captured_queries)
