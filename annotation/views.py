@@ -55,7 +55,7 @@ def study_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def item_list(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     study = access_study(request.user, slug, role=Researcher)
-    domain = request.GET.get("domain")
+    domain = request.GET.get("domain") or None  # "" is the form's "all domains", not "no domain"
     query = request.GET.get("q", "").strip()
     pseudonym = request.GET.get("annotator", "").strip()
     member = selectors.study_annotator(study, pseudonym) if pseudonym else None

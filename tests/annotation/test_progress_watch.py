@@ -157,6 +157,9 @@ def test_item_list_filtered_by_annotator_shows_their_labels(client, researcher, 
     assert f"Items labelled by {names['wrong']}" in html and "c-19" not in html
     assert html.count(">contradicted</td>") == 12
     assert html.count('class="error">contradicted') == 10  # against gold "supported"
+    # the filter form, submitted as is (all domains, no text), keeps the annotator
+    html = client.get(url, {"annotator": names["wrong"], "domain": "", "q": ""}).content.decode()
+    assert html.count('<td><a href="/studies/watch/items/') == 12
     html = client.get(url, {"annotator": "nobody"}, follow=True).content.decode()
     assert "No annotator called &#x27;nobody&#x27; in this study" in html
     assert "c-19" in html  # every item instead
