@@ -58,6 +58,7 @@ class StudyAdmin(admin.ModelAdmin):
                     "tie_allowed",
                     "both_bad_allowed",
                     "irrelevant_in_credibility",
+                    "gold_in_agreement",
                 )
             },
         ),

@@ -117,7 +117,23 @@ def normalise_list_indentation(text: str) -> str:
     return "\n".join(out)
 
 
-def render_markdown(text: str) -> SafeString:
+_HEADING = re.compile(r"<(/?)h([1-6])>")
+
+
+def demote_headings(html: str, top: int) -> str:
+    """Shift headings so that the text's `#` becomes `<h{top}>` (capped at h6).
+
+    Instructions sit under the page's own h1 and a card's h2; a `# Title` in
+    them must not become a second h1. nh3 leaves heading tags without
+    attributes, so the pattern sees every one.
+    """
+    shift = top - 1
+    if shift <= 0:
+        return html
+    return _HEADING.sub(lambda m: f"<{m.group(1)}h{min(6, int(m.group(2)) + shift)}>", html)
+
+
+def render_markdown(text: str, *, top_heading: int = 1) -> SafeString:
     """Markdown to HTML, then nh3 keeps only harmless tags and http(s)/mailto links.
 
     The one renderer of instructions: the study page, the annotate page and the
@@ -134,4 +150,12 @@ def render_markdown(text: str) -> SafeString:
         url_schemes={"http", "https", "mailto"},
         link_rel="noopener noreferrer nofollow",
     )
-    return mark_safe(clean)
+    return mark_safe(demote_headings(clean, top_heading))
+
+
+def strip_lead_label(text: str, label: str) -> str:
+    """`text` without a leading `label:` (any case, surrounding spaces), else unchanged."""
+    stripped = (text or "").lstrip()
+    if stripped[: len(label) + 1].lower() == f"{label.lower()}:":
+        return stripped[len(label) + 1 :].lstrip()
+    return text

@@ -55,6 +55,13 @@ class Study(models.Model):
     irrelevant_in_credibility = models.BooleanField(
         default=False, help_text="Count 'irrelevant' evidence in the credibility denominator."
     )
+    gold_in_agreement = models.BooleanField(
+        default=True,
+        help_text=(
+            "Include items with a gold label in agreement, preference analysis and disagreements "
+            "(annotators labelled them like any other item); off: they only score annotators."
+        ),
+    )
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.DRAFT)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -33,6 +33,7 @@ urlpatterns = [
     path("studies/<slug:slug>/invites/<int:invite_id>/revoke/", member_views.invite_revoke, name="invite_revoke"),
     path("invite/<str:token>/", invite_views.invite, name="invite"),
     path("studies/<slug:slug>/progress/", views.study_progress, name="study_progress"),
+    path("studies/<slug:slug>/progress/live/", views.study_progress_live, name="study_progress_live"),
     path("studies/<slug:slug>/annotate/", views.annotate, name="annotate"),
     path("studies/<slug:slug>/annotate/<int:assignment_id>/", views.annotate_submit, name="annotate_submit"),
     path("studies/<slug:slug>/annotate/<int:assignment_id>/revise/", views.annotate_revise, name="annotate_revise"),

@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from . import selectors
@@ -57,14 +58,25 @@ def study_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def item_list(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     study = access_study(request.user, slug, role=Researcher)
-    domain = request.GET.get("domain")
+    domain = request.GET.get("domain") or None  # "" is the form's "all domains", not "no domain"
     query = request.GET.get("q", "").strip()
-    page = Paginator(selectors.study_items(study, domain=domain, query=query), 50).get_page(request.GET.get("page"))
-    return render(
-        request,
-        "annotation/item_list.html",
-        {"study": study, "page": page, "domain": domain, "q": query, "domains": selectors.items_by_domain(study)},
+    pseudonym = request.GET.get("annotator", "").strip()
+    member = selectors.study_annotator(study, pseudonym) if pseudonym else None
+    if pseudonym and member is None:
+        messages.error(request, f"No annotator called {pseudonym!r} in this study; showing every item.")
+    items = selectors.study_items(
+        study, domain=domain, query=query, annotator_id=member.user_id if member is not None else None
     )
+    page = Paginator(items, 50).get_page(request.GET.get("page"))
+    context = {
+        "study": study,
+        "page": page,
+        "domain": domain,
+        "q": query,
+        "annotator": member.pseudonym if member is not None else "",
+        "domains": selectors.items_by_domain(study),
+    }
+    return render(request, "annotation/item_list.html", context)
 
 
 @login_required
@@ -336,6 +348,26 @@ def annotate_flag(request: AuthenticatedHttpRequest, slug: str, assignment_id: i
 # --- researcher: progress and quality control ------------------------------------
 
 
+def _progress_live_context(study: Study) -> dict:
+    """The parts of the progress page that change while a study runs (refreshed by static/js/progress.js)."""
+    counts = selectors.study_counts(study)
+    flags, flag_total = progress_selectors.flagged(study)
+    return {
+        "study": study,
+        "counts": counts,
+        "throughput": progress_selectors.throughput(
+            study, expected=counts["expected"], collected_total=counts["annotations"]
+        ),
+        "annotators": progress_selectors.annotator_quality(study),
+        "flags": flags,
+        "flag_total": flag_total,
+        "speeder_rule": progress_selectors.SPEEDER_RULE,
+        "low_gold_rule": progress_selectors.LOW_GOLD_RULE,
+        "abstain_label": "both bad" if study.is_preference else "inconclusive",
+        "refreshed_at": timezone.now(),
+    }
+
+
 @login_required
 @require_GET
 def study_progress(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
@@ -343,17 +375,27 @@ def study_progress(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
     state = request.GET.get("state", "")
     state = state if state in progress_selectors.ITEM_STATES else ""
     page = Paginator(progress_selectors.items_with_slots(study, state), 50).get_page(request.GET.get("page"))
-    flags, flag_total = progress_selectors.flagged(study)
     context = {
-        "study": study,
-        "counts": selectors.study_counts(study),
-        "annotators": progress_selectors.annotator_quality(study),
+        **_progress_live_context(study),
         "page": page,
         "slots": progress_selectors.item_slot_status(study, page.object_list),
-        "flags": flags,
-        "flag_total": flag_total,
         "state": state,
         "state_label": progress_selectors.ITEM_STATES[state],
         "states": progress_selectors.ITEM_STATES,
+        "refresh_seconds": PROGRESS_REFRESH_SECONDS,
     }
     return render(request, "annotation/study_progress.html", context)
+
+
+#: How often the open progress page asks for fresh numbers (only while its tab is visible).
+PROGRESS_REFRESH_SECONDS = 10
+
+
+@login_required
+@require_GET
+def study_progress_live(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    """The changing part of the progress page as an HTML fragment, for static/js/progress.js to swap in."""
+    study = access_study(request.user, slug, role=Researcher)
+    response = render(request, "annotation/_progress_live.html", _progress_live_context(study))
+    response["Cache-Control"] = "no-store"
+    return response

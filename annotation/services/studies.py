@@ -216,6 +216,7 @@ def create_study(
     tie_allowed: bool = True,
     both_bad_allowed: bool = False,
     irrelevant_in_credibility: bool = False,
+    gold_in_agreement: bool = True,
     status: str = Study.Status.OPEN,
     created_by: User | None = None,
 ) -> Study:
@@ -251,6 +252,7 @@ def create_study(
         tie_allowed=tie_allowed,
         both_bad_allowed=both_bad_allowed,
         irrelevant_in_credibility=irrelevant_in_credibility,
+        gold_in_agreement=gold_in_agreement,
         status=status,
         created_by=created_by,
     )

@@ -22,7 +22,7 @@ from annotation.services.errors import ImportFailed, ServiceError
 
 from .access import access_run, access_verifier
 from .forms import PredictionImportForm, StartRunForm, VerifierForm
-from .selectors import fitting_presets, recent_runs, run_status, study_verifiers
+from .selectors import fitting_presets, missing_baselines, recent_runs, run_status, study_verifiers
 from .services import create_verifier, ensure_baselines, import_predictions, start_run, stop_run
 from .services.verifiers import VerifierInvalid
 
@@ -37,6 +37,9 @@ def _page(
 ) -> HttpResponse:
     context = {
         "study": study,
+        # Verifiers judge single claims: a preference study is told so instead of offered forms that refuse.
+        "applies": not study.is_preference,
+        "missing_baselines": missing_baselines(study),
         "verifiers": study_verifiers(study),
         "runs": recent_runs(study),
         "form": form,
