@@ -53,6 +53,12 @@ class Study(models.Model):
     irrelevant_in_credibility = models.BooleanField(
         default=False, help_text="Count 'irrelevant' evidence in the credibility denominator."
     )
+    abstained_responses = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Responses that abstained (no claims), as {response_id, system, domain}: imported from "
+        "FActScore/VeriScore/SAFE files so the report's respond ratio counts them.",
+    )
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.DRAFT)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
