@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from . import selectors
 from .access import access_export_job, access_item
+from .adapters.uploads import import_upload_from, system_names
 from .api_errors import bad_request
 from .exports import CONTENT_TYPES, export_chunks, export_file_response, export_filename
 from .http import logged_in_user
@@ -112,6 +113,23 @@ class ImportUpload(StudyScoped, APIView):
         upload = ImportUploadSerializer(data=request.data)
         upload.is_valid(raise_exception=True)
         try:
+            if upload.validated_data.get("from"):
+                job = import_upload_from(
+                    study=self.study,
+                    what=self.what,
+                    source=upload.validated_data["from"],
+                    upload=upload.validated_data["file"],
+                    pair=upload.validated_data.get("pair"),
+                    systems=system_names(upload.validated_data["systems"]),
+                    update=upload.validated_data["update"],
+                    created_by=logged_in_user(request),
+                )
+                return Response(
+                    ImportJobSerializer(job).data,
+                    status=status.HTTP_201_CREATED
+                    if job.status == ImportJob.Status.SUCCEEDED
+                    else status.HTTP_400_BAD_REQUEST,
+                )
             job = submit_import(
                 study=self.study,
                 what=self.what,

@@ -384,6 +384,10 @@ class ImportJob(BackgroundJob):
     errors = models.JSONField(default=list, blank=True)
     error_count = models.PositiveIntegerField(default=0)
 
+    # Set by adapters/uploads.py on the job it has just run, never stored: what the import
+    # skipped or recorded beside its rows (cancelled annotations, abstentions), for that answer only.
+    notes: list[str]
+
     class Meta(BackgroundJob.Meta):
         constraints = [
             models.CheckConstraint(condition=Q(what__in=["items", "annotations"]), name="importjob_what_valid"),

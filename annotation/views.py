@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from . import selectors
 from .access import Annotator, Researcher, access_export_job, access_item, access_study
+from .adapters.uploads import import_upload_from, system_names
 from .exports import CONTENT_TYPES, export_chunks, export_file_response, export_filename
 from .forms import AddMembersForm, FlagForm, ImportForm, answer_form
 from .http import AuthenticatedHttpRequest
@@ -94,14 +95,28 @@ def study_import(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         )
         return redirect("annotation:study_detail", slug=study.slug)
     try:
-        job = submit_import(
-            study=study,
-            what=form.cleaned_data["what"],
-            upload=form.cleaned_data["file"],
-            file_format=form.cleaned_data["file_format"] or None,
-            update=form.cleaned_data["update"],
-            created_by=request.user,
-        )
+        if form.cleaned_data["source"]:
+            job = import_upload_from(
+                study=study,
+                what=form.cleaned_data["what"],
+                source=form.cleaned_data["source"],
+                upload=form.cleaned_data["file"],
+                pair=form.cleaned_data["pair"],
+                systems=system_names(form.cleaned_data["systems"]),
+                update=form.cleaned_data["update"],
+                created_by=request.user,
+            )
+            for note in job.notes:
+                messages.info(request, note)
+        else:
+            job = submit_import(
+                study=study,
+                what=form.cleaned_data["what"],
+                upload=form.cleaned_data["file"],
+                file_format=form.cleaned_data["file_format"] or None,
+                update=form.cleaned_data["update"],
+                created_by=request.user,
+            )
     except ServiceError as exc:
         messages.error(request, str(exc))
         return redirect("annotation:study_detail", slug=study.slug)

@@ -474,3 +474,9 @@ LOGGING: dict[str, Any] = {
         "claimlab": {"level": LOG_LEVEL, "propagate": True},
     },
 }
+
+# --- import adapters (annotation/adapters, docs/importing.md) --------------------
+# A pipeline's own file (--from) uploaded on a page or through the API is converted and
+# imported during the request, so it is bounded here; bigger files go through the
+# import_items / import_annotations / import_predictions commands with --from.
+IMPORT_FROM_UPLOAD_MAX_BYTES = _env_number("IMPORT_FROM_UPLOAD_MAX_BYTES", 20 * 1024 * 1024)

@@ -138,7 +138,9 @@ def whole_json(stream: IO[bytes], *, limit: int) -> Any | RecordError:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return RecordError(None, f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); save it as UTF-8")
+        return RecordError(
+            None, f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); save it as UTF-8"
+        )
     if not text.strip():
         return RecordError(None, "the file is empty")
     try:
@@ -160,6 +162,11 @@ def text_field(record: dict[str, Any], name: str, origin: Origin, *, required: b
     if required and not value.strip():
         return origin.error("is empty", name)
     return value
+
+
+def string(value: Any) -> str:
+    """A source value that should be text, or '' (tolerant readers for optional fields)."""
+    return value if isinstance(value, str) else ""
 
 
 def short(text: str, limit: int = 80) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..formats import RecordError, json_type
-from .base import ANNOTATIONS, ITEMS, Adapter, Context, Converted, Origin, SourceFile, Yield, jsonl_objects
+from .base import ANNOTATIONS, ITEMS, Adapter, Context, Converted, Origin, SourceFile, Yield, jsonl_objects, string
 
 ANNOTATOR = "factcheck-bench"
 STANCES = {
@@ -66,7 +66,11 @@ class FactcheckGPTAdapter(Adapter):
                 if label is None:
                     yield origin.error(f"must be true, false or not_enough_evidence, got {record['label']!r}", "label")
                 elif target == ITEMS:
-                    yield Converted(ITEMS, origin, {"id": f"fcgpt-{line}", "claim": record["claim"], "gold": label, "system": system})
+                    yield Converted(
+                        ITEMS,
+                        origin,
+                        {"id": f"fcgpt-{line}", "claim": record["claim"], "gold": label, "system": system},
+                    )
             else:
                 yield origin.error(
                     "is not a Factcheck-GPT benchmark document (sentences), Factbench line (claims) "
@@ -80,8 +84,8 @@ def _factbench(line: int, record: dict[str, Any], target: str, context: Context,
     if not isinstance(labels, list) or len(labels) != len(claims):
         yield origin.error("must be an array as long as 'claims'", "claim_labels")
         return
-    source = record.get("source") if isinstance(record.get("source"), str) else ""
-    response = record.get("response") if isinstance(record.get("response"), str) else ""
+    source = string(record.get("source"))
+    response = string(record.get("response"))
     for index, (claim, raw) in enumerate(zip(claims, labels, strict=True)):
         label = _claim_label(raw, context)
         if not isinstance(claim, str) or label is None:
@@ -104,7 +108,7 @@ def _factbench(line: int, record: dict[str, Any], target: str, context: Context,
 
 
 def _document(line: int, record: dict[str, Any], target: str, context: Context, system: str) -> Yield:
-    response = record.get("response") if isinstance(record.get("response"), str) else ""
+    response = string(record.get("response"))
     response_id = f"fcgpt-{line}"
     for key, sentence in record["sentences"].items():
         origin = Origin(line, f"{key}")
@@ -127,7 +131,9 @@ def _document(line: int, record: dict[str, Any], target: str, context: Context, 
             raw_label = _at(parallel["claims_factuality_label"], index)
             label = _claim_label(raw_label, context)
             if label is None:
-                yield place.error(f"must be true, false or unknown, got {raw_label!r}", f"claims_factuality_label[{index}]")
+                yield place.error(
+                    f"must be true, false or unknown, got {raw_label!r}", f"claims_factuality_label[{index}]"
+                )
                 continue
             texts = _at(parallel["auto_evidence"], index) or []
             urls = _at(parallel["auto_evidence_url"], index) or []
@@ -135,14 +141,18 @@ def _document(line: int, record: dict[str, Any], target: str, context: Context, 
             if not all(isinstance(v, list) for v in (texts, urls, stances)):
                 yield place.error("evidence, urls and stances must be arrays per claim", "auto_evidence")
                 continue
-            evidence, judgements, bad = [], [], None
+            evidence: list[dict[str, str]] = []
+            judgements: list[dict[str, Any]] = []
+            bad: RecordError | None = None
             for n, text in enumerate(texts):
                 if not isinstance(text, str) or not text.strip():
                     continue
                 url = _at(urls, n)
                 stance = _at(stances, n)
                 if stance is not None and stance not in STANCES:
-                    bad = place.error(f"must be one of {', '.join(STANCES)}, got {stance!r}", f"stance_claim_autoEvid[{index}][{n}]")
+                    bad = place.error(
+                        f"must be one of {', '.join(STANCES)}, got {stance!r}", f"stance_claim_autoEvid[{index}][{n}]"
+                    )
                     break
                 if stance is not None:
                     judgements.append({"index": len(evidence), "judgement": STANCES[stance]})

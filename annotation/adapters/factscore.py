@@ -97,7 +97,9 @@ class FActScoreAdapter(Adapter):
                 if human is None:
                     continue  # an irrelevant sentence: no facts were labelled
                 if not isinstance(human, list):
-                    yield origin.error(f"must be an array or null, got {json_type(human)}", f"{where}.human-atomic-facts")
+                    yield origin.error(
+                        f"must be an array or null, got {json_type(human)}", f"{where}.human-atomic-facts"
+                    )
                     continue
                 for f, fact in enumerate(human):
                     place = f"{where}.human-atomic-facts[{f}]"
@@ -202,7 +204,9 @@ def _matched(
     for a, text, supported in atoms:
         item = next((i for i, r in index.get(text, []) if r == response and i not in used), None)
         if item is None:
-            yield origin.error(f"atom {short(text, 60)!r} is not a claim of response {response!r}", f"decisions[{d}][{a}]")
+            yield origin.error(
+                f"atom {short(text, 60)!r} is not a claim of response {response!r}", f"decisions[{d}][{a}]"
+            )
             continue
         used.add(item)
         yield Converted(

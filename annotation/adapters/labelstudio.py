@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..formats import RecordError, json_type
-from .base import ANNOTATIONS, ITEMS, Adapter, Context, Converted, Origin, SourceFile, Yield, short, whole_json
+from .base import ANNOTATIONS, ITEMS, Adapter, Context, Converted, Origin, SourceFile, Yield, short, string, whole_json
 
 TEXT_KEYS = ("claim", "text", "sentence", "statement")
 MAX_ACTIVE_SECONDS = 24 * 3600
@@ -71,20 +71,20 @@ class LabelStudioAdapter(Adapter):
 
 
 def _item(item_id: str, data: dict[str, Any], origin: Origin, context: Context) -> dict[str, Any] | RecordError:
-    domain = data.get("domain") if isinstance(data.get("domain"), str) else ""
+    domain = string(data.get("domain"))
     if context.kind == "preference":
         lists = data.get("lists")
         source = data.get("source")
         if not isinstance(lists, dict) or not isinstance(source, str):
             return origin.error("a preference task needs 'source' (text) and 'lists' (the two systems' claims)", "data")
-        question = data.get("question") if isinstance(data.get("question"), str) else ""
+        question = string(data.get("question"))
         return {"id": item_id, "source": source, "question": question, "lists": lists, "domain": domain}
     key = next((key for key in TEXT_KEYS if isinstance(data.get(key), str) and data[key].strip()), None)
     if key is None:
         key = next((key for key, value in data.items() if isinstance(value, str) and value.strip()), None)
     if key is None:
         return origin.error(f"holds no text to judge: expected one of {', '.join(TEXT_KEYS)}", "data")
-    context_text = data.get("context") if isinstance(data.get("context"), str) else ""
+    context_text = string(data.get("context"))
     record = {"id": item_id, "claim": data[key], "context": context_text, "domain": domain[:100]}
     for name in ("response_id", "system"):
         if isinstance(data.get(name), (str, int)) and not isinstance(data.get(name), bool):

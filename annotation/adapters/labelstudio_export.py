@@ -23,8 +23,8 @@ FROM_NAME = "label"
 def labelstudio_chunks(study: Study) -> Iterator[str]:
     """The export as JSON text chunks (a JSON array of tasks), streamed."""
     yield "["
-    for number, (item, annotations) in enumerate(items_with_annotations(study)):
-        yield ("," if number else "") + "\n" + json.dumps(_task(study, item, annotations), ensure_ascii=False)
+    for number, (item, answers) in enumerate(items_with_annotations(study)):
+        yield ("," if number else "") + "\n" + json.dumps(_task(study, item, answers), ensure_ascii=False)
     yield "\n]\n"
 
 
@@ -32,10 +32,14 @@ def _task(study: Study, item: dict[str, Any], annotations: list[dict[str, Any]])
     payload = item["payload"] or {}
     data: dict[str, Any] = {"id": item["external_id"], "domain": item["domain"]}
     if study.is_preference:
-        data.update(source=payload.get("source", ""), question=payload.get("question", ""), lists=payload.get("lists", {}))
+        data.update(
+            source=payload.get("source", ""), question=payload.get("question", ""), lists=payload.get("lists", {})
+        )
         to_name = "source"
     else:
-        data.update(claim=payload.get("claim", ""), context=payload.get("context", ""), evidence=payload.get("evidence", []))
+        data.update(
+            claim=payload.get("claim", ""), context=payload.get("context", ""), evidence=payload.get("evidence", [])
+        )
         to_name = "claim"
     data.update(response_id=item["response_id"], system=item["system"])
     return {
@@ -44,7 +48,12 @@ def _task(study: Study, item: dict[str, Any], annotations: list[dict[str, Any]])
         "annotations": [
             {
                 "id": row["pk"],
-                "completed_by": {"id": row["assignment__annotator_id"], "email": row["annotator"], "first_name": "", "last_name": ""},
+                "completed_by": {
+                    "id": row["assignment__annotator_id"],
+                    "email": row["annotator"],
+                    "first_name": "",
+                    "last_name": "",
+                },
                 "result": [
                     {
                         "type": "choices",

@@ -91,7 +91,11 @@ class RagasAdapter(Adapter):
             question = _field(sample, "user_input")
             number = origin.line if origin.line is not None else origin.record.split()[-1]
             response_id = f"ragas-{number}"
-            evidence = [{"text": text, "title": f"Context {n}", "source_type": "retrieved"} for n, text in enumerate(contexts, 1) if text.strip()]
+            evidence = [
+                {"text": text, "title": f"Context {n}", "source_type": "retrieved"}
+                for n, text in enumerate(contexts, 1)
+                if text.strip()
+            ]
             for index, statement in enumerate(statements):
                 yield Converted(
                     ITEMS,
@@ -99,7 +103,8 @@ class RagasAdapter(Adapter):
                     {
                         "id": f"{response_id}-{index + 1}",
                         "claim": statement,
-                        "context": (f"Question: {question}\n\n" if isinstance(question, str) and question else "") + response,
+                        "context": (f"Question: {question}\n\n" if isinstance(question, str) and question else "")
+                        + response,
                         "response_id": response_id,
                         "system": system,
                         "evidence": evidence,

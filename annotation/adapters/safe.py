@@ -15,7 +15,19 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..formats import RecordError, json_type
-from .base import ABSTENTIONS, ITEMS, PREDICTIONS, Adapter, Context, Converted, Origin, SourceFile, Yield, whole_json
+from .base import (
+    ABSTENTIONS,
+    ITEMS,
+    PREDICTIONS,
+    Adapter,
+    Context,
+    Converted,
+    Origin,
+    SourceFile,
+    Yield,
+    string,
+    whole_json,
+)
 
 SIDES = ("side1", "side2")
 LABELS = {
@@ -77,11 +89,13 @@ class SafeAdapter(Adapter):
                 yield RecordError(None, f"{prefix}: must be an array", "checked_statements")
                 continue
             if not checked:
-                yield Converted(ABSTENTIONS, Origin(None, prefix), {"response_id": response_id, "system": system, "domain": ""})
+                yield Converted(
+                    ABSTENTIONS, Origin(None, prefix), {"response_id": response_id, "system": system, "domain": ""}
+                )
                 continue
             steps = data.get("past_steps_jsonified_all")
             steps = steps if isinstance(steps, list) else []
-            response = data.get("response") if isinstance(data.get("response"), str) else ""
+            response = string(data.get("response"))
             for index, statement in enumerate(checked):
                 origin = Origin(None, f"{prefix}, statement {index + 1}")
                 where = f"checked_statements[{index}]"
@@ -94,9 +108,7 @@ class SafeAdapter(Adapter):
                     continue
                 annotation = statement.get("annotation")
                 if annotation not in LABELS:
-                    yield origin.error(
-                        f"must be one of {', '.join(LABELS)}, got {annotation!r}", f"{where}.annotation"
-                    )
+                    yield origin.error(f"must be one of {', '.join(LABELS)}, got {annotation!r}", f"{where}.annotation")
                     continue
                 item_id = f"{response_id}-{index + 1}"
                 if target == PREDICTIONS:
@@ -109,7 +121,7 @@ class SafeAdapter(Adapter):
                         {"item": item_id, "verifier": verifier, "label": label, "rationale": rationale or ""},
                     )
                     continue
-                sentence = statement.get("sentence") if isinstance(statement.get("sentence"), str) else ""
+                sentence = string(statement.get("sentence"))
                 yield Converted(
                     ITEMS,
                     origin,
@@ -132,6 +144,6 @@ def _evidence(step: Any) -> list[dict[str, str]]:
     passages = []
     for search in searches:
         if isinstance(search, dict) and isinstance(search.get("result"), str) and search["result"].strip():
-            query = search.get("query") if isinstance(search.get("query"), str) else ""
+            query = string(search.get("query"))
             passages.append({"text": search["result"], "title": query[:500], "source_type": "web search"})
     return passages

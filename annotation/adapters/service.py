@@ -126,7 +126,9 @@ def import_from(
                 result.created += done.created
                 result.updated += done.updated
             else:
-                result.notes.append(f"{done.created} new and {done.updated} updated {_NOUNS[name]}(s) from the same file")
+                result.notes.append(
+                    f"{done.created} new and {done.updated} updated {_NOUNS[name]}(s) from the same file"
+                )
         if abstentions:
             added = _record_abstentions(study, abstentions)
             result.notes.append(f"{added} abstained response(s) recorded (they count in the respond ratio)")

@@ -29,6 +29,7 @@ from .base import (
     file_stem,
     jsonl_objects,
     short,
+    string,
     text_field,
 )
 
@@ -85,7 +86,9 @@ def claims_of(record: dict[str, Any], origin: Origin) -> list[str] | RecordError
             if key in record:
                 sentences = record[key]
                 if not isinstance(sentences, list) or not all(isinstance(s, list) for s in sentences):
-                    return origin.error(f"must be an array of per-sentence claim arrays, got {json_type(sentences)}", key)
+                    return origin.error(
+                        f"must be an array of per-sentence claim arrays, got {json_type(sentences)}", key
+                    )
                 value = [claim for sentence in sentences for claim in sentence]
                 break
         else:
@@ -294,7 +297,9 @@ class VeriScoreAdapter(Adapter):
                     continue
                 raw = result.get("verification_result")
                 if raw is not None and not isinstance(raw, str):
-                    yield response.origin.error(f"must be a string or null, got {json_type(raw)}", f"{where}.verification_result")
+                    yield response.origin.error(
+                        f"must be a string or null, got {json_type(raw)}", f"{where}.verification_result"
+                    )
                     continue
                 yield Converted(
                     PREDICTIONS,
@@ -322,11 +327,13 @@ def _passages(value: Any, error: Any, claim: str) -> list[dict[str, str]] | Reco
     passages = []
     for index, hit in enumerate(value):
         if not isinstance(hit, dict):
-            return error(f"search result {index + 1} of claim {short(claim, 60)!r} must be an object", "claim_search_results")
+            return error(
+                f"search result {index + 1} of claim {short(claim, 60)!r} must be an object", "claim_search_results"
+            )
         text = hit.get("snippet") or ""
         if not isinstance(text, str) or not text.strip():
             continue  # Serper sometimes returns a hit without a snippet: nothing to judge
-        link = hit.get("link") if isinstance(hit.get("link"), str) else ""
+        link = string(hit.get("link"))
         passages.append(
             {
                 "text": text,

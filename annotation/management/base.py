@@ -11,6 +11,7 @@ from typing import IO, Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ..adapters import SOURCES, import_from
+from ..adapters.uploads import system_names as parse_system_names
 from ..formats import detect_format
 from ..models import Study
 from ..services.errors import ImportResult, ServiceError
@@ -44,12 +45,10 @@ def input_file(path: str, explicit_format: str | None) -> Iterator[tuple[IO[byte
 
 def system_names(value: str | None) -> tuple[str, str] | None:
     """--systems A,B (or one name, for the system that wrote a single file's responses)."""
-    if not value:
-        return None
-    names = [name.strip() for name in value.split(",")]
-    if len(names) > 2 or not all(names):
-        raise CommandError(f"--systems takes one name or two, comma-separated (A,B); got {value!r}")
-    return (names[0], names[-1]) if len(names) == 2 else (names[0], "")
+    try:
+        return parse_system_names(value or "")
+    except ServiceError as exc:
+        raise CommandError(f"--{exc}") from None
 
 
 class ImportCommand(BaseCommand):
@@ -76,8 +75,16 @@ class ImportCommand(BaseCommand):
             choices=SOURCES,
             help="the file is a pipeline's own output (see docs/importing.md), not Claimlab's format",
         )
-        parser.add_argument("--pair", metavar="FILE", help="--from veriscore into a preference study: the second extractor's claims file")
-        parser.add_argument("--systems", metavar="A[,B]", help="--from: the system names (two extractors, or the model that wrote the responses)")
+        parser.add_argument(
+            "--pair",
+            metavar="FILE",
+            help="--from veriscore into a preference study: the second extractor's claims file",
+        )
+        parser.add_argument(
+            "--systems",
+            metavar="A[,B]",
+            help="--from: the system names (two extractors, or the model that wrote the responses)",
+        )
         parser.add_argument("--verifier", help="--from: the name the imported predictions' verifier gets")
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0003_job_heartbeat_attempts'),
+        ("annotation", "0003_job_heartbeat_attempts"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='study',
-            name='abstained_responses',
-            field=models.JSONField(blank=True, default=list, help_text="Responses that abstained (no claims), as {response_id, system, domain}: imported from FActScore/VeriScore/SAFE files so the report's respond ratio counts them."),
+            model_name="study",
+            name="abstained_responses",
+            field=models.JSONField(
+                blank=True,
+                default=list,
+                help_text="Responses that abstained (no claims), as {response_id, system, domain}: imported from FActScore/VeriScore/SAFE files so the report's respond ratio counts them.",
+            ),
         ),
     ]

@@ -18,7 +18,9 @@ def items_with_annotations(study: Study) -> Iterator[tuple[dict[str, Any], list[
     answers = (
         Annotation.objects.filter(assignment__study=study, assignment__status=Assignment.Status.SUBMITTED)
         .order_by("assignment__item__position", "assignment__item_id", "assignment__slot", "pk")
-        .values("pk", "assignment__item_id", "assignment__annotator_id", "label", "active_ms", "created_at", "updated_at")
+        .values(
+            "pk", "assignment__item_id", "assignment__annotator_id", "label", "active_ms", "created_at", "updated_at"
+        )
         .iterator(chunk_size=CHUNK)
     )
     # Both streams are in item order: walk them side by side, holding one item's annotations at a time.
@@ -33,8 +35,8 @@ def items_with_annotations(study: Study) -> Iterator[tuple[dict[str, Any], list[
     for item in items:
         rows: list[dict[str, Any]] = []
         if pending is not None and pending[0] == item["pk"]:
-            rows = list(pending[1])
+            rows = [dict(row) for row in pending[1]]
             pending = next(groups, None)
         for row in rows:
             row["annotator"] = names[row["assignment__annotator_id"]]
-        yield item, rows
+        yield dict(item), rows

@@ -78,7 +78,9 @@ def test_the_reports_factscore_equals_factscores_own_on_the_labelled_data(study)
 def scorer_output(records: list[dict]) -> dict:
     """FActScore's scorer output as factscorer.py writes it, on the human facts (the same facts)."""
     decisions = [
-        None if r["annotations"] is None else [{"atom": f["text"], "is_supported": f["label"] == "S"} for f in human_facts(r)]
+        None
+        if r["annotations"] is None
+        else [{"atom": f["text"], "is_supported": f["label"] == "S"} for f in human_facts(r)]
         for r in records
     ]
     scores = [np.mean([d["is_supported"] for d in decision]) for decision in decisions if decision is not None]
@@ -98,7 +100,8 @@ def test_scorer_output_becomes_predictions_whose_factscore_is_the_files(study, t
     out = run("import_predictions", "fs", str(path), "--from", "factscore", "--verifier", "factscore-retrieval+ChatGPT")
     assert "Imported 98 new and 0 updated prediction(s)" in out
     rows = pd.DataFrame(
-        Prediction.objects.values_list("item__response_id", "item__system", "label"), columns=["response_id", "system", "label"]
+        Prediction.objects.values_list("item__response_id", "item__system", "label"),
+        columns=["response_id", "system", "label"],
     )
     study.refresh_from_db()
     responses = pd.concat(
@@ -132,7 +135,10 @@ def test_scorer_atoms_that_are_no_item_are_refused(study, tmp_path):
         ('{"score": 0.5, "decisions": [', "line 1: invalid JSON: Expecting value at column 30"),
         ("[1, 2]", "file: expected FActScore's scorer output, an object with a 'decisions' array; found array"),
         ('{"score": 0.5}', "found an object without a 'decisions' array"),
-        ('{"decisions": [[{"atom": "x", "is_supported": "yes"}]]}', "file, field 'decisions[0][0].is_supported': decision 1: must be true or false, got string"),
+        (
+            '{"decisions": [[{"atom": "x", "is_supported": "yes"}]]}',
+            "file, field 'decisions[0][0].is_supported': decision 1: must be true or false, got string",
+        ),
         ('{"decisions": [5]}', "file, field 'decisions[0]': decision 1: must be an array of atoms or null, got number"),
     ],
 )
@@ -145,10 +151,19 @@ def test_malformed_scorer_output(study, tmp_path, output, expected):
 @pytest.mark.parametrize(
     ("mutate", "expected"),
     [
-        (lambda r: r.pop("annotations"), "line 1, field 'annotations': is missing: FActScore's labelled data has one per line"),
+        (
+            lambda r: r.pop("annotations"),
+            "line 1, field 'annotations': is missing: FActScore's labelled data has one per line",
+        ),
         (lambda r: r.pop("topic"), "line 1, field 'topic': is missing"),
-        (lambda r: r["annotations"][0]["human-atomic-facts"][0].update(label="X"), "line 1, field 'annotations[0].human-atomic-facts[0].label': label must be one of S, NS, IR, got 'X'"),
-        (lambda r: r.update(annotations="none"), "line 1, field 'annotations': must be an array of sentences or null, got string"),
+        (
+            lambda r: r["annotations"][0]["human-atomic-facts"][0].update(label="X"),
+            "line 1, field 'annotations[0].human-atomic-facts[0].label': label must be one of S, NS, IR, got 'X'",
+        ),
+        (
+            lambda r: r.update(annotations="none"),
+            "line 1, field 'annotations': must be an array of sentences or null, got string",
+        ),
     ],
 )
 def test_malformed_labelled_lines_name_the_line_and_store_nothing(study, tmp_path, mutate, expected):
@@ -163,7 +178,9 @@ def test_malformed_labelled_lines_name_the_line_and_store_nothing(study, tmp_pat
 def test_a_truncated_labelled_file_names_its_last_line(study, tmp_path):
     text = LABELLED.read_text()
     path = write(tmp_path / "ChatGPT.jsonl", text[: len(text) - 200])
-    assert "line 4: invalid JSON: Unterminated string" in refused("import_items", "fs", str(path), "--from", "factscore")
+    assert "line 4: invalid JSON: Unterminated string" in refused(
+        "import_items", "fs", str(path), "--from", "factscore"
+    )
     assert stored(study) == (0, 0, 0)
 
 
@@ -176,4 +193,3 @@ def test_a_study_without_the_labels_gets_the_services_error_at_the_source_line(d
         "'NS' is not one of the study's labels (supported, contradicted, inconclusive)"
     ) in message
     assert Item.objects.count() == 0
-

@@ -96,10 +96,22 @@ def test_a_choices_project_becomes_a_study_whose_report_shows_agreement(sentimen
         ('[{"id": 1, "data": {"text": "x"}, "annotations": [', "line 1: invalid JSON: Expecting value at column 51"),
         ('{"tasks": 3}', "task 1 (id 1): holds no text to judge"),
         ("42", "file: expected a Label Studio export, a JSON array of tasks; found number"),
-        ('[{"id": 1, "data": {"text": "x"}, "annotations": [{"completed_by": null, "result": []}]}]', "file, field 'annotations[0].completed_by': task 1 (id 1): must be a user id or an object with an 'id'"),
-        ('[{"id": 1, "data": {"text": "x"}, "annotations": [{"completed_by": 1, "result": [{"type": "labels", "value": {}}]}]}]', "has no 'choices' result (found labels); only choices projects can be imported"),
-        ('[{"id": 1, "data": {"text": "x"}, "annotations": [{"completed_by": 1, "result": [{"type": "choices", "value": {"choices": ["Positive", "Negative"]}}]}]}]', "must hold exactly one chosen label"),
-        ('[{"id": 1, "data": {"text": "x"}}, {"id": 1, "data": {"text": "y"}}]', "file, field 'id': task 2 (id 1): the same id as task 1"),
+        (
+            '[{"id": 1, "data": {"text": "x"}, "annotations": [{"completed_by": null, "result": []}]}]',
+            "file, field 'annotations[0].completed_by': task 1 (id 1): must be a user id or an object with an 'id'",
+        ),
+        (
+            '[{"id": 1, "data": {"text": "x"}, "annotations": [{"completed_by": 1, "result": [{"type": "labels", "value": {}}]}]}]',
+            "has no 'choices' result (found labels); only choices projects can be imported",
+        ),
+        (
+            '[{"id": 1, "data": {"text": "x"}, "annotations": [{"completed_by": 1, "result": [{"type": "choices", "value": {"choices": ["Positive", "Negative"]}}]}]}]',
+            "must hold exactly one chosen label",
+        ),
+        (
+            '[{"id": 1, "data": {"text": "x"}}, {"id": 1, "data": {"text": "y"}}]',
+            "file, field 'id': task 2 (id 1): the same id as task 1",
+        ),
         ("[" * 70 + "]" * 70, "invalid JSON: nested deeper than the limit of 64 levels"),
     ],
 )

@@ -59,8 +59,16 @@ def safe_result(counts: list[tuple[int, int, int]]) -> dict:
                 statement["self_contained_atomic_fact"] = f"Fact {k} ({kind}) of prompt {number}."
                 statement["annotation"] = kind
                 statements.append(statement)
-                steps.append({} if kind == "Irrelevant" else {"google_searches": [{"query": f"q{k}", "result": f"Result {k}."}]})
-        data.update(checked_statements=statements, past_steps_jsonified_all=steps, Supported=s, **{"Not Supported": ns}, Irrelevant=ir)
+                steps.append(
+                    {} if kind == "Irrelevant" else {"google_searches": [{"query": f"q{k}", "result": f"Result {k}."}]}
+                )
+        data.update(
+            checked_statements=statements,
+            past_steps_jsonified_all=steps,
+            Supported=s,
+            **{"Not Supported": ns},
+            Irrelevant=ir,
+        )
         data["f1_-1"] = safe_f1(s, ns)
         prompts.append(prompt)
     result["per_prompt_data"] = prompts
@@ -80,7 +88,9 @@ def test_safe_results_become_items_and_predictions_whose_f1_is_the_files(verific
         Prediction.objects.values_list("item__response_id", "item__system", "label"),
         columns=["response_id", "system", "label"],
     )
-    scores = stats.veriscore_f1_at_k(rows, supported={"supported"}, unsupported={"not_supported"}, excluded={"irrelevant"}, k=100)
+    scores = stats.veriscore_f1_at_k(
+        rows, supported={"supported"}, unsupported={"not_supported"}, excluded={"irrelevant"}, k=100
+    )
     by_response = {entry["response_id"]: entry["f1_at_k"] for entry in scores["per_response"]}
     for number, prompt in enumerate(result["per_prompt_data"], start=1):
         assert by_response[f"safe-{number}-side2"] == pytest.approx(prompt["side2_posthoc_eval_data"]["f1_-1"])
@@ -98,7 +108,9 @@ def test_the_constructed_skeleton_itself_imports(verification):
     [
         (lambda r: r.pop("per_prompt_data"), "file, field 'per_prompt_data': expected SAFE's result JSON"),
         (
-            lambda r: r["per_prompt_data"][0]["side2_posthoc_eval_data"]["checked_statements"][0].update(annotation="SUPPORTED"),
+            lambda r: r["per_prompt_data"][0]["side2_posthoc_eval_data"]["checked_statements"][0].update(
+                annotation="SUPPORTED"
+            ),
             "file, field 'checked_statements[0].annotation': prompt 1, side2, statement 1: must be one of Supported, Not Supported, Irrelevant, got 'SUPPORTED'",
         ),
         (
@@ -118,7 +130,9 @@ def test_malformed_safe_results(verification, tmp_path, mutate, expected):
 def test_a_truncated_safe_result_names_the_line(verification, tmp_path):
     text = SKELETON.read_text()
     path = write(tmp_path / "r.json", text[:1500])
-    assert "line 29: invalid JSON: Unterminated string starting at at column 13" in refused("import_items", "v", str(path), "--from", "safe")
+    assert "line 29: invalid JSON: Unterminated string starting at at column 13" in refused(
+        "import_items", "v", str(path), "--from", "safe"
+    )
 
 
 def ragas_samples() -> list[dict]:
@@ -135,7 +149,10 @@ def test_a_ragas_dataset_becomes_statements_with_the_contexts_as_evidence(verifi
     assert item.payload["claim"] == samples[0]["response"]
     assert item.payload["evidence"][0]["text"] == samples[0]["retrieved_contexts"][0]
     assert item.payload["context"].startswith("Question: Which CEO is widely recognized")
-    legacy = [{"question": s["user_input"], "answer": s["response"] + " It is true.", "contexts": s["retrieved_contexts"]} for s in samples]
+    legacy = [
+        {"question": s["user_input"], "answer": s["response"] + " It is true.", "contexts": s["retrieved_contexts"]}
+        for s in samples
+    ]
     other = create_study(slug="legacy", name="Legacy", kind="verification")
     run("import_items", "legacy", str(write(tmp_path / "v1.json", json.dumps(legacy))), "--from", "ragas")
     assert Item.objects.filter(study=other).count() == 2 * len(samples)
@@ -146,7 +163,10 @@ def test_a_ragas_dataset_becomes_statements_with_the_contexts_as_evidence(verifi
     ("record", "expected"),
     [
         ({"user_input": "q"}, "line 1, field 'response': needs a 'response' (or 'answer') string"),
-        ({"response": "A.", "retrieved_contexts": "one"}, "line 1, field 'retrieved_contexts': must be an array of strings"),
+        (
+            {"response": "A.", "retrieved_contexts": "one"},
+            "line 1, field 'retrieved_contexts': must be an array of strings",
+        ),
     ],
 )
 def test_malformed_ragas_samples(verification, tmp_path, record, expected):
@@ -178,7 +198,12 @@ def test_the_factcheck_benchmark_becomes_items_with_stances_and_gold(ternary):
     assert [p["text"] for p in item.payload["evidence"]] == texts
     annotation = Annotation.objects.get(assignment__item=item)
     stances = sentence["stance_claim_autoEvid"][index]
-    mapping = {"completely-support": "support", "partially-support": "support", "refute": "not_support", "irrelevant": "irrelevant"}
+    mapping = {
+        "completely-support": "support",
+        "partially-support": "support",
+        "refute": "not_support",
+        "irrelevant": "irrelevant",
+    }
     assert [j["judgement"] for j in annotation.evidence_judgements] == [mapping[s] for s in stances[: len(texts)]]
 
 
@@ -191,11 +216,14 @@ def test_factbench_and_subtask4_lines_carry_gold_labels(ternary):
     assert (first.payload["claim"], first.gold_label) == (lines[0]["claims"][1], "contradicted")
     other = create_study(slug="s4", name="Subtask 4", kind="verification")
     run("import_items", "s4", str(SUBTASK4), "--from", "factcheckgpt")
-    assert list(Item.objects.filter(study=other).order_by("position").values_list("gold_label", flat=True)) == [
-        "contradicted",
-        "supported",
-        "supported",
-    ][: Item.objects.filter(study=other).count()]
+    assert (
+        list(Item.objects.filter(study=other).order_by("position").values_list("gold_label", flat=True))
+        == [
+            "contradicted",
+            "supported",
+            "supported",
+        ][: Item.objects.filter(study=other).count()]
+    )
 
 
 def test_a_bad_stance_names_the_sentence_and_claim(ternary, tmp_path):
@@ -203,13 +231,17 @@ def test_a_bad_stance_names_the_sentence_and_claim(ternary, tmp_path):
     document["sentences"]["sentence1"]["stance_claim_autoEvid"][0][0] = "supports"
     path = write(tmp_path / "bench.jsonl", jsonl_text(document))
     message = refused("import_items", "fc", str(path), "--from", "factcheckgpt")
-    assert "line 1, field 'stance_claim_autoEvid[0][0]': sentence1, claim 1: must be one of completely-support" in message
+    assert (
+        "line 1, field 'stance_claim_autoEvid[0][0]': sentence1, claim 1: must be one of completely-support" in message
+    )
     assert stored(ternary) == (0, 0, 0)
 
 
 def test_an_unknown_factcheck_shape_is_refused(ternary, tmp_path):
     path = write(tmp_path / "x.jsonl", jsonl_text({"sentence": "A.", "checkworthy": "yes"}))
-    assert "line 1: is not a Factcheck-GPT benchmark document" in refused("import_items", "fc", str(path), "--from", "factcheckgpt")
+    assert "line 1: is not a Factcheck-GPT benchmark document" in refused(
+        "import_items", "fc", str(path), "--from", "factcheckgpt"
+    )
 
 
 def test_an_adapter_refuses_what_it_cannot_import(ternary, tmp_path):

@@ -30,7 +30,17 @@ def early_records() -> list[dict]:
 
 def test_two_extractors_become_a_preference_study_in_one_command(db):
     study = create_study(slug="pref", name="Extractors", kind="preference")
-    out = run("import_items", "pref", str(EARLY), "--from", "veriscore", "--pair", str(BASELINE), "--systems", "veriscore,sentences")
+    out = run(
+        "import_items",
+        "pref",
+        str(EARLY),
+        "--from",
+        "veriscore",
+        "--pair",
+        str(BASELINE),
+        "--systems",
+        "veriscore,sentences",
+    )
     assert "Imported 2 new" in out
     study.refresh_from_db()
     assert study.systems == ["veriscore", "sentences"]
@@ -60,7 +70,9 @@ def test_a_preference_study_needs_the_second_file(db):
 def test_an_unmatched_response_names_its_line_and_nothing_is_stored(db, tmp_path):
     study = create_study(slug="pref", name="Extractors", kind="preference")
     records = early_records()
-    other = write(tmp_path / "claims_other.jsonl", jsonl_text({**records[0], "response": "Something else."}, records[1]))
+    other = write(
+        tmp_path / "claims_other.jsonl", jsonl_text({**records[0], "response": "Something else."}, records[1])
+    )
     message = refused("import_items", "pref", str(EARLY), "--from", "veriscore", "--pair", str(other))
     assert "line 1: no response with the same question and text in claims_other.jsonl" in message
     assert stored(study) == (0, 0, 0)
@@ -98,13 +110,21 @@ def test_evidence_and_verification_become_passages_and_predictions(db, excerpt):
     assert predictions[f"{key}-1"].label == "supported"
     assert predictions[f"{key}-1"].verifier.name == "veriscore"
     # 'unsupported' (binary) is not a label of the ternary study: kept, as unparseable.
-    unsupported = predictions[f"{key}-{record['all_claim_lst'].index(record['claim_verification_result'][2]['claim']) + 1}"]
+    unsupported = predictions[
+        f"{key}-{record['all_claim_lst'].index(record['claim_verification_result'][2]['claim']) + 1}"
+    ]
     assert (unsupported.label, unsupported.raw_label, unsupported.parse_status) == (None, "unsupported", "unparseable")
 
 
 def test_binary_labels_map_to_a_binary_study(db, excerpt):
-    path, record = excerpt
-    create_study(slug="bin", name="Binary", kind="verification", labels=["supported", "unsupported"], binary_map={"supported": "positive", "unsupported": "negative"})
+    path, _record = excerpt
+    create_study(
+        slug="bin",
+        name="Binary",
+        kind="verification",
+        labels=["supported", "unsupported"],
+        binary_map={"supported": "positive", "unsupported": "negative"},
+    )
     run("import_items", "bin", str(path), "--from", "veriscore")
     run("import_predictions", "bin", str(path), "--from", "veriscore", "--verifier", "gpt-4-veriscore")
     assert sorted(Prediction.objects.values_list("label", flat=True)) == ["supported", "supported", "unsupported"]
@@ -115,7 +135,13 @@ def test_free_text_and_null_verdicts_are_kept_as_unparseable(db, excerpt, tmp_pa
     study = create_study(slug="verif", name="Claims", kind="verification")
     run("import_items", "verif", str(path), "--from", "veriscore")
     results = record["claim_verification_result"]
-    record = {**record, "claim_verification_result": [{**results[0], "verification_result": "the claim is partly true"}, {**results[1], "verification_result": None}]}
+    record = {
+        **record,
+        "claim_verification_result": [
+            {**results[0], "verification_result": "the claim is partly true"},
+            {**results[1], "verification_result": None},
+        ],
+    }
     odd = write(tmp_path / "verification_x_3.jsonl", json.dumps(record) + "\n")
     run("import_predictions", "verif", str(odd), "--from", "veriscore")
     rows = sorted(Prediction.objects.values_list("raw_label", "parse_status", "label"))
@@ -135,10 +161,13 @@ def test_predictions_before_items_fail_with_the_source_line(db, excerpt):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("{\"question\": \"q\", \"response\": \"r\"\n", "line 1: invalid JSON: Expecting ',' delimiter at column 34"),
+        ('{"question": "q", "response": "r"\n', "line 1: invalid JSON: Expecting ',' delimiter at column 34"),
         ("[1, 2]\n", "line 1: expected a JSON object per line, got array"),
         (jsonl_text({"question": "q", "model": "m"}), "line 1, field 'response': is missing"),
-        (jsonl_text({"response": "r", "all_claims": "one claim"}), "line 1, field 'all_claims': must be an array of claims, got string"),
+        (
+            jsonl_text({"response": "r", "all_claims": "one claim"}),
+            "line 1, field 'all_claims': must be an array of claims, got string",
+        ),
         (jsonl_text({"response": "r", "model": "m"}), "line 1: has no claims: expected one of all_claims"),
     ],
 )
@@ -150,7 +179,7 @@ def test_malformed_claims_files(db, tmp_path, text, expected):
 
 
 def test_a_verification_file_without_results_is_refused(db):
-    study = create_study(slug="verif", name="Claims", kind="verification")
+    create_study(slug="verif", name="Claims", kind="verification")
     run("import_items", "verif", str(EARLY), "--from", "veriscore")
     message = refused("import_predictions", "verif", str(EARLY), "--from", "veriscore")
     assert "line 1, field 'claim_verification_result': is missing: a verification file" in message
@@ -160,12 +189,20 @@ def test_a_verification_file_without_results_is_refused(db):
 def test_abstained_responses_are_recorded_on_the_study(db, tmp_path):
     study = create_study(slug="verif", name="Claims", kind="verification")
     records = early_records()
-    abstained = {"question": "q?", "response": "I'm sorry, I can't answer.", "abstained": True, "prompt_source": "ShareGPT", "model": "m"}
+    abstained = {
+        "question": "q?",
+        "response": "I'm sorry, I can't answer.",
+        "abstained": True,
+        "prompt_source": "ShareGPT",
+        "model": "m",
+    }
     path = write(tmp_path / "claims_x.jsonl", jsonl_text(records[1], abstained))
     out = run("import_items", "verif", str(path), "--from", "veriscore")
     assert "1 abstained response(s) recorded" in out
     study = Study.objects.get(pk=study.pk)
-    assert study.abstained_responses == [{"response_id": response_key("q?", abstained["response"]), "system": "m", "domain": "ShareGPT"}]
+    assert study.abstained_responses == [
+        {"response_id": response_key("q?", abstained["response"]), "system": "m", "domain": "ShareGPT"}
+    ]
 
 
 def test_source_types_from_the_link_domain():

@@ -15,11 +15,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 from typing import IO, Any
 
+from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.adapters import import_from
+from annotation.adapters.base import PREDICTIONS
+from annotation.adapters.uploads import check_size
 from annotation.formats import MAX_LINE_BYTES, RecordError, json_type
 from annotation.models import Item, Study
 from annotation.services.errors import ErrorCollector, ImportResult, ServiceError
@@ -27,7 +33,13 @@ from annotation.vocab import canonical_label
 
 from ...models import Prediction, Verifier
 
-__all__ = ["IMPORTED_CACHE_KEY", "PREDICTION_FIELDS", "import_predictions", "parse_prediction"]
+__all__ = [
+    "IMPORTED_CACHE_KEY",
+    "PREDICTION_FIELDS",
+    "import_predictions",
+    "import_predictions_from",
+    "parse_prediction",
+]
 
 IMPORTED_CACHE_KEY = "imported"
 PREDICTION_FIELDS = ("item", "verifier", "label", "score", "rationale")
@@ -253,3 +265,23 @@ def import_predictions(
             )
             result.updated = len(changed)
     return result
+
+
+def import_predictions_from(
+    *, study: Study, source: str, upload: UploadedFile, verifier: str = "", update: bool = False
+) -> ImportResult:
+    """A pipeline's verdict file (annotation/adapters), uploaded: bounded, then imported at once.
+
+    A verdict outside the study's labels is kept as an unparseable prediction, raw text kept.
+    """
+    check_size(upload)
+    return import_from(
+        source=source,
+        target=PREDICTIONS,
+        study=study,
+        stream=upload,
+        file_name=Path(upload.name or "").name,
+        verifier=verifier,
+        update=update,
+        importers={PREDICTIONS: partial(import_predictions, keep_unparseable=True)},
+    )
