@@ -10,6 +10,8 @@ from annotation.adapters.veriscore import response_key, source_type
 from annotation.models import Item, Study
 from annotation.services import create_study
 from metaeval.models import Prediction
+from metaeval.reporting.build import build_report
+from metaeval.reporting.options import ReportOptions
 
 from .conftest import jsonl_text, refused, run, sample, stored, write
 
@@ -210,3 +212,26 @@ def test_source_types_from_the_link_domain():
     assert source_type("https://www.cdc.gov/x") == "government"
     assert source_type("https://my.clevelandclinic.org/health") == "web"
     assert source_type("not a url") == ""
+
+
+def test_verification_predictions_are_compared_with_human_labels_in_the_report(db, excerpt, tmp_path):
+    path, record = excerpt
+    study = create_study(slug="verif", name="Claims", kind="verification", annotators_per_item=2)
+    run("import_items", "verif", str(path), "--from", "veriscore")
+    key = response_key(record["question"], record["response"])
+    humans = [
+        {"item": f"{key}-{record['all_claim_lst'].index(result['claim']) + 1}", "annotator": who, "label": label}
+        for result, labels in zip(
+            record["claim_verification_result"],
+            (("supported", "supported"), ("supported", "inconclusive"), ("contradicted", "contradicted")),
+            strict=True,
+        )
+        for who, label in zip(("h1", "h2"), labels, strict=True)
+    ]
+    run("import_annotations", "verif", str(write(tmp_path / "humans.jsonl", jsonl_text(*humans))))
+    run("import_predictions", "verif", str(path), "--from", "veriscore")
+    verifier = build_report(study, ReportOptions(n_resamples=50))["verifiers"]["veriscore"]
+    # Three predictions: two 'supported', one binary 'unsupported' kept as unparseable; humans agree on two claims.
+    assert (verifier["n_predictions"], verifier["n_labelled"]) == (3, 2)
+    assert verifier["parse_failure_rate"]["value"] == pytest.approx(1 / 3)
+    assert verifier["n"] == 1 and verifier["accuracy"]["value"] == 1.0
