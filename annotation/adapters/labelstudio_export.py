@@ -75,10 +75,3 @@ def _task(study: Study, item: dict[str, Any], annotations: list[dict[str, Any]])
         "predictions": [],
     }
 
-
-def labelstudio_config(study: Study) -> str:
-    """A labelling config for the exported tasks (Label Studio needs one to show them)."""
-    choices = "".join(f'<Choice value="{label}"/>' for label in study.labels)
-    shown = '<Text name="source" value="$source"/>' if study.is_preference else '<Text name="claim" value="$claim"/>'
-    target = "source" if study.is_preference else "claim"
-    return f'<View>{shown}<Choices name="{FROM_NAME}" toName="{target}" choice="single">{choices}</Choices></View>'
