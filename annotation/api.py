@@ -112,6 +112,10 @@ class ImportUpload(StudyScoped, APIView):
     def post(self, request: Request, slug: str) -> Response:
         upload = ImportUploadSerializer(data=request.data)
         upload.is_valid(raise_exception=True)
+        if not upload.validated_data.get("from") and (
+            upload.validated_data.get("pair") or upload.validated_data["systems"]
+        ):
+            return bad_request("'pair' and 'systems' go with 'from' (a pipeline's own file; docs/importing.md)")
         try:
             if upload.validated_data.get("from"):
                 job = import_upload_from(

@@ -74,4 +74,3 @@ def _task(study: Study, item: dict[str, Any], annotations: list[dict[str, Any]])
         ],
         "predictions": [],
     }
-

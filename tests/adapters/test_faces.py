@@ -146,3 +146,13 @@ def test_the_predictions_page_takes_a_pipelines_file(client, researcher, verific
     )
     assert "Imported 3 new and 0 updated prediction(s)." in response.content.decode()
     assert set(Prediction.objects.values_list("verifier__name", flat=True)) == {"veriscore-binary"}
+
+
+def test_pair_without_from_is_refused(client, researcher, verification_study):
+    client.force_login(researcher)
+    response = client.post(
+        reverse("api-item-import", args=["verif"]), {"file": upload(EARLY), "pair": upload(BASELINE)}
+    )
+    assert response.status_code == 400
+    assert "'pair' and 'systems' go with 'from'" in response.json()["detail"]
+    assert not ImportJob.objects.exists()
