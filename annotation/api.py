@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from . import selectors
 from .access import access_export_job, access_item
+from .adapters.labelstudio_export import labelstudio_response
 from .adapters.uploads import import_upload_from, system_names
 from .api_errors import bad_request
 from .exports import CONTENT_TYPES, export_chunks, export_file_response, export_filename
@@ -182,10 +183,19 @@ class AnnotationExport(StudyScoped, APIView):
     permission_classes = [IsStudyResearcher]
 
     @extend_schema(
-        parameters=[OpenApiParameter("format", str, enum=["csv", "jsonl"], default="csv")],
+        parameters=[
+            OpenApiParameter(
+                "format",
+                str,
+                enum=["csv", "jsonl", "labelstudio"],
+                default="csv",
+                description="labelstudio: the study as Label Studio tasks with choices annotations (docs/importing.md).",
+            )
+        ],
         responses={
             (200, "text/csv"): OpenApiTypes.STR,
             (200, "application/x-ndjson"): OpenApiTypes.STR,
+            (200, "application/json"): OpenApiTypes.STR,
             400: OpenApiResponse(
                 ServiceErrorSerializer, description="Unknown format, or the study is too big to stream."
             ),
@@ -193,14 +203,16 @@ class AnnotationExport(StudyScoped, APIView):
     )
     def get(self, request: Request, slug: str) -> StreamingHttpResponse | Response:
         fmt = request.query_params.get("format", "csv")
-        if fmt not in CONTENT_TYPES:
-            return bad_request("format must be csv or jsonl")
+        if fmt not in CONTENT_TYPES and fmt != "labelstudio":
+            return bad_request("format must be csv, jsonl or labelstudio")
         if selectors.export_runs_in_background(self.study):
             detail = (
                 f"this study has more than {selectors.export_inline_limit():,} annotations, too many to stream: "
                 f"POST /api/studies/{slug}/exports to have the file written in the background, then download it"
             )
             return bad_request(detail)
+        if fmt == "labelstudio":
+            return labelstudio_response(self.study)
         response = StreamingHttpResponse(
             (chunk.encode("utf-8") for chunk in export_chunks(self.study, fmt)), content_type=CONTENT_TYPES[fmt]
         )

@@ -14,6 +14,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from django.http import StreamingHttpResponse
+
 from ..models import Study
 from ..selectors.labelstudio import items_with_annotations
 
@@ -26,6 +28,15 @@ def labelstudio_chunks(study: Study) -> Iterator[str]:
     for number, (item, answers) in enumerate(items_with_annotations(study)):
         yield ("," if number else "") + "\n" + json.dumps(_task(study, item, answers), ensure_ascii=False)
     yield "\n]\n"
+
+
+def labelstudio_response(study: Study) -> StreamingHttpResponse:
+    """The export as a streamed download, for the page and the API."""
+    response = StreamingHttpResponse(
+        (chunk.encode("utf-8") for chunk in labelstudio_chunks(study)), content_type="application/json"
+    )
+    response["Content-Disposition"] = f'attachment; filename="{study.slug}-labelstudio.json"'
+    return response
 
 
 def _task(study: Study, item: dict[str, Any], annotations: list[dict[str, Any]]) -> dict[str, Any]:

@@ -6,9 +6,10 @@ import copy
 import json
 
 import pytest
+from django.urls import reverse
 
 from annotation.models import Annotation, Item, StudyMember
-from annotation.services import create_study
+from annotation.services import add_members, create_study
 from metaeval.reporting.build import build_report
 from metaeval.reporting.options import ReportOptions
 
@@ -146,3 +147,21 @@ def test_a_study_exported_to_label_studio_reads_back(sentiment, tmp_path):
     assert sorted(Annotation.objects.filter(assignment__study=again).values_list("label", flat=True)) == sorted(
         Annotation.objects.filter(assignment__study=sentiment).values_list("label", flat=True)
     )
+
+
+def test_the_page_and_the_api_download_the_label_studio_export(client, researcher, sentiment, tmp_path):
+    add_members(study=sentiment, usernames=[researcher.username], role="researcher")
+    run(
+        "import_items",
+        "ls",
+        str(write(tmp_path / "export.json", json.dumps(project_export()))),
+        "--from",
+        "labelstudio",
+    )
+    client.force_login(researcher)
+    page = client.get(reverse("annotation:study_export_labelstudio", args=["ls"]))
+    assert page["Content-Disposition"] == 'attachment; filename="ls-labelstudio.json"'
+    tasks = json.loads(b"".join(page.streaming_content))
+    assert len(tasks) == 4 and sum(len(task["annotations"]) for task in tasks) == 12
+    api = client.get(reverse("api-annotation-export", args=["ls"]), {"format": "labelstudio"})
+    assert json.loads(b"".join(api.streaming_content)) == tasks
