@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Callable, Mapping
-from typing import IO, Any
+from typing import IO
 
 from django.conf import settings
 from django.db import transaction
@@ -154,14 +154,3 @@ def _claims_index(study: Study) -> dict[str, list[tuple[str, str]]]:
         if isinstance(claim, str):
             index.setdefault(claim, []).append((external_id, response_id or external_id))
     return index
-
-
-def source_choices() -> list[tuple[str, str]]:
-    """(name, title) of every adapter, for forms and the API schema."""
-    from .registry import ADAPTERS
-
-    return [(adapter.name, adapter.title) for adapter in ADAPTERS.values()]
-
-
-def describe(result: ImportResult) -> dict[str, Any]:
-    return result.as_dict()

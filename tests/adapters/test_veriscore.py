@@ -235,3 +235,11 @@ def test_verification_predictions_are_compared_with_human_labels_in_the_report(d
     assert (verifier["n_predictions"], verifier["n_labelled"]) == (3, 2)
     assert verifier["parse_failure_rate"]["value"] == pytest.approx(1 / 3)
     assert verifier["n"] == 1 and verifier["accuracy"]["value"] == 1.0
+
+
+def test_the_line_length_limit_still_applies(db, tmp_path, monkeypatch):
+    monkeypatch.setattr("annotation.adapters.base.MAX_LINE_BYTES", 1000)
+    study = create_study(slug="verif", name="Claims", kind="verification")
+    message = refused("import_items", "verif", str(EARLY), "--from", "veriscore")
+    assert "line 1: line is longer than the limit of 1,000 bytes" in message
+    assert stored(study) == (0, 0, 0)
