@@ -227,6 +227,7 @@ class VeriScoreAdapter(Adapter):
             if response.errors:
                 yield from (_in_pair(error, context.pair) for error in response.errors)
                 continue
+            response.record = {}  # only the key and the claims are needed: do not hold its evidence in memory
             second.setdefault(response.key, response)
         used: set[str] = set()
         for response in _responses(source):

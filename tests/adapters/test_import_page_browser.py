@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
 from django.urls import reverse
 
+from annotation.adapters import import_from
 from annotation.models import Item
 from annotation.services import add_members, create_study
+from metaeval.models import Prediction
 
 from ..browser.test_workbench_browser import log_in
 from .conftest import sample
@@ -45,4 +48,29 @@ def test_two_extractors_uploaded_from_the_study_page(page, guard, researcher, vi
     if SHOTS:
         page.screenshot(path=f"{SHOTS}/import-done-{viewport['width']}.png", full_page=True)
     assert Item.objects.filter(study=study).count() == 2
+    guard.assert_clean(page)
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 800}, {"width": 390, "height": 844}])
+def test_a_verification_file_uploaded_on_the_verifiers_page(page, guard, researcher, viewport, tmp_path):
+    study = create_study(slug="verif", name="Claims", kind="verification")
+    add_members(study=study, usernames=[researcher.username], role="researcher")
+    record = json.loads(sample("veriscore", "veriscore_verification_excerpt.json").read_text())
+    path = tmp_path / "verification_data_sample_3.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    import_from(source="veriscore", target="items", study=study, stream=path.open("rb"))
+    page.set_viewport_size(viewport)
+    log_in(page, researcher.username, reverse("verifiers:list", args=["verif"]))
+    form = page.locator(f"form[action='{reverse('verifiers:import_predictions', args=['verif'])}']")
+    form.locator("#id_source").select_option("veriscore")
+    form.locator("[name=file]").set_input_files(str(path))
+    if SHOTS:
+        page.screenshot(path=f"{SHOTS}/verifiers-import-{viewport['width']}.png", full_page=True)
+    # The form fits the screen (the page's verifier and run tables, above it, scroll on a phone: not this form's).
+    box = form.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"]
+    with page.expect_navigation():
+        form.locator("button[type=submit]").click()
+    assert "Imported 3 new and 0 updated prediction(s)." in page.content()
+    assert Prediction.objects.filter(verifier__study=study, parse_status="unparseable").count() == 1
     guard.assert_clean(page)
