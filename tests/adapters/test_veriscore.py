@@ -243,3 +243,17 @@ def test_the_line_length_limit_still_applies(db, tmp_path, monkeypatch):
     message = refused("import_items", "verif", str(EARLY), "--from", "veriscore")
     assert "line 1: line is longer than the limit of 1,000 bytes" in message
     assert stored(study) == (0, 0, 0)
+
+
+def test_command_options_that_need_from_or_two_names_are_refused(db):
+    create_study(slug="pref", name="Extractors", kind="preference")
+    assert "--pair, --systems and --verifier go with --from" in refused(
+        "import_items", "pref", str(EARLY), "--pair", str(BASELINE)
+    )
+    message = refused(
+        "import_items", "pref", str(EARLY), "--from", "veriscore", "--pair", str(BASELINE), "--systems", "a,b,c"
+    )
+    assert "--systems takes one name or two, comma-separated (A,B); got 'a,b,c'" in message
+    assert "no such file: nope.jsonl" in refused(
+        "import_items", "pref", str(EARLY), "--from", "veriscore", "--pair", "nope.jsonl"
+    )
