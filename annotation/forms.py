@@ -43,7 +43,11 @@ class AddMembersForm(forms.Form):
         help_text="One or more usernames, separated by spaces, commas or new lines.",
         widget=forms.Textarea(attrs={"rows": 2}),
     )
-    role = forms.ChoiceField(choices=StudyMember.Role.choices)
+    # Annotator first and by default: one slip must not hand someone the report and the export.
+    role = forms.ChoiceField(
+        choices=[(StudyMember.Role.ANNOTATOR, "Annotator"), (StudyMember.Role.RESEARCHER, "Researcher")],
+        initial=StudyMember.Role.ANNOTATOR,
+    )
 
     def clean_usernames(self) -> list[str]:
         raw = self.cleaned_data["usernames"].replace(",", " ").split()

@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from . import views
+from . import invite_views, member_views, views
 
 app_name = "annotation"
 
@@ -11,7 +11,15 @@ urlpatterns = [
     path("studies/<slug:slug>/items/<path:external_id>/", views.item_detail, name="item_detail"),
     path("studies/<slug:slug>/import/", views.study_import, name="study_import"),
     path("studies/<slug:slug>/imports/<int:pk>/", views.import_job, name="import_job"),
-    path("studies/<slug:slug>/members/", views.study_add_members, name="study_add_members"),
+    path("studies/<slug:slug>/members/", member_views.study_members, name="study_members"),
+    path("studies/<slug:slug>/members/", member_views.study_members, name="study_add_members"),  # the add form's POST
+    path("studies/<slug:slug>/members/<int:member_id>/role/", member_views.member_role, name="member_role"),
+    path("studies/<slug:slug>/members/<int:member_id>/active/", member_views.member_active, name="member_active"),
+    path("studies/<slug:slug>/members/<int:member_id>/remove/", member_views.member_remove, name="member_remove"),
+    path("studies/<slug:slug>/members/<int:member_id>/password/", member_views.member_password, name="member_password"),
+    path("studies/<slug:slug>/invites/", member_views.invite_create, name="invite_create"),
+    path("studies/<slug:slug>/invites/<int:invite_id>/revoke/", member_views.invite_revoke, name="invite_revoke"),
+    path("invite/<str:token>/", invite_views.invite, name="invite"),
     path("studies/<slug:slug>/progress/", views.study_progress, name="study_progress"),
     path("studies/<slug:slug>/annotate/", views.annotate, name="annotate"),
     path("studies/<slug:slug>/annotate/<int:assignment_id>/", views.annotate_submit, name="annotate_submit"),

@@ -19,7 +19,7 @@ from .http import AuthenticatedHttpRequest
 from .models import Annotation, Assignment, ImportJob, Study
 from .selectors import progress as progress_selectors
 from .selectors.workbench import annotator_progress, display_payload, previous_answer
-from .services import ServiceError, add_members
+from .services import ServiceError
 from .services.assignments import ClaimContention, LeaseLost, NotAllowed, claim_next, flag, skip, submit
 from .services.export_jobs import request_export
 from .services.import_jobs import submit_import
@@ -130,33 +130,6 @@ def import_job(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpRes
     study = access_study(request.user, slug, role=Researcher)
     job = get_object_or_404(ImportJob, study=study, pk=pk)
     return render(request, "annotation/import_job.html", {"study": study, "job": job})
-
-
-@login_required
-@require_POST
-def study_add_members(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
-    study = access_study(request.user, slug, role=Researcher)
-    form = AddMembersForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, " ".join(" ".join(str(error) for error in errors) for errors in form.errors.values()))
-        return redirect("annotation:study_detail", slug=study.slug)
-    try:
-        outcomes = add_members(study=study, usernames=form.cleaned_data["usernames"], role=form.cleaned_data["role"])
-    except ServiceError as exc:
-        messages.error(request, str(exc))
-        return redirect("annotation:study_detail", slug=study.slug)
-    for outcome in outcomes:
-        if outcome.already_member:
-            messages.info(request, f"{outcome.username} is already in this study (as {outcome.role}); unchanged.")
-        elif outcome.password:
-            messages.warning(
-                request,
-                f"Created {outcome.username} ({outcome.role}) with password {outcome.password} — "
-                "copy it now, it is shown only once.",
-            )
-        else:
-            messages.success(request, f"Added {outcome.username} as {outcome.role}.")
-    return redirect("annotation:study_detail", slug=study.slug)
 
 
 @login_required

@@ -475,6 +475,16 @@ LOGGING: dict[str, Any] = {
     },
 }
 
+# --- study members: invite links (annotation/services/invites.py) ---------------
+# Days an invite link works when its creator does not say; and the longest they may ask for.
+INVITE_DEFAULT_DAYS = max(1, _env_number("INVITE_DEFAULT_DAYS", 7))
+INVITE_MAX_DAYS = max(1, _env_number("INVITE_MAX_DAYS", 90))
+# The most people one invite link may admit.
+INVITE_MAX_USES = max(1, _env_number("INVITE_MAX_USES", 1000))
+# Accounts one client address may create through invite links per window (the address as for logins).
+INVITE_SIGNUP_LIMIT = max(1, _env_number("INVITE_SIGNUP_LIMIT", 10))
+INVITE_SIGNUP_WINDOW_MINUTES = max(1, _env_number("INVITE_SIGNUP_WINDOW_MINUTES", 60))
+
 # --- import adapters (annotation/adapters, docs/importing.md) --------------------
 # A pipeline's own file (--from) uploaded on a page or through the API is converted and
 # imported during the request, so it is bounded here; bigger files go through the

@@ -2,9 +2,10 @@
 
 The adapter's records are staged as Claimlab JSON Lines in a temporary file
 (one per target) with the source place of every line, then imported by the
-same services as a Claimlab file, in one transaction: the import stays all or
-nothing, and each problem the services find is reported at the line or record
-of the source file, not of the staged one.
+same services as a Claimlab file (several of them, e.g. items and their labels,
+in one transaction): the import stays all or nothing, and each problem the
+services find is reported at the line or record of the source file, not of
+the staged one.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from typing import IO
 
 from django.conf import settings
@@ -106,10 +108,12 @@ def import_from(
     if errors:
         raise errors.fail()
     result = ImportResult()
-    with transaction.atomic():
-        for name in (ITEMS, ANNOTATIONS, PREDICTIONS):
-            if name not in staged:
-                continue
+    parts = [name for name in (ITEMS, ANNOTATIONS, PREDICTIONS) if name in staged]
+    # One service alone is all or nothing by itself (a big item import then stages its rows without
+    # holding a transaction, services/item_staging.py); several, or abstentions beside them, share one.
+    together = transaction.atomic() if len(parts) > 1 or abstentions else nullcontext()
+    with together:
+        for name in parts:
             part = staged[name]
             part.file.seek(0)
             try:
@@ -117,7 +121,6 @@ def import_from(
                     study=study, stream=part.file, fmt="jsonl", update=update, max_line_bytes=STAGED_LINE_BYTES
                 )
             except ImportFailed as exc:
-                transaction.set_rollback(True)
                 raise ImportFailed([part.source_error(error) for error in exc.errors], exc.total) from None
             finally:
                 part.file.close()

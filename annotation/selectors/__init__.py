@@ -75,7 +75,9 @@ def my_studies(user: User) -> list[StudyProgress]:
         .annotate(n=Count("pk"))
         .values_list("assignment__study_id", "n")
     )
-    roles = dict(StudyMember.objects.filter(study_id__in=ids, user=user).values_list("study_id", "role"))
+    roles = dict(
+        StudyMember.objects.filter(study_id__in=ids, user=user, is_active=True).values_list("study_id", "role")
+    )
     return [
         StudyProgress(
             study=study,
@@ -91,7 +93,7 @@ def my_studies(user: User) -> list[StudyProgress]:
 
 def studies_with_role(user: User) -> QuerySet[Study]:
     """The user's studies with `user_role` and `n_items`, for the API list."""
-    role = StudyMember.objects.filter(study=OuterRef("pk"), user=user).values("role")[:1]
+    role = StudyMember.objects.filter(study=OuterRef("pk"), user=user, is_active=True).values("role")[:1]
     user_role = Coalesce(Subquery(role), Value(Researcher)) if user.is_staff else Subquery(role)
     studies = studies_for(user).annotate(n_items=Count("items", distinct=True), user_role=user_role)  # type: ignore[no-redef]  # django-stubs takes Study's declared user_role (set by access.py) for a clash; Django refuses only names of fields
     return studies.order_by("slug")

@@ -24,6 +24,7 @@ from annotation.models import (
     Assignment,
     ExportJob,
     ImportJob,
+    Invite,
     Item,
     Study,
     StudyMember,
@@ -336,6 +337,35 @@ def test_import_job_what_and_status_must_be_known(study):
 def test_export_job_format_and_status_must_be_known(study):
     violates("exportjob_format_valid", lambda: ExportJob.objects.create(study=study, file_format="xlsx"))
     violates("exportjob_status_valid", lambda: ExportJob.objects.create(study=study, file_format="csv", status="lost"))
+
+
+# --- Invite -----------------------------------------------------------------------
+
+
+def invite(study, **extra) -> Invite:
+    values = {
+        "study": study,
+        "token_hash": "h" * 64,
+        "prefix": "abc",
+        "max_uses": 2,
+        "expires_at": timezone.now() + timedelta(days=1),
+    }
+    values.update(extra)
+    return Invite.objects.create(**values)
+
+
+def test_an_invite_admits_at_least_one_and_never_more_than_its_max(study):
+    violates("invite_max_uses_positive", lambda: invite(study, max_uses=0))
+    violates("invite_uses_within_max", lambda: invite(study, uses=3))
+    made = allowed(lambda: invite(study, uses=2))
+    violates(
+        "invite_uses_within_max",
+        lambda: Invite.objects.filter(pk=made.pk).update(uses=models.F("uses") + 1),
+    )
+
+
+def test_an_invite_role_must_be_known(study):
+    violates("invite_role_valid", lambda: invite(study, role="admin"))
 
 
 # --- coverage -----------------------------------------------------------------------

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0003_job_heartbeat_attempts"),
+        ("annotation", "0005_staged_item_shape"),
     ]
 
     operations = [
