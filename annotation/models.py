@@ -62,6 +62,12 @@ class Study(models.Model):
             "(annotators labelled them like any other item); off: they only score annotators."
         ),
     )
+    abstained_responses = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Responses that abstained (no claims), as {response_id, system, domain}: imported from "
+        "FActScore/VeriScore/SAFE files so the report's respond ratio counts them.",
+    )
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.DRAFT)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -478,6 +484,10 @@ class ImportJob(BackgroundJob):
     updated = models.PositiveIntegerField(default=0)
     errors = models.JSONField(default=list, blank=True)
     error_count = models.PositiveIntegerField(default=0)
+
+    # Set by adapters/uploads.py on the job it has just run, never stored: what the import
+    # skipped or recorded beside its rows (cancelled annotations, abstentions), for that answer only.
+    notes: list[str]
 
     class Meta(BackgroundJob.Meta):
         constraints = [

@@ -41,6 +41,9 @@ urlpatterns = [
     path("studies/<slug:slug>/annotate/<int:assignment_id>/flag/", views.annotate_flag, name="annotate_flag"),
     re_path(r"^studies/(?P<slug>[-\w]+)/export\.(?P<fmt>csv|jsonl)$", views.study_export, name="study_export"),
     path("studies/<slug:slug>/exports/", views.study_export_request, name="study_export_request"),
+    path(
+        "studies/<slug:slug>/export-labelstudio.json", views.study_export_labelstudio, name="study_export_labelstudio"
+    ),
     path("studies/<slug:slug>/exports/<int:export_id>/", views.export_job, name="export_job"),
     path("studies/<slug:slug>/exports/<int:export_id>/download", views.export_job_download, name="export_job_download"),
 ]

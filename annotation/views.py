@@ -12,6 +12,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from . import selectors
 from .access import Annotator, Researcher, access_export_job, access_item, access_study, may_create_studies
+from .adapters.labelstudio_export import labelstudio_response
+from .adapters.uploads import import_upload_from, system_names
 from .exports import CONTENT_TYPES, export_chunks, export_file_response, export_filename
 from .forms import AddMembersForm, FlagForm, ImportForm, answer_form
 from .http import AuthenticatedHttpRequest
@@ -109,14 +111,28 @@ def study_import(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         )
         return redirect("annotation:study_detail", slug=study.slug)
     try:
-        job = submit_import(
-            study=study,
-            what=form.cleaned_data["what"],
-            upload=form.cleaned_data["file"],
-            file_format=form.cleaned_data["file_format"] or None,
-            update=form.cleaned_data["update"],
-            created_by=request.user,
-        )
+        if form.cleaned_data["source"]:
+            job = import_upload_from(
+                study=study,
+                what=form.cleaned_data["what"],
+                source=form.cleaned_data["source"],
+                upload=form.cleaned_data["file"],
+                pair=form.cleaned_data["pair"],
+                systems=system_names(form.cleaned_data["systems"]),
+                update=form.cleaned_data["update"],
+                created_by=request.user,
+            )
+            for note in job.notes:
+                messages.info(request, note)
+        else:
+            job = submit_import(
+                study=study,
+                what=form.cleaned_data["what"],
+                upload=form.cleaned_data["file"],
+                file_format=form.cleaned_data["file_format"] or None,
+                update=form.cleaned_data["update"],
+                created_by=request.user,
+            )
     except ServiceError as exc:
         messages.error(request, str(exc))
         return redirect("annotation:study_detail", slug=study.slug)
@@ -148,6 +164,21 @@ def study_export(request: AuthenticatedHttpRequest, slug: str, fmt: str) -> Http
     )
     response["Content-Disposition"] = f'attachment; filename="{export_filename(study, fmt)}"'
     return response
+
+
+@login_required
+@require_GET
+def study_export_labelstudio(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse | StreamingHttpResponse:
+    """The study as Label Studio tasks (docs/importing.md), streamed; a big study: the command."""
+    study = access_study(request.user, slug, role=Researcher)
+    if selectors.export_runs_in_background(study):
+        messages.info(
+            request,
+            f"This study has more than {selectors.export_inline_limit():,} annotations: export it for Label Studio "
+            "with manage.py export_annotations --format labelstudio.",
+        )
+        return redirect("annotation:study_detail", slug=study.slug)
+    return labelstudio_response(study)
 
 
 @login_required

@@ -489,3 +489,9 @@ INVITE_SIGNUP_WINDOW_MINUTES = max(1, _env_number("INVITE_SIGNUP_WINDOW_MINUTES"
 # Who may create studies: staff, users with the permission `annotation.add_study` (directly or
 # through a group, e.g. "researchers"), and researchers of any study. 1: every logged-in user.
 ANYONE_CAN_CREATE_STUDIES = env_bool("CLAIMLAB_ANYONE_CAN_CREATE_STUDIES", False)
+
+# --- import adapters (annotation/adapters, docs/importing.md) --------------------
+# A pipeline's own file (--from) uploaded on a page or through the API is converted and
+# imported during the request, so it is bounded here; bigger files go through the
+# import_items / import_annotations / import_predictions commands with --from.
+IMPORT_FROM_UPLOAD_MAX_BYTES = _env_number("IMPORT_FROM_UPLOAD_MAX_BYTES", 20 * 1024 * 1024)
