@@ -18,6 +18,8 @@ from annotation.services.export_jobs import request_export
 from annotation.services.export_runner import run_export_job
 from annotation.services.invites import create_invite
 from metaeval.models import Verifier, VerifierRun
+from metaeval.reporting import ReportOptions, build_report
+from metaeval.reporting.latex_format import report_tables
 from metaeval.verifiers.services import create_verifier
 from metaeval.verifiers.services.runs import start_run
 from tests.conftest import jsonl, verification_item
@@ -50,6 +52,7 @@ def route_kwargs(pattern: URLPattern, slug: str, item_id: str, job_id: int) -> d
         "what": "items",
         "chart": "labels",
         "ext": "svg",
+        "table": "agreement",
         "assignment_id": 1,
         "export_id": ExportJob.objects.filter(study__slug=slug).values_list("pk", flat=True).first() or 1,
         "verifier_id": Verifier.objects.filter(study__slug=slug).values_list("pk", flat=True).first() or 1,
@@ -126,6 +129,10 @@ def test_member_reaches_the_same_routes(client, two_studies):
         url = reverse(name, kwargs=route_kwargs(pattern, study_b.slug, "x-1", job.pk))
         response = client.get(url)
         expected = RESEARCHER_ON_ANNOTATOR_PAGES.get(name, 200)
+        if name == "metaeval:report_table_tex" and response.status_code == 404:
+            # reached: an empty study's report has no agreement table yet (the 404 says so in DEBUG)
+            assert "agreement" not in report_tables(build_report(study_b, ReportOptions()))
+            continue
         assert response.status_code in (expected, 405), f"GET {url} ({name}) gave {response.status_code}"
 
 

@@ -7,12 +7,18 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 pytestmark = pytest.mark.django_db(transaction=True)
-BEFORE = [("metaeval", "0001_verifiers")]
-AFTER = [("metaeval", "0002_verifier_endpoints")]
+
+def with_annotation_leaf(target: tuple[str, str]) -> list[tuple[str, str]]:
+    """`target`, with the annotation app fully migrated: the historical Study must have every
+    column the database has (a later NOT NULL column missing from it would fail the insert)."""
+    leaves = MigrationExecutor(connection).loader.graph.leaf_nodes()
+    return [target, *(node for node in leaves if node[0] == "annotation")]
 
 
 def test_free_urls_become_operator_endpoints_or_researcher_endpoints(settings):
     settings.VERIFIER_ENDPOINTS = {"openai": {"base_url": "https://api.openai.com/v1", "key_env": "OPENAI_API_KEY"}}
+    BEFORE = with_annotation_leaf(("metaeval", "0001_verifiers"))
+    AFTER = with_annotation_leaf(("metaeval", "0002_verifier_endpoints"))
     executor = MigrationExecutor(connection)
     executor.migrate(BEFORE)
     apps = executor.loader.project_state(BEFORE).apps
