@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('metaeval', '0002_verifier_endpoints'),
+        ("metaeval", "0002_verifier_endpoints"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='prediction',
-            name='order_labels',
-            field=models.JSONField(blank=True, default=list, help_text="Pairwise judges: the verdict of each presentation order (A's list first, then B's), in system space; null where that order's answer could not be read."),
+            model_name="prediction",
+            name="order_labels",
+            field=models.JSONField(
+                blank=True,
+                default=list,
+                help_text="Pairwise judges: the verdict of each presentation order (A's list first, then B's), in system space; null where that order's answer could not be read.",
+            ),
         ),
     ]

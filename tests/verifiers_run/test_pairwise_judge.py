@@ -64,7 +64,9 @@ def test_each_item_is_asked_in_both_orders_and_combined_in_system_space(judged):
         found = predictions[item_id]
         assert found.order_labels == [first, second], item_id
         assert found.label == combine_orders([first, second])
-    equal = [item_id for item_id, item in items.items() if len(item["lists"][SYSTEMS[0]]) == len(item["lists"][SYSTEMS[1]])]
+    equal = [
+        item_id for item_id, item in items.items() if len(item["lists"][SYSTEMS[0]]) == len(item["lists"][SYSTEMS[1]])
+    ]
     assert equal and all(predictions[item_id].label == "tie" for item_id in equal)  # the bias cancels out
 
 
@@ -89,9 +91,7 @@ def test_the_report_has_the_judge_beside_the_human_ceiling_matching_sklearn(judg
 
     majority5 = {i: strict_majority(labels) for i, labels in by_item.items()}
     used5 = [i for i, m in majority5.items() if m is not None]
-    kappa5 = cohen_kappa_score(
-        [majority5[i] for i in used5], [judge_label[i] for i in used5], labels=list(THREE)
-    )
+    kappa5 = cohen_kappa_score([majority5[i] for i in used5], [judge_label[i] for i in used5], labels=list(THREE))
     assert agreement["five_point"]["n_items"] == len(used5)
     assert agreement["five_point"]["cohen_kappa"]["value"] == pytest.approx(kappa5, abs=1e-12)
     low, high = agreement["five_point"]["cohen_kappa"]["ci"]
@@ -146,7 +146,12 @@ def test_the_report_has_the_judge_beside_the_human_ceiling_matching_sklearn(judg
             assert block["five_point"]["cohen_kappa"]["value"] == pytest.approx(expected, abs=1e-12), domain
 
     page = report_html(study, report)
-    assert 'id="pairwise-judges"' in page and "Human ceiling" in page and "List 1 preferred" in page and "Position inconsistency" in page
+    assert (
+        'id="pairwise-judges"' in page
+        and "Human ceiling" in page
+        and "List 1 preferred" in page
+        and "Position inconsistency" in page
+    )
 
 
 def test_orders_map_back_to_systems():

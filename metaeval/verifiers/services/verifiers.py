@@ -28,8 +28,8 @@ from ..addresses import host_problem
 from ..endpoints import endpoint_names, get_endpoint, operator_limit, url_problem
 from ..keystore import encrypt
 from ..presets import PRESETS
-from ..presets.pairwise import PAIRWISE_JUDGE
 from ..presets.baselines import DEFAULT_THRESHOLD, default_sides
+from ..presets.pairwise import PAIRWISE_JUDGE
 from ..runner.spec import LabelMapper, preset_for
 
 __all__ = [
