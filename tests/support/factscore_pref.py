@@ -84,7 +84,7 @@ _LIST = re.compile(r"List (\d):\n(.*?)(?=\n\nList \d:|\Z)", re.DOTALL)
 
 def judge_answer(prompt: str) -> str:
     """The loopback judge: the longer list wins; equal lengths -> "List 1 slightly better" (position bias)."""
-    lists = {number: body for number, body in _LIST.findall(prompt)}
+    lists = dict(_LIST.findall(prompt))
     n1, n2 = (len([line for line in lists.get(key, "").splitlines() if line.strip()]) for key in ("1", "2"))
     if n1 == n2:
         return "Both are fine; the first reads better.\nList 1 slightly better"

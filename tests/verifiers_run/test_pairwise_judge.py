@@ -11,12 +11,13 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from django.urls import reverse
 from scipy.stats import binomtest
 from sklearn.metrics import cohen_kappa_score
 
 from annotation.models import Item
 from annotation.services.errors import ServiceError
-from metaeval.models import Prediction
+from metaeval.models import Prediction, Verifier
 from metaeval.reporting import ReportOptions, build_report
 from metaeval.reporting.html_format import report_html
 from metaeval.verifiers.runner.orchestration import dry_run_prompt, run_to_completion
@@ -54,7 +55,7 @@ def judged(researcher, fake_server):
 
 
 def test_each_item_is_asked_in_both_orders_and_combined_in_system_space(judged):
-    study, judge, run, server = judged
+    _study, judge, run, server = judged
     items = {item["id"]: item for item in demo_items()}
     assert (run.status, run.done, run.total, run.errors, run.unparseable) == ("succeeded", 120, 120, 0, 0)
     assert server.requests == 240  # two orders per item
@@ -71,14 +72,14 @@ def test_each_item_is_asked_in_both_orders_and_combined_in_system_space(judged):
 
 
 def test_a_rerun_asks_nothing_again(judged):
-    study, judge, run, server = judged
+    _study, judge, _run, server = judged
     before = server.requests
     again = run_to_completion(start_run(verifier=judge, enqueue=False))
     assert (again.status, again.cached, server.requests) == ("succeeded", 120, before)
 
 
 def test_the_report_has_the_judge_beside_the_human_ceiling_matching_sklearn(judged):
-    study, judge, run, _ = judged
+    study, _judge, _run, _ = judged
     items = {item["id"]: item for item in demo_items()}
     by_item: dict[str, list[str]] = {}
     for record in human_records(demo_items()):
@@ -205,3 +206,23 @@ def test_preference_studies_take_only_the_pairwise_judge_and_verification_studie
         create_verifier(study=study, name="v", preset="veriscore_ternary", model="m", endpoint=_endpoint())
     with pytest.raises(VerifierInvalid, match="preference studies"):
         create_verifier(study=claims_study, name="p", preset="pairwise_judge", model="m", endpoint=_endpoint())
+
+
+def test_the_verifiers_page_of_a_preference_study_adds_a_pairwise_judge(client, researcher, claims_study):
+    study = make_study(researcher=researcher, with_labels=False)
+    client.force_login(researcher)
+    url = reverse("verifiers:list", args=[study.slug])
+    page = client.get(url).content.decode()
+    assert 'id="pairwise-judge-form"' in page and "List 1" in page
+    assert 'id="pairwise-judge-form"' not in client.get(reverse("verifiers:list", args=["claims"])).content.decode()
+    add = reverse("verifiers:add_pairwise_judge", args=[study.slug])
+    fields = {"name": "judge-4o", "model": "m", "endpoint": _endpoint(), "temperature": 0, "max_tokens": 256}
+    fields |= {"concurrency": 2, "timeout": 30, "retries": 1, "preset": "veriscore_ternary"}  # a tampered preset
+    response = client.post(add, fields)
+    assert response.status_code == 302
+    judge = Verifier.objects.get(study=study)
+    assert (judge.name, judge.preset, judge.max_tokens) == ("judge-4o", "pairwise_judge", 256)
+    refused = client.post(add, {**fields, "model": ""})
+    assert refused.status_code == 400 and "This field is required" in refused.content.decode()
+    assert Verifier.objects.filter(study=study).count() == 1
+    assert client.post(reverse("verifiers:add_pairwise_judge", args=["claims"]), fields).status_code == 400
