@@ -66,14 +66,14 @@ class Claimlab:
             headers["Content-Type"] = "application/json"
         request = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 (the user's server)
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 return response.read()
         except urllib.error.HTTPError as exc:
-            body = exc.read().decode("utf-8", "replace")
+            text = exc.read().decode("utf-8", "replace")
             try:
-                detail = json.loads(body).get("detail", body)
+                detail = json.loads(text).get("detail", text)
             except (json.JSONDecodeError, AttributeError):
-                detail = body[:500]
+                detail = text[:500]
             raise ClaimlabError(exc.code, str(detail)) from None
 
     def _json(

@@ -14,8 +14,8 @@ reference beside them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -33,7 +33,7 @@ _NOT_DECISIVE = "no item has a human majority for one system"
 
 
 def _three_way(frame: pd.DataFrame, label: str = "label") -> pd.DataFrame:
-    return collapse_labels(frame, PREFERENCE_3WAY, label=label)
+    return collapse_labels(frame, cast("Mapping[Hashable, Hashable | None]", PREFERENCE_3WAY), label=label)
 
 
 def non_tie_accuracy(
