@@ -7,10 +7,12 @@ scikit-learn and scipy, never from Claimlab's own output.
 
 from __future__ import annotations
 
+import io
 from collections import Counter
 
 import numpy as np
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 from scipy.stats import binomtest
 from sklearn.metrics import cohen_kappa_score
@@ -226,3 +228,17 @@ def test_the_verifiers_page_of_a_preference_study_adds_a_pairwise_judge(client, 
     assert refused.status_code == 400 and "This field is required" in refused.content.decode()
     assert Verifier.objects.filter(study=study).count() == 1
     assert client.post(reverse("verifiers:add_pairwise_judge", args=["claims"]), fields).status_code == 400
+
+
+def test_the_command_runs_the_judge_and_its_dry_run_shows_both_orders(researcher, fake_server):
+    fake_server.answer = judge_answer
+    study = make_study(researcher=researcher, with_labels=False)
+    llm_verifier(study, fake_server.base_url, name="judge", preset="pairwise_judge")
+    out = io.StringIO()
+    call_command("run_verifier", study.slug, "judge", "--dry-run", stdout=out)
+    text = out.getvalue()
+    assert "## request 1 of 2 (one per order of the two lists)" in text and "## request 2 of 2" in text
+    assert fake_server.requests == 0
+    call_command("run_verifier", study.slug, "judge", "--limit", "5", stdout=io.StringIO(), stderr=io.StringIO())
+    assert Prediction.objects.filter(verifier__name="judge").exclude(label=None).count() == 5
+    assert fake_server.requests == 10
