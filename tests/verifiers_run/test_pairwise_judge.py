@@ -21,6 +21,7 @@ from annotation.models import Item
 from annotation.services.errors import ServiceError
 from metaeval.models import Prediction, Verifier
 from metaeval.reporting import ReportOptions, build_report
+from metaeval.reporting.csv_format import report_csv
 from metaeval.reporting.html_format import report_html
 from metaeval.verifiers.runner.orchestration import dry_run_prompt, run_to_completion
 from metaeval.verifiers.runner.outcomes import combine_orders, pair_label
@@ -148,6 +149,9 @@ def test_the_report_has_the_judge_beside_the_human_ceiling_matching_sklearn(judg
             )
             assert block["five_point"]["cohen_kappa"]["value"] == pytest.approx(expected, abs=1e-12), domain
 
+    lines = [line.split(",") for line in report_csv(report).splitlines()]
+    kappa_line = next(line for line in lines if line[:3] == ["pairwise_judge", "judge:judge", "cohen_kappa_5point"])
+    assert float(kappa_line[3]) == pytest.approx(kappa5, abs=1e-9)
     page = report_html(study, report)
     assert (
         'id="pairwise-judges"' in page
