@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 from collections import Counter
+from datetime import timedelta
 
 import numpy as np
 import pytest
@@ -23,9 +24,9 @@ from metaeval.models import Prediction, Verifier
 from metaeval.reporting import ReportOptions, build_report
 from metaeval.reporting.csv_format import report_csv
 from metaeval.reporting.html_format import report_html
-from metaeval.verifiers.runner.orchestration import dry_run_prompt, run_to_completion
+from metaeval.verifiers.runner.orchestration import dry_run_prompt, run_chunk, run_to_completion
 from metaeval.verifiers.runner.outcomes import combine_orders, pair_label
-from metaeval.verifiers.services import create_verifier, start_run
+from metaeval.verifiers.services import create_verifier, resume_stale_runs, start_run
 from metaeval.verifiers.services.verifiers import VerifierInvalid
 from tests.support.factscore_pref import (
     SYSTEMS,
@@ -246,3 +247,21 @@ def test_the_command_runs_the_judge_and_its_dry_run_shows_both_orders(researcher
     call_command("run_verifier", study.slug, "judge", "--limit", "5", stdout=io.StringIO(), stderr=io.StringIO())
     assert Prediction.objects.filter(verifier__name="judge").exclude(label=None).count() == 5
     assert fake_server.requests == 10
+
+
+def test_a_run_cut_off_after_one_chunk_resumes_without_asking_twice(researcher, fake_server, settings):
+    settings.VERIFIER_CHUNK_SIZE = 30
+    fake_server.answer = judge_answer
+    study = make_study(researcher=researcher, with_labels=False)
+    judge = llm_verifier(study, fake_server.base_url, name="judge", preset="pairwise_judge")
+    run = start_run(verifier=judge, enqueue=False)
+    first = run_chunk(run.pk, run.generation)
+    assert (first.items, first.more, fake_server.requests) == (30, True, 60)
+    # The worker dies here; recovery resumes the run under a new generation.
+    assert [resumed.pk for resumed in resume_stale_runs(older_than=timedelta(0))] == [run.pk]
+    assert run_chunk(run.pk, run.generation).ran is False  # the old chain of tasks stops
+    done = run_to_completion(run)
+    assert (done.status, done.done, done.errors) == ("succeeded", 120, 0)
+    assert fake_server.requests == 240  # every item asked once, in both orders
+    assert Prediction.objects.filter(verifier=judge).count() == 120
+    assert not Prediction.objects.filter(verifier=judge, order_labels=[]).exists()
