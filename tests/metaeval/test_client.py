@@ -12,7 +12,7 @@ from annotation.services.export_runner import run_export_job
 from metaeval import client as client_module
 from metaeval import stats
 from metaeval.client import Claimlab, ClaimlabError
-from tests.support.factscore_pref import SCALE, demo_items, human_records, make_study, record_label
+from tests.support.factscore_pref import SCALE, SLUG, demo_items, human_records, make_study, record_label
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -24,15 +24,15 @@ def lab(live_server, researcher):
 
 
 def test_the_frame_gives_the_reports_fleiss_kappa(lab):
-    labels = lab.labels("factscore-pref")
+    labels = lab.labels(SLUG)
     records = human_records(demo_items())
     assert len(labels) == len(records) == 360
     assert sorted(zip(labels["item"], labels["annotator"], labels["label"], strict=True)) == sorted(
         (r["item"], r["annotator"], record_label(r)) for r in records
     )
-    table = stats.build_table(labels, lab.study("factscore-pref")["labels"])
+    table = stats.build_table(labels, lab.study(SLUG)["labels"])
     kappa = stats.fleiss_kappa(table, n_raters=3)
-    report = lab.report("factscore-pref")
+    report = lab.report(SLUG)
     assert kappa.value == pytest.approx(report["agreement"]["fleiss_kappa"]["value"], abs=1e-12)
     by_item: dict[str, list[int]] = {}
     for record in records:
@@ -55,7 +55,7 @@ def test_a_big_study_comes_through_the_background_export(lab, settings, monkeypa
             run_export_job(job_id=job.pk)
 
     monkeypatch.setattr(client_module.time, "sleep", worker_turn)
-    frame = lab.annotations("factscore-pref")
+    frame = lab.annotations(SLUG)
     assert len(frame) == 360 and {"item", "annotator", "label", "left_system"} <= set(frame.columns)
     assert ExportJob.objects.get().status == ExportJob.Status.SUCCEEDED
 
@@ -65,7 +65,7 @@ def test_errors_name_the_problem(lab, live_server):
         lab.labels("no-such-study")
     assert missing.value.status == 404
     with pytest.raises(ClaimlabError) as refused:
-        Claimlab(live_server.url, "not-a-token").study("factscore-pref")
+        Claimlab(live_server.url, "not-a-token").study(SLUG)
     assert refused.value.status == 401 and refused.value.detail
     with pytest.raises(ValueError, match="a token is needed"):
         Claimlab(live_server.url, "")

@@ -23,6 +23,8 @@ ITEMS = Path(__file__).resolve().parents[2] / "fixtures" / "factscore" / "items.
 SYSTEMS = ("model_facts", "human_facts")
 SCALE = ("a_strong", "a_slight", "tie", "b_slight", "b_strong")
 WORKERS = ("w1", "w2", "w3")
+#: Not the demo's own slug: tests/metaeval loads the demo itself for some modules (package-scoped).
+SLUG = "factscore-pref-seeded"
 
 
 def demo_items() -> list[dict]:
@@ -62,7 +64,7 @@ def record_label(record: dict) -> str:
     return f"{'ab'[SYSTEMS.index(record['preferred'])]}_{record['strength']}"
 
 
-def make_study(*, researcher=None, with_labels: bool = True, slug: str = "factscore-pref") -> Study:
+def make_study(*, researcher=None, with_labels: bool = True, slug: str = SLUG) -> Study:
     """The demo study as fixtures/studies.json defines it, its 120 real items, and the seeded judgements."""
     study = create_study(
         slug=slug,
