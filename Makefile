@@ -40,7 +40,7 @@ run: install .env
 	@echo "Claimlab is starting on http://$(HOST):$(PORT)/ (log in with a demo account above; Ctrl-C stops it)."
 	@# Ctrl-C reaches both processes (same process group); the worker is stopped by
 	@# its pid when the server ends, so make exits cleanly instead of re-signalling itself.
-	@$(PY) manage.py db_worker --no-reload & worker=$$!; \
+	@$(PY) manage.py worker --no-reload & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null; exit 0' INT TERM; \
 	$(PY) manage.py runserver --noreload $(HOST):$(PORT); \
 	kill $$worker 2>/dev/null; wait $$worker 2>/dev/null; true

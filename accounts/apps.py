@@ -7,3 +7,6 @@ class AccountsConfig(AppConfig):
     name = "accounts"
     verbose_name = "Accounts"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import receivers  # noqa: F401  (connects the signal receivers)

@@ -7,12 +7,13 @@ easy path (Zulip's `access_*` pattern).
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404
 
-from .models import Assignment, ExportJob, Item, Study, StudyMember
+from .models import Assignment, ExportJob, Invite, Item, Study, StudyMember
 from .rawsql import ModelRows, fetch_one, is_stored_pk, names
 
 Researcher = StudyMember.Role.RESEARCHER
@@ -27,13 +28,33 @@ def studies_for(user: User | AnonymousUser) -> QuerySet[Study]:
         return Study.objects.none()
     if user.is_staff:
         return Study.objects.all()
-    return Study.objects.filter(members__user=user).distinct()
+    return Study.objects.filter(members__user=user, members__is_active=True).distinct()
+
+
+def may_create_studies(user: User | AnonymousUser) -> bool:
+    """Whether the user may create studies (and so becomes their researcher).
+
+    Staff; users granted `annotation.add_study` (directly or through a group
+    such as "researchers"); anyone who is already a researcher of a study; and,
+    with CLAIMLAB_ANYONE_CAN_CREATE_STUDIES, every logged-in user.
+    """
+    if not user.is_authenticated or not user.is_active:
+        return False
+    if user.is_staff or settings.ANYONE_CAN_CREATE_STUDIES or user.has_perm("annotation.add_study"):
+        return True
+    return StudyMember.objects.filter(user=user, role=Researcher, is_external=False).exists()
 
 
 def _member_role_sql(study_ref: str) -> str:
-    """A scalar subquery: the user's (first %s parameter) role in the study `study_ref` names."""
+    """A scalar subquery: the user's (first %s parameter) role in the study `study_ref` names.
+
+    A deactivated membership is no membership: its holder is an outsider (404) like anyone else.
+    """
     M = names(StudyMember)
-    return f"(SELECT m.{M.role} FROM {M.table} m WHERE m.{M.study} = {study_ref} AND m.{M.user} = %s LIMIT 1)"
+    return (
+        f"(SELECT m.{M.role} FROM {M.table} m WHERE m.{M.study} = {study_ref} AND m.{M.user} = %s "
+        f"AND m.{M.is_active} LIMIT 1)"
+    )
 
 
 def _role(user: User | AnonymousUser, member_role: str | None) -> str | None:
@@ -111,3 +132,34 @@ def access_export_job(user: User | AnonymousUser, slug: str, job_id: int) -> Exp
         raise Http404("No such export.")
     job.study = study
     return job
+
+
+def access_study_to_manage(user: User | AnonymousUser, slug: str) -> Study:
+    """The study, for someone who may manage its members and invites: its researchers and staff.
+
+    Everyone else, annotators included, gets 404: who is in a study is not theirs to learn.
+    """
+    study = access_study(user, slug)
+    if study.user_role != Researcher:
+        raise Http404("No such study.")
+    return study
+
+
+def access_member(user: User | AnonymousUser, slug: str, member_id: int) -> StudyMember:
+    """A membership of a study the user manages, by its id (404 otherwise)."""
+    study = access_study_to_manage(user, slug)
+    member = StudyMember.objects.select_related("user").filter(study=study, pk=member_id).first()
+    if member is None:
+        raise Http404("No such member.")
+    member.study = study
+    return member
+
+
+def access_invite(user: User | AnonymousUser, slug: str, invite_id: int) -> Invite:
+    """An invite of a study the user manages, by its id (404 otherwise)."""
+    study = access_study_to_manage(user, slug)
+    invite = Invite.objects.filter(study=study, pk=invite_id).first()
+    if invite is None:
+        raise Http404("No such invite.")
+    invite.study = study
+    return invite

@@ -8,7 +8,18 @@ from django.contrib import admin
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
-from .models import Annotation, AnnotationRevision, Assignment, ExportJob, ImportJob, Item, Study, StudyMember
+from .models import (
+    Annotation,
+    AnnotationRevision,
+    Assignment,
+    ExportJob,
+    ImportJob,
+    Invite,
+    Item,
+    Study,
+    StudyChange,
+    StudyMember,
+)
 
 if TYPE_CHECKING:  # django-stubs-ext is a development dependency
     from django_stubs_ext import WithAnnotations
@@ -21,7 +32,7 @@ class ItemCount(TypedDict):
 class StudyMemberInline(admin.TabularInline):
     model = StudyMember
     extra = 0
-    fields = ("user", "role", "pseudonym", "is_external")
+    fields = ("user", "role", "pseudonym", "is_external", "is_active")
     raw_id_fields = ("user",)
 
 
@@ -47,6 +58,7 @@ class StudyAdmin(admin.ModelAdmin):
                     "tie_allowed",
                     "both_bad_allowed",
                     "irrelevant_in_credibility",
+                    "gold_in_agreement",
                 )
             },
         ),
@@ -62,13 +74,45 @@ class StudyAdmin(admin.ModelAdmin):
         return study.n_items
 
 
+@admin.register(StudyChange)
+class StudyChangeAdmin(admin.ModelAdmin):
+    """The change log is evidence of how labels were collected: read it here, never edit it."""
+
+    list_display = ("study", "field", "changed_by", "changed_at")
+    list_filter = ("field", "study")
+    list_select_related = ("study", "changed_by")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: StudyChange | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: StudyChange | None = None) -> bool:
+        return False
+
+
 @admin.register(StudyMember)
 class StudyMemberAdmin(admin.ModelAdmin):
-    list_display = ("pseudonym", "user", "study", "role", "is_external", "created_at")
-    list_filter = ("role", "is_external", "study")
+    list_display = ("pseudonym", "user", "study", "role", "is_external", "is_active", "created_at")
+    list_filter = ("role", "is_external", "is_active", "study")
     search_fields = ("pseudonym", "user__username", "study__slug")
     raw_id_fields = ("user",)
     list_select_related = ("user", "study")
+
+
+@admin.register(Invite)
+class InviteAdmin(admin.ModelAdmin):
+    """Invites are made on the members page (the link is shown once there); here they can be read and revoked."""
+
+    list_display = ("prefix", "study", "role", "uses", "max_uses", "expires_at", "revoked_at", "created_by")
+    list_filter = ("role", "study")
+    search_fields = ("prefix", "study__slug")
+    readonly_fields = ("study", "token_hash", "prefix", "role", "max_uses", "uses", "created_by", "created_at")
+    list_select_related = ("study", "created_by")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
 
 @admin.register(Item)

@@ -15,6 +15,8 @@ from rest_framework.views import APIView
 
 from . import selectors
 from .access import access_export_job, access_item
+from .adapters.labelstudio_export import labelstudio_response
+from .adapters.uploads import import_upload_from, system_names
 from .api_errors import bad_request
 from .exports import CONTENT_TYPES, export_chunks, export_file_response, export_filename
 from .http import logged_in_user
@@ -111,7 +113,28 @@ class ImportUpload(StudyScoped, APIView):
     def post(self, request: Request, slug: str) -> Response:
         upload = ImportUploadSerializer(data=request.data)
         upload.is_valid(raise_exception=True)
+        if not upload.validated_data.get("from") and (
+            upload.validated_data.get("pair") or upload.validated_data["systems"]
+        ):
+            return bad_request("'pair' and 'systems' go with 'from' (a pipeline's own file; docs/importing.md)")
         try:
+            if upload.validated_data.get("from"):
+                job = import_upload_from(
+                    study=self.study,
+                    what=self.what,
+                    source=upload.validated_data["from"],
+                    upload=upload.validated_data["file"],
+                    pair=upload.validated_data.get("pair"),
+                    systems=system_names(upload.validated_data["systems"]),
+                    update=upload.validated_data["update"],
+                    created_by=logged_in_user(request),
+                )
+                return Response(
+                    ImportJobSerializer(job).data,
+                    status=status.HTTP_201_CREATED
+                    if job.status == ImportJob.Status.SUCCEEDED
+                    else status.HTTP_400_BAD_REQUEST,
+                )
             job = submit_import(
                 study=self.study,
                 what=self.what,
@@ -160,10 +183,19 @@ class AnnotationExport(StudyScoped, APIView):
     permission_classes = [IsStudyResearcher]
 
     @extend_schema(
-        parameters=[OpenApiParameter("format", str, enum=["csv", "jsonl"], default="csv")],
+        parameters=[
+            OpenApiParameter(
+                "format",
+                str,
+                enum=["csv", "jsonl", "labelstudio"],
+                default="csv",
+                description="labelstudio: the study as Label Studio tasks with choices annotations (docs/importing.md).",
+            )
+        ],
         responses={
             (200, "text/csv"): OpenApiTypes.STR,
             (200, "application/x-ndjson"): OpenApiTypes.STR,
+            (200, "application/json"): OpenApiTypes.STR,
             400: OpenApiResponse(
                 ServiceErrorSerializer, description="Unknown format, or the study is too big to stream."
             ),
@@ -171,14 +203,16 @@ class AnnotationExport(StudyScoped, APIView):
     )
     def get(self, request: Request, slug: str) -> StreamingHttpResponse | Response:
         fmt = request.query_params.get("format", "csv")
-        if fmt not in CONTENT_TYPES:
-            return bad_request("format must be csv or jsonl")
+        if fmt not in CONTENT_TYPES and fmt != "labelstudio":
+            return bad_request("format must be csv, jsonl or labelstudio")
         if selectors.export_runs_in_background(self.study):
             detail = (
                 f"this study has more than {selectors.export_inline_limit():,} annotations, too many to stream: "
                 f"POST /api/studies/{slug}/exports to have the file written in the background, then download it"
             )
             return bad_request(detail)
+        if fmt == "labelstudio":
+            return labelstudio_response(self.study)
         response = StreamingHttpResponse(
             (chunk.encode("utf-8") for chunk in export_chunks(self.study, fmt)), content_type=CONTENT_TYPES[fmt]
         )

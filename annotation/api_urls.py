@@ -1,10 +1,12 @@
 from django.urls import path
 
-from . import api
+from . import api, invite_api, member_api, study_api
 
 urlpatterns = [
-    path("studies/", api.StudyList.as_view(), name="api-study-list"),
-    path("studies/<slug:slug>/", api.StudyDetail.as_view(), name="api-study-detail"),
+    path("studies/", study_api.StudyListCreate.as_view(), name="api-study-list"),
+    path("studies/<slug:slug>/", study_api.StudyDetailUpdate.as_view(), name="api-study-detail"),
+    path("studies/<slug:slug>/status", study_api.StudyStatusChange.as_view(), name="api-study-status"),
+    path("studies/<slug:slug>/duplicate", study_api.StudyDuplicate.as_view(), name="api-study-duplicate"),
     path("studies/<slug:slug>/items/", api.ItemList.as_view(), name="api-item-list"),
     path("studies/<slug:slug>/items/import", api.ImportUpload.as_view(), name="api-item-import"),
     path("studies/<slug:slug>/items/<path:external_id>", api.ItemDetail.as_view(), name="api-item-detail"),
@@ -18,8 +20,19 @@ urlpatterns = [
         name="api-export-download",
     ),
     path("studies/<slug:slug>/imports/<int:pk>", api.ImportJobDetail.as_view(), name="api-import-job"),
+    path("studies/<slug:slug>/members", member_api.MemberList.as_view(), name="api-member-list"),
+    path("studies/<slug:slug>/members/<int:member_id>", member_api.MemberDetail.as_view(), name="api-member-detail"),
+    path(
+        "studies/<slug:slug>/members/<int:member_id>/password",
+        member_api.MemberPasswordReset.as_view(),
+        name="api-member-password",
+    ),
+    path("studies/<slug:slug>/invites", member_api.InviteList.as_view(), name="api-invite-list"),
+    path("studies/<slug:slug>/invites/<int:invite_id>", member_api.InviteDetail.as_view(), name="api-invite-detail"),
     path("studies/<slug:slug>/assignments/next", api.NextAssignment.as_view(), name="api-assignment-next"),
     path("assignments/<int:assignment_id>/submit", api.SubmitAssignment.as_view(), name="api-assignment-submit"),
     path("assignments/<int:assignment_id>/skip", api.SkipAssignment.as_view(), name="api-assignment-skip"),
     path("assignments/<int:assignment_id>/flag", api.FlagAssignment.as_view(), name="api-assignment-flag"),
+    path("invites/<str:token>/signup", invite_api.InviteSignup.as_view(), name="api-invite-signup"),
+    path("invites/<str:token>/join", invite_api.InviteJoin.as_view(), name="api-invite-join"),
 ]

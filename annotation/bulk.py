@@ -28,23 +28,27 @@ def _column(model: type[models.Model], name: str) -> models.Field[Any, Any]:
     return field
 
 
-def _copy(model: type[models.Model], fields: Sequence[models.Field[Any, Any]], rows: list[Sequence[Any]]) -> None:
+def _copy(into: str, fields: Sequence[models.Field[Any, Any]], rows: list[Sequence[Any]]) -> None:
     """PostgreSQL: COPY instead of INSERTs. psycopg runs `executemany` as one statement per row
     (parsed, planned and executed each); COPY streams the rows into one statement, about 4x
     less time for a 300,000-annotation import. Constraints and triggers apply as for INSERT."""
-    statement = "COPY {} ({}) FROM STDIN".format(table(model), ", ".join(quote(field.column) for field in fields))
+    statement = "COPY {} ({}) FROM STDIN".format(into, ", ".join(quote(field.column) for field in fields))
     with connection.cursor() as cursor, connection.wrap_database_errors:
         with cursor.cursor.copy(statement) as copy:
             for row in rows:
                 copy.write_row(row)
 
 
-def insert_rows(model: type[models.Model], field_names: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
-    """INSERT rows (tuples in `field_names` order) into `model`'s table; returns the count."""
+def insert_rows(
+    model: type[models.Model], field_names: Sequence[str], rows: Iterable[Sequence[Any]], *, into: str | None = None
+) -> int:
+    """INSERT rows (tuples in `field_names` order) into `model`'s table, or the table named
+    `into` (quoted) that has its columns; returns the count."""
     fields = [_column(model, name) for name in field_names]
     prepared = [index for index, field in enumerate(fields) if isinstance(field, _NEEDS_PREP)]
+    into = into or table(model)
     sql = "INSERT INTO {} ({}) VALUES ({})".format(
-        table(model),
+        into,
         ", ".join(quote(field.column) for field in fields),
         ", ".join(["%s"] * len(fields)),
     )
@@ -65,7 +69,7 @@ def insert_rows(model: type[models.Model], field_names: Sequence[str], rows: Ite
                 row[index] = converted[key]
         batch.append(row)
     if batch and connection.vendor == "postgresql":
-        _copy(model, fields, batch)
+        _copy(into, fields, batch)
     elif batch:
         with connection.cursor() as cursor:
             cursor.executemany(sql, batch)

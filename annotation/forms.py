@@ -6,14 +6,32 @@ from dataclasses import dataclass
 
 from django import forms
 
+from .adapters import ADAPTERS
 from .models import MAX_ACTIVE_MS, Annotation, ImportJob, Study, StudyMember
 from .services.assignments import MAX_TEXT, SubmittedAnswer
 from .vocab import PREFERENCE_BOTH_BAD, PREFERENCE_TIE
 
 
+def source_choices() -> list[tuple[str, str]]:
+    """Claimlab's own format, then every pipeline whose files the adapters read (docs/importing.md)."""
+    return [("", "Claimlab JSON Lines / CSV"), *((adapter.name, adapter.title) for adapter in ADAPTERS.values())]
+
+
 class ImportForm(forms.Form):
     what = forms.ChoiceField(choices=ImportJob.What.choices, label="Import")
-    file = forms.FileField(help_text="JSON Lines (.jsonl) or CSV (.csv), UTF-8.")
+    source = forms.ChoiceField(choices=source_choices, required=False, label="From")
+    file = forms.FileField(help_text="JSON Lines (.jsonl) or CSV (.csv), UTF-8; or the chosen pipeline's own file.")
+    pair = forms.FileField(
+        required=False,
+        label="Second file",
+        help_text="VeriScore into a preference study: the second extractor's claims file.",
+    )
+    systems = forms.CharField(
+        required=False,
+        max_length=400,
+        label="Systems",
+        help_text="From a pipeline: the two extractors (A,B), or the model that wrote the responses.",
+    )
     file_format = forms.ChoiceField(
         choices=[("", "from the file name"), ("jsonl", "JSON Lines"), ("csv", "CSV")], required=False, label="Format"
     )
@@ -25,7 +43,11 @@ class AddMembersForm(forms.Form):
         help_text="One or more usernames, separated by spaces, commas or new lines.",
         widget=forms.Textarea(attrs={"rows": 2}),
     )
-    role = forms.ChoiceField(choices=StudyMember.Role.choices)
+    # Annotator first and by default: one slip must not hand someone the report and the export.
+    role = forms.ChoiceField(
+        choices=[(StudyMember.Role.ANNOTATOR, "Annotator"), (StudyMember.Role.RESEARCHER, "Researcher")],
+        initial=StudyMember.Role.ANNOTATOR,
+    )
 
     def clean_usernames(self) -> list[str]:
         raw = self.cleaned_data["usernames"].replace(",", " ").split()

@@ -30,7 +30,9 @@ class Study(models.Model):
     class Status(models.TextChoices):
         DRAFT = "draft", "Draft"
         OPEN = "open", "Open"
+        PAUSED = "paused", "Paused"
         CLOSED = "closed", "Closed"
+        ARCHIVED = "archived", "Archived"
 
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
@@ -52,6 +54,19 @@ class Study(models.Model):
     both_bad_allowed = models.BooleanField(default=False)
     irrelevant_in_credibility = models.BooleanField(
         default=False, help_text="Count 'irrelevant' evidence in the credibility denominator."
+    )
+    gold_in_agreement = models.BooleanField(
+        default=True,
+        help_text=(
+            "Include items with a gold label in agreement, preference analysis and disagreements "
+            "(annotators labelled them like any other item); off: they only score annotators."
+        ),
+    )
+    abstained_responses = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Responses that abstained (no claims), as {response_id, system, domain}: imported from "
+        "FActScore/VeriScore/SAFE files so the report's respond ratio counts them.",
     )
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.DRAFT)
     created_by = models.ForeignKey(
@@ -75,7 +90,9 @@ class Study(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(annotators_per_item__gte=1), name="study_annotators_per_item_positive"),
             models.CheckConstraint(condition=Q(kind__in=["preference", "verification"]), name="study_kind_valid"),
-            models.CheckConstraint(condition=Q(status__in=["draft", "open", "closed"]), name="study_status_valid"),
+            models.CheckConstraint(
+                condition=Q(status__in=["draft", "open", "paused", "closed", "archived"]), name="study_status_valid"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -84,6 +101,30 @@ class Study(models.Model):
     @property
     def is_preference(self) -> bool:
         return self.kind == self.Kind.PREFERENCE
+
+
+class StudyChange(models.Model):
+    """One setting of a study changed after annotators started: who, when, from what to what.
+
+    Before the first annotation a study is still being designed and its
+    settings change freely; afterwards every change is kept here, so a report
+    can say which instructions the labels were collected under.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="changes")
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    changed_at = models.DateTimeField(auto_now_add=True)
+    field = models.CharField(max_length=64)
+    old_value = models.JSONField(null=True, blank=True)
+    new_value = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["study", "-changed_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.study_id}: {self.field} at {self.changed_at:%Y-%m-%d %H:%M}"
 
 
 class StudyMember(models.Model):
@@ -96,6 +137,11 @@ class StudyMember(models.Model):
     role = models.CharField(max_length=16, choices=Role.choices)
     pseudonym = models.CharField(max_length=100, help_text="What exports and reports call this annotator.")
     is_external = models.BooleanField(default=False, help_text="An identity whose labels were imported, not a login.")
+    is_active = models.BooleanField(
+        default=True,
+        help_text="Deactivated: no longer in the study (cannot open, claim or submit); labels stay under the pseudonym.",
+    )
+    deactivated_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -314,6 +360,67 @@ class AnnotationRevision(models.Model):
         return f"revision of {self.annotation_id} at {self.changed_at:%Y-%m-%d %H:%M}"
 
 
+class StagedItem(models.Model):
+    """One parsed row of an item import on its way in (services/item_staging.py).
+
+    Not a table of the database: each import creates its own TEMPORARY table
+    of this shape, private to its connection and gone with it, so a killed
+    import leaves nothing behind and writing it never takes the database's
+    write lock. The model only gives bulk.insert_rows the columns and their
+    conversions. `new_rank` orders new items (their position is the study's
+    last position plus it); `target` is the item an update replaces.
+    """
+
+    line = models.PositiveIntegerField()
+    new_rank = models.PositiveIntegerField(null=True)
+    target = models.IntegerField(null=True)
+    external_id = models.CharField(max_length=200)
+    domain = models.CharField(max_length=100)
+    summary = models.CharField(max_length=300)
+    payload = models.JSONField()
+    response_id = models.CharField(max_length=200)
+    system = models.CharField(max_length=200)
+    gold_label = models.CharField(max_length=100)
+    gold_raw = models.CharField(max_length=100)
+
+    class Meta:
+        managed = False
+        db_table = "claimlab_staged_item"
+
+    def __str__(self) -> str:
+        return f"staged {self.external_id} (line {self.line})"
+
+
+class StagedAnnotation(models.Model):
+    """One parsed label of an annotation import on its way in (services/annotation_staging.py).
+
+    Like StagedItem: the shape of a private TEMPORARY table, not a table of
+    the database. Each row becomes a submitted Assignment and its Annotation.
+    """
+
+    line = models.BigIntegerField()
+    item_id = models.IntegerField()
+    annotator_id = models.IntegerField()
+    slot = models.PositiveSmallIntegerField()
+    left_system = models.CharField(max_length=200)
+    queue_position = models.BigIntegerField()
+    label = models.CharField(max_length=100)
+    raw_label = models.CharField(max_length=200)
+    preferred_system = models.CharField(max_length=200)
+    strength = models.CharField(max_length=8)
+    choice = models.CharField(max_length=32)
+    justification = models.TextField()
+    evidence_judgements = models.JSONField()
+    active_ms = models.PositiveIntegerField(null=True)
+
+    class Meta:
+        managed = False
+        db_table = "claimlab_staged_annotation"
+
+    def __str__(self) -> str:
+        return f"staged label of item {self.item_id} (line {self.line})"
+
+
 class JobStatus(models.TextChoices):
     """Where a background job (an import, an export) stands."""
 
@@ -378,6 +485,10 @@ class ImportJob(BackgroundJob):
     errors = models.JSONField(default=list, blank=True)
     error_count = models.PositiveIntegerField(default=0)
 
+    # Set by adapters/uploads.py on the job it has just run, never stored: what the import
+    # skipped or recorded beside its rows (cancelled annotations, abstentions), for that answer only.
+    notes: list[str]
+
     class Meta(BackgroundJob.Meta):
         constraints = [
             models.CheckConstraint(condition=Q(what__in=["items", "annotations"]), name="importjob_what_valid"),
@@ -413,3 +524,62 @@ class ExportJob(BackgroundJob):
 
     def __str__(self) -> str:
         return f"{self.file_format} export of {self.study_id} ({self.status})"
+
+
+class Invite(models.Model):
+    """A link that lets people join a study (and, when not logged in, create an account first).
+
+    Only the SHA-256 of the token is stored (like accounts.ApiToken): the clear link exists
+    only in the answer that created it. `uses` is bumped by a conditional UPDATE
+    (services/invites.py), so a 1-use invite admits one person even when two sign up at once;
+    the CHECK constraint refuses more uses than `max_uses` whatever the code does.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="invites")
+    token_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=16, help_text="The token's first characters, to tell invites apart.")
+    role = models.CharField(max_length=16, choices=StudyMember.Role.choices, default=StudyMember.Role.ANNOTATOR)
+    max_uses = models.PositiveIntegerField()
+    uses = models.PositiveIntegerField(default=0)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(max_uses__gte=1), name="invite_max_uses_positive"),
+            models.CheckConstraint(condition=Q(uses__lte=F("max_uses")), name="invite_uses_within_max"),
+            models.CheckConstraint(condition=Q(role__in=["researcher", "annotator"]), name="invite_role_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study_id}: invite {self.prefix}… ({self.uses}/{self.max_uses})"
+
+    def state(self, now: datetime | None = None) -> str:
+        """active / revoked / expired / used up: what a list shows and why a link is refused."""
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at <= (now or timezone.now()):
+            return "expired"
+        return "used up" if self.uses >= self.max_uses else "active"
+
+
+class InviteSignup(models.Model):
+    """One account created through an invite, with the client address: sign-ups are throttled per
+    address (services/invites.py), and a researcher can see who came in through which link."""
+
+    invite = models.ForeignKey(Invite, on_delete=models.CASCADE, related_name="signups")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    ip_address = models.GenericIPAddressField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["ip_address", "created_at"], name="invitesignup_ip_time")]
+
+    def __str__(self) -> str:
+        return f"sign-up through invite {self.invite_id} at {self.created_at:%Y-%m-%d %H:%M}"

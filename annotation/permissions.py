@@ -12,7 +12,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from .access import Researcher, access_assignment, access_study
+from .access import Researcher, access_assignment, access_study, access_study_to_manage
 from .models import Assignment, Study
 
 
@@ -50,6 +50,22 @@ class IsStudyResearcher(IsStudyMember):
     """Researchers (and staff) of the study; other members get 403."""
 
     role = Researcher
+
+
+class IsStudyManager(BasePermission):
+    """Those who manage the study's members and invites: its researchers and staff.
+
+    Everyone else, the study's annotators included, gets 404 (access_study_to_manage).
+    """
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        if not (request.user and request.user.is_authenticated):
+            return False
+        slug = view.kwargs.get("slug")
+        if slug is None:
+            return True
+        cast(StudyScoped, view).study = access_study_to_manage(request.user, slug)
+        return True
 
 
 class IsAssignmentStudyMember(BasePermission):

@@ -6,6 +6,7 @@ from django.urls import reverse
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
+from .adapters import SOURCES
 from .models import MAX_ACTIVE_MS, Assignment, ExportJob, ImportJob, Item, Study
 from .services.assignments import SubmittedAnswer
 from .vocab import EVIDENCE_JUDGEMENTS, PREFERENCE_CHOICES
@@ -65,10 +66,34 @@ class ItemSerializer(serializers.ModelSerializer):
         fields = ["id", "domain", "payload", "response_id", "system", "gold", "slots_taken", "n_annotations"]
 
 
+def from_field() -> serializers.ChoiceField:
+    """The `from` choice of the import routes: a pipeline whose own file this is (docs/importing.md)."""
+    return serializers.ChoiceField(
+        choices=list(SOURCES),
+        required=False,
+        help_text="The file is this pipeline's own output, not Claimlab's format (docs/importing.md); "
+        "imported during the request, up to IMPORT_FROM_UPLOAD_MAX_BYTES.",
+    )
+
+
 class ImportUploadSerializer(serializers.Serializer):
-    file = serializers.FileField(help_text="JSON Lines (.jsonl) or CSV (.csv), UTF-8.")
+    file = serializers.FileField(help_text="JSON Lines (.jsonl) or CSV (.csv), UTF-8; or a pipeline's own file.")
     format = serializers.ChoiceField(choices=["jsonl", "csv"], required=False, help_text="Default: from the file name.")
     update = serializers.BooleanField(required=False, default=False, help_text="Replace entries whose id exists.")
+    pair = serializers.FileField(
+        required=False, help_text="With from=veriscore into a preference study: the second extractor's claims file."
+    )
+    systems = serializers.CharField(
+        required=False,
+        default="",
+        max_length=400,
+        help_text="With `from`: the two extractors' names (A,B), or the model that wrote the responses.",
+    )
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        fields["from"] = from_field()  # a Python keyword: declared here, not as a class attribute
+        return fields
 
 
 class ImportErrorSerializer(serializers.Serializer):
@@ -79,6 +104,9 @@ class ImportErrorSerializer(serializers.Serializer):
 
 class ImportJobSerializer(serializers.ModelSerializer):
     errors = ImportErrorSerializer(many=True, read_only=True)
+    notes = serializers.SerializerMethodField(
+        help_text="Imports `from` a pipeline's file: what was skipped or recorded beside the rows."
+    )
 
     class Meta:
         model = ImportJob
@@ -93,10 +121,14 @@ class ImportJobSerializer(serializers.ModelSerializer):
             "updated",
             "error_count",
             "errors",
+            "notes",
             "created_at",
             "finished_at",
             "stuck",
         ]
+
+    def get_notes(self, job: ImportJob) -> list[str]:
+        return list(getattr(job, "notes", []))
 
     stuck = serializers.SerializerMethodField(
         help_text="Unfinished with no sign of life from a worker for ten minutes: no worker is running it."

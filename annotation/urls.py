@@ -1,18 +1,39 @@
 from django.urls import path, re_path
 
-from . import views
+from . import invite_views, member_views, study_views, views
 
 app_name = "annotation"
 
 urlpatterns = [
     path("", views.my_studies, name="my_studies"),
+    path("studies/new/", study_views.study_new, name="study_new"),
+    path("studies/preview-markdown/", study_views.markdown_preview, name="markdown_preview"),
     path("studies/<slug:slug>/", views.study_detail, name="study_detail"),
+    path("studies/<slug:slug>/settings/", study_views.study_settings, name="study_settings"),
+    path("studies/<slug:slug>/status/", study_views.study_status, name="study_status"),
+    path("studies/<slug:slug>/duplicate/", study_views.study_duplicate, name="study_duplicate"),
+    path("studies/<slug:slug>/preview/", study_views.annotate_preview, name="annotate_preview"),
+    path("studies/<slug:slug>/formats/", study_views.formats_help, name="formats_help"),
+    re_path(
+        r"^studies/(?P<slug>[-\w]+)/formats/example-(?P<what>items|annotations)\.(?P<fmt>jsonl|csv)$",
+        study_views.format_example,
+        name="format_example",
+    ),
     path("studies/<slug:slug>/items/", views.item_list, name="item_list"),
     path("studies/<slug:slug>/items/<path:external_id>/", views.item_detail, name="item_detail"),
     path("studies/<slug:slug>/import/", views.study_import, name="study_import"),
     path("studies/<slug:slug>/imports/<int:pk>/", views.import_job, name="import_job"),
-    path("studies/<slug:slug>/members/", views.study_add_members, name="study_add_members"),
+    path("studies/<slug:slug>/members/", member_views.study_members, name="study_members"),
+    path("studies/<slug:slug>/members/", member_views.study_members, name="study_add_members"),  # the add form's POST
+    path("studies/<slug:slug>/members/<int:member_id>/role/", member_views.member_role, name="member_role"),
+    path("studies/<slug:slug>/members/<int:member_id>/active/", member_views.member_active, name="member_active"),
+    path("studies/<slug:slug>/members/<int:member_id>/remove/", member_views.member_remove, name="member_remove"),
+    path("studies/<slug:slug>/members/<int:member_id>/password/", member_views.member_password, name="member_password"),
+    path("studies/<slug:slug>/invites/", member_views.invite_create, name="invite_create"),
+    path("studies/<slug:slug>/invites/<int:invite_id>/revoke/", member_views.invite_revoke, name="invite_revoke"),
+    path("invite/<str:token>/", invite_views.invite, name="invite"),
     path("studies/<slug:slug>/progress/", views.study_progress, name="study_progress"),
+    path("studies/<slug:slug>/progress/live/", views.study_progress_live, name="study_progress_live"),
     path("studies/<slug:slug>/annotate/", views.annotate, name="annotate"),
     path("studies/<slug:slug>/annotate/<int:assignment_id>/", views.annotate_submit, name="annotate_submit"),
     path("studies/<slug:slug>/annotate/<int:assignment_id>/revise/", views.annotate_revise, name="annotate_revise"),
@@ -20,6 +41,9 @@ urlpatterns = [
     path("studies/<slug:slug>/annotate/<int:assignment_id>/flag/", views.annotate_flag, name="annotate_flag"),
     re_path(r"^studies/(?P<slug>[-\w]+)/export\.(?P<fmt>csv|jsonl)$", views.study_export, name="study_export"),
     path("studies/<slug:slug>/exports/", views.study_export_request, name="study_export_request"),
+    path(
+        "studies/<slug:slug>/export-labelstudio.json", views.study_export_labelstudio, name="study_export_labelstudio"
+    ),
     path("studies/<slug:slug>/exports/<int:export_id>/", views.export_job, name="export_job"),
     path("studies/<slug:slug>/exports/<int:export_id>/download", views.export_job_download, name="export_job_download"),
 ]

@@ -7,26 +7,31 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from . import selectors
-from .access import Annotator, Researcher, access_export_job, access_item, access_study
+from .access import Annotator, Researcher, access_export_job, access_item, access_study, may_create_studies
+from .adapters.labelstudio_export import labelstudio_response
+from .adapters.uploads import import_upload_from, system_names
 from .exports import CONTENT_TYPES, export_chunks, export_file_response, export_filename
 from .forms import AddMembersForm, FlagForm, ImportForm, answer_form
 from .http import AuthenticatedHttpRequest
 from .models import Annotation, Assignment, ImportJob, Study
 from .selectors import progress as progress_selectors
 from .selectors.workbench import annotator_progress, display_payload, previous_answer
-from .services import ServiceError, add_members
+from .services import ServiceError
 from .services.assignments import ClaimContention, LeaseLost, NotAllowed, claim_next, flag, skip, submit
 from .services.export_jobs import request_export
 from .services.import_jobs import submit_import
+from .study_forms import status_actions
 
 
 @login_required
 @require_GET
 def my_studies(request: AuthenticatedHttpRequest) -> HttpResponse:
-    return render(request, "annotation/my_studies.html", {"rows": selectors.my_studies(request.user)})
+    context = {"rows": selectors.my_studies(request.user), "can_create": may_create_studies(request.user)}
+    return render(request, "annotation/my_studies.html", context)
 
 
 @login_required
@@ -46,6 +51,7 @@ def study_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         "export_in_background": selectors.export_runs_in_background(study),
         "import_form": ImportForm(),
         "members_form": AddMembersForm(),
+        "status_actions": status_actions(study),
     }
     return render(request, "annotation/study_detail.html", context)
 
@@ -54,14 +60,25 @@ def study_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def item_list(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     study = access_study(request.user, slug, role=Researcher)
-    domain = request.GET.get("domain")
+    domain = request.GET.get("domain") or None  # "" is the form's "all domains", not "no domain"
     query = request.GET.get("q", "").strip()
-    page = Paginator(selectors.study_items(study, domain=domain, query=query), 50).get_page(request.GET.get("page"))
-    return render(
-        request,
-        "annotation/item_list.html",
-        {"study": study, "page": page, "domain": domain, "q": query, "domains": selectors.items_by_domain(study)},
+    pseudonym = request.GET.get("annotator", "").strip()
+    member = selectors.study_annotator(study, pseudonym) if pseudonym else None
+    if pseudonym and member is None:
+        messages.error(request, f"No annotator called {pseudonym!r} in this study; showing every item.")
+    items = selectors.study_items(
+        study, domain=domain, query=query, annotator_id=member.user_id if member is not None else None
     )
+    page = Paginator(items, 50).get_page(request.GET.get("page"))
+    context = {
+        "study": study,
+        "page": page,
+        "domain": domain,
+        "q": query,
+        "annotator": member.pseudonym if member is not None else "",
+        "domains": selectors.items_by_domain(study),
+    }
+    return render(request, "annotation/item_list.html", context)
 
 
 @login_required
@@ -94,14 +111,28 @@ def study_import(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         )
         return redirect("annotation:study_detail", slug=study.slug)
     try:
-        job = submit_import(
-            study=study,
-            what=form.cleaned_data["what"],
-            upload=form.cleaned_data["file"],
-            file_format=form.cleaned_data["file_format"] or None,
-            update=form.cleaned_data["update"],
-            created_by=request.user,
-        )
+        if form.cleaned_data["source"]:
+            job = import_upload_from(
+                study=study,
+                what=form.cleaned_data["what"],
+                source=form.cleaned_data["source"],
+                upload=form.cleaned_data["file"],
+                pair=form.cleaned_data["pair"],
+                systems=system_names(form.cleaned_data["systems"]),
+                update=form.cleaned_data["update"],
+                created_by=request.user,
+            )
+            for note in job.notes:
+                messages.info(request, note)
+        else:
+            job = submit_import(
+                study=study,
+                what=form.cleaned_data["what"],
+                upload=form.cleaned_data["file"],
+                file_format=form.cleaned_data["file_format"] or None,
+                update=form.cleaned_data["update"],
+                created_by=request.user,
+            )
     except ServiceError as exc:
         messages.error(request, str(exc))
         return redirect("annotation:study_detail", slug=study.slug)
@@ -114,33 +145,6 @@ def import_job(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpRes
     study = access_study(request.user, slug, role=Researcher)
     job = get_object_or_404(ImportJob, study=study, pk=pk)
     return render(request, "annotation/import_job.html", {"study": study, "job": job})
-
-
-@login_required
-@require_POST
-def study_add_members(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
-    study = access_study(request.user, slug, role=Researcher)
-    form = AddMembersForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, " ".join(" ".join(str(error) for error in errors) for errors in form.errors.values()))
-        return redirect("annotation:study_detail", slug=study.slug)
-    try:
-        outcomes = add_members(study=study, usernames=form.cleaned_data["usernames"], role=form.cleaned_data["role"])
-    except ServiceError as exc:
-        messages.error(request, str(exc))
-        return redirect("annotation:study_detail", slug=study.slug)
-    for outcome in outcomes:
-        if outcome.already_member:
-            messages.info(request, f"{outcome.username} is already in this study (as {outcome.role}); unchanged.")
-        elif outcome.password:
-            messages.warning(
-                request,
-                f"Created {outcome.username} ({outcome.role}) with password {outcome.password} — "
-                "copy it now, it is shown only once.",
-            )
-        else:
-            messages.success(request, f"Added {outcome.username} as {outcome.role}.")
-    return redirect("annotation:study_detail", slug=study.slug)
 
 
 @login_required
@@ -160,6 +164,21 @@ def study_export(request: AuthenticatedHttpRequest, slug: str, fmt: str) -> Http
     )
     response["Content-Disposition"] = f'attachment; filename="{export_filename(study, fmt)}"'
     return response
+
+
+@login_required
+@require_GET
+def study_export_labelstudio(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse | StreamingHttpResponse:
+    """The study as Label Studio tasks (docs/importing.md), streamed; a big study: the command."""
+    study = access_study(request.user, slug, role=Researcher)
+    if selectors.export_runs_in_background(study):
+        messages.info(
+            request,
+            f"This study has more than {selectors.export_inline_limit():,} annotations: export it for Label Studio "
+            "with manage.py export_annotations --format labelstudio.",
+        )
+        return redirect("annotation:study_detail", slug=study.slug)
+    return labelstudio_response(study)
 
 
 @login_required
@@ -360,6 +379,26 @@ def annotate_flag(request: AuthenticatedHttpRequest, slug: str, assignment_id: i
 # --- researcher: progress and quality control ------------------------------------
 
 
+def _progress_live_context(study: Study) -> dict:
+    """The parts of the progress page that change while a study runs (refreshed by static/js/progress.js)."""
+    counts = selectors.study_counts(study)
+    flags, flag_total = progress_selectors.flagged(study)
+    return {
+        "study": study,
+        "counts": counts,
+        "throughput": progress_selectors.throughput(
+            study, expected=counts["expected"], collected_total=counts["annotations"]
+        ),
+        "annotators": progress_selectors.annotator_quality(study),
+        "flags": flags,
+        "flag_total": flag_total,
+        "speeder_rule": progress_selectors.SPEEDER_RULE,
+        "low_gold_rule": progress_selectors.LOW_GOLD_RULE,
+        "abstain_label": "both bad" if study.is_preference else "inconclusive",
+        "refreshed_at": timezone.now(),
+    }
+
+
 @login_required
 @require_GET
 def study_progress(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
@@ -367,17 +406,27 @@ def study_progress(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
     state = request.GET.get("state", "")
     state = state if state in progress_selectors.ITEM_STATES else ""
     page = Paginator(progress_selectors.items_with_slots(study, state), 50).get_page(request.GET.get("page"))
-    flags, flag_total = progress_selectors.flagged(study)
     context = {
-        "study": study,
-        "counts": selectors.study_counts(study),
-        "annotators": progress_selectors.annotator_quality(study),
+        **_progress_live_context(study),
         "page": page,
         "slots": progress_selectors.item_slot_status(study, page.object_list),
-        "flags": flags,
-        "flag_total": flag_total,
         "state": state,
         "state_label": progress_selectors.ITEM_STATES[state],
         "states": progress_selectors.ITEM_STATES,
+        "refresh_seconds": PROGRESS_REFRESH_SECONDS,
     }
     return render(request, "annotation/study_progress.html", context)
+
+
+#: How often the open progress page asks for fresh numbers (only while its tab is visible).
+PROGRESS_REFRESH_SECONDS = 10
+
+
+@login_required
+@require_GET
+def study_progress_live(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    """The changing part of the progress page as an HTML fragment, for static/js/progress.js to swap in."""
+    study = access_study(request.user, slug, role=Researcher)
+    response = render(request, "annotation/_progress_live.html", _progress_live_context(study))
+    response["Cache-Control"] = "no-store"
+    return response

@@ -474,3 +474,24 @@ LOGGING: dict[str, Any] = {
         "claimlab": {"level": LOG_LEVEL, "propagate": True},
     },
 }
+
+# --- study members: invite links (annotation/services/invites.py) ---------------
+# Days an invite link works when its creator does not say; and the longest they may ask for.
+INVITE_DEFAULT_DAYS = max(1, _env_number("INVITE_DEFAULT_DAYS", 7))
+INVITE_MAX_DAYS = max(1, _env_number("INVITE_MAX_DAYS", 90))
+# The most people one invite link may admit.
+INVITE_MAX_USES = max(1, _env_number("INVITE_MAX_USES", 1000))
+# Accounts one client address may create through invite links per window (the address as for logins).
+INVITE_SIGNUP_LIMIT = max(1, _env_number("INVITE_SIGNUP_LIMIT", 10))
+INVITE_SIGNUP_WINDOW_MINUTES = max(1, _env_number("INVITE_SIGNUP_WINDOW_MINUTES", 60))
+
+# --- studies made in the browser and the API (issue 11) ----------------------
+# Who may create studies: staff, users with the permission `annotation.add_study` (directly or
+# through a group, e.g. "researchers"), and researchers of any study. 1: every logged-in user.
+ANYONE_CAN_CREATE_STUDIES = env_bool("CLAIMLAB_ANYONE_CAN_CREATE_STUDIES", False)
+
+# --- import adapters (annotation/adapters, docs/importing.md) --------------------
+# A pipeline's own file (--from) uploaded on a page or through the API is converted and
+# imported during the request, so it is bounded here; bigger files go through the
+# import_items / import_annotations / import_predictions commands with --from.
+IMPORT_FROM_UPLOAD_MAX_BYTES = _env_number("IMPORT_FROM_UPLOAD_MAX_BYTES", 20 * 1024 * 1024)

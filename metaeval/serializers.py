@@ -76,6 +76,9 @@ class ReportSerializer(serializers.Serializer):
     n_items_annotated = serializers.IntegerField()
     n_items_gold = serializers.IntegerField()
     gold_rule = serializers.CharField()
+    gold_in_agreement = serializers.BooleanField(
+        help_text="The study setting: whether items with a gold label count in agreement and preference analysis."
+    )
     n_annotators = serializers.IntegerField()
     n_annotations = serializers.IntegerField()
     agreement = AgreementSerializer()

@@ -7,7 +7,12 @@ app_name = "metaeval"
 urlpatterns = [
     path("studies/<slug:slug>/report/", views.report_page, name="report"),
     re_path(
-        r"^studies/(?P<slug>[-\w]+)/report\.(?P<fmt>json|csv|html)$", views.report_download, name="report_download"
+        r"^studies/(?P<slug>[-\w]+)/report\.(?P<fmt>json|csv|html|tex)$", views.report_download, name="report_download"
+    ),
+    re_path(
+        r"^studies/(?P<slug>[-\w]+)/report/tables/(?P<table>[a-z_]+)\.tex$",
+        views.report_table_tex,
+        name="report_table_tex",
     ),
     re_path(
         r"^studies/(?P<slug>[-\w]+)/report/charts/(?P<chart>[a-z]+)\.(?P<ext>svg|pdf)$",

@@ -19,8 +19,14 @@ from metaeval.reporting import build_report, options_from_query
 from metaeval.reporting.charts import CHARTS, ChartNotApplicable, chart_figure, chart_names
 from metaeval.reporting.csv_format import report_csv
 from metaeval.reporting.html_format import report_context, report_html
+from metaeval.reporting.latex_format import TABLE_NAMES, report_tables, report_tex, table_tex
 
-DOWNLOAD_TYPES = {"json": "application/json", "csv": "text/csv; charset=utf-8", "html": "text/html; charset=utf-8"}
+DOWNLOAD_TYPES = {
+    "json": "application/json",
+    "csv": "text/csv; charset=utf-8",
+    "html": "text/html; charset=utf-8",
+    "tex": "application/x-tex; charset=utf-8",
+}
 CHART_VERSION = "1"  # bump when a chart's drawing changes, so old ETags stop matching
 
 
@@ -42,17 +48,35 @@ def report_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_GET
 def report_download(request: AuthenticatedHttpRequest, slug: str, fmt: str) -> HttpResponse:
-    """The report as a JSON, CSV or standalone HTML file (same options as the page)."""
+    """The report as a JSON, CSV, standalone HTML or LaTeX (every table, booktabs) file (same options as the page)."""
     study = access_study(request.user, slug, role=Researcher)
     report = build_report(study, options_from_query(request.GET, by_domain=True, binary=True))
     if fmt == "json":
         body = json.dumps(report, indent=2, allow_nan=False)
     elif fmt == "csv":
         body = report_csv(report)
+    elif fmt == "tex":
+        body = report_tex(report)
     else:
         body = report_html(study, report)
     response = HttpResponse(body, content_type=DOWNLOAD_TYPES[fmt])
     response["Content-Disposition"] = f'attachment; filename="{study.slug}-report.{fmt}"'
+    return response
+
+
+@login_required
+@require_GET
+def report_table_tex(request: AuthenticatedHttpRequest, slug: str, table: str) -> HttpResponse:
+    """One report table as a LaTeX ``table`` float (booktabs), to ``\\input`` into a paper."""
+    study = access_study(request.user, slug, role=Researcher)
+    if table not in TABLE_NAMES:
+        raise Http404(f"No table {table!r}; a report has: {', '.join(TABLE_NAMES)}.")
+    report = build_report(study, options_from_query(request.GET, by_domain=True, binary=True))
+    tables = report_tables(report)
+    if table not in tables:
+        raise Http404(f"The {table} table has nothing to show in this study's report.")
+    response = HttpResponse(table_tex(tables[table], label_prefix=f"{study.slug}-"), content_type=DOWNLOAD_TYPES["tex"])
+    response["Content-Disposition"] = f'attachment; filename="{study.slug}-{table}.tex"'
     return response
 
 

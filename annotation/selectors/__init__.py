@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection
-from django.db.models import CharField, Count, Func, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import CharField, Count, F, Func, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from ..access import Researcher, studies_for
@@ -41,20 +41,31 @@ EXPORT_COLUMNS = [
 
 @dataclass
 class StudyProgress:
+    """A row of the home page: the study, the user's role, and the counts that matter to that role.
+
+    Researchers see how far the study is (labels collected, items with all N
+    labels); annotators see their own labels.
+    """
+
     study: Study
     role: str
     items: int
     annotations: int
     expected: int
     mine: int
+    items_complete: int = 0
 
     @property
     def percent(self) -> int:
         return round(100 * self.annotations / self.expected) if self.expected else 0
 
+    @property
+    def is_researcher(self) -> bool:
+        return self.role == Researcher
+
 
 def my_studies(user: User) -> list[StudyProgress]:
-    """The user's studies with their role and progress, in three queries."""
+    """The user's studies with their role and progress, in five queries whatever their number."""
     studies = list(
         studies_for(user)
         .annotate(
@@ -75,7 +86,10 @@ def my_studies(user: User) -> list[StudyProgress]:
         .annotate(n=Count("pk"))
         .values_list("assignment__study_id", "n")
     )
-    roles = dict(StudyMember.objects.filter(study_id__in=ids, user=user).values_list("study_id", "role"))
+    roles = dict(
+        StudyMember.objects.filter(study_id__in=ids, user=user, is_active=True).values_list("study_id", "role")
+    )
+    complete = items_complete(ids)
     return [
         StudyProgress(
             study=study,
@@ -84,14 +98,35 @@ def my_studies(user: User) -> list[StudyProgress]:
             annotations=annotation_counts.get(study.pk, 0),
             expected=study.n_items * study.annotators_per_item,
             mine=mine.get(study.pk, 0),
+            items_complete=complete.get(study.pk, 0),
         )
         for study in studies
     ]
 
 
+def items_complete(study_ids: list[int]) -> dict[int, int]:
+    """study id -> items holding all N labels (N = the study's annotators per item), in one query."""
+    labels = (
+        Annotation.objects.filter(assignment__item=OuterRef("pk"))
+        .order_by()
+        .values("assignment__item")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return dict(
+        Item.objects.filter(study_id__in=study_ids)
+        .annotate(n_labels=Coalesce(Subquery(labels), 0))
+        .filter(n_labels__gte=F("study__annotators_per_item"))
+        .order_by()
+        .values("study_id")
+        .annotate(n=Count("pk"))
+        .values_list("study_id", "n")
+    )
+
+
 def studies_with_role(user: User) -> QuerySet[Study]:
     """The user's studies with `user_role` and `n_items`, for the API list."""
-    role = StudyMember.objects.filter(study=OuterRef("pk"), user=user).values("role")[:1]
+    role = StudyMember.objects.filter(study=OuterRef("pk"), user=user, is_active=True).values("role")[:1]
     user_role = Coalesce(Subquery(role), Value(Researcher)) if user.is_staff else Subquery(role)
     studies = studies_for(user).annotate(n_items=Count("items", distinct=True), user_role=user_role)  # type: ignore[no-redef]  # django-stubs takes Study's declared user_role (set by access.py) for a clash; Django refuses only names of fields
     return studies.order_by("slug")
@@ -145,8 +180,14 @@ def study_counts(study: Study) -> dict[str, int]:
     }
 
 
-def study_items(study: Study, *, domain: str | None = None, query: str | None = None) -> QuerySet[Item]:
-    """A study's items in import order, optionally by domain or text."""
+def study_items(
+    study: Study, *, domain: str | None = None, query: str | None = None, annotator_id: int | None = None
+) -> QuerySet[Item]:
+    """A study's items in import order, optionally by domain, text, or annotator.
+
+    With `annotator_id`, only the items that annotator labelled, each with
+    `their_label` (the researcher checking a flagged annotator's answers).
+    """
     items = (
         Item.objects.filter(study=study)
         .annotate(n_annotations=Count("assignments__annotation"))
@@ -156,7 +197,15 @@ def study_items(study: Study, *, domain: str | None = None, query: str | None = 
         items = items.filter(domain=domain)
     if query:
         items = items.filter(Q(external_id__icontains=query) | Q(summary__icontains=query))
+    if annotator_id is not None:
+        theirs = Annotation.objects.filter(assignment__item=OuterRef("pk"), assignment__annotator_id=annotator_id)
+        items = items.annotate(their_label=Subquery(theirs.values("label")[:1])).filter(their_label__isnull=False)
     return items
+
+
+def study_annotator(study: Study, pseudonym: str) -> StudyMember | None:
+    """The study's member called `pseudonym` (as pages and exports name annotators), or None."""
+    return StudyMember.objects.filter(study=study, pseudonym=pseudonym).first()
 
 
 def item_annotations(item: Item) -> list[Annotation]:

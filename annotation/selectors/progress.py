@@ -14,16 +14,17 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
 from django.contrib.auth.models import User
-from django.db.models import Count, F, Q, QuerySet, Window
+from django.db.models import Count, F, Max, Min, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from ..models import Annotation, Assignment, Item, Study, StudyMember
 from ..services.assignments import LOST_LEASE
+from ..vocab import PREFERENCE_BOTH_BAD
 from . import pseudonyms, unknown_pseudonym
 
 if TYPE_CHECKING:  # django-stubs-ext is a development dependency
@@ -68,6 +69,19 @@ class AnnotatorRow:
     median_active_ms: float | None = None
     gold_n: int = 0
     gold_correct: int = 0
+    labelled: int = 0
+    abstained: int = 0
+    alerts: list[str] = field(default_factory=list)
+
+    @property
+    def abstain_share(self) -> float | None:
+        """Share of the annotator's labels that are "both bad" / "inconclusive"; None without labels."""
+        return self.abstained / self.labelled if self.labelled else None
+
+    @property
+    def abstain_percent(self) -> float | None:
+        share = self.abstain_share
+        return None if share is None else 100 * share
 
     @property
     def median_seconds(self) -> float | None:
@@ -130,6 +144,8 @@ def annotator_quality(study: Study) -> list[AnnotatorRow]:
             gold_n=Count("pk", filter=on_gold),
             gold_correct=Count("pk", filter=on_gold & Q(label=F("assignment__item__gold_label"))),
             timed=Count("active_ms"),
+            labelled=Count("pk"),
+            abstained=Count("pk", filter=Q(label__in=ABSTAIN_LABELS)),
         )
     )
     for gold_entry in gold:
@@ -139,10 +155,67 @@ def annotator_quality(study: Study) -> list[AnnotatorRow]:
             gold_entry["gold_correct"],
             gold_entry["timed"],
         )
+        target.labelled, target.abstained = gold_entry["labelled"], gold_entry["abstained"]
 
     for user_id, median in median_active_ms(study).items():
         row(user_id).median_active_ms = median
-    return sorted(rows.values(), key=lambda entry: (entry.is_external, entry.pseudonym))
+    ordered = sorted(rows.values(), key=lambda entry: (entry.is_external, entry.pseudonym))
+    study_median = study_median_active_ms(study)
+    for annotator in ordered:
+        annotator.alerts = quality_alerts(annotator, study_median)
+    return ordered
+
+
+# --- alerts -------------------------------------------------------------------------
+
+#: Labels that decline to decide: a high share of them may mean an annotator avoids hard items.
+ABSTAIN_LABELS = (PREFERENCE_BOTH_BAD, "inconclusive")
+#: A likely speeder: median active time below this share of the study's median ...
+SPEEDER_RATIO = 1 / 3
+#: ... over at least this many timed labels (fewer say little about a habit).
+SPEEDER_MIN_LABELS = 10
+#: Low gold accuracy: below this share correct ...
+LOW_GOLD_ACCURACY = 0.6
+#: ... on at least this many gold items.
+LOW_GOLD_MIN_ITEMS = 5
+
+SPEEDER_RULE = (
+    f"median active time below one third of the study's median, over at least {SPEEDER_MIN_LABELS} timed labels"
+)
+LOW_GOLD_RULE = f"gold accuracy below {LOW_GOLD_ACCURACY:.0%} on at least {LOW_GOLD_MIN_ITEMS} gold items"
+
+
+def quality_alerts(row: AnnotatorRow, study_median_ms: float | None) -> list[str]:
+    """Why this annotator's answers deserve a look (SPEEDER_RULE, LOW_GOLD_RULE); empty when none applies."""
+    alerts = []
+    if (
+        study_median_ms
+        and row.median_active_ms is not None
+        and row.timed >= SPEEDER_MIN_LABELS
+        and row.median_active_ms < SPEEDER_RATIO * study_median_ms
+    ):
+        alerts.append(
+            f"likely speeder: median {row.median_active_ms / 1000:.1f} s per item, "
+            f"study median {study_median_ms / 1000:.1f} s"
+        )
+    share = row.gold_share
+    if share is not None and row.gold_n >= LOW_GOLD_MIN_ITEMS and share < LOW_GOLD_ACCURACY:
+        alerts.append(f"low gold accuracy: {row.gold_correct} of {row.gold_n} ({share:.0%})")
+    return alerts
+
+
+def study_median_active_ms(study: Study) -> float | None:
+    """The median active time over every timed label of the study (ms); None when no label is timed.
+
+    Two queries: a count, then the middle one or two values in time order
+    (the database sorts; at most two rows come back).
+    """
+    timed = Annotation.objects.filter(assignment__study=study, active_ms__isnull=False)
+    n = timed.count()
+    if not n:
+        return None
+    middle = list(timed.order_by("active_ms").values_list("active_ms", flat=True)[(n - 1) // 2 : n // 2 + 1])
+    return sum(value for value in middle if value is not None) / len(middle)
 
 
 def median_active_ms(study: Study) -> dict[int, float]:
@@ -287,3 +360,72 @@ def flagged(study: Study, *, limit: int = 100) -> tuple[list[Flag], int]:
         Flag(external_id, names[annotator_id], reason, status, when)
         for external_id, annotator_id, reason, status, when in rows
     ], total
+
+
+# --- throughput -------------------------------------------------------------------
+
+
+@dataclass
+class Throughput:
+    """Labels per hour made here (web and API; imported labels are not collection speed) and an ETA.
+
+    The ETA divides the labels still missing by the last hour's rate: the
+    pace of the people working now, not of the study's first day.
+    """
+
+    last_hour: int
+    collected: int
+    first: datetime | None
+    last: datetime | None
+    remaining: int
+
+    @property
+    def overall_per_hour(self) -> float | None:
+        """Labels per hour from the first label to the latest; None before two labels an instant apart."""
+        if self.first is None or self.last is None or self.last <= self.first:
+            return None
+        return self.collected / ((self.last - self.first).total_seconds() / 3600)
+
+    @property
+    def eta(self) -> timedelta | None:
+        """Time to the last missing label at the last hour's rate; None when nothing is missing or nobody works."""
+        if self.remaining <= 0 or not self.last_hour:
+            return None
+        return timedelta(hours=self.remaining / self.last_hour)
+
+    @property
+    def eta_note(self) -> str:
+        """Why there is no ETA while labels are missing; "" otherwise."""
+        return "no estimate: no label in the last hour" if self.remaining > 0 and not self.last_hour else ""
+
+    @property
+    def eta_text(self) -> str:
+        if self.remaining <= 0:
+            return "complete"
+        eta = self.eta
+        if eta is None:
+            return "—"
+        minutes = max(1, round(eta.total_seconds() / 60))
+        if minutes < 120:
+            return f"about {minutes} min"
+        hours = minutes / 60
+        return f"about {hours:.0f} h" if hours < 48 else f"about {hours / 24:.1f} days"
+
+
+def throughput(study: Study, *, expected: int, collected_total: int, now: datetime | None = None) -> Throughput:
+    """Labels in the last hour and over the study's span, and what is left of `expected`: one query."""
+    now = now or timezone.now()
+    made_here = Annotation.objects.filter(assignment__study=study).exclude(source=Annotation.Source.IMPORT)
+    stats = made_here.aggregate(
+        collected=Count("pk"),
+        last_hour=Count("pk", filter=Q(created_at__gte=now - timedelta(hours=1))),
+        first=Min("created_at"),
+        last=Max("created_at"),
+    )
+    return Throughput(
+        last_hour=stats["last_hour"],
+        collected=stats["collected"],
+        first=stats["first"],
+        last=stats["last"],
+        remaining=max(0, expected - collected_total),
+    )

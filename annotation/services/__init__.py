@@ -9,7 +9,7 @@ from .answers import AnswerValues, record_answer
 from .errors import ImportFailed, ImportResult, ServiceError
 from .item_import import import_items
 from .members import add_members, ensure_annotator_identities
-from .studies import create_study, set_study_status
+from .studies import change_status, create_study, duplicate_study, set_study_status, update_study
 
 __all__ = [
     "AnswerValues",
@@ -17,10 +17,13 @@ __all__ = [
     "ImportResult",
     "ServiceError",
     "add_members",
+    "change_status",
     "create_study",
+    "duplicate_study",
     "ensure_annotator_identities",
     "import_annotations",
     "import_items",
     "record_answer",
     "set_study_status",
+    "update_study",
 ]

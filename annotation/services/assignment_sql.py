@@ -40,10 +40,10 @@ def _for_update(*, skip_locked: bool = False, of: str = "") -> str:
 
 
 def annotator_member_id(study_id: int, user_id: int, *, lock: bool) -> int | None:
-    """The user's annotator membership; with `lock`, its row is locked, serialising this user's claims."""
+    """The user's active annotator membership; with `lock`, its row is locked, serialising this user's claims."""
     M = names(StudyMember)
     row = fetch_one(
-        f"SELECT {M.id} FROM {M.table} WHERE {M.study} = %s AND {M.user} = %s AND {M.role} = %s"
+        f"SELECT {M.id} FROM {M.table} WHERE {M.study} = %s AND {M.user} = %s AND {M.role} = %s AND {M.is_active}"
         + (_for_update() if lock else ""),
         (study_id, user_id, StudyMember.Role.ANNOTATOR),
     )
@@ -95,11 +95,11 @@ def assignment_with_item(assignment_id: int) -> Assignment | None:
 
 def locked_for_answer(assignment_id: int, study_id: int, user_id: int) -> tuple[Assignment, bool] | None:
     """The study's assignment with its item, its row locked, and whether `user_id` is (still)
-    an annotator of the study: one round trip for what submit, skip and flag check first."""
+    an active annotator of the study: one round trip for what submit, skip and flag check first."""
     A, IT, M = names(Assignment), names(Item), names(StudyMember)
     row = fetch_one(
         f"SELECT {ASSIGNMENT_ROWS.select}, {ITEM_ROWS.select}, EXISTS (SELECT 1 FROM {M.table} m "
-        f"WHERE m.{M.study} = a.{A.study} AND m.{M.user} = %s AND m.{M.role} = %s) "
+        f"WHERE m.{M.study} = a.{A.study} AND m.{M.user} = %s AND m.{M.role} = %s AND m.{M.is_active}) "
         f"FROM {A.table} a JOIN {IT.table} i ON i.{IT.id} = a.{A.item} "
         f"WHERE a.{A.id} = %s AND a.{A.study} = %s"
         + _for_update(of="a"),  # not the item: other claimers may bump its counter meanwhile

@@ -91,15 +91,32 @@ def lease_length() -> timedelta:
     return timedelta(seconds=settings.ANNOTATION_LEASE_SECONDS)
 
 
-def _check_can_annotate(user: User, study: Study, *, lock: bool = False) -> None:
-    """Refuse closed studies and non-annotators; with `lock`, serialise this user's claims.
+#: Why a study that is not open hands out nothing, by status.
+NOT_OPEN_REASONS: dict[str, str] = {
+    Study.Status.DRAFT: "is a draft: annotation starts when a researcher opens it",
+    Study.Status.PAUSED: "is paused: no new items are handed out until a researcher resumes it",
+    Study.Status.CLOSED: "is closed: annotation has ended",
+    Study.Status.ARCHIVED: "is archived: annotation has ended",
+}
+
+
+def not_open_reason(study: Study) -> str:
+    """Why no item is handed out in this study (for the page and the API)."""
+    reason = NOT_OPEN_REASONS.get(study.status, f"is {study.status}")
+    return f"the study {study.slug!r} is not open for annotation: it {reason}"
+
+
+def _check_can_annotate(user: User, study: Study, *, lock: bool = False, paused_ok: bool = False) -> None:
+    """Refuse studies that are not open and non-annotators; with `lock`, serialise this user's claims.
 
     The lock is on the user's StudyMember row, so two claims by one user (two
     tabs, a double click) run one after the other and the second sees the
-    first one's assignment. Call inside a transaction when locking.
+    first one's assignment. Call inside a transaction when locking. With
+    `paused_ok`, a paused study passes too (its leases are kept).
     """
-    if study.status != Study.Status.OPEN:
-        raise NotAllowed(f"the study {study.slug!r} is {study.status}, not open for annotation")
+    allowed = (Study.Status.OPEN, Study.Status.PAUSED) if paused_ok else (Study.Status.OPEN,)
+    if study.status not in allowed:
+        raise NotAllowed(not_open_reason(study))
     if sql.annotator_member_id(study.pk, user.pk, lock=lock) is None:
         raise NotAllowed("only the study's annotators can annotate")
 
@@ -114,8 +131,12 @@ def claim_next(*, user: User, study: Study, now: datetime | None = None) -> Assi
     for attempt in range(CLAIM_ATTEMPTS):
         try:
             with transaction.atomic():
-                _check_can_annotate(user, study, lock=True)
-                assignment = _claim(user, study, now)
+                _check_can_annotate(user, study, lock=True, paused_ok=True)
+                assignment: Assignment | None = (
+                    _keep_own_lease(user, study, now)
+                    if study.status == Study.Status.PAUSED
+                    else _claim(user, study, now)
+                )
         except (IntegrityError, _Busy) as exc:
             # A lost race (a constraint said no, or every candidate was locked): the
             # transaction is rolled back with its locks; wait a moment and look again.
@@ -140,6 +161,20 @@ def claim_next(*, user: User, study: Study, now: datetime | None = None) -> Assi
         extra={"study": study.slug, "attempts": CLAIM_ATTEMPTS},
     )
     raise ClaimContention("too many annotators are claiming at this moment; try again in a second")
+
+
+def _keep_own_lease(user: User, study: Study, now: datetime) -> Assignment:
+    """A paused study: the user's own active assignment (lease renewed), or a refusal saying why."""
+    own = (
+        Assignment.objects.filter(study=study, annotator=user, status=Status.ACTIVE)
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if own is not None and sql.renew_lease(own, now + lease_length(), now):
+        assignment = sql.assignment_with_item(own)
+        if assignment is not None:
+            return assignment
+    raise NotAllowed(not_open_reason(study))
 
 
 def _claim(user: User, study: Study, now: datetime) -> Assignment | None:
@@ -334,12 +369,13 @@ def lease_ran_out(assignment: Assignment) -> bool:
 def _own_assignment(user: User, study: Study, assignment_id: int) -> Assignment:
     """The user's assignment, locked for the rest of the transaction.
 
-    NotAllowed when the study is not open or the user is not (any more) one
-    of its annotators; LeaseLost when the assignment is not theirs. The
-    membership check rides along in the same query.
+    NotAllowed when the study is neither open nor paused (a paused study keeps
+    its leases, so what was handed out can still be answered) or the user is
+    not (any more) one of its annotators; LeaseLost when the assignment is not
+    theirs. The membership check rides along in the same query.
     """
-    if study.status != Study.Status.OPEN:
-        raise NotAllowed(f"the study {study.slug!r} is {study.status}, not open for annotation")
+    if study.status not in (Study.Status.OPEN, Study.Status.PAUSED):
+        raise NotAllowed(not_open_reason(study))
     found = sql.locked_for_answer(assignment_id, study.pk, user.pk)
     if found is None:
         raise LeaseLost("no such assignment in this study")

@@ -24,6 +24,7 @@ class MemberOutcome:
     created_user: bool
     password: str | None = None  # only for users created now; shown once, never stored
     already_member: bool = False
+    reactivated: bool = False  # a deactivated member added again
 
 
 def generate_password() -> str:
@@ -41,12 +42,18 @@ def _next_pseudonym(study: Study, role: str, taken: set[str]) -> str:
     return name
 
 
+def next_free_pseudonym(study: Study, role: str) -> str:
+    """The role's first free pseudonym in the study (ann-01, ann-02, ...), for one new member."""
+    return _next_pseudonym(study, role, set(study.members.values_list("pseudonym", flat=True)))
+
+
 @transaction.atomic
 def add_members(*, study: Study, usernames: Iterable[str], role: str) -> list[MemberOutcome]:
     """Add users to a study, creating missing accounts with generated passwords.
 
     A user already in the study keeps their membership (and role); that is
-    reported, not changed, so a rerun never demotes anyone.
+    reported, not changed, so a rerun never demotes anyone. A deactivated
+    member is reactivated, with their old pseudonym and role.
     """
     if role not in StudyMember.Role.values:
         raise ServiceError(f"role must be one of {', '.join(StudyMember.Role.values)}, got {role!r}")
@@ -76,6 +83,11 @@ def add_members(*, study: Study, usernames: Iterable[str], role: str) -> list[Me
             password = generate_password()
             user = User.objects.create_user(**{User.USERNAME_FIELD: name}, password=password)
         member = StudyMember.objects.filter(study=study, user=user).first()
+        if member is not None and not member.is_active:
+            # Added again after being removed: back in, with the same pseudonym and role.
+            StudyMember.objects.filter(pk=member.pk).update(is_active=True, deactivated_at=None)
+            outcomes.append(MemberOutcome(name, member.role, member.pseudonym, created, password, reactivated=True))
+            continue
         if member is not None:
             outcomes.append(MemberOutcome(name, member.role, member.pseudonym, created, password, True))
             continue

@@ -1,15 +1,25 @@
 from django import template
 from django.utils.safestring import SafeString
 
-from annotation.markdown import render_markdown
+from annotation.markdown import render_markdown, strip_lead_label
 
 register = template.Library()
 
 
+#: Instructions are shown under the page's h1 and a card's h2: their `#` becomes h3.
+INSTRUCTIONS_TOP_HEADING = 3
+
+
 @register.filter(name="markdown")
-def markdown_filter(text: str) -> SafeString:
-    """Render study instructions: Markdown, sanitised."""
-    return render_markdown(text)
+def markdown_filter(text: str, top_heading: int = INSTRUCTIONS_TOP_HEADING) -> SafeString:
+    """Render study instructions: Markdown, sanitised, headings below the page's own."""
+    return render_markdown(text, top_heading=int(top_heading))
+
+
+@register.filter
+def without_lead(text: str, label: str) -> str:
+    """`text` without a leading "label:" (a question stored as "Question: ..." under a "Question" heading)."""
+    return strip_lead_label(text, label)
 
 
 @register.filter

@@ -9,6 +9,7 @@ counted) and collapse to the preferred system, ties excluded (docs/architecture.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -60,25 +61,58 @@ def agreement_table(frame: pd.DataFrame, study: Study) -> tuple[stats.RatingTabl
     return stats.build_table(frame.loc[on_scale, ["item", "annotator", "label"]], cats), int((~on_scale).sum())
 
 
-def _summary(table: stats.RatingTable, study: Study, options: ReportOptions, *, binary: bool) -> dict[str, Any]:
+def left_out_causes(given: pd.Series, table: stats.RatingTable, n_raters: int, dropped: list[str]) -> dict[str, Any]:
+    """Why Fleiss' kappa left items out of ``table``: counted per cause, so a note can say why.
+
+    ``given`` is the number of labels each item received; ``dropped`` names the
+    labels that did not reach the table (e.g. ``tie`` in a binary collapse,
+    ``both_bad`` off the 5-point scale). An item is left out when it does not
+    carry exactly ``n_raters`` ratings on the table: because it never received
+    that many (``fewer_given``), because some of its labels were dropped
+    (``lost_dropped``), or because it holds more (``more_given``).
+    """
+    kept = pd.Series(table.ratings_per_item, index=table.item_index)
+    received = given.reindex(table.item_index).fillna(0).to_numpy()
+    left = kept.to_numpy() != n_raters
+    return {
+        "fewer_given": int((left & (received < n_raters)).sum()),
+        "lost_dropped": int((left & (received >= n_raters) & (kept.to_numpy() < n_raters)).sum()),
+        "more_given": int((left & (kept.to_numpy() > n_raters)).sum()),
+        "dropped_labels": dropped,
+    }
+
+
+def _summary(
+    table: stats.RatingTable,
+    study: Study,
+    options: ReportOptions,
+    *,
+    binary: bool,
+    given: pd.Series,
+    off_scale: list[str],
+) -> dict[str, Any]:
     collapse = binary_collapse(study) if binary else None
+    n = study.annotators_per_item
     kwargs: dict[str, Any] = {
         "ordinal": study.is_preference,
         "n_resamples": options.n_resamples,
         "ci": options.n_resamples > 0,
         "confidence": options.confidence,
         "seed": options.seed,
-        "n_raters": study.annotators_per_item,
+        "n_raters": n,
     }
+    out = stats.agreement_summary(table, **kwargs)
+    out["fleiss_kappa"]["left_out_causes"] = left_out_causes(given, table, n, off_scale)
     if collapse is None:
-        out = stats.agreement_summary(table, **kwargs)
         if binary:
             out["binary"] = unavailable("the study declares no binary collapse of its labels")
         return out
     mapping, cats = collapse
-    out = stats.agreement_summary(table, **kwargs)
-    out["binary"] = stats.agreement_summary(table.collapse(mapping, cats), **{**kwargs, "ordinal": False})
+    collapsed = table.collapse(mapping, cats)
+    out["binary"] = stats.agreement_summary(collapsed, **{**kwargs, "ordinal": False})
     out["binary"]["collapse"] = mapping
+    dropped = off_scale + [label for label, target in mapping.items() if target is None]
+    out["binary"]["fleiss_kappa"]["left_out_causes"] = left_out_causes(given, collapsed, n, dropped)
     return out
 
 
@@ -92,7 +126,11 @@ def agreement_sections(frame: pd.DataFrame, study: Study, options: ReportOptions
     later held to, and the annotator a low kappa may come from.
     """
     table, off_scale = agreement_table(frame, study)
-    full = _summary(table, study, options, binary=options.binary)
+    given = frame.groupby("item").size()
+    cats = categories_for(study)
+    off_labels = sorted({str(label) for label in frame["label"].unique() if label not in cats})
+    summary = partial(_summary, study=study, options=options, binary=options.binary, given=given, off_scale=off_labels)
+    full = summary(table)
     binary = full.pop("binary", None)
     full["n_labels_off_scale"] = off_scale
     out: dict[str, Any] = {
@@ -105,7 +143,7 @@ def agreement_sections(frame: pd.DataFrame, study: Study, options: ReportOptions
         domain_of = frame.drop_duplicates("item").set_index("item")["domain"]
         item_domains = domain_of.reindex(table.item_index).to_numpy()
         out["by_domain"] = {
-            str(domain): _summary(table.select_items(item_domains == domain), study, options, binary=options.binary)
+            str(domain): summary(table.select_items(item_domains == domain))
             for domain in sorted(set(item_domains.tolist()))
         }
     return out

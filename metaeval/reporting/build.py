@@ -20,12 +20,21 @@ from .options import ReportOptions
 from .preference import preference_section
 from .scores import scores_section
 
-__all__ = ["build_report", "GOLD_RULE"]
+__all__ = ["build_report", "GOLD_RULE", "GOLD_INCLUDED_RULE", "gold_rule"]
 
 GOLD_RULE = (
     "items with a gold label are quality-control items: they are left out of agreement, preference "
     "analysis and the disagreement list, and kept in the factuality scores"
 )
+GOLD_INCLUDED_RULE = (
+    "items with a gold label count like every other item in agreement, preference analysis, the "
+    "disagreement list and the factuality scores (a study setting: gold items in agreement)"
+)
+
+
+def gold_rule(study: Study) -> str:
+    """How this study's report treats gold items (the study's `gold_in_agreement` setting)."""
+    return GOLD_INCLUDED_RULE if study.gold_in_agreement else GOLD_RULE
 
 
 def _annotators(labels) -> list[dict[str, Any]]:
@@ -38,7 +47,7 @@ def build_report(study: Study, options: ReportOptions | None = None) -> dict[str
     options = options or ReportOptions()
     labels = selectors.label_frame(study, include_gold=True)
     items = selectors.item_frame(study)
-    agreed = labels.loc[labels["gold_label"] == ""]
+    agreed = labels if study.gold_in_agreement else labels.loc[labels["gold_label"] == ""]
     report: dict[str, Any] = {
         "study": study.slug,
         "name": study.name,
@@ -50,7 +59,8 @@ def build_report(study: Study, options: ReportOptions | None = None) -> dict[str
         "n_items": len(items),
         "n_items_annotated": int(labels["item"].nunique()),
         "n_items_gold": int((items["gold_label"] != "").sum()),
-        "gold_rule": GOLD_RULE,
+        "gold_rule": gold_rule(study),
+        "gold_in_agreement": study.gold_in_agreement,
         "n_annotators": int(labels["annotator"].nunique()),
         "n_annotations": len(labels),
         "annotators": _annotators(labels),

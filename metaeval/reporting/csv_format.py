@@ -1,6 +1,7 @@
 """The report as one long CSV: a row per number, so a spreadsheet or R can filter it.
 
-Columns: ``section, scope, statistic, value, ci_low, ci_high, n, note``.
+Columns: ``section, scope, statistic, value, ci_low, ci_high, n, note, warning``;
+``warning`` is set when an interval rests on fewer than 30 items.
 Written by annotation/csvsafe.py like the exports: text cells a spreadsheet
 would run as a formula get a leading ``'``, rows end in CRLF, so a cell
 holding a line break stays one cell; numbers are written as they are.
@@ -13,11 +14,11 @@ from typing import Any
 
 from annotation.csvsafe import csv_text
 
-from .present import Row, agreement_rows, estimate_row, pair_rows
+from .present import Row, agreement_rows, estimate_row, pair_rows, small_n_warning
 
 __all__ = ["CSV_COLUMNS", "report_csv"]
 
-CSV_COLUMNS = ["section", "scope", "statistic", "value", "ci_low", "ci_high", "n", "note"]
+CSV_COLUMNS = ["section", "scope", "statistic", "value", "ci_low", "ci_high", "n", "note", "warning"]
 
 Line = tuple[str, str, str, Any, Any, Any, Any, str]
 
@@ -210,6 +211,13 @@ def _lines(report: dict[str, Any]) -> Iterator[Line]:
         yield "disagreement", f"item:{entry['item']}", entry["pattern"], None, None, None, len(entry["labels"]), labels
 
 
+def _with_warning(lines: Iterator[Line]) -> Iterator[tuple[Any, ...]]:
+    for line in lines:
+        n, ci_low, ci_high = line[6], line[4], line[5]
+        has_interval = ci_low is not None and ci_high is not None
+        yield (*line, small_n_warning(n if isinstance(n, int) else None, has_interval))
+
+
 def report_csv(report: dict[str, Any]) -> str:
     """The whole report as CSV text (UTF-8, one number per row)."""
-    return csv_text(CSV_COLUMNS, _lines(report))
+    return csv_text(CSV_COLUMNS, _with_warning(_lines(report)))

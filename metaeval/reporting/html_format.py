@@ -20,7 +20,9 @@ from annotation.models import Study
 from metaeval import charts
 
 from .charts import CHARTS, chart_figure, chart_names
+from .latex_format import report_tables
 from .present import (
+    SMALL_N,
     agreement_rows,
     ceiling_rows,
     credibility_rows,
@@ -31,7 +33,7 @@ from .present import (
     veriscore_rows,
 )
 
-__all__ = ["DISAGREEMENT_LIMIT", "report_context", "report_html"]
+__all__ = ["DISAGREEMENT_LIMIT", "agreement_collapsed", "report_context", "report_html"]
 
 #: The page lists this many disagreements; the JSON and CSV hold them all.
 DISAGREEMENT_LIMIT = 500
@@ -59,6 +61,25 @@ def _preference_context(pref: dict[str, Any] | None) -> dict[str, Any] | None:
         ],
         "three_way_rows": agreement_rows(pref["three_way"]),
     }
+
+
+def agreement_collapsed(report: dict[str, Any]) -> str:
+    """Why the agreement sections have nothing to show (one line), or "" when they do.
+
+    Agreement, pairwise kappa, the human ceiling and disagreements all need
+    items labelled by two annotators; a verifier-vs-reference study (one label
+    per item, like the WiCE demo) would otherwise show rows of dashes.
+    """
+    names = "agreement, pairwise kappa, the human ceiling and the disagreement list"
+    if not report["n_annotations"]:
+        return f"No labels yet: {names} appear once items have labels from two annotators."
+    if report["agreement"].get("consensus"):
+        return ""
+    per_item = report["annotators_per_item"]
+    return (
+        f"Nothing to show for {names}: no item has labels from two annotators "
+        f"({per_item} annotator{'s' if per_item != 1 else ''} per item, {report['n_annotations']:,} labels)."
+    )
 
 
 def report_context(
@@ -92,6 +113,9 @@ def report_context(
             if name in chart_sources
         ],
         "link_items": link_items,
+        "small_n": SMALL_N,
+        "agreement_collapsed": agreement_collapsed(report),
+        "tex_tables": list(report_tables(report)),
     }
 
 

@@ -22,6 +22,8 @@ __all__ = [
     "score_rows",
     "credibility_rows",
     "veriscore_rows",
+    "SMALL_N",
+    "small_n_warning",
 ]
 
 #: (key in an agreement summary, display name), in the order a paper would list them.
@@ -54,13 +56,18 @@ class Row:
     note: str = ""
     key: str = ""
 
+    @property
+    def warning(self) -> str:
+        """Said beside the statistic when its interval rests on fewer than SMALL_N items."""
+        return small_n_warning(self.n, self.ci_low is not None and self.ci_high is not None)
+
 
 def _note(estimate: dict[str, Any]) -> str:
     if estimate.get("value") is None:
         return estimate.get("reason") or "undefined"
     parts = []
     if estimate.get("n_items_left_out"):
-        parts.append(f"{estimate['n_items_left_out']} items without all {estimate.get('n_raters')} ratings left out")
+        parts.append(_left_out_note(estimate))
     if estimate.get("p_observed") is not None and estimate.get("p_expected") is not None:
         parts.append(f"observed {estimate['p_observed']:.3f}, chance {estimate['p_expected']:.3f}")
     if estimate.get("n_pairs_undefined"):
@@ -68,6 +75,34 @@ def _note(estimate: dict[str, Any]) -> str:
     if estimate.get("n_undefined"):
         parts.append(f"undefined on {estimate['n_undefined']} of {estimate['n_resamples']} resamples")
     return "; ".join(parts)
+
+
+def _left_out_note(estimate: dict[str, Any]) -> str:
+    """ "N items left out" with each cause counted (reporting.agreement.left_out_causes)."""
+    n, m = estimate["n_items_left_out"], estimate.get("n_raters")
+    causes = estimate.get("left_out_causes")
+    if not causes:
+        return f"{n} items without all {m} ratings left out"
+    why = []
+    if causes["fewer_given"]:
+        why.append(f"{causes['fewer_given']} received fewer than {m} labels")
+    if causes["lost_dropped"]:
+        dropped = " / ".join(causes["dropped_labels"]) or "dropped"
+        why.append(f"{causes['lost_dropped']} had a {dropped} label dropped")
+    if causes["more_given"]:
+        why.append(f"{causes['more_given']} hold more than {m}")
+    return f"{n} items without all {m} ratings left out" + (f": {'; '.join(why)}" if why else "")
+
+
+#: Below this many items an interval says little: the page, the HTML report and the CSV warn.
+SMALL_N = 30
+
+
+def small_n_warning(n: int | None, has_interval: bool) -> str:
+    """The warning beside a statistic whose interval rests on fewer than SMALL_N items; "" otherwise."""
+    if not has_interval or n is None or n >= SMALL_N:
+        return ""
+    return f"only {n} item{'s' if n != 1 else ''} (fewer than {SMALL_N}): the interval is unreliable"
 
 
 def estimate_row(name: str, estimate: dict[str, Any], key: str = "") -> Row:

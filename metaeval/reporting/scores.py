@@ -40,6 +40,27 @@ def _claims(items: pd.DataFrame) -> pd.DataFrame:
     return claims
 
 
+def _responses(claims: pd.DataFrame, study: Study) -> pd.DataFrame | None:
+    """Every response with a claim (answered) plus the study's abstained responses; None without abstentions."""
+    if not study.abstained_responses:
+        return None
+    answered = claims.drop_duplicates("response_id")[["response_id", "system", "domain"]].assign(answered=True)
+    abstained = pd.DataFrame(
+        [
+            {
+                "response_id": entry["response_id"],
+                "system": entry.get("system") or NO_SYSTEM,
+                "domain": entry.get("domain", ""),
+                "answered": False,
+            }
+            for entry in study.abstained_responses
+        ],
+        columns=["response_id", "system", "domain", "answered"],
+    )
+    abstained = abstained[~abstained["response_id"].isin(answered["response_id"])].drop_duplicates("response_id")
+    return pd.concat([answered, abstained], ignore_index=True)
+
+
 def _human_verdicts(labels: pd.DataFrame, study: Study) -> tuple[pd.Series, dict[str, int]]:
     table, _ = agreement_table(labels, study)
     vote = stats.majority_vote(table)
@@ -52,7 +73,10 @@ def _human_verdicts(labels: pd.DataFrame, study: Study) -> tuple[pd.Series, dict
 
 
 def _score_block(
-    claims: pd.DataFrame, roles: tuple[list[str], list[str], list[str]], options: ReportOptions
+    claims: pd.DataFrame,
+    roles: tuple[list[str], list[str], list[str]],
+    options: ReportOptions,
+    responses: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     supported, unsupported, excluded = roles
     out = stats.claim_scores(
@@ -60,12 +84,15 @@ def _score_block(
         supported=supported,
         unsupported=unsupported,
         excluded=excluded,
+        responses=responses,
         n_resamples=options.n_resamples,
         seed=options.seed,
         confidence=options.confidence,
     )
     out["factscore"]["share_answered_note"] = (
-        "a study holds claims, not abstentions: every response with a claim counts as answered"
+        "every response with a claim counts as answered"
+        if responses is None
+        else "responses with a claim and the abstentions imported with the study's files (docs/importing.md)"
     )
     return out
 
@@ -96,6 +123,7 @@ def scores_section(
         return unavailable("the study has no binary map saying which labels count as supported")
     roles = label_roles(study)
     claims = _claims(items)
+    responses = _responses(claims, study)
     out: dict[str, Any] = {
         "labels": {"supported": roles[0], "unsupported": roles[1], "excluded": roles[2]},
         "claims": (
@@ -113,7 +141,7 @@ def scores_section(
         out["human"] = {
             "verdict": "strict majority of the human labels; claims without one have no verdict",
             **counts,
-            **_score_block(human, roles, options),
+            **_score_block(human, roles, options, responses),
         }
     has_gold = items["gold_label"] != ""
     if has_gold.any():
@@ -121,7 +149,7 @@ def scores_section(
         out["gold"] = {
             "verdict": "the item's gold label; claims without one have no verdict",
             "n_claims_with_gold": int(has_gold.sum()),
-            **_score_block(gold, roles, options),
+            **_score_block(gold, roles, options, responses),
         }
     else:
         out["gold"] = unavailable("no item has a gold label")

@@ -6,6 +6,9 @@ import math
 from typing import Any
 
 from django import template
+from django.utils.html import format_html
+
+from metaeval.reporting.present import small_n_warning
 
 register = template.Library()
 
@@ -24,6 +27,23 @@ def num(value: Any, digits: int = 3) -> str:
     return f"{float(value):.{int(digits)}f}"
 
 
+#: Below this a p-value prints as "< 0.0001": four zeros would read as "exactly zero".
+P_FLOOR = 0.0001
+
+
+def format_p(value: Any) -> str:
+    """A p-value to four decimals, "< 0.0001" below that, a dash when undefined."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return DASH
+    return f"< {P_FLOOR}" if float(value) < P_FLOOR else f"{float(value):.4f}"
+
+
+@register.filter
+def pvalue(value: Any) -> str:
+    """A p-value as a paper prints it (see format_p)."""
+    return format_p(value)
+
+
 @register.filter
 def pct(value: Any, digits: int = 1) -> str:
     """A share as a percentage; None as a dash."""
@@ -34,15 +54,25 @@ def pct(value: Any, digits: int = 1) -> str:
 
 @register.filter
 def ci(row: Any) -> str:
-    """``[low, high]`` of a Row or an estimate dict; a dash without an interval."""
+    """``[low, high]`` of a Row or an estimate dict; a dash without an interval.
+
+    An interval resting on fewer than SMALL_N items carries a visible warning
+    beside it (the factcheck-gpt kappa once rested on 2 items, unremarked).
+    """
     low = getattr(row, "ci_low", None)
     high = getattr(row, "ci_high", None)
+    n = getattr(row, "n", None)
     if isinstance(row, dict):
         interval = row.get("ci") or (None, None)
         low, high = interval
+        n = row.get("n_items")
     if low is None or high is None:
         return DASH
-    return f"[{low:.3f}, {high:.3f}]"
+    text = f"[{low:.3f}, {high:.3f}]"
+    warning = small_n_warning(n, True)
+    if not warning:
+        return text
+    return format_html('{} <span class="ci-warn" title="{}">⚠ {} items</span>', text, warning, n)
 
 
 @register.filter

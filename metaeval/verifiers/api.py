@@ -28,6 +28,7 @@ from .serializers import (
     VerifierWriteSerializer,
 )
 from .services import create_verifier, import_predictions, start_run, stop_run, update_verifier
+from .services.prediction_import import import_predictions_from
 from .services.verifiers import VerifierInvalid
 
 
@@ -145,6 +146,17 @@ class RunStop(APIView):
         return Response(RunSerializer(run).data)
 
 
+def _import_failed(exc: ImportFailed) -> Response:
+    return Response(
+        {
+            "detail": str(exc).splitlines()[0],
+            "error_count": exc.total,
+            "errors": [error.as_dict() for error in exc.errors],
+        },
+        status=status.HTTP_400_BAD_REQUEST,
+    )
+
+
 class PredictionImport(StudyScoped, APIView):
     """Predictions made elsewhere (README, File formats), imported all or nothing; 400 lists problems by line and field."""
 
@@ -163,6 +175,8 @@ class PredictionImport(StudyScoped, APIView):
         data = PredictionImportSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         upload = data.validated_data["file"]
+        if data.validated_data.get("from"):
+            return self._from_pipeline(data.validated_data)
         try:
             fmt = detect_format(upload.name or "", data.validated_data.get("format"))
         except ValueError as exc:
@@ -179,14 +193,22 @@ class PredictionImport(StudyScoped, APIView):
         try:
             result = import_predictions(study=self.study, stream=upload, fmt=fmt, update=data.validated_data["update"])
         except ImportFailed as exc:
-            return Response(
-                {
-                    "detail": str(exc).splitlines()[0],
-                    "error_count": exc.total,
-                    "errors": [error.as_dict() for error in exc.errors],
-                },
-                status=status.HTTP_400_BAD_REQUEST,
+            return _import_failed(exc)
+        except ServiceError as exc:
+            return _refused(exc)
+        return Response(result.as_dict())
+
+    def _from_pipeline(self, data: dict) -> Response:
+        try:
+            result = import_predictions_from(
+                study=self.study,
+                source=data["from"],
+                upload=data["file"],
+                verifier=data["verifier"],
+                update=data["update"],
             )
+        except ImportFailed as exc:
+            return _import_failed(exc)
         except ServiceError as exc:
             return _refused(exc)
         return Response(result.as_dict())

@@ -7,6 +7,9 @@ from typing import Any
 
 from django import forms
 
+from annotation.adapters import ADAPTERS
+from annotation.adapters.base import PREDICTIONS
+
 from .endpoints import endpoint_names
 from .presets import PRESETS
 from .presets.pairwise import PAIRWISE_JUDGE
@@ -111,6 +114,20 @@ class StartRunForm(forms.Form):
     limit = forms.IntegerField(required=False, min_value=1, help_text="Only the first N items.")
 
 
+def prediction_sources() -> list[tuple[str, str]]:
+    """Claimlab's format, then the pipelines whose verdict files the adapters read (docs/importing.md)."""
+    return [
+        ("", "Claimlab JSON Lines / CSV"),
+        *((adapter.name, adapter.title) for adapter in ADAPTERS.values() if PREDICTIONS in adapter.targets),
+    ]
+
+
 class PredictionImportForm(forms.Form):
-    file = forms.FileField(help_text="JSON Lines or CSV: item, verifier, label, optional score and rationale.")
+    source = forms.ChoiceField(choices=prediction_sources, required=False, label="From")
+    file = forms.FileField(
+        help_text="JSON Lines or CSV: item, verifier, label, optional score and rationale; or the chosen pipeline's file."
+    )
+    verifier = forms.CharField(
+        required=False, max_length=100, help_text="From a pipeline: the verifier's name (default: the pipeline's)."
+    )
     update = forms.BooleanField(required=False, label="Replace predictions that exist")

@@ -228,8 +228,10 @@ def _system_correlation(
     }
     claims = items[items["system"] != ""].copy()
     claims["response"] = np.where(claims["response_id"] != "", claims["response_id"], "item:" + claims["item"])
-    claims["human"] = claims["item"].map(majority).map(role)
-    claims["verifier"] = claims["item"].map(labelled.set_index("item")["label"]).map(role)
+    # float64 explicitly: under pandas 3 a label column mapped to numbers keeps the string dtype when
+    # nothing maps (no system's claims labelled), and the mean below then raises.
+    claims["human"] = claims["item"].map(majority).map(role).astype("float64")
+    claims["verifier"] = claims["item"].map(labelled.set_index("item")["label"]).map(role).astype("float64")
     responses = claims.groupby("response", sort=False).agg(
         system=("system", "first"), human=("human", "mean"), verifier=("verifier", "mean")
     )

@@ -53,6 +53,16 @@ def study_verifiers(study: Study) -> QuerySet[Verifier]:
     )
 
 
+#: The baselines a study can have, by kind (the names services.verifiers.BASELINE_NAMES gives new ones).
+BASELINE_KINDS = (Verifier.Kind.BASELINE_MAJORITY, Verifier.Kind.BASELINE_OVERLAP)
+
+
+def missing_baselines(study: Study) -> list[str]:
+    """Labels of the baseline kinds the study does not have yet (the page offers to add only those)."""
+    present = set(Verifier.objects.filter(study=study, kind__in=BASELINE_KINDS).values_list("kind", flat=True))
+    return [str(Verifier.Kind(kind).label) for kind in BASELINE_KINDS if kind not in present]
+
+
 def recent_runs(study: Study, limit: int = 20) -> QuerySet[VerifierRun]:
     """The study's latest runs, newest first, with their verifiers."""
     return (

@@ -6,6 +6,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from annotation.adapters import ADAPTERS
+from annotation.adapters.base import PREDICTIONS
+
 from ..models import Verifier, VerifierRun
 from .presets import PRESETS
 from .services.verifiers import EDITABLE
@@ -127,12 +130,29 @@ class PredictionImportSerializer(serializers.Serializer):
     )
     format = serializers.ChoiceField(choices=["jsonl", "csv"], required=False)
     update = serializers.BooleanField(required=False, default=False)
+    verifier = serializers.CharField(
+        required=False,
+        default="",
+        max_length=100,
+        help_text="With `from`: the verifier's name (default: the pipeline's).",
+    )
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        fields["from"] = serializers.ChoiceField(
+            choices=[adapter.name for adapter in ADAPTERS.values() if PREDICTIONS in adapter.targets],
+            required=False,
+            help_text="The file is this pipeline's own verdict file (docs/importing.md); labels outside the "
+            "study's are kept as unparseable predictions.",
+        )
+        return fields
 
 
 class ImportOutcomeSerializer(serializers.Serializer):
     created = serializers.IntegerField()
     updated = serializers.IntegerField()
     records = serializers.IntegerField()
+    notes = serializers.ListField(child=serializers.CharField(), help_text="What an import `from` a pipeline skipped.")
 
 
 class ProblemSerializer(serializers.Serializer):

@@ -22,8 +22,9 @@ from annotation.services.errors import ImportFailed, ServiceError
 
 from .access import access_run, access_verifier
 from .forms import PairwiseJudgeForm, PredictionImportForm, StartRunForm, VerifierForm
-from .selectors import fitting_presets, recent_runs, run_status, study_verifiers
+from .selectors import fitting_presets, missing_baselines, recent_runs, run_status, study_verifiers
 from .services import create_verifier, ensure_baselines, import_predictions, start_run, stop_run
+from .services.prediction_import import import_predictions_from
 from .services.verifiers import VerifierInvalid
 
 
@@ -38,6 +39,9 @@ def _page(
 ) -> HttpResponse:
     context = {
         "study": study,
+        # Verifiers judge single claims: a preference study is told so instead of offered forms that refuse.
+        "applies": not study.is_preference,
+        "missing_baselines": missing_baselines(study),
         "verifiers": study_verifiers(study),
         "runs": recent_runs(study),
         "form": form,
@@ -155,13 +159,23 @@ def import_predictions_upload(request: AuthenticatedHttpRequest, slug: str) -> H
     upload = form.cleaned_data["file"]
     problems: list = []
     try:
-        fmt = detect_format(upload.name or "")
-        limit = settings.PREDICTION_UPLOAD_MAX_BYTES
-        if upload.size and upload.size > limit:
-            raise ServiceError(
-                f"the file is {upload.size:,} bytes; upload at most {limit:,} here, or use manage.py import_predictions"
+        if form.cleaned_data["source"]:
+            result = import_predictions_from(
+                study=study,
+                source=form.cleaned_data["source"],
+                upload=upload,
+                verifier=form.cleaned_data["verifier"],
+                update=form.cleaned_data["update"],
             )
-        result = import_predictions(study=study, stream=upload, fmt=fmt, update=form.cleaned_data["update"])
+        else:
+            fmt = detect_format(upload.name or "")
+            limit = settings.PREDICTION_UPLOAD_MAX_BYTES
+            if upload.size and upload.size > limit:
+                raise ServiceError(
+                    f"the file is {upload.size:,} bytes; upload at most {limit:,} here, "
+                    "or use manage.py import_predictions"
+                )
+            result = import_predictions(study=study, stream=upload, fmt=fmt, update=form.cleaned_data["update"])
     except ImportFailed as exc:
         problems = [error.as_dict() for error in exc.errors]
         messages.error(request, f"Nothing was imported: the file has {exc.total} problem(s).")
@@ -169,5 +183,7 @@ def import_predictions_upload(request: AuthenticatedHttpRequest, slug: str) -> H
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Imported {result.created} new and {result.updated} updated prediction(s).")
+        for note in result.notes:
+            messages.info(request, note)
         return redirect(reverse("verifiers:list", kwargs={"slug": study.slug}))
     return _page(request, study, VerifierForm(), import_form=form, import_errors=problems, status=400)

@@ -12,10 +12,11 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from accounts.services import issue_token
-from annotation.models import ExportJob, ImportJob, Item
+from annotation.models import ExportJob, ImportJob, Invite, Item, StudyMember
 from annotation.services import add_members, create_study, import_items
 from annotation.services.export_jobs import request_export
 from annotation.services.export_runner import run_export_job
+from annotation.services.invites import create_invite
 from metaeval.models import Verifier, VerifierRun
 from metaeval.verifiers.services import create_verifier
 from metaeval.verifiers.services.runs import start_run
@@ -46,12 +47,15 @@ def route_kwargs(pattern: URLPattern, slug: str, item_id: str, job_id: int) -> d
         "external_id": item_id,
         "pk": job_id,
         "fmt": "csv",
+        "what": "items",
         "chart": "labels",
         "ext": "svg",
         "assignment_id": 1,
         "export_id": ExportJob.objects.filter(study__slug=slug).values_list("pk", flat=True).first() or 1,
         "verifier_id": Verifier.objects.filter(study__slug=slug).values_list("pk", flat=True).first() or 1,
         "run_id": VerifierRun.objects.filter(verifier__study__slug=slug).values_list("pk", flat=True).first() or 1,
+        "member_id": StudyMember.objects.filter(study__slug=slug).values_list("pk", flat=True).first() or 1,
+        "invite_id": Invite.objects.filter(study__slug=slug).values_list("pk", flat=True).first() or 1,
     }
     unknown = names - set(values)
     assert not unknown, f"test does not know how to fill {unknown} for {pattern.name}"
@@ -71,6 +75,7 @@ def two_studies(make_user, settings, tmp_path):
     settings.VAR_DIR = tmp_path
     run_export_job(job_id=request_export(study=study_b, file_format="csv").pk)  # a finished export to download
     start_run(verifier=create_verifier(study=study_b, name="overlap", kind="baseline_overlap"), enqueue=False)
+    create_invite(study=study_b, created_by=bob)  # a real invite and member of B behind the member/invite routes
     return alice, bob, study_b, job
 
 

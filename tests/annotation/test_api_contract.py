@@ -65,7 +65,7 @@ def test_every_error_has_the_one_shape(client, researcher, verification_study):
     body = response.json()
     assert body["code"] == "invalid" and set(body["fields"]) == {"format"} and "format" in body["detail"]
     response = client.get(reverse("api-annotation-export", args=["verif"]), {"format": "xml"})
-    assert response.json() == {"detail": "format must be csv or jsonl", "code": "invalid"}
+    assert response.json() == {"detail": "format must be csv, jsonl or labelstudio", "code": "invalid"}
 
 
 @pytest.mark.django_db

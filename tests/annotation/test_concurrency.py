@@ -11,20 +11,18 @@ item twice, slots are 0..N-1 and left/right stays counterbalanced.
 from __future__ import annotations
 
 import random
-import threading
 from collections import Counter, defaultdict
-from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connections
 from django.utils import timezone
 
 from annotation.models import Annotation, AnnotationRevision, Assignment, Item
 from annotation.services import add_members, create_study, import_items
 from annotation.services.assignments import LeaseLost, SubmittedAnswer, claim_next, lease_length, skip, submit
 from tests.conftest import jsonl, preference_item
+from tests.support.threads import run_in_threads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,32 +31,6 @@ N = 3
 WORKERS = 16
 QUITTERS = 4
 CHOICES = ("left_strong", "left_slight", "tie", "right_slight", "right_strong")
-
-
-def run_in_threads(jobs: list[Callable[[], object]]) -> list[object]:
-    """Start every job at the same moment in its own thread; return results, re-raise the first error."""
-    barrier = threading.Barrier(len(jobs))
-    results: list[object] = [None] * len(jobs)
-    errors: list[BaseException] = []
-
-    def run(index: int, job: Callable[[], object]) -> None:
-        try:
-            barrier.wait(timeout=30)
-            results[index] = job()
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            connections.close_all()  # this thread's own connections
-
-    threads = [threading.Thread(target=run, args=(index, job)) for index, job in enumerate(jobs)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not any(thread.is_alive() for thread in threads), "a thread hung"
-    if errors:
-        raise errors[0]
-    return results
 
 
 def make_preference_study(slug: str, items: int, n: int, annotators: list[str]):

@@ -24,6 +24,7 @@ from annotation.models import (
     Assignment,
     ExportJob,
     ImportJob,
+    Invite,
     Item,
     Study,
     StudyMember,
@@ -126,7 +127,7 @@ def test_a_valid_row_of_every_model_is_stored(study, item, users):
     assert Assignment.objects.filter(item=item).count() == 3
     assert Annotation.objects.count() == 2
     for kind in ("preference", "verification"):
-        for status in ("draft", "open", "closed"):
+        for status in ("draft", "open", "paused", "closed", "archived"):
             allowed(
                 lambda kind=kind, status=status: Study.objects.create(
                     slug=f"{kind}-{status}", name="x", kind=kind, status=status
@@ -151,7 +152,7 @@ def test_study_kind_must_be_known(db):
 
 def test_study_status_must_be_known(db):
     violates(
-        "study_status_valid", lambda: Study.objects.create(slug="st", name="x", kind="verification", status="paused")
+        "study_status_valid", lambda: Study.objects.create(slug="st", name="x", kind="verification", status="frozen")
     )
 
 
@@ -336,6 +337,35 @@ def test_import_job_what_and_status_must_be_known(study):
 def test_export_job_format_and_status_must_be_known(study):
     violates("exportjob_format_valid", lambda: ExportJob.objects.create(study=study, file_format="xlsx"))
     violates("exportjob_status_valid", lambda: ExportJob.objects.create(study=study, file_format="csv", status="lost"))
+
+
+# --- Invite -----------------------------------------------------------------------
+
+
+def invite(study, **extra) -> Invite:
+    values = {
+        "study": study,
+        "token_hash": "h" * 64,
+        "prefix": "abc",
+        "max_uses": 2,
+        "expires_at": timezone.now() + timedelta(days=1),
+    }
+    values.update(extra)
+    return Invite.objects.create(**values)
+
+
+def test_an_invite_admits_at_least_one_and_never_more_than_its_max(study):
+    violates("invite_max_uses_positive", lambda: invite(study, max_uses=0))
+    violates("invite_uses_within_max", lambda: invite(study, uses=3))
+    made = allowed(lambda: invite(study, uses=2))
+    violates(
+        "invite_uses_within_max",
+        lambda: Invite.objects.filter(pk=made.pk).update(uses=models.F("uses") + 1),
+    )
+
+
+def test_an_invite_role_must_be_known(study):
+    violates("invite_role_valid", lambda: invite(study, role="admin"))
 
 
 # --- coverage -----------------------------------------------------------------------

@@ -1,34 +1,39 @@
-"""Killing the worker mid-import loses nothing, imports nothing twice and leaves no file.
+"""Killing the worker mid-job loses nothing, imports nothing twice and leaves no file.
 
-A real ``manage.py db_worker`` runs a big item import against this test's
-database. Once the import is writing (it holds the database's write lock), the
-worker gets SIGKILL. The job is left "running" with its upload on disk and no
-item imported (the import is one transaction). ``resume_stale_jobs`` queues it
-again, and a second worker imports every item exactly once and removes the upload.
+A real ``manage.py worker`` runs a big item import (or a big export) against
+this test's database and gets SIGKILL halfway. The job is left "running" with
+its upload on disk and no item imported (the rows staged so far were in the
+worker's private temporary table, gone with its connection), or with a
+``.partial`` export file. ``resume_stale_jobs`` queues it again (removing the
+partial file), and a second worker finishes it: every item imported exactly
+once, the upload removed; the export whole, with every annotation once.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 from django.db.models import Count
 
-from annotation.models import ImportJob, Item
+from annotation.models import ExportJob, ImportJob, Item
+from annotation.services import import_annotations, import_items
+from annotation.services.export_runner import export_dir
 from annotation.services.import_jobs import upload_dir
-from annotation.tasks import run_import_job
+from annotation.tasks import run_export_job, run_import_job
 from tests.support.worker import start_db_worker, stop, wait_for
 
 from ..conftest import verification_item
 
 N_ITEMS = 60_000
+N_LABELLED = 20_000  # x 3 annotators: an export that takes the worker a few seconds
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -43,22 +48,16 @@ def start_worker(log: Path, var: Path) -> subprocess.Popen:
     )
 
 
-def import_is_writing(job_id: int) -> bool:
-    """The job is running and its transaction holds the write lock (SQLite), or it is merely running (PostgreSQL)."""
-    if ImportJob.objects.get(pk=job_id).status != ImportJob.Status.RUNNING:
+def import_is_staging(job_id: int, since: list) -> bool:
+    """The job has been running for two heartbeats (about a second) with no item live yet: it is
+    reading and staging the file (60,000 items take several seconds more)."""
+    job = ImportJob.objects.get(pk=job_id)
+    if job.status != ImportJob.Status.RUNNING or job.heartbeat_at is None:
         return False
-    if connection.vendor != "sqlite":
-        return True
-    probe = sqlite3.connect(connection.settings_dict["NAME"], timeout=0)
-    try:
-        probe.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError:
-        return True  # locked: the import is inside its transaction
-    else:
-        probe.rollback()
-        return False
-    finally:
-        probe.close()
+    if not since:
+        since.append(job.heartbeat_at)
+    beats = (job.heartbeat_at - since[0]).total_seconds()
+    return beats >= 1.0 and not Item.objects.filter(study_id=job.study_id).exists()
 
 
 def test_a_worker_killed_mid_import_is_recovered_without_duplicates_or_leftover_files(
@@ -76,7 +75,8 @@ def test_a_worker_killed_mid_import_is_recovered_without_duplicates_or_leftover_
 
     first = start_worker(tmp_path / "worker1.log", var)
     try:
-        wait_for(lambda: import_is_writing(job.pk), "the import to be writing", first, tmp_path / "worker1.log")
+        since: list = []
+        wait_for(lambda: import_is_staging(job.pk, since), "the import to be staging", first, tmp_path / "worker1.log")
         os.killpg(first.pid, signal.SIGKILL)
         first.wait(15)
     finally:
@@ -109,3 +109,61 @@ def test_a_worker_killed_mid_import_is_recovered_without_duplicates_or_leftover_
     assert items.count() == N_ITEMS
     assert not items.values("external_id").annotate(n=Count("pk")).filter(n__gt=1).exists()
     assert not upload.exists() and not list(upload_dir().iterdir())
+
+
+def test_a_worker_killed_mid_export_leaves_no_partial_file_and_the_export_is_whole_after_resume(
+    verification_study, settings, tmp_path
+):
+    var = tmp_path / "var"
+    settings.VAR_DIR = var
+    import_items(
+        study=verification_study,
+        stream=io.BytesIO("".join(json.dumps(verification_item(f"e-{n}")) + "\n" for n in range(N_LABELLED)).encode()),
+        fmt="jsonl",
+    )
+    labels = "".join(
+        json.dumps({"item": f"e-{n}", "annotator": f"w{k}", "label": "supported", "justification": "x" * 400}) + "\n"
+        for n in range(N_LABELLED)
+        for k in range(3)
+    )
+    import_annotations(study=verification_study, stream=io.BytesIO(labels.encode()), fmt="jsonl")
+    job = ExportJob.objects.create(study=verification_study, file_format="csv")
+    run_export_job.enqueue(job.pk)
+
+    def partial_is_growing() -> bool:
+        return any(path.stat().st_size > 0 for path in export_dir().glob(f"{job.pk}-*.partial"))
+
+    first = start_worker(tmp_path / "worker1.log", var)
+    try:
+        wait_for(partial_is_growing, "the export to be writing", first, tmp_path / "worker1.log")
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(15)
+    finally:
+        stop(first)
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.RUNNING and job.file_path == ""
+    assert list(export_dir().glob(f"{job.pk}-*.partial"))  # what the dead worker left
+
+    call_command("resume_stale_jobs", "--stale-after", "0", stdout=open(os.devnull, "w"))
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.QUEUED
+    assert not list(export_dir().glob("*.partial"))
+    second = start_worker(tmp_path / "worker2.log", var)
+    try:
+        wait_for(
+            lambda: ExportJob.objects.get(pk=job.pk).status in (ExportJob.Status.SUCCEEDED, ExportJob.Status.FAILED),
+            "the re-queued export to end",
+            second,
+            tmp_path / "worker2.log",
+            timeout=300,
+        )
+    finally:
+        stop(second)
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.SUCCEEDED, job.error
+    assert (job.rows, job.attempts) == (3 * N_LABELLED, 2)
+    with open(job.file_path, encoding="utf-8", newline="") as exported:
+        rows = list(csv.DictReader(exported))
+    assert len(rows) == 3 * N_LABELLED
+    assert len({(row["item"], row["annotator"]) for row in rows}) == 3 * N_LABELLED
+    assert [path.name for path in export_dir().iterdir()] == [Path(job.file_path).name]

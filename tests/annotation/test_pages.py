@@ -8,7 +8,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from annotation.models import Item, StudyMember
+from annotation.models import Item, Study, StudyMember
 from annotation.services import import_items
 from tests.conftest import jsonl, verification_item
 
@@ -78,7 +78,8 @@ def test_untrusted_text_is_escaped_and_instructions_sanitised(client, researcher
     assert "<script>alert" not in html and "<img src=x" not in html
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
     html = client.get(reverse("annotation:study_detail", args=["verif"])).content.decode()
-    assert "<h1>Guide</h1>" in html and "<strong>bold</strong>" in html
+    assert "<h3>Guide</h3>" in html and "<strong>bold</strong>" in html
+    assert html.count("<h1") == 1, "the study page has one h1: the instructions' # is demoted"
     assert "<script>alert(1)" not in html and "javascript:" not in html
 
 
@@ -160,3 +161,21 @@ def test_item_page_names_annotators_by_pseudonym_and_former_members_by_id(
     client.force_login(researcher)
     html = client.get(reverse("annotation:item_detail", args=["verif", "c-1"])).content.decode()
     assert "<td>w1</td>" in html and f"<td>user-{user_id}</td>" in html
+
+
+@pytest.mark.django_db
+def test_my_studies_counts_what_matters_to_each_role(client, researcher, annotator, loaded_verification_study):
+    """Researchers see items complete (not their own labels, always 0); annotators their labels;
+    a study that is not open says so beside its name."""
+    study = loaded_verification_study
+    Study.objects.filter(pk=study.pk).update(annotators_per_item=2, status=Study.Status.CLOSED)
+    client.force_login(researcher)
+    html = client.get(reverse("annotation:my_studies")).content.decode()
+    row = re.search(r'<tr data-study="verif">(.*?)</tr>', html, re.S).group(1)
+    yours = " ".join(re.sub(r"<[^>]+>", " ", re.search(r'data-field="yours">(.*?)</td>', row, re.S).group(1)).split())
+    assert yours == "3 of 3 items complete"
+    assert 'data-status="closed"' in row and ">Closed<" in row
+    client.force_login(annotator)
+    html = client.get(reverse("annotation:my_studies")).content.decode()
+    row = re.search(r'<tr data-study="verif">(.*?)</tr>', html, re.S).group(1)
+    assert "0 labels by you" in row

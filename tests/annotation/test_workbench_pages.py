@@ -141,7 +141,8 @@ def test_preference_page_is_blinded_and_csp_clean(client, annotator, pref):
     assert "Both bad" not in html  # not offered by this study
     assert "0 of 3 done" in text(html) and "<progress" in html
     assert 'name="csrfmiddlewaretoken"' in html and submit_url(pref, assignment) in html
-    assert "<h1>Compare</h1>" in html  # instructions panel, rendered Markdown
+    assert "<h3>Compare</h3>" in html  # instructions panel, rendered Markdown, below the page's headings
+    assert html.count("<h1") == 1, "the annotate page has exactly one h1"
     assert 'id="wb-config" type="application/json"' in html
     assert_csp_clean(html)
 
@@ -550,7 +551,8 @@ def test_progress_page_numbers(client, researcher, annotator, bob, qc_study):
     response = client.get(reverse("annotation:study_progress", args=[qc_study.slug]))
     html = response.content.decode()
     assert response.status_code == 200
-    # annotator, done, skipped, timed out, open now, flagged, median active time, gold items, gold accuracy
+    # annotator, done, skipped, timed out, open now, flagged, median active time, gold accuracy,
+    # share inconclusive, alerts
     assert cells(html, "annotator", names["anna"]) == [
         names["anna"],
         "3",
@@ -559,8 +561,9 @@ def test_progress_page_numbers(client, researcher, annotator, bob, qc_study):
         "1",
         "1",
         "3.0 s",
-        "2",
         "1 / 2 (50%)",
+        "1 (33%)",
+        "—",
     ]
     assert cells(html, "annotator", names["bob"]) == [
         names["bob"],
@@ -570,10 +573,11 @@ def test_progress_page_numbers(client, researcher, annotator, bob, qc_study):
         "0",
         "1",
         "3.5 s",
-        "2",
         "2 / 2 (100%)",
+        "0 (0%)",
+        "—",
     ]
-    assert cells(html, "annotator", names["carl"]) == [names["carl"], "0", "0", "1", "0", "0", "—", "—", "—"]
+    assert cells(html, "annotator", names["carl"]) == [names["carl"], "0", "0", "1", "0", "0", "—", "—", "—", "—"]
     # item, domain, slots taken, submitted, skipped, timed out, flags, active leases
     assert cells(html, "item", "c-1")[2:7] == ["2 / 2", "2", "", "", ""]
     assert cells(html, "item", "c-3")[2:7] == ["1 / 2", "1", "1", "", "2"]
@@ -632,3 +636,17 @@ def test_progress_page_queries_do_not_grow_with_the_study(client, researcher, qc
     large = _count(lambda: client.get(url))
     assert large == small, (small, large)
     assert client.get(url + "?page=2").status_code == 200
+
+
+@pytest.mark.django_db
+def test_question_already_labelled_is_not_labelled_twice(client, researcher, annotator, pref):
+    """A question stored as "Question: ..." shows once, under the page's own label, on both pages."""
+    for item in Item.objects.filter(study=pref):
+        item.payload = {**item.payload, "question": "Question: Who was Ada Lovelace?"}
+        item.save(update_fields=["payload"])
+    client.force_login(annotator)
+    page = text(client.get(annotate_url(pref)).content.decode())
+    assert "Who was Ada Lovelace?" in page and "Question: Who" not in page
+    client.force_login(researcher)
+    detail = text(client.get(reverse("annotation:item_detail", args=[pref.slug, "p-1"])).content.decode())
+    assert "Question Who was Ada Lovelace?" in detail and "Question: Who" not in detail

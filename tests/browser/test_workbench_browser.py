@@ -145,7 +145,7 @@ def test_preference_study_with_the_keyboard_alone(page, guard, annotator):
 
     help_panel = page.locator("#wb-help")
     assert help_panel.get_attribute("open") is not None  # instructions open on the first item
-    assert page.locator(".wb-drawer h1").inner_text() == "Compare the lists"
+    assert page.locator(".wb-drawer h3").inner_text() == "Compare the lists"
     page.keyboard.press("?")
     assert help_panel.get_attribute("open") is None
     assert "0 of 2 done" in page.locator(".wb-count").inner_text()

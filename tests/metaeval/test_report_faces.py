@@ -86,7 +86,7 @@ def test_api_is_in_the_openapi_schema(client, demo_researcher):
 
 def test_cli_csv_is_one_number_per_row(xsum_study):
     rows = list(csv.DictReader(io.StringIO(cli("xsum-factuality", "--format", "csv", "--binary"))))
-    assert list(rows[0]) == ["section", "scope", "statistic", "value", "ci_low", "ci_high", "n", "note"]
+    assert list(rows[0]) == ["section", "scope", "statistic", "value", "ci_low", "ci_high", "n", "note", "warning"]
     fleiss = next(r for r in rows if r["section"] == "agreement" and r["statistic"] == "fleiss_kappa")
     assert round(float(fleiss["value"]), 3) == 0.774 and fleiss["n"] == "1848"
     assert float(fleiss["ci_low"]) < float(fleiss["value"]) < float(fleiss["ci_high"])

@@ -12,6 +12,7 @@ from annotation.models import Annotation, StudyMember
 from annotation.services import add_members, create_study, import_annotations, import_items
 from metaeval import selectors
 from metaeval.reporting import ReportOptions, build_report
+from metaeval.reporting.build import GOLD_INCLUDED_RULE, GOLD_RULE
 from metaeval.reporting.csv_format import report_csv
 
 from ..conftest import jsonl, verification_item
@@ -75,8 +76,21 @@ def study(db, researcher):
     return study
 
 
-def test_gold_items_stay_out_of_agreement_and_disagreements(study):
+def test_gold_items_count_in_agreement_by_default(study):
+    """Gold items are real items the annotators labelled: by default they are in agreement too."""
+    assert study.gold_in_agreement
     report = build_report(study)
+    assert report["gold_in_agreement"] and report["gold_rule"] == GOLD_INCLUDED_RULE
+    assert report["agreement"]["n_items"] == 7  # c-0..3, c-6..8: the gold item c-8 too
+    assert {d["item"] for d in report["disagreements"]} == {"c-1", "c-6", "c-8"}
+
+
+def test_gold_items_stay_out_of_agreement_and_disagreements(study):
+    """With the study setting off, gold items only score annotators (and the factuality scores)."""
+    study.gold_in_agreement = False
+    study.save(update_fields=["gold_in_agreement"])
+    report = build_report(study)
+    assert not report["gold_in_agreement"] and report["gold_rule"] == GOLD_RULE
     assert report["n_items_gold"] == 1
     assert report["agreement"]["n_items"] == 6  # c-0..3, c-6, c-7: not the gold item c-8, not unlabelled ones
     assert {d["item"] for d in report["disagreements"]} == {"c-1", "c-6"}
@@ -164,8 +178,10 @@ def test_empty_study_page_renders_with_reasons(client, researcher, verification_
     response = client.get(reverse("metaeval:report", args=["verif"]))
     html = response.content.decode()
     assert response.status_code == 200
-    assert "No item with differing labels." in html and "no human labels yet" in html
-    assert "fewer than 2 items carry all 3 ratings" in html
+    assert "no human labels yet" in html
+    # nothing to compute yet: the agreement sections collapse into one line that says why
+    assert "No labels yet: agreement, pairwise kappa, the human ceiling and the disagreement list appear" in html
+    assert 'id="pairs"' not in html and 'id="disagreements"' not in html
     chart = client.get(reverse("metaeval:report_chart", args=["verif", "agreement", "svg"]))
     assert chart.status_code == 200 and b"<svg" in chart.content
 

@@ -1,4 +1,4 @@
-"""A real `manage.py db_worker` process against the test database, for the kill-and-resume tests.
+"""A real `manage.py worker` process against the test database, for the kill-and-resume tests.
 
 Both background-work kinds (verifier runs, import jobs) are tested the same way:
 start a worker, SIGKILL it mid-job, recover, start another. The helpers live
@@ -31,7 +31,7 @@ def database_url() -> str:
 
 
 def start_db_worker(log: Path, env: dict[str, str]) -> subprocess.Popen:
-    """A `db_worker` on the test database in its own process group (so `stop` ends all of it);
+    """A `worker` on the test database in its own process group (so `stop` ends all of it);
     `env` adds to the test settings (var dir, chunk sizes, endpoints...)."""
     environment = {
         **os.environ,
@@ -40,7 +40,7 @@ def start_db_worker(log: Path, env: dict[str, str]) -> subprocess.Popen:
         **env,
     }
     return subprocess.Popen(
-        [sys.executable, "manage.py", "db_worker", "--no-reload", "--interval", "0.1", "--no-startup-delay"],
+        [sys.executable, "manage.py", "worker", "--no-reload", "--interval", "0.1", "--no-startup-delay"],
         cwd=REPO,
         env=environment,
         stdout=log.open("w"),

@@ -21,7 +21,11 @@ class Command(BaseCommand):
         except ServiceError as exc:
             raise CommandError(str(exc)) from None
         for outcome in outcomes:
-            if outcome.already_member:
+            if outcome.reactivated:
+                line = (
+                    f"{outcome.username}: back in {study.slug} as {outcome.role} ({outcome.pseudonym}); was deactivated"
+                )
+            elif outcome.already_member:
                 line = f"{outcome.username}: already in {study.slug} as {outcome.role} ({outcome.pseudonym}); unchanged"
             else:
                 line = f"{outcome.username}: added as {outcome.role} ({outcome.pseudonym})"

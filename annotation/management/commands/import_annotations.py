@@ -7,3 +7,4 @@ class Command(ImportCommand):
     noun = "annotation"
     update_help = "replace an annotator's existing label on an item"
     importer = staticmethod(import_annotations)
+    target = "annotations"

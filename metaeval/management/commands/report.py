@@ -1,4 +1,4 @@
-"""``manage.py report STUDY``: the meta-evaluation report as JSON, CSV or a standalone HTML file."""
+"""``manage.py report STUDY``: the meta-evaluation report as JSON, CSV, a standalone HTML file or LaTeX tables."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from annotation.management.base import study_by_slug
 from metaeval.reporting import ReportOptions, build_report
 from metaeval.reporting.csv_format import report_csv
 from metaeval.reporting.html_format import report_html
+from metaeval.reporting.latex_format import report_tex
 
 
 def _types(value: str | None) -> tuple[str, ...]:
@@ -22,7 +23,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="study slug")
-        parser.add_argument("--format", choices=["json", "csv", "html"], default="json")
+        parser.add_argument("--format", choices=["json", "csv", "html", "tex"], default="json")
         parser.add_argument("--by-domain", action="store_true", help="add agreement per domain")
         parser.add_argument("--binary", action="store_true", help="add agreement on the binary collapse")
         parser.add_argument("--source-types", metavar="A,B", help="credibility: only these evidence source types")
@@ -43,6 +44,8 @@ class Command(BaseCommand):
             text = json.dumps(report, indent=2, allow_nan=False) + "\n"
         elif fmt == "csv":
             text = report_csv(report)
+        elif fmt == "tex":
+            text = report_tex(report)
         else:
             text = report_html(study, report)
         if not options["output"]:

@@ -15,11 +15,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 from typing import IO, Any
 
+from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.adapters import import_from
+from annotation.adapters.base import PREDICTIONS
+from annotation.adapters.uploads import check_size
 from annotation.formats import MAX_LINE_BYTES, RecordError, json_type
 from annotation.models import Item, Study
 from annotation.services.errors import ErrorCollector, ImportResult, ServiceError
@@ -27,7 +33,13 @@ from annotation.vocab import canonical_label
 
 from ...models import Prediction, Verifier
 
-__all__ = ["IMPORTED_CACHE_KEY", "PREDICTION_FIELDS", "import_predictions", "parse_prediction"]
+__all__ = [
+    "IMPORTED_CACHE_KEY",
+    "PREDICTION_FIELDS",
+    "import_predictions",
+    "import_predictions_from",
+    "parse_prediction",
+]
 
 IMPORTED_CACHE_KEY = "imported"
 PREDICTION_FIELDS = ("item", "verifier", "label", "score", "rationale")
@@ -43,10 +55,11 @@ class PredictionRow:
     line: int
     item: str
     verifier: str
-    label: str
+    label: str | None
     raw_label: str
     score: float | None
     rationale: str
+    raw_output: str = ""
 
 
 def _text(record: dict, name: str, errors: list[RecordError], line: int, *, limit: int, required: bool) -> str:
@@ -88,9 +101,19 @@ def _score(record: dict, errors: list[RecordError], line: int) -> float | None:
 
 
 def parse_prediction(
-    line: int, record: dict[str, Any], *, labels: list[str], aliases: dict[str, str]
+    line: int,
+    record: dict[str, Any],
+    *,
+    labels: list[str],
+    aliases: dict[str, str],
+    keep_unparseable: bool = False,
 ) -> PredictionRow | list[RecordError]:
-    """One record as a row to store, or its problems by field (no database access)."""
+    """One record as a row to store, or its problems by field (no database access).
+
+    With ``keep_unparseable`` (the pipelines' adapters, annotation/adapters), a label outside the
+    study's vocabulary, or none, is what the verifier said all the same: it is kept as an
+    unparseable prediction (label None, raw text kept) rather than refused.
+    """
     errors: list[RecordError] = []
     unknown = sorted(name for name in record if name not in PREDICTION_FIELDS)
     if unknown:
@@ -103,20 +126,29 @@ def parse_prediction(
         )
     item = _text(record, "item", errors, line, limit=MAX_ID, required=True)
     verifier = _text(record, "verifier", errors, line, limit=MAX_NAME, required=True)
-    raw = _text(record, "label", errors, line, limit=MAX_LABEL, required=True)
+    limit = MAX_RATIONALE if keep_unparseable else MAX_LABEL
+    raw = _text(record, "label", errors, line, limit=limit, required=not keep_unparseable)
     label = canonical_label(raw, labels, aliases) if raw else None
-    if raw and label is None:
+    raw_output = ""
+    if keep_unparseable and label is None:
+        raw, raw_output = raw[:MAX_LABEL], raw
+    elif raw and label is None:
         errors.append(RecordError(line, f"{raw!r} is not one of the study's labels ({', '.join(labels)})", "label"))
     score = _score(record, errors, line)
     rationale = _text(record, "rationale", errors, line, limit=MAX_RATIONALE, required=False)
     if errors:
         return errors
-    assert label is not None
-    return PredictionRow(line, item, verifier, label, raw, score, rationale)
+    return PredictionRow(line, item, verifier, label, raw, score, rationale, raw_output)
 
 
 def import_predictions(
-    *, study: Study, stream: IO[bytes], fmt: str, update: bool = False, max_line_bytes: int = MAX_LINE_BYTES
+    *,
+    study: Study,
+    stream: IO[bytes],
+    fmt: str,
+    update: bool = False,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    keep_unparseable: bool = False,
 ) -> ImportResult:
     """Import predictions made elsewhere; ImportFailed (nothing changed) names every problem by line and field.
 
@@ -145,7 +177,9 @@ def import_predictions(
         new: list[Prediction] = []
         changed: list[Prediction] = []
         for line, record in errors.records(stream, fmt, result, max_line_bytes=max_line_bytes):
-            row = parse_prediction(line, record, labels=study.labels, aliases=study.label_aliases)
+            row = parse_prediction(
+                line, record, labels=study.labels, aliases=study.label_aliases, keep_unparseable=keep_unparseable
+            )
             if isinstance(row, list):
                 errors.extend(row)
                 continue
@@ -209,7 +243,10 @@ def import_predictions(
                 raw_label=row.raw_label,
                 score=row.score,
                 rationale=row.rationale,
-                parse_status=Prediction.ParseStatus.OK,
+                raw_output=row.raw_output,
+                parse_status=(
+                    Prediction.ParseStatus.OK if row.label is not None else Prediction.ParseStatus.UNPARSEABLE
+                ),
                 cache_key=IMPORTED_CACHE_KEY,
                 created_at=now,
                 updated_at=now,
@@ -222,7 +259,29 @@ def import_predictions(
         result.created += len(Prediction.objects.bulk_create(new))
         if changed:
             Prediction.objects.bulk_update(
-                changed, ["label", "raw_label", "score", "rationale", "updated_at"], batch_size=BATCH_SIZE
+                changed,
+                ["label", "raw_label", "score", "rationale", "raw_output", "parse_status", "updated_at"],
+                batch_size=BATCH_SIZE,
             )
             result.updated = len(changed)
     return result
+
+
+def import_predictions_from(
+    *, study: Study, source: str, upload: UploadedFile, verifier: str = "", update: bool = False
+) -> ImportResult:
+    """A pipeline's verdict file (annotation/adapters), uploaded: bounded, then imported at once.
+
+    A verdict outside the study's labels is kept as an unparseable prediction, raw text kept.
+    """
+    check_size(upload)
+    return import_from(
+        source=source,
+        target=PREDICTIONS,
+        study=study,
+        stream=upload,
+        file_name=Path(upload.name or "").name,
+        verifier=verifier,
+        update=update,
+        importers={PREDICTIONS: partial(import_predictions, keep_unparseable=True)},
+    )
