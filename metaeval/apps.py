@@ -7,3 +7,7 @@ class MetaevalConfig(AppConfig):
     name = "metaeval"
     verbose_name = "Meta-evaluation"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Importing the statistics pins pandas' string storage for every frame the app builds.
+        from . import stats  # noqa: F401

@@ -229,6 +229,12 @@ class Prediction(models.Model):
     tokens_in = models.PositiveIntegerField(default=0)
     tokens_out = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True, default="")
+    order_labels = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Pairwise judges: the verdict of each presentation order (A's list first, then B's), "
+        "in system space; null where that order's answer could not be read.",
+    )
     cache_key = models.CharField(max_length=64)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

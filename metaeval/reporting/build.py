@@ -11,6 +11,7 @@ from typing import Any
 
 from annotation.models import Study
 from metaeval import selectors
+from metaeval.verifiers.pairwise_report import pairwise_judge_report
 from metaeval.verifiers.report import verifier_report
 
 from .agreement import agreement_sections, categories_for
@@ -71,4 +72,5 @@ def build_report(study: Study, options: ReportOptions | None = None) -> dict[str
     report["disagreements"] = disagreements(agreed)
     report["n_disagreements"] = len(report["disagreements"])
     report["verifiers"] = verifier_report(study, n_resamples=options.n_resamples, seed=options.seed)
+    report["pairwise_judges"] = pairwise_judge_report(study, n_resamples=options.n_resamples, seed=options.seed)
     return report

@@ -14,6 +14,7 @@ import numpy as np
 from annotation.models import Study
 from metaeval import charts, selectors, stats
 from metaeval.models import Verifier
+from metaeval.verifiers.presets.pairwise import PAIRWISE_JUDGE
 from metaeval.verifiers.report import verifier_report
 
 from .agreement import agreement_table
@@ -98,6 +99,6 @@ def chart_names(study: Study) -> list[str]:
     names = ["labels", "agreement"]
     if study.is_preference:
         names.insert(1, "preference")
-    if Verifier.objects.filter(study=study).exists():
+    if Verifier.objects.filter(study=study).exclude(preset=PAIRWISE_JUDGE.id).exists():
         names.append("verifiers")
     return names

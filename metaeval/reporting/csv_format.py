@@ -162,6 +162,39 @@ def _score_lines(scores: dict[str, Any] | None) -> Iterator[Line]:
         )
 
 
+def _judge_agreement(scope: str, block: dict[str, Any]) -> Iterator[Line]:
+    if block.get("reason"):
+        yield "pairwise_judge", scope, "unavailable", None, None, None, None, block["reason"]
+        return
+    rows = [
+        estimate_row("non_tie_accuracy", block["non_tie_accuracy"]),
+        estimate_row("cohen_kappa_5point", block["five_point"]["cohen_kappa"]),
+        estimate_row("cohen_kappa_3way", block["three_way"]["cohen_kappa"]),
+        estimate_row("ceiling_human_non_tie_accuracy", block["ceiling"]["non_tie_accuracy"]["human"]),
+        estimate_row("ceiling_human_cohen_kappa_5point", block["ceiling"]["five_point"]["human"]["cohen_kappa"]),
+        estimate_row("ceiling_human_cohen_kappa_3way", block["ceiling"]["three_way"]["human"]["cohen_kappa"]),
+    ]
+    yield from _rows("pairwise_judge", scope, rows)
+
+
+def _judge_lines(judges: dict[str, Any] | None) -> Iterator[Line]:
+    """Each pairwise judge against the human majority and the ceiling, its position effects, per domain."""
+    for name, judge in (judges or {}).items():
+        scope = f"judge:{name}"
+        yield from _judge_agreement(scope, judge["agreement"])
+        position = judge["position"]
+        yield from _rows(
+            "pairwise_judge",
+            scope,
+            [
+                estimate_row("position_inconsistency", position["position_inconsistency"]),
+                estimate_row("list_1_preferred", position["list_1_preferred"]),
+            ],
+        )
+        for domain, block in judge["by_domain"].items():
+            yield from _judge_agreement(f"{scope}/domain:{domain}", block)
+
+
 def _lines(report: dict[str, Any]) -> Iterator[Line]:
     for key in ("n_items", "n_items_annotated", "n_items_gold", "n_annotators", "n_annotations", "n_disagreements"):
         yield "study", report["study"], key, report[key], None, None, None, ""
@@ -172,6 +205,7 @@ def _lines(report: dict[str, Any]) -> Iterator[Line]:
         yield from _summary_lines("by_domain_binary", f"domain:{domain}", summary.get("binary"))
     yield from _preference_lines(report["preference"])
     yield from _score_lines(report["scores"])
+    yield from _judge_lines(report.get("pairwise_judges"))
     for entry in report["disagreements"]:
         labels = "; ".join(f"{who}={label}" for who, label in entry["labels"].items())
         yield "disagreement", f"item:{entry['item']}", entry["pattern"], None, None, None, len(entry["labels"]), labels

@@ -41,6 +41,7 @@ from .classification import (
 )
 from .credibility import credibility
 from .estimate import Estimate, json_ready
+from .pandas_setup import STRING_STORAGE  # noqa: F401  (pins pandas' string storage on import)
 from .preference import (
     PREFERENCE_3WAY,
     PREFERENCE_LABELS,

@@ -12,6 +12,7 @@ from annotation.adapters.base import PREDICTIONS
 
 from .endpoints import endpoint_names
 from .presets import PRESETS
+from .presets.pairwise import PAIRWISE_JUDGE
 
 LABEL_MAP_HELP = 'Only if the preset\'s labels are not the study\'s, as JSON: {"unsupported": "not_supported"}.'
 
@@ -86,6 +87,27 @@ class VerifierForm(forms.Form):
     def service_fields(self) -> dict[str, Any]:
         """The cleaned values as create_verifier keywords."""
         return dict(self.cleaned_data)
+
+
+class PairwiseJudgeForm(VerifierForm):
+    """A pairwise judge of a preference study: the verifier form without what only claim presets take."""
+
+    CLAIM_ONLY = ("template", "system_prompt", "custom_labels", "label_map")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in self.CLAIM_ONLY:
+            del self.fields[name]
+        preset = self.fields["preset"]
+        assert isinstance(preset, forms.ChoiceField)
+        preset.choices = [(PAIRWISE_JUDGE.id, PAIRWISE_JUDGE.id)]
+        preset.initial = PAIRWISE_JUDGE.id
+        preset.widget = forms.HiddenInput()
+        preset.disabled = True  # whatever is posted, the judge is a pairwise_judge
+        self.fields["name"].initial = "pairwise-judge"
+
+    def service_fields(self) -> dict[str, Any]:
+        return {**super().service_fields(), "preset": PAIRWISE_JUDGE.id}
 
 
 class StartRunForm(forms.Form):

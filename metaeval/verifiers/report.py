@@ -38,6 +38,7 @@ from ..stats import (
     system_correlation,
     verifier_vs_majority,
 )
+from .presets.pairwise import PAIRWISE_JUDGE
 from .runner.chunks import estimate_cost
 from .selectors import current_predictions, human_reference, item_systems
 
@@ -51,7 +52,8 @@ def verifier_report(
     study: Study, *, n_resamples: int = 1000, seed: int | None = 0, disagreements_limit: int = 200
 ) -> dict[str, Any]:
     """``{verifier name: {...}}`` for every verifier of the study (``{}`` when it has none)."""
-    verifiers = list(Verifier.objects.filter(study=study).order_by("name"))
+    # Pairwise judges compare claim lists; their section is pairwise_report's.
+    verifiers = list(Verifier.objects.filter(study=study).exclude(preset=PAIRWISE_JUDGE.id).order_by("name"))
     if not verifiers:
         return {}
     labels = list(study.labels)

@@ -153,7 +153,9 @@ def fitting_presets(study: Study) -> list[str]:
     return [
         preset_id
         for preset_id, preset in PRESETS.items()
-        if preset_id != "custom" and not mapper.unmapped(preset.prediction_labels)
+        if preset_id != "custom"
+        and preset.pairwise == study.is_preference
+        and not mapper.unmapped(preset.prediction_labels)
     ]
 
 

@@ -21,7 +21,7 @@ from annotation.http import AuthenticatedHttpRequest
 from annotation.services.errors import ImportFailed, ServiceError
 
 from .access import access_run, access_verifier
-from .forms import PredictionImportForm, StartRunForm, VerifierForm
+from .forms import PairwiseJudgeForm, PredictionImportForm, StartRunForm, VerifierForm
 from .selectors import fitting_presets, missing_baselines, recent_runs, run_status, study_verifiers
 from .services import create_verifier, ensure_baselines, import_predictions, start_run, stop_run
 from .services.prediction_import import import_predictions_from
@@ -35,6 +35,7 @@ def _page(
     import_form: PredictionImportForm | None = None,
     import_errors: list | None = None,
     status: int = 200,
+    judge_form: PairwiseJudgeForm | None = None,
 ) -> HttpResponse:
     context = {
         "study": study,
@@ -48,6 +49,7 @@ def _page(
         "import_form": import_form or PredictionImportForm(),
         "import_errors": import_errors or [],
         "crumb": "Verifiers",
+        "judge_form": (judge_form or PairwiseJudgeForm()) if study.is_preference else None,
     }
     return render(request, "metaeval/verifiers/verifiers.html", context, status=status)
 
@@ -73,6 +75,26 @@ def verifiers_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
             messages.success(request, f"Verifier {verifier.name!r} defined. Start a run below.")
             return redirect("verifiers:list", slug=study.slug)
     return _page(request, study, form, status=400)
+
+
+@login_required
+@require_POST
+def add_pairwise_judge(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    """Define a pairwise LLM judge of a preference study (the page's own block for it)."""
+    study = access_study(request.user, slug, role=Researcher)
+    form = PairwiseJudgeForm(request.POST)
+    if form.is_valid():
+        try:
+            judge = create_verifier(study=study, created_by=request.user, **form.service_fields())
+        except VerifierInvalid as exc:
+            for field, message in exc.errors.items():
+                form.add_error(field if field in form.fields else None, message)
+        except ServiceError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Pairwise judge {judge.name!r} defined. Run it below.")
+            return redirect("verifiers:list", slug=study.slug)
+    return _page(request, study, VerifierForm(), judge_form=form, status=400)
 
 
 @login_required

@@ -230,12 +230,13 @@ def test_every_new_route_is_enumerated():
         "verifiers:start_run",
         "verifiers:stop_run",
         "verifiers:run_status",
+        "verifiers:add_pairwise_judge",
         "api-verifier-list",
         "api-verifier-runs",
         "api-run-detail",
         "api-run-stop",
     } <= names
-    assert len(names) == 12
+    assert len(names) == 13
 
 
 @pytest.mark.parametrize("method", ["get", "post", "patch"])

@@ -122,9 +122,9 @@ def test_names_are_unique_per_study(claims_study):
     assert "already has a verifier named 'gpt'" in refused.value.errors["name"]
 
 
-def test_preference_studies_have_no_verifiers(db):
+def test_preference_studies_have_no_claim_verifiers(db):
     study = create_study(slug="pref", name="P", kind="preference")
-    with pytest.raises(ServiceError, match="only verification studies"):
+    with pytest.raises(ServiceError, match="claim verifiers and baselines judge verification studies"):
         create_verifier(study=study, **GOOD)
 
 

@@ -1,4 +1,4 @@
-"""The verifiers page shows what applies: nothing to define for a preference study, no baseline button twice."""
+"""The verifiers page shows what applies: only a pairwise judge for a preference study, no baseline button twice."""
 
 from __future__ import annotations
 
@@ -14,14 +14,15 @@ from metaeval.verifiers.services import ensure_baselines
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.verifiers_run.urls")]
 
 
-def test_a_preference_study_is_told_verifiers_do_not_apply_instead_of_shown_forms(client, researcher):
+def test_a_preference_study_is_offered_only_a_pairwise_judge(client, researcher):
     study = create_study(slug="prefs", name="Prefs", kind="preference", systems=["a", "b"])
     add_members(study=study, usernames=[researcher.username], role="researcher")
     client.force_login(researcher)
     html = client.get(reverse("verifiers:list", args=[study.slug])).content.decode()
     assert 'id="verifiers-not-applicable"' in html and "pairwise LLM judge" in html
-    for form in ('id="verifier-form"', 'id="add-baselines"', "Import predictions", 'id="runs"'):
+    for form in ('id="verifier-form"', 'id="add-baselines"', "Import predictions"):
         assert form not in html, form
+    assert 'id="pairwise-judge-form"' in html and 'id="runs"' in html  # what does apply: judges and their runs
     assert reverse("metaeval:report", args=[study.slug]) in html
 
 

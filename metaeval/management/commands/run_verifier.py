@@ -12,6 +12,7 @@ from annotation.management.base import study_by_slug
 from annotation.services.errors import ServiceError
 from metaeval.models import Verifier
 from metaeval.verifiers.endpoints import EndpointUnavailable
+from metaeval.verifiers.presets.pairwise import PAIRWISE_JUDGE
 from metaeval.verifiers.runner.keys import target_for
 from metaeval.verifiers.runner.orchestration import dry_run_prompt, run_to_completion
 from metaeval.verifiers.runner.params import run_params
@@ -101,9 +102,11 @@ class Command(BaseCommand):
         self.stdout.write(f"# {verifier.name} on item {item.external_id} (cache key {key[:16]}…); nothing is sent")
         if not requests:
             self.stdout.write(f"# a {verifier.get_kind_display().lower()} verifier sends no prompt")
-        for number, messages in enumerate(requests[:1], start=1):
+        pairwise = verifier.preset == PAIRWISE_JUDGE.id  # both orders matter; passages look alike, one is enough
+        for number, messages in enumerate(requests if pairwise else requests[:1], start=1):
             if len(requests) > 1:
-                self.stdout.write(f"## request {number} of {len(requests)} (one per evidence passage)")
+                why = "one per order of the two lists" if pairwise else "one per evidence passage"
+                self.stdout.write(f"## request {number} of {len(requests)} ({why})")
             for message in messages:
                 self.stdout.write(f"--- {message['role']} ---")
                 self.stdout.write(message["content"])

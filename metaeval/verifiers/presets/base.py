@@ -35,6 +35,7 @@ class Aggregate(TypedDict):
 Renderer = Callable[[str, str, Sequence[Evidence]], list[Message]]
 Parser = Callable[[str | None], ParseResult]
 PassageRenderer = Callable[[str, Evidence, str], list[Message]]
+PairRenderer = Callable[[str, str, Sequence[str], Sequence[str]], list[Message]]
 Aggregator = Callable[..., Aggregate]
 
 
@@ -48,6 +49,11 @@ class Preset:
     ``render_passage(claim, passage, context)``; their parsed passages are
     pooled into a claim verdict (labels ``claim_labels``) by
     ``aggregate(results, count_irrelevant=...)``.
+    Pairwise presets (``pairwise=True``, preference studies) are called
+    twice per item with ``render_pair(source, question, list_1, list_2)``,
+    once with each system's list first; ``parse`` reads a screen choice
+    (left = List 1) and the runner combines both orders into one of
+    ``pair_labels`` (the study's preference labels).
     """
 
     id: str
@@ -59,8 +65,15 @@ class Preset:
     render_passage: PassageRenderer | None = None
     aggregate: Aggregator | None = None
     claim_labels: tuple[str, ...] | None = None
+    pairwise: bool = False
+    render_pair: PairRenderer | None = None
+    pair_labels: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
+        if [self.render_pair is not None, self.pair_labels is not None] != [self.pairwise] * 2:
+            raise ValueError(f"{self.id}: render_pair and pair_labels go with pairwise=True, both and only then")
+        if self.pairwise and self.evidence_level:
+            raise ValueError(f"{self.id}: a preset is pairwise or evidence-level, not both")
         present = [part is not None for part in (self.render_passage, self.aggregate, self.claim_labels)]
         if present != [self.evidence_level] * 3:
             raise ValueError(
@@ -71,4 +84,6 @@ class Preset:
     @property
     def prediction_labels(self) -> tuple[str, ...]:
         """The labels a claim-level prediction of this preset can carry."""
+        if self.pair_labels is not None:
+            return self.pair_labels
         return self.claim_labels if self.claim_labels is not None else self.labels

@@ -9,6 +9,7 @@ from .base import Aggregate, Evidence, Message, Preset
 from .custom import DEFAULT_LABELS, DEFAULT_TEMPLATE, make_custom_preset
 from .facts_evidence import FACTS_EVIDENCE
 from .factscore import FACTSCORE
+from .pairwise import PAIRWISE_JUDGE
 from .ragas import RAGAS
 from .safe import SAFE
 from .veriscore import VERISCORE_BINARY, VERISCORE_TERNARY
@@ -27,6 +28,7 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
             FACTS_EVIDENCE,
             RAGAS,
             WICE,
+            PAIRWISE_JUDGE,
             make_custom_preset(DEFAULT_TEMPLATE, DEFAULT_LABELS),
         )
     }

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.db import transaction
@@ -58,6 +58,7 @@ class Outcome:
     tokens_in: int = 0
     tokens_out: int = 0
     error: str = ""
+    order_labels: list[str | None] = field(default_factory=list)
 
 
 def begin_chunk(run_id: int, generation: int) -> VerifierRun | None:
@@ -112,6 +113,7 @@ STORED_FIELDS = (
     "tokens_in",
     "tokens_out",
     "error",
+    "order_labels",
 )
 
 
@@ -163,7 +165,7 @@ def _store(run: VerifierRun, outcomes: Sequence[Outcome]) -> None:
     now = timezone.now()
     new = []
     for outcome in outcomes:
-        values = {field: getattr(outcome, field) for field in STORED_FIELDS}
+        values = {name: getattr(outcome, name) for name in STORED_FIELDS}
         values["rationale"] = values["rationale"] or ""
         existing = failed.get((outcome.item_id, outcome.cache_key))
         if existing is not None:

@@ -101,7 +101,7 @@ def build_job(spec: RunSpec, item_id: int, data: ItemInput) -> Job:
 def safe_job(spec: RunSpec, item_id: int, payload: dict[str, Any]) -> Job:
     """The item's job; a prompt that cannot be rendered for this item becomes an error on its prediction."""
     try:
-        return build_job(spec, item_id, item_input(payload))
+        return build_job(spec, item_id, item_input(payload, spec.systems))
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         key = cache_key({"render_error": f"{type(exc).__name__}: {exc}", "item": item_id, "params": spec.params})
         return Job(item_id, key, outcome=Outcome(item_id, key, error=shorten(f"could not build the prompt: {exc}")))

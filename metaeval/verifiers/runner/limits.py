@@ -24,7 +24,7 @@ from ..presets.base import Message
 from .chunks import Outcome
 from .client import Answer, complete, make_client
 from .jobs import Job
-from .outcomes import claim_outcome, passages_outcome
+from .outcomes import claim_outcome, pairwise_outcome, passages_outcome
 from .spec import RunSpec
 
 __all__ = ["MAX_CHUNK", "Progress", "ask_all", "chunk_size", "predict"]
@@ -54,6 +54,9 @@ async def predict(client: openai.AsyncOpenAI, semaphore: asyncio.Semaphore, spec
             return await complete(client, spec, messages)
 
     assert spec.preset is not None
+    if spec.preset.pairwise:
+        answers = list(await asyncio.gather(*(ask(messages) for messages in job.requests)))
+        return pairwise_outcome(spec, job, answers, int((time.perf_counter() - started) * 1000))
     if spec.preset.evidence_level:
         answers = list(await asyncio.gather(*(ask(messages) for messages in job.requests)))
         return passages_outcome(spec, job, answers, int((time.perf_counter() - started) * 1000))

@@ -170,5 +170,5 @@ def dry_run_prompt(verifier: Verifier) -> tuple[Item | None, list[list[Message]]
         return None, [], ""
     probe = VerifierRun(verifier=verifier, params=run_params(verifier))
     spec = spec_for(probe, need_key=False)
-    job = build_job(spec, item.pk, item_input(item.payload))
+    job = build_job(spec, item.pk, item_input(item.payload, spec.systems))
     return item, job.requests, job.cache_key

@@ -62,25 +62,53 @@ class LabelMapper:
 
 @dataclass(frozen=True)
 class ItemInput:
-    """What a prompt is made of: claim, context and evidence passages."""
+    """What a prompt is made of: claim, context and evidence passages; or a preference item's text and lists."""
 
     claim: str
     context: str
     evidence: tuple[Evidence, ...]
+    source: str = ""
+    question: str = ""
+    lists: tuple[tuple[str, ...], ...] = ()
 
 
-def item_input(payload: Mapping[str, Any]) -> ItemInput:
-    """An item's verification payload as prompt input (missing parts become empty)."""
+def item_input(payload: Mapping[str, Any], systems: Sequence[str] = ()) -> ItemInput:
+    """An item's payload as prompt input (missing parts become empty).
+
+    A preference item's lists come in the study's declared order of
+    ``systems`` (A, B), never in the payload's key order.
+    """
     evidence = payload.get("evidence") or []
+    lists = payload.get("lists") or {}
     return ItemInput(
         claim=str(payload.get("claim") or ""),
         context=str(payload.get("context") or ""),
         evidence=tuple(passage for passage in evidence if isinstance(passage, Mapping)),
+        source=str(payload.get("source") or ""),
+        question=str(payload.get("question") or ""),
+        lists=tuple(
+            tuple(str(claim) for claim in lists[system])
+            for system in systems
+            if isinstance(lists, Mapping) and isinstance(lists.get(system), list)
+        ),
     )
 
 
 def render_item(preset: Preset, data: ItemInput) -> list[list[Message]]:
-    """The chat requests for one item: one for claim-level presets, one per passage for evidence-level ones."""
+    """The chat requests for one item.
+
+    One for claim-level presets, one per passage for evidence-level ones,
+    and two for pairwise presets: system A's list as List 1, then system B's.
+    """
+    if preset.pairwise:
+        assert preset.render_pair is not None
+        if len(data.lists) != 2:
+            raise ValueError("the pairwise judge needs an item with both of the study's claim lists")
+        first, second = data.lists
+        return [
+            preset.render_pair(data.source, data.question, first, second),
+            preset.render_pair(data.source, data.question, second, first),
+        ]
     if preset.evidence_level:
         assert preset.render_passage is not None
         return [preset.render_passage(data.claim, passage, data.context) for passage in data.evidence]
@@ -98,6 +126,7 @@ class RunSpec:
     target: Target | None = None
     count_irrelevant: bool = False
     parser_key: dict[str, Any] = field(default_factory=dict)
+    systems: tuple[str, ...] = ()
 
     @property
     def is_llm(self) -> bool:
@@ -134,4 +163,5 @@ def spec_for(run: VerifierRun, *, need_key: bool = True) -> RunSpec:
         target=target_for(params, run.verifier.api_key_encrypted, need_key=need_key),
         count_irrelevant=study.irrelevant_in_credibility,
         parser_key=parser_key,
+        systems=tuple(study.systems or ()),
     )

@@ -29,6 +29,7 @@ from ..endpoints import endpoint_names, get_endpoint, operator_limit, url_proble
 from ..keystore import encrypt
 from ..presets import PRESETS
 from ..presets.baselines import DEFAULT_THRESHOLD, default_sides
+from ..presets.pairwise import PAIRWISE_JUDGE
 from ..runner.spec import LabelMapper, preset_for
 
 __all__ = [
@@ -289,11 +290,22 @@ def _check_overlap(study: Study, values: dict, check: _Checker) -> None:
     values["options"] = options
 
 
+def _check_study_kind(study: Study, kind: str, values: dict) -> None:
+    """Claim verifiers belong to verification studies, the pairwise judge to preference studies."""
+    pairwise = kind == Verifier.Kind.LLM and values.get("preset") == PAIRWISE_JUDGE.id
+    if study.kind == Study.Kind.PREFERENCE and not pairwise:
+        raise ServiceError(
+            f"a preference study's automatic judge is an LLM verifier with the {PAIRWISE_JUDGE.id} preset "
+            "(it compares the two claim lists); claim verifiers and baselines judge verification studies"
+        )
+    if study.kind != Study.Kind.PREFERENCE and pairwise:
+        raise VerifierInvalid({"preset": f"{PAIRWISE_JUDGE.id} compares two claim lists: it is for preference studies"})
+
+
 def validated_fields(study: Study, kind: str, values: dict, *, exclude_pk: int | None = None) -> dict:
     """The values, normalised, if a verifier of this kind may have them in this study; else VerifierInvalid."""
     check = _Checker()
-    if study.kind != Study.Kind.VERIFICATION:
-        raise ServiceError("verifiers judge claims: only verification studies have them")
+    _check_study_kind(study, kind, values)
     if kind not in Verifier.Kind.values:
         check.add("kind", f"must be one of {', '.join(Verifier.Kind.values)}, got {kind!r}")
         raise VerifierInvalid(check.errors)

@@ -1,0 +1,150 @@
+"""A small client for notebooks: a study's annotations, items and report through the REST API, as pandas.
+
+Needs only the standard library and pandas (no Django), so it runs in any
+notebook that can import ``metaeval`` (a checkout on ``sys.path``)::
+
+    from metaeval.client import Claimlab
+    from metaeval import stats
+
+    lab = Claimlab("http://127.0.0.1:8000", token="...")   # a token from /accounts/tokens/
+    labels = lab.labels("factcheck-gpt")                   # item, annotator, label, gold_label, reference_label
+    kappa = stats.fleiss_kappa(stats.build_table(labels, lab.study("factcheck-gpt")["labels"]))
+
+``labels`` leaves out gold items' labels by default (as the report does),
+so statistics on it equal the report's; docs/notebooks.md has more.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+import pandas as pd
+
+from .stats.verifier import majority_vote
+
+__all__ = ["Claimlab", "ClaimlabError"]
+
+
+class ClaimlabError(RuntimeError):
+    """The server refused a request; ``status`` is the HTTP status and the message the API's ``detail``."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(f"HTTP {status}: {detail}")
+        self.status = status
+        self.detail = detail
+
+
+class Claimlab:
+    """One server and one API token (``Authorization: Token <key>``)."""
+
+    def __init__(self, base_url: str, token: str, *, timeout: float = 60.0, poll_seconds: float = 2.0) -> None:
+        if not token:
+            raise ValueError("a token is needed: create one at /accounts/tokens/ or POST /api/auth/token/")
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        self.poll_seconds = poll_seconds
+
+    # --- HTTP -------------------------------------------------------------------------------------
+
+    def _request(
+        self, method: str, path: str, params: dict[str, Any] | None = None, *, body: dict[str, Any] | None = None
+    ) -> bytes:
+        url = path if path.startswith("http") else f"{self.base_url}{path}"
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        headers = {"Authorization": f"Token {self.token}", "Accept": "application/json"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        request = urllib.request.Request(url, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return response.read()
+        except urllib.error.HTTPError as exc:
+            text = exc.read().decode("utf-8", "replace")
+            try:
+                detail = json.loads(text).get("detail", text)
+            except (json.JSONDecodeError, AttributeError):
+                detail = text[:500]
+            raise ClaimlabError(exc.code, str(detail)) from None
+
+    def _json(
+        self, method: str, path: str, params: dict[str, Any] | None = None, *, body: dict[str, Any] | None = None
+    ) -> Any:
+        return json.loads(self._request(method, path, params, body=body))
+
+    # --- reads ------------------------------------------------------------------------------------
+
+    def study(self, slug: str) -> dict[str, Any]:
+        """The study's settings (labels, systems, annotators per item, ...)."""
+        return self._json("GET", f"/api/studies/{slug}/")
+
+    def report(self, slug: str, *, by_domain: bool = False, binary: bool = False) -> dict[str, Any]:
+        """The study's report JSON (the same numbers as the report page)."""
+        params = {"by_domain": str(by_domain).lower(), "binary": str(binary).lower()}
+        return self._json("GET", f"/api/studies/{slug}/report", params)
+
+    def items(self, slug: str) -> pd.DataFrame:
+        """Every item: item, domain, response_id, system, gold_label, payload (all pages of the item list)."""
+        rows: list[dict[str, Any]] = []
+        page: str | None = f"/api/studies/{slug}/items/"
+        while page:
+            answer = self._json("GET", page)
+            rows += answer["results"]
+            page = answer.get("next")
+        frame = pd.DataFrame(rows, columns=["id", "domain", "response_id", "system", "gold", "payload"])
+        return frame.rename(columns={"id": "item", "gold": "gold_label"})
+
+    def annotations(self, slug: str) -> pd.DataFrame:
+        """One row per annotation, the export's columns (README, File formats).
+
+        A study too big to stream is exported in the background: the client
+        starts the job, waits for it and downloads the file.
+        """
+        try:
+            text = self._request("GET", f"/api/studies/{slug}/annotations/export", {"format": "jsonl"})
+        except ClaimlabError as exc:
+            if exc.status != 400 or "too many to stream" not in exc.detail:
+                raise
+            text = self._background_export(slug)
+        return pd.read_json(io.BytesIO(text), lines=True, dtype=False) if text.strip() else pd.DataFrame()
+
+    def _background_export(self, slug: str) -> bytes:
+        job = self._json("POST", f"/api/studies/{slug}/exports", body={"format": "jsonl"})
+        while job["status"] not in ("succeeded", "failed"):
+            if job.get("stuck"):
+                raise ClaimlabError(503, "the export is stuck: no background worker is running it")
+            time.sleep(self.poll_seconds)
+            job = self._json("GET", f"/api/studies/{slug}/exports/{job['id']}")
+        if job["status"] != "succeeded":
+            raise ClaimlabError(500, f"the export failed: {job.get('error') or 'no reason given'}")
+        return self._request("GET", job["download_url"])
+
+    def labels(self, slug: str, *, include_gold_items: bool = False) -> pd.DataFrame:
+        """The labels as a long table for ``metaeval.stats``: item, annotator, label, domain, gold_label,
+        reference_label (the strict majority of the item's labels, as in the report; None without one).
+
+        Items with a gold label are left out unless ``include_gold_items``
+        (the report leaves them out of agreement).
+        """
+        frame = self.annotations(slug)
+        columns = ["item", "annotator", "label", "domain"]
+        if frame.empty:
+            return pd.DataFrame(columns=[*columns, "gold_label", "reference_label"])
+        frame = frame.loc[frame["label"].fillna("") != "", columns].astype({"item": str, "annotator": str})
+        gold = self.items(slug).set_index("item")["gold_label"].fillna("")
+        frame["gold_label"] = frame["item"].map(gold).fillna("")
+        if not include_gold_items:
+            frame = frame.loc[frame["gold_label"] == ""]
+        reference = majority_vote(frame[["item", "annotator", "label"]]).labels() if len(frame) else pd.Series()
+        frame["reference_label"] = frame["item"].map(reference).astype(object)
+        frame["reference_label"] = frame["reference_label"].where(frame["reference_label"].notna(), None)
+        return frame.reset_index(drop=True)

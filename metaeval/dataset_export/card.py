@@ -1,0 +1,224 @@
+"""The dataset card (README.md): a YAML header the Hub reads, then what a reader needs to use the data.
+
+The header declares the configs and their parquet files, each config's
+features and split sizes, the licence, and under ``claimlab`` the label
+vocabulary, the annotator count and the agreement figures of the study
+report (``metaeval.reporting.agreement``, same numbers as the report).
+YAML is written by hand (strings JSON-quoted, which YAML reads as they are)
+so the card needs no YAML library.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from annotation.models import Study
+from metaeval import selectors
+from metaeval.reporting.agreement import agreement_sections
+from metaeval.reporting.options import ReportOptions
+
+from .tables import Tables
+
+__all__ = ["AGREEMENT_FIGURES", "agreement_figures", "dataset_card", "features", "to_yaml"]
+
+AGREEMENT_FIGURES = (
+    "fleiss_kappa",
+    "fleiss_kappa_generalized",
+    "krippendorff_alpha",
+    "percent_agreement",
+    "gwet_ac1",
+    "mean_cohen_kappa",
+)
+UNKNOWN_LICENSE = "other"
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def to_yaml(value: Any, indent: int = 0) -> str:
+    """Block-style YAML of dicts, lists and scalars."""
+    pad = " " * indent
+    lines: list[str] = []
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(item, Mapping | list | tuple) and item:
+                lines.append(f"{pad}{key}:")
+                lines.append(to_yaml(item, indent + 2))
+            else:
+                empty = "{}" if isinstance(item, Mapping) else "[]" if isinstance(item, list | tuple) else None
+                lines.append(f"{pad}{key}: {empty or _scalar(item)}")
+    elif isinstance(value, list | tuple):
+        for item in value:
+            if isinstance(item, Mapping | list | tuple) and item:
+                nested = to_yaml(item, indent + 2).lstrip()
+                lines.append(f"{pad}- {nested}")
+            else:
+                lines.append(f"{pad}- {_scalar(item)}")
+    else:
+        lines.append(pad + _scalar(value))
+    return "\n".join(lines)
+
+
+def _dtype(arrow: pa.DataType) -> dict[str, Any]:
+    if pa.types.is_list(arrow):
+        return {"sequence": _dtype(arrow.value_type)["dtype"]}
+    names = {pa.string(): "string", pa.int64(): "int64", pa.float64(): "float64", pa.bool_(): "bool"}
+    return {"dtype": names.get(arrow, str(arrow))}
+
+
+def features(schema: pa.Schema) -> list[dict[str, Any]]:
+    """The Hub's ``dataset_info.features`` for an Arrow schema."""
+    return [{"name": column.name, **_dtype(column.type)} for column in schema]
+
+
+def agreement_figures(study: Study, *, n_resamples: int = 1000) -> dict[str, Any]:
+    """The report's agreement coefficients (value, 95% interval, items) on the non-gold labels."""
+    labels = selectors.label_frame(study, include_gold=True)
+    agreed = labels.loc[labels["gold_label"] == ""]
+    if agreed.empty:
+        return {"reason": "no labels on items without a gold label"}
+    summary = agreement_sections(agreed, study, ReportOptions(n_resamples=n_resamples))["agreement"]
+    out: dict[str, Any] = {}
+    for name in AGREEMENT_FIGURES:
+        estimate = summary.get(name)
+        if estimate is None:
+            continue
+        if hasattr(estimate, "to_dict"):
+            estimate = estimate.to_dict()
+        out[name] = {
+            "value": estimate.get("value"),
+            "ci_95": list(estimate["ci"]) if estimate.get("ci") else None,
+            "n_items": estimate.get("n_items"),
+            **({"reason": estimate["reason"]} if estimate.get("reason") else {}),
+        }
+    return out
+
+
+def _config(name: str, *, default: bool = False) -> dict[str, Any]:
+    entry: dict[str, Any] = {"config_name": name, "data_files": [{"split": "train", "path": f"data/{name}/*.parquet"}]}
+    if default:
+        entry["default"] = True
+    return entry
+
+
+def _info(name: str, table: pa.Table) -> dict[str, Any]:
+    return {
+        "config_name": name,
+        "features": features(table.schema),
+        "splits": [{"name": "train", "num_examples": table.num_rows}],
+    }
+
+
+def _figure_lines(figures: Mapping[str, Any]) -> list[str]:
+    if "reason" in figures:
+        return [f"Agreement: not available ({figures['reason']})."]
+    lines = ["| coefficient | value | 95% interval | items |", "|---|---|---|---|"]
+    for name, figure in figures.items():
+        value = "undefined" if figure["value"] is None else f"{figure['value']:.3f}"
+        interval = "" if not figure["ci_95"] else f"[{figure['ci_95'][0]:.3f}, {figure['ci_95'][1]:.3f}]"
+        lines.append(f"| {name} | {value} | {interval} | {figure['n_items']} |")
+    return lines
+
+
+def dataset_card(
+    study: Study, tables: Tables, configs: Sequence[tuple[str, pa.Table]], *, license: str, figures: Mapping[str, Any]
+) -> str:
+    """README.md: YAML header, then description, configs, label vocabulary, agreement, caveats."""
+    header: dict[str, Any] = {
+        "license": license or UNKNOWN_LICENSE,
+        "pretty_name": study.name,
+        "configs": [_config(name, default=name == "annotations") for name, _ in configs],
+        "dataset_info": [_info(name, table) for name, table in configs],
+        "claimlab": {
+            "study": study.slug,
+            "kind": study.kind,
+            "label_vocabulary": list(study.labels),
+            "systems": list(study.systems),
+            "annotators_per_item": study.annotators_per_item,
+            "n_annotators": tables.n_annotators,
+            "n_items": tables.items.num_rows,
+            "n_annotations": tables.annotations.num_rows,
+            "reference_label": "strict majority: the label given by more than half of an item's labels; "
+            "null otherwise (ties, splits)",
+            "agreement": dict(figures),
+        },
+    }
+    if tables.pair_counts is not None:
+        header["claimlab"]["preference_pairs_left_out"] = tables.pair_counts.as_dict()
+    body = [
+        "---",
+        to_yaml(header),
+        "---",
+        "",
+        f"# {study.name}",
+        "",
+        f"Exported from Claimlab study `{study.slug}` ({study.get_kind_display().lower()}): "
+        f"{tables.items.num_rows} items, {tables.annotations.num_rows} annotations by "
+        f"{tables.n_annotators} annotators (pseudonyms), {study.annotators_per_item} per item.",
+        "",
+        "## Licence",
+        "",
+        (
+            f"`{license}`, as stated by whoever exported the study."
+            if license and license != UNKNOWN_LICENSE
+            else "Unknown (`other`): the exporter stated no licence. Check the licences of the source texts "
+            "and of the labels before sharing this dataset."
+        ),
+        "",
+        "## Configs",
+        "",
+        "- `annotations` (default): one row per (item, annotator), the columns of Claimlab's CSV/JSONL "
+        "export; `label` is the canonical label, `raw_label` what was given.",
+        "- `items`: one row per item with its content, `annotators` and `labels` (same order), "
+        "`reference_label` (strict majority: more than half of the item's labels, else null, so ties are null) "
+        "and `adjudicated_label` (null: this study has no adjudication).",
+    ]
+    if tables.pairs is not None and tables.pair_counts is not None:
+        left_out = tables.pair_counts
+        body += [
+            "- `preference_pairs`: TRL-style `prompt` / `chosen` / `rejected` rows, one per item whose "
+            "judgements have a majority direction (more than half prefer the same system, whatever the "
+            "strength). `prompt` is the item's question and text, `chosen` the preferred system's claims "
+            "one per line, `rejected` the other list. Left out: "
+            f"{left_out.ties} ties, {left_out.both_bad} both bad, {left_out.no_majority} without a majority, "
+            f"{left_out.unlabelled} unlabelled, {left_out.missing_list} with a missing list.",
+        ]
+    body += [
+        "",
+        "## Label vocabulary",
+        "",
+        ", ".join(f"`{label}`" for label in study.labels)
+        + (
+            f" (a = `{study.systems[0]}`, b = `{study.systems[1]}`)."
+            if study.is_preference and len(study.systems) == 2
+            else "."
+        ),
+        "",
+        "## Agreement",
+        "",
+        "From Claimlab's report of the study (labels on items without a gold label; 95% percentile "
+        "bootstrap intervals over items, 1,000 resamples, seeded):",
+        "",
+        *_figure_lines(figures),
+        "",
+        "## Loading",
+        "",
+        "```python",
+        "from datasets import load_dataset",
+        'annotations = load_dataset("parquet", data_dir="data/annotations")["train"]',
+        'items = load_dataset("parquet", data_dir="data/items")["train"]',
+        "```",
+        "",
+    ]
+    return "\n".join(body)

@@ -1,0 +1,68 @@
+"""Writing the dataset folder whole or not at all."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from annotation.models import Study
+from annotation.services.errors import ServiceError
+
+from .card import UNKNOWN_LICENSE, agreement_figures, dataset_card
+from .tables import PairCounts, build_tables
+
+__all__ = ["DatasetExport", "write_hf_dataset"]
+
+FILE_NAME = "train-00000-of-00001.parquet"
+
+
+@dataclass(frozen=True)
+class DatasetExport:
+    """What was written: the folder and the rows per config."""
+
+    folder: Path
+    rows: dict[str, int]
+    pairs_left_out: PairCounts | None
+
+
+def write_hf_dataset(
+    study: Study, folder: Path, *, license: str = UNKNOWN_LICENSE, n_resamples: int = 1000
+) -> DatasetExport:
+    """Write ``folder`` (new or empty) as a Hugging Face dataset: ``data/<config>/*.parquet`` and README.md.
+
+    Everything is written into a sibling ``.partial`` folder first and moved
+    into place at the end, so a failed export leaves nothing behind.
+    """
+    folder = Path(folder)
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise ServiceError(f"{folder} exists and is not an empty folder; choose a new folder")
+    if not folder.parent.exists():
+        raise ServiceError(f"the folder {folder.parent} does not exist")
+    license = (license or "").strip() or UNKNOWN_LICENSE
+    tables = build_tables(study)
+    configs: list[tuple[str, pa.Table]] = [("annotations", tables.annotations), ("items", tables.items)]
+    if tables.pairs is not None:
+        configs.append(("preference_pairs", tables.pairs))
+    card = dataset_card(
+        study, tables, configs, license=license, figures=agreement_figures(study, n_resamples=n_resamples)
+    )
+    partial = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        for name, table in configs:
+            target = partial / "data" / name
+            target.mkdir(parents=True)
+            pq.write_table(table, target / FILE_NAME)
+        (partial / "README.md").write_text(card, encoding="utf-8")
+        if folder.exists():
+            folder.rmdir()
+        partial.rename(folder)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return DatasetExport(
+        folder=folder, rows={name: table.num_rows for name, table in configs}, pairs_left_out=tables.pair_counts
+    )
