@@ -8,6 +8,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+
 def with_annotation_leaf(target: tuple[str, str]) -> list[tuple[str, str]]:
     """`target`, with the annotation app fully migrated: the historical Study must have every
     column the database has (a later NOT NULL column missing from it would fail the insert)."""
