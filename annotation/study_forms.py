@@ -79,6 +79,11 @@ class StudySettingsForm(forms.Form):
     irrelevant_in_credibility = forms.BooleanField(
         required=False, label="Count 'irrelevant' passages in the credibility denominator (report)"
     )
+    gold_in_agreement = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Count items with a gold label in agreement (off: gold items only score annotators)",
+    )
     instructions = forms.CharField(
         required=False,
         max_length=MAX_INSTRUCTIONS,
@@ -131,6 +136,7 @@ class StudySettingsForm(forms.Form):
             "justification_required": study.justification_required,
             "evidence_judgements": study.evidence_judgements,
             "irrelevant_in_credibility": study.irrelevant_in_credibility,
+            "gold_in_agreement": study.gold_in_agreement,
             "instructions": study.instructions,
         }
 

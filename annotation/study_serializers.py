@@ -45,6 +45,7 @@ class StudySettingsSerializer(StrictSerializer):
     tie_allowed = serializers.BooleanField(required=False, default=True)
     both_bad_allowed = serializers.BooleanField(required=False, default=False)
     irrelevant_in_credibility = serializers.BooleanField(required=False, default=False)
+    gold_in_agreement = serializers.BooleanField(required=False, default=True)
 
 
 class StudyCreateSerializer(StudySettingsSerializer):

@@ -54,6 +54,7 @@ EDITABLE_FIELDS: tuple[str, ...] = (
     "tie_allowed",
     "both_bad_allowed",
     "irrelevant_in_credibility",
+    "gold_in_agreement",
 )
 
 #: Once a study holds an annotation these would change what the stored labels mean
@@ -353,6 +354,7 @@ def update_study(*, study: Study, changes: Mapping[str, Any], user: User | None 
         "tie_allowed",
         "both_bad_allowed",
         "irrelevant_in_credibility",
+        "gold_in_agreement",
     ):
         if not isinstance(final[flag], bool):
             raise ServiceError(f"{flag} must be true or false")
@@ -463,6 +465,7 @@ def duplicate_study(
         tie_allowed=study.tie_allowed,
         both_bad_allowed=study.both_bad_allowed,
         irrelevant_in_credibility=study.irrelevant_in_credibility,
+        gold_in_agreement=study.gold_in_agreement,
         status=Status.DRAFT,
         created_by=user,
     )

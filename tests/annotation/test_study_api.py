@@ -115,3 +115,19 @@ def test_the_schema_describes_the_study_routes(client):
     paths = get_schema(client)["paths"]
     assert "post" in paths["/api/studies/"] and "patch" in paths["/api/studies/{slug}/"]
     assert "post" in paths["/api/studies/{slug}/status"] and "post" in paths["/api/studies/{slug}/duplicate"]
+
+
+def test_gold_in_agreement_is_set_at_creation_and_changed_later_with_a_record(
+    client, researcher, loaded_verification_study
+):
+    """A report option, not a label rule: it may change after the first annotation, logged."""
+    client.force_login(researcher)
+    response = create(client, gold_in_agreement=False)
+    assert response.status_code == 201, response.json()
+    assert Study.objects.get(slug="api-study").gold_in_agreement is False
+    url = reverse("api-study-detail", args=["verif"])
+    response = client.patch(url, {"gold_in_agreement": False}, content_type="application/json")
+    assert response.status_code == 200, response.json()
+    assert Study.objects.get(slug="verif").gold_in_agreement is False
+    change = StudyChange.objects.get(study__slug="verif", field="gold_in_agreement")
+    assert (change.old_value, change.new_value, change.changed_by) == (True, False, researcher)

@@ -8,7 +8,8 @@ from metaeval.verifiers.presets import PRESETS, ParseResult, Preset, get_preset
 
 from .evidence import CLAIM, CONTEXT, EVIDENCE
 
-CLAIM_LEVEL = [preset_id for preset_id, preset in PRESETS.items() if not preset.evidence_level]
+# Per-claim presets (the pairwise judge reads an item's two claim lists: tests/verifiers_run/test_pairwise_judge.py).
+CLAIM_LEVEL = [preset_id for preset_id, preset in PRESETS.items() if not preset.evidence_level and not preset.pairwise]
 
 
 def test_registry_holds_the_issue_ids_and_wice():
@@ -21,6 +22,7 @@ def test_registry_holds_the_issue_ids_and_wice():
         "ragas",
         "custom",
         "wice",
+        "pairwise_judge",
     }
     assert all(preset.id == preset_id for preset_id, preset in PRESETS.items())
 

@@ -84,7 +84,9 @@ PAIRWISE_JUDGE = Preset(
         "/ much better). Every item is asked twice, each list once as List 1; each verdict is turned into system "
         "space (-2 = A much better ... +2 = B much better) and the two are added: -4..-3 A strong, -2..-1 A slight, "
         "0 tie, 1..2 B slight, 3..4 B strong (opposite verdicts cancel to a tie). Both verdicts are kept; where "
-        "they disagree on the winner the judge is position-inconsistent on that item. Prompt wording is ours."
+        "they disagree on the winner the judge is position-inconsistent on that item. Asking in both orders "
+        "follows Zheng et al. (2023), Judging LLM-as-a-Judge with MT-Bench and Chatbot Arena, arXiv:2306.05685, "
+        "which measured LLM judges' position bias. Prompt wording is ours."
     ),
     render=_no_claim_render,
     parse=parse_pairwise,
