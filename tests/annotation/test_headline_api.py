@@ -32,21 +32,21 @@ class Api:
     """A token-authenticated JSON client, as a script would use the API."""
 
     def __init__(self, client: Client, token: str) -> None:
-        self.client, self.headers = client, {"HTTP_AUTHORIZATION": f"Token {token}"}
+        self.client, self.headers = client, {"Authorization": f"Token {token}"}
 
-    def post(self, path: str, body: dict | None = None, **extra):
-        return self.client.post(path, json.dumps(body or {}), content_type="application/json", **self.headers, **extra)
+    def post(self, path: str, body: dict | None = None):
+        return self.client.post(path, json.dumps(body or {}), content_type="application/json", headers=self.headers)
 
     def patch(self, path: str, body: dict):
-        return self.client.patch(path, json.dumps(body), content_type="application/json", **self.headers)
+        return self.client.patch(path, json.dumps(body), content_type="application/json", headers=self.headers)
 
     def get(self, path: str):
-        return self.client.get(path, **self.headers)
+        return self.client.get(path, headers=self.headers)
 
     def upload(self, path: str, name: str, body: bytes):
         upload = io.BytesIO(body)
         upload.name = name
-        return self.client.post(path, {"file": upload}, **self.headers)
+        return self.client.post(path, {"file": upload}, headers=self.headers)
 
 
 def token_for(client: Client, username: str) -> str:
