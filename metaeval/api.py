@@ -35,6 +35,11 @@ class StudyReport(StudyScoped, APIView):
             OpenApiParameter(
                 "exclude_source_type", str, many=True, description="Credibility: leave out these evidence source types."
             ),
+            OpenApiParameter(
+                "k",
+                OpenApiTypes.INT,
+                description="VeriScore F1@K with this K (1..100000); default: the median per domain.",
+            ),
         ],
         responses=ReportSerializer,
     )

@@ -13,6 +13,7 @@ from annotation.models import Study
 from metaeval import selectors
 from metaeval.verifiers.pairwise_report import pairwise_judge_report
 from metaeval.verifiers.report import verifier_report
+from metaeval.verifiers.selectors import verifier_verdicts
 
 from .agreement import agreement_sections, categories_for
 from .disagreements import disagreements
@@ -68,7 +69,11 @@ def build_report(study: Study, options: ReportOptions | None = None) -> dict[str
     report.update(agreement_sections(agreed, study, options))
     report["preference"] = preference_section(agreed, study, options)
     evidence = selectors.evidence_frame(study) if not study.is_preference else None
-    report["scores"] = scores_section(labels, items, evidence, study, options) if evidence is not None else None
+    report["scores"] = (
+        scores_section(labels, items, evidence, study, options, verifier_verdicts(study))
+        if evidence is not None
+        else None
+    )
     report["disagreements"] = disagreements(agreed)
     report["n_disagreements"] = len(report["disagreements"])
     report["verifiers"] = verifier_report(study, n_resamples=options.n_resamples, seed=options.seed)

@@ -95,8 +95,9 @@ def _score_lines(scores: dict[str, Any] | None) -> Iterator[Line]:
     if scores.get("available") is False:
         yield "scores", "all", "unavailable", None, None, None, None, scores["reason"]
         return
-    for source in ("human", "gold"):
-        block = scores[source]
+    sources = [("human", scores["human"]), ("gold", scores["gold"])]
+    sources += [(f"verifier:{name}", block) for name, block in scores.get("verifiers", {}).items()]
+    for source, block in sources:
         if block.get("available") is False:
             yield f"scores_{source}", "all", "unavailable", None, None, None, None, block["reason"]
             continue

@@ -101,6 +101,10 @@ def report_context(
         "preference": _preference_context(report["preference"]),
         "human_scores": _score_context(scores["human"]) if scores else None,
         "gold_scores": _score_context(scores["gold"]) if scores else None,
+        "verifier_scores": [
+            {"name": name, "block": block, "tables": _score_context(block)}
+            for name, block in (scores.get("verifiers", {}) if scores else {}).items()
+        ],
         "credibility_rows": (
             credibility_rows(credibility) if credibility and credibility.get("available") is not False else None
         ),

@@ -25,8 +25,10 @@ class ReportOptions:
     """``by_domain`` / ``binary`` add those sections (the CLI's flags).
 
     ``source_types`` keeps only those evidence source types in credibility
-    (None = all); ``exclude_source_types`` drops some. Bootstrap settings are
-    fixed by default so that the same data always gives the same intervals.
+    (None = all); ``exclude_source_types`` drops some. ``k`` fixes VeriScore's
+    K (None: the median number of countable claims per response, per domain),
+    e.g. to compare with a file's own F1@K. Bootstrap settings are fixed by
+    default so that the same data always gives the same intervals.
     """
 
     by_domain: bool = False
@@ -36,8 +38,11 @@ class ReportOptions:
     seed: int = 0
     source_types: tuple[str, ...] | None = None
     exclude_source_types: tuple[str, ...] = ()
+    k: int | None = None
 
     def __post_init__(self) -> None:
+        if self.k is not None and not 1 <= self.k <= 100_000:
+            raise ValueError("k must be between 1 and 100,000")
         if not 0 <= self.n_resamples <= 100_000:
             raise ValueError("n_resamples must be between 0 and 100,000")
         if not 0 < self.confidence < 1:
@@ -57,7 +62,7 @@ def _split(values: list[str]) -> tuple[str, ...]:
 def options_from_query(
     query: Mapping[str, Any], *, by_domain: bool | None = None, binary: bool | None = None
 ) -> ReportOptions:
-    """Options from a GET query (``by_domain``, ``binary``, ``source_type``, ``exclude_source_type``).
+    """Options from a GET query (``by_domain``, ``binary``, ``source_type``, ``exclude_source_type``, ``k``).
 
     ``source_type`` and ``exclude_source_type`` may repeat or hold commas.
     ``by_domain`` / ``binary`` arguments override the query (the page always
@@ -75,7 +80,11 @@ def options_from_query(
         return list(getlist(name)) if getlist else ([query[name]] if name in query else [])
 
     included = _split(many("source_type"))
+    raw_k = str(query.get("k", "")).strip()
+    if raw_k and not (raw_k.isdigit() and 1 <= int(raw_k) <= 100_000):
+        raise InvalidOption("k", f"k must be a whole number from 1 to 100,000, got {query.get('k')!r}")
     return ReportOptions(
+        k=int(raw_k) if raw_k else None,
         by_domain=flag("by_domain") if by_domain is None else by_domain,
         binary=flag("binary") if binary is None else binary,
         source_types=included or None,

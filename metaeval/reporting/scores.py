@@ -85,6 +85,7 @@ def _score_block(
         unsupported=unsupported,
         excluded=excluded,
         responses=responses,
+        k=options.k,
         n_resamples=options.n_resamples,
         seed=options.seed,
         confidence=options.confidence,
@@ -114,9 +115,15 @@ def _credibility(evidence: pd.DataFrame, unreadable: int, study: Study, options:
 
 
 def scores_section(
-    labels: pd.DataFrame, items: pd.DataFrame, evidence: tuple[pd.DataFrame, int], study: Study, options: ReportOptions
+    labels: pd.DataFrame,
+    items: pd.DataFrame,
+    evidence: tuple[pd.DataFrame, int],
+    study: Study,
+    options: ReportOptions,
+    verifier_labels: dict[str, pd.Series] | None = None,
 ) -> dict[str, Any] | None:
-    """FActScore, VeriScore F1@K and RAGAS faithfulness from human and gold verdicts, and credibility."""
+    """FActScore, VeriScore F1@K and RAGAS faithfulness from human, gold and each verifier's verdicts,
+    and credibility. `verifier_labels`: per verifier name, its label by item id (None: no verdict)."""
     if study.is_preference:
         return None
     if not study.binary_map:
@@ -153,5 +160,13 @@ def scores_section(
         }
     else:
         out["gold"] = unavailable("no item has a gold label")
+    out["verifiers"] = {
+        name: {
+            "verdict": "the verifier's label; claims it has no readable label for have no verdict",
+            "n_claims_predicted": int(predicted.notna().sum()),
+            **_score_block(claims.assign(label=claims["item"].map(predicted)), roles, options, responses),
+        }
+        for name, predicted in (verifier_labels or {}).items()
+    }
     out["credibility"] = _credibility(*evidence, study, options)
     return out

@@ -123,6 +123,19 @@ def current_predictions(study: Study) -> pd.DataFrame:
     return frame.drop_duplicates(subset=["verifier_id", "item"], keep="first").reset_index(drop=True)
 
 
+def verifier_verdicts(study: Study) -> dict[str, pd.Series]:
+    """Per verifier with predictions (by name), its current label by item id; None where it has none
+    readable. What the report's factuality scores from verifiers count. One query."""
+    rows = (
+        Prediction.objects.filter(verifier__study=study)
+        .order_by("verifier__name", "item_id", "-pk")
+        .values_list("verifier__name", "item__external_id", "label")
+    )
+    frame = pd.DataFrame.from_records(list(rows), columns=["verifier", "item", "label"])
+    frame = frame.drop_duplicates(subset=["verifier", "item"], keep="first")
+    return {str(name): group.set_index("item")["label"] for name, group in frame.groupby("verifier", sort=True)}
+
+
 def human_reference(study: Study) -> tuple[pd.DataFrame, str]:
     """(long label table item/annotator/label, source): the study's human labels, or its gold labels if none.
 

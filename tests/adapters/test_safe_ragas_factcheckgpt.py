@@ -13,6 +13,9 @@ from annotation.models import Annotation, Item, Study
 from annotation.services import create_study
 from metaeval import stats
 from metaeval.models import Prediction
+from metaeval.reporting import ReportOptions, build_report
+from metaeval.reporting.csv_format import report_csv
+from metaeval.reporting.html_format import report_html
 
 from .conftest import jsonl_text, refused, run, sample, stored, write
 
@@ -94,6 +97,17 @@ def test_safe_results_become_items_and_predictions_whose_f1_is_the_files(verific
     by_response = {entry["response_id"]: entry["f1_at_k"] for entry in scores["per_response"]}
     for number, prompt in enumerate(result["per_prompt_data"], start=1):
         assert by_response[f"safe-{number}-side2"] == pytest.approx(prompt["side2_posthoc_eval_data"]["f1_-1"])
+    # The report's factuality scores from the verifier, with K fixed as the file's (same numbers).
+    report = build_report(verification, ReportOptions(k=100))
+    (verifier,) = report["scores"]["verifiers"].values()
+    assert verifier["n_claims_predicted"] == 5 + 12 + 2
+    from_report = {entry["response_id"]: entry["f1_at_k"] for entry in verifier["per_response"]}
+    assert from_report == pytest.approx(by_response)
+    files = [prompt["side2_posthoc_eval_data"]["f1_-1"] for prompt in result["per_prompt_data"]]
+    assert verifier["veriscore"]["overall"]["f1_at_k"]["value"] == pytest.approx(sum(files) / len(files))
+    name = next(iter(report["scores"]["verifiers"]))
+    assert f"scores_verifier:{name}" in report_csv(report)
+    assert f"From verifier {name}" in report_html(verification, report)
 
 
 def test_the_constructed_skeleton_itself_imports(verification):

@@ -28,6 +28,9 @@ class Command(BaseCommand):
         parser.add_argument("--binary", action="store_true", help="add agreement on the binary collapse")
         parser.add_argument("--source-types", metavar="A,B", help="credibility: only these evidence source types")
         parser.add_argument("--exclude-source-types", metavar="A,B", help="credibility: leave out these types")
+        parser.add_argument(
+            "--k", type=int, metavar="K", help="VeriScore F1@K with this K (default: the median per domain)"
+        )
         parser.add_argument("--output", metavar="FILE", help="write here instead of standard output")
 
     def handle(self, *args, **options) -> None:
@@ -37,6 +40,7 @@ class Command(BaseCommand):
             binary=options["binary"],
             source_types=_types(options["source_types"]) or None,
             exclude_source_types=_types(options["exclude_source_types"]),
+            k=options["k"],
         )
         report = build_report(study, report_options)
         fmt = options["format"]
