@@ -1,4 +1,4 @@
-"""Factcheck-GPT / Factcheck-Bench (Wang et al., 2023): the benchmark JSONL, Factbench.jsonl and subtask 4.
+"""Factcheck-GPT / Factcheck-Bench (Wang et al., 2023): the benchmark JSONL, Factbench.jsonl, subtasks 3 and 4.
 
 Benchmark: per document, per sentence, the claims with their automatically
 retrieved evidence and the annotators' stance on each passage and label of
@@ -11,6 +11,14 @@ of one annotation by ``factcheck-bench`` (its label being the claim's label):
 
 Claim labels: true -> supported, false -> contradicted, "unknown" /
 "not_enough_evidence" -> inconclusive (through the study's labels and aliases).
+
+Subtask 3 (one claim, one evidence passage, the annotators' stance) becomes a
+verification item of that claim with that one passage: its stance is the
+passage's judgement (above) and gives the item's gold label and the label of
+the ``factcheck-bench`` annotation: completely-support -> supported, refute ->
+contradicted, partially-support and irrelevant -> inconclusive (the passage
+alone neither confirms nor refutes the claim). Subtasks 1, 2 (check-worthiness)
+and 5 (revisions) hold no verification labels and are refused.
 """
 
 from __future__ import annotations
@@ -26,6 +34,13 @@ STANCES = {
     "partially-support": "support",
     "refute": "not_support",
     "irrelevant": "irrelevant",
+}
+#: Subtask 3: what one passage's stance says about the claim, as a verification label.
+STANCE_LABELS = {
+    "completely-support": ("supported", "true", "S"),
+    "refute": ("contradicted", "unsupported", "false", "NS"),
+    "partially-support": ("inconclusive", "unknown"),
+    "irrelevant": ("inconclusive", "unknown"),
 }
 CLAIM_LABELS = {
     "true": ("supported", "true", "S"),
@@ -44,7 +59,7 @@ def _claim_label(value: Any, context: Context) -> str | None:
 
 class FactcheckGPTAdapter(Adapter):
     name = "factcheckgpt"
-    title = "Factcheck-GPT benchmark / Factbench / subtask 4 JSONL"
+    title = "Factcheck-GPT benchmark / Factbench / subtask 3 and 4 JSONL"
     targets = (ITEMS, ANNOTATIONS)
 
     def convert(self, source: SourceFile, target: str, context: Context) -> Yield:
@@ -61,6 +76,8 @@ class FactcheckGPTAdapter(Adapter):
                 yield from _document(line, record, target, context, system)
             elif isinstance(record.get("claims"), list):
                 yield from _factbench(line, record, target, context, system)
+            elif isinstance(record.get("claim"), str) and "stance" in record:
+                yield from _stance(line, record, target, context, system)
             elif isinstance(record.get("claim"), str) and "label" in record:
                 label = _claim_label(record["label"], context)
                 if label is None:
@@ -73,9 +90,48 @@ class FactcheckGPTAdapter(Adapter):
                     )
             else:
                 yield origin.error(
-                    "is not a Factcheck-GPT benchmark document (sentences), Factbench line (claims) "
-                    "or subtask 4 line (claim, label)"
+                    "is not a Factcheck-GPT benchmark document (sentences), Factbench line (claims), "
+                    "subtask 3 line (claim, evidence, stance) or subtask 4 line (claim, label)"
                 )
+
+
+def _stance(line: int, record: dict[str, Any], target: str, context: Context, system: str) -> Yield:
+    """A subtask 3 line: one claim with one passage and its stance."""
+    origin = Origin(line)
+    stance, evidence = record["stance"], record.get("evidence")
+    if stance not in STANCES:
+        yield origin.error(f"must be one of {', '.join(STANCES)}, got {stance!r}", "stance")
+        return
+    if not isinstance(evidence, str) or not evidence.strip():
+        yield origin.error("must be the evidence passage's text", "evidence")
+        return
+    label = context.label(*STANCE_LABELS[stance])
+    if label is None:
+        yield origin.error(f"stance {stance!r} needs one of the labels {', '.join(STANCE_LABELS[stance])}", "stance")
+        return
+    item_id = f"fcgpt-stance-{line}"
+    if target == ITEMS:
+        yield Converted(
+            ITEMS,
+            origin,
+            {
+                "id": item_id,
+                "claim": record["claim"],
+                "system": system,
+                "gold": label,
+                "evidence": [{"text": evidence, "source_type": "web"}],
+            },
+        )
+    yield Converted(
+        ANNOTATIONS,
+        origin,
+        {
+            "item": item_id,
+            "annotator": ANNOTATOR,
+            "label": label,
+            "evidence_judgements": [{"index": 0, "judgement": STANCES[stance]}],
+        },
+    )
 
 
 def _factbench(line: int, record: dict[str, Any], target: str, context: Context, system: str) -> Yield:

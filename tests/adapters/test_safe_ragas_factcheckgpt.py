@@ -24,6 +24,7 @@ RAGAS = sample("ragas", "ragas_evaluation_dataset_example_docs_howtos_observabil
 BENCHMARK = sample("factcheckgpt", "factcheckgpt_benchmark_lines1_94.jsonl")
 FACTBENCH = sample("factcheckgpt", "factbench_lines1_51_235_329_330.jsonl")
 SUBTASK4 = sample("factcheckgpt", "factcheckgpt_subtask4_claim_factuality_first3.jsonl")
+SUBTASK3 = sample("factcheckgpt", "factcheckgpt_subtask3_claim_evidence_stance_first3.jsonl")
 
 
 @pytest.fixture
@@ -238,6 +239,31 @@ def test_factbench_and_subtask4_lines_carry_gold_labels(ternary):
             "supported",
         ][: Item.objects.filter(study=other).count()]
     )
+
+
+def test_subtask3_stances_become_one_passage_items_with_their_judgement(ternary, tmp_path):
+    run("import_items", "fc", str(SUBTASK3), "--from", "factcheckgpt")
+    lines = [json.loads(line) for line in SUBTASK3.read_text().splitlines()]
+    verdict = {
+        "completely-support": ("supported", "support"),
+        "refute": ("contradicted", "not_support"),
+        "partially-support": ("inconclusive", "support"),
+        "irrelevant": ("inconclusive", "irrelevant"),
+    }
+    items = list(Item.objects.filter(study=ternary).order_by("position"))
+    assert [(item.payload["claim"], item.payload["evidence"][0]["text"]) for item in items] == [
+        (line["claim"], line["evidence"]) for line in lines
+    ]
+    assert [item.gold_label for item in items] == [verdict[line["stance"]][0] for line in lines]
+    annotations = Annotation.objects.filter(assignment__study=ternary).order_by("assignment__item__position")
+    assert [(a.label, a.evidence_judgements[0]["judgement"]) for a in annotations] == [
+        verdict[line["stance"]] for line in lines
+    ]
+    bad = write(tmp_path / "s3.jsonl", jsonl_text({**lines[0], "stance": "supports"}))
+    other = create_study(slug="s3", name="Subtask 3", kind="verification")
+    message = refused("import_items", "s3", str(bad), "--from", "factcheckgpt")
+    assert "line 1, field 'stance': must be one of completely-support, partially-support, refute, irrelevant" in message
+    assert stored(other) == (0, 0, 0)
 
 
 def test_a_bad_stance_names_the_sentence_and_claim(ternary, tmp_path):
