@@ -42,8 +42,13 @@ FACTSCORE_RULE = (
     "claims without a verdict are left out and counted). A system's FActScore is the mean over its answered "
     "responses that have at least one countable claim (Min et al. 2023). Responses that did not answer "
     "(abstained) are left out of the mean and reported as share_answered; an answered response with zero "
-    "countable claims has no score (null), is left out of the mean and counted in n_zero_claim."
+    "countable claims has no score (null), is left out of the mean and counted in n_zero_claim. "
+    "factscore_length_penalised is FActScore's reported `score` with its default length penalty "
+    "(gamma = 10): a response with n < 10 countable claims has its score multiplied by exp(1 - 10 / n); "
+    "the plain mean is FActScore's `init_score`."
 )
+#: FActScore's default length-penalty hyperparameter (factscorer.get_score, gamma=10).
+FACTSCORE_GAMMA = 10
 VERISCORE_RULE = (
     "Per response: precision = supported / countable claims, recall = min(supported / K, 1), F1@K = "
     "2PR / (P + R), and 0 when nothing is supported (Song et al. 2024). K is frozen per domain: given, or the "
@@ -231,15 +236,24 @@ def _factscore_values(counts: pd.DataFrame) -> np.ndarray:
     return np.where(valid, counts["supported"].to_numpy() / np.maximum(n, 1), np.nan)
 
 
+def _length_penalty(n_countable: np.ndarray) -> np.ndarray:
+    """FActScore's penalty for short responses: exp(1 - gamma / n) below gamma claims, else 1."""
+    n = n_countable.astype(np.float64)
+    with np.errstate(divide="ignore"):
+        return np.where(n < FACTSCORE_GAMMA, np.exp(1 - FACTSCORE_GAMMA / np.maximum(n, 1)), 1.0)
+
+
 def _factscore_group(rows: pd.DataFrame, score: np.ndarray, boot: Boot) -> dict[str, Any]:
     answered = rows["answered"].to_numpy()
     scored = ~np.isnan(score)
     tot = _totals(rows[answered])
     n_ans = int(answered.sum())
+    penalised = score * _length_penalty(rows["n_countable"].to_numpy())
+    reason = "no answered response has a countable claim"
     return {
-        "factscore": _mean_estimate(
-            score[scored], reason="no answered response has a countable claim", **boot
-        ).to_dict(),
+        "factscore": _mean_estimate(score[scored], reason=reason, **boot).to_dict(),
+        "factscore_length_penalised": _mean_estimate(penalised[scored], reason=reason, **boot).to_dict(),
+        "length_penalty_gamma": FACTSCORE_GAMMA,
         "n_responses": len(rows),
         "n_answered": n_ans,
         "share_answered": _ratio(n_ans, len(rows)),

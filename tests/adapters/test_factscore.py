@@ -75,21 +75,32 @@ def test_the_reports_factscore_equals_factscores_own_on_the_labelled_data(study)
     assert (human["n_responses"], human["n_answered"]) == (4, 3)
 
 
-def scorer_output(records: list[dict]) -> dict:
-    """FActScore's scorer output as factscorer.py writes it, on the human facts (the same facts)."""
+def scorer_output(records: list[dict], first_atoms: int | None = None) -> dict:
+    """FActScore's scorer output as factscorer.py writes it, on the human facts (the same facts);
+    `first_atoms` cuts the first answered bio to that many atoms (a short response)."""
     decisions = [
         None
         if r["annotations"] is None
         else [{"atom": f["text"], "is_supported": f["label"] == "S"} for f in human_facts(r)]
         for r in records
     ]
-    scores = [np.mean([d["is_supported"] for d in decision]) for decision in decisions if decision is not None]
+    if first_atoms is not None:
+        first = next(n for n, decision in enumerate(decisions) if decision is not None)
+        decisions[first] = decisions[first][:first_atoms]
+    # factscorer.get_score with its default gamma = 10, as FActScore computes it.
+    answered = [decision for decision in decisions if decision is not None]
+    init_scores = [np.mean([d["is_supported"] for d in decision]) for decision in answered]
+    gamma = 10
+    scores = [
+        score * (np.exp(1 - gamma / len(decision)) if len(decision) < gamma else 1.0)
+        for score, decision in zip(init_scores, answered, strict=True)
+    ]
     return {
         "score": float(np.mean(scores)),
         "respond_ratio": len(scores) / len(decisions),
         "decisions": decisions,
-        "num_facts_per_response": float(np.mean([len(d) for d in decisions if d is not None])),
-        "init_score": float(np.mean(scores)),
+        "num_facts_per_response": float(np.mean([len(d) for d in answered])),
+        "init_score": float(np.mean(init_scores)),
     }
 
 
@@ -113,11 +124,30 @@ def test_scorer_output_becomes_predictions_whose_factscore_is_the_files(study, t
     result = stats.factscore(rows, supported={"S"}, unsupported={"NS"}, responses=responses)
     assert result["per_system"]["ChatGPT"]["factscore"]["value"] == pytest.approx(output["init_score"])
     assert result["per_system"]["ChatGPT"]["share_answered"] == pytest.approx(output["respond_ratio"])
-    verifier = build_report(study, OPTIONS)["verifiers"]["factscore-retrieval+ChatGPT"]
+    report = build_report(study, OPTIONS)
+    # The report's factuality scores from this verifier are FActScore's own numbers, both of them.
+    from_verifier = report["scores"]["verifiers"]["factscore-retrieval+ChatGPT"]["factscore"]["per_system"]["ChatGPT"]
+    assert from_verifier["factscore"]["value"] == pytest.approx(output["init_score"])
+    assert from_verifier["factscore_length_penalised"]["value"] == pytest.approx(output["score"])
+    verifier = report["verifiers"]["factscore-retrieval+ChatGPT"]
     # The scorer is binary: its False on the 18 IR facts disagrees with the humans' IR, nothing else does.
     n_ir = sum(f["label"] == "IR" for r in labelled_records() if r["annotations"] for f in human_facts(r))
     assert (verifier["n"], verifier["n_disagreements"], n_ir) == (98, 18, 18)
     assert verifier["accuracy"]["value"] == pytest.approx(80 / 98)
+
+
+def test_the_length_penalised_factscore_is_the_files_score_for_a_short_response(study, tmp_path):
+    """A bio with 4 atoms is penalised exp(1 - 10/4), as FActScore does by default (gamma = 10)."""
+    run("import_items", "fs", str(LABELLED), "--from", "factscore", "--systems", "ChatGPT")
+    output = scorer_output(labelled_records(), first_atoms=4)
+    assert output["score"] != pytest.approx(output["init_score"])
+    path = write(tmp_path / "ChatGPT_factscore_output.json", json.dumps(output) + "\n")
+    run("import_predictions", "fs", str(path), "--from", "factscore", "--verifier", "short")
+    study.refresh_from_db()
+    scores = build_report(study, OPTIONS)["scores"]["verifiers"]["short"]["factscore"]["per_system"]["ChatGPT"]
+    assert scores["factscore"]["value"] == pytest.approx(output["init_score"])
+    assert scores["factscore_length_penalised"]["value"] == pytest.approx(output["score"])
+    assert scores["length_penalty_gamma"] == 10
 
 
 def test_scorer_atoms_that_are_no_item_are_refused(study, tmp_path):
