@@ -85,8 +85,8 @@ def scorer_output(records: list[dict], first_atoms: int | None = None) -> dict:
         for r in records
     ]
     if first_atoms is not None:
-        first = next(n for n, decision in enumerate(decisions) if decision is not None)
-        decisions[first] = decisions[first][:first_atoms]
+        first, kept = next((n, decision) for n, decision in enumerate(decisions) if decision is not None)
+        decisions[first] = kept[:first_atoms]
     # factscorer.get_score with its default gamma = 10, as FActScore computes it.
     answered = [decision for decision in decisions if decision is not None]
     init_scores = [np.mean([d["is_supported"] for d in decision]) for decision in answered]
