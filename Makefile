@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 export DJANGO_SETTINGS_MODULE ?= config.settings
 
-.PHONY: run test lint format lock bench demo-passwords install install-dev check clean
+.PHONY: run serve test lint format lock bench demo-passwords install install-dev check clean
 
 $(VENV)/bin/python:
 	$(PYTHON_BOOT) -m venv $(VENV)
@@ -43,6 +43,24 @@ run: install .env
 	@$(PY) manage.py worker --no-reload & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null; exit 0' INT TERM; \
 	$(PY) manage.py runserver --noreload $(HOST):$(PORT); \
+	kill $$worker 2>/dev/null; wait $$worker 2>/dev/null; true
+
+# The production stack on one host (docs/deploy.md): gunicorn (WEB_CONCURRENCY workers, default
+# 2 x cores + 1) with whitenoise for static files, and one background worker. Settings come from
+# the environment (README, Configuration): SECRET_KEY and ALLOWED_HOSTS at least. It refuses to
+# start on a database with unapplied migrations (run `manage.py migrate` once, from one host).
+serve: install
+	@test -n "$$SECRET_KEY" || { echo "make serve runs with DEBUG off: set SECRET_KEY (and ALLOWED_HOSTS, DATABASE_URL) first"; exit 2; }
+	@DEBUG=0 $(PY) manage.py migrate --check >/dev/null || { echo "the database has unapplied migrations: run '$(PY) manage.py migrate' first"; exit 2; }
+	@DEBUG=0 $(PY) manage.py collectstatic --no-input -v 0
+	@DEBUG=0 $(PY) manage.py resume_stale_runs >/dev/null
+	@DEBUG=0 $(PY) manage.py resume_stale_jobs >/dev/null
+	@echo "Claimlab (production settings) on http://$(HOST):$(PORT)/; /healthz and /readyz for the load balancer."
+	@DEBUG=0 $(PY) manage.py worker --no-reload & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null; exit 0' INT TERM; \
+	DEBUG=0 $(VENV)/bin/gunicorn config.wsgi --bind $(HOST):$(PORT) \
+	  --workers $${WEB_CONCURRENCY:-$$((2 * $$(nproc) + 1))} --timeout 60 --graceful-timeout 30 \
+	  --access-logfile - ; \
 	kill $$worker 2>/dev/null; wait $$worker 2>/dev/null; true
 
 demo-passwords: install .env

@@ -1,0 +1,97 @@
+"""Probes for load balancers and orchestrators: `/healthz` (the process answers) and `/readyz` (it can serve).
+
+Answered by the first middleware, before SecurityMiddleware and host
+validation: a load balancer probes over plain HTTP with an internal address
+in the Host header, and must get the probe's answer, not an HTTPS redirect
+or a 400. Unauthenticated, so they reveal nothing but the names of the
+checks and whether each passed; the reason a check failed goes to the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+logger = logging.getLogger(__name__)
+
+_migrations_applied = False  # once true it stays true for the life of the process
+
+
+def database() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        return cursor.fetchone() == (1,)
+
+
+def migrations() -> bool:
+    """Every migration of the code is applied (a host started before `migrate` ran is not ready)."""
+    global _migrations_applied
+    if not _migrations_applied:
+        executor = MigrationExecutor(connection)
+        _migrations_applied = not executor.migration_plan(executor.loader.graph.leaf_nodes())
+    return _migrations_applied
+
+
+def queue() -> bool:
+    """The task queue answers: the database backend's table is readable (other backends: nothing to reach)."""
+    from django_tasks_db.models import DBTaskResult
+
+    if "django_tasks_db" not in settings.TASKS["default"]["BACKEND"]:
+        return True
+    DBTaskResult.objects.only("pk").first()
+    return True
+
+
+def files() -> bool:
+    """Uploads and exports can be written where this host keeps them (settings.VAR_DIR, made on first use
+    as the upload and export code would)."""
+    var = Path(settings.VAR_DIR)
+    var.mkdir(parents=True, exist_ok=True)
+    return os.access(var, os.W_OK)
+
+
+CHECKS: dict[str, Callable[[], bool]] = {"database": database, "migrations": migrations, "queue": queue, "files": files}
+
+
+def _passes(name: str, check: Callable[[], bool]) -> bool:
+    try:
+        return bool(check())
+    except Exception:  # a probe reports, it never raises
+        logger.warning("readiness check %s failed", name, exc_info=True)
+        return False
+
+
+def healthz() -> HttpResponse:
+    return JsonResponse({"status": "ok"})
+
+
+def readyz() -> HttpResponse:
+    results = {name: _passes(name, check) for name, check in CHECKS.items()}
+    ready = all(results.values())
+    body = {"status": "ready" if ready else "not ready", "checks": {n: "ok" if ok else "failed" for n, ok in results.items()}}
+    return JsonResponse(body, status=200 if ready else 503)
+
+
+PROBES: dict[str, Callable[[], HttpResponse]] = {"/healthz": healthz, "/readyz": readyz}
+
+
+class HealthProbeMiddleware:
+    """Answers GET/HEAD /healthz and /readyz itself; every other request goes on."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        probe = PROBES.get(request.path_info)
+        if probe is None or request.method not in ("GET", "HEAD"):
+            return self.get_response(request)
+        response = probe()
+        response["Cache-Control"] = "no-store"
+        return response
