@@ -75,7 +75,10 @@ def healthz() -> HttpResponse:
 def readyz() -> HttpResponse:
     results = {name: _passes(name, check) for name, check in CHECKS.items()}
     ready = all(results.values())
-    body = {"status": "ready" if ready else "not ready", "checks": {n: "ok" if ok else "failed" for n, ok in results.items()}}
+    body = {
+        "status": "ready" if ready else "not ready",
+        "checks": {n: "ok" if ok else "failed" for n, ok in results.items()},
+    }
     return JsonResponse(body, status=200 if ready else 503)
 
 
