@@ -11,11 +11,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from .access import Researcher, access_item_to_adjudicate, access_member, access_study_to_adjudicate
 from .adjudication_forms import AdjudicationForm, AdjudicationSettingsForm, list_names
+from .formats import detect_format
 from .http import AuthenticatedHttpRequest
 from .models import Adjudication, Item, Study, StudyMember
 from .selectors.adjudication import adjudication_queue, item_for_adjudication, next_to_adjudicate
-from .services import ServiceError
-from .services.adjudication import adjudicate, set_adjudication_settings, set_can_adjudicate
+from .services import ImportFailed, ServiceError
+from .services.adjudication import adjudicate, import_adjudications, set_adjudication_settings, set_can_adjudicate
 
 
 @login_required
@@ -142,3 +143,23 @@ def member_adjudicator(request: AuthenticatedHttpRequest, slug: str, member_id: 
     verb = "may now adjudicate" if allowed else "no longer adjudicates"
     messages.success(request, f"{member.pseudonym} {verb}.")
     return redirect("annotation:adjudication_queue", slug=slug)
+
+
+@login_required
+@require_POST
+def adjudication_import(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    """Researchers: import past adjudications from a JSON Lines or CSV file, all or nothing."""
+    study = access_study_to_adjudicate(request.user, slug)
+    upload = request.FILES.get("file")
+    if study.user_role != Researcher or upload is None:
+        messages.error(request, "Only researchers import adjudications, and a file is needed.")
+        return redirect("annotation:adjudication_queue", slug=study.slug)
+    try:
+        result = import_adjudications(study=study, stream=upload, fmt=detect_format(upload.name or ""))
+    except ImportFailed as exc:
+        messages.error(request, str(exc))
+    except (ServiceError, ValueError) as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Imported {result.created} adjudication(s), revised {result.updated}.")
+    return redirect("annotation:adjudication_queue", slug=study.slug)

@@ -38,6 +38,7 @@ urlpatterns = [
         adjudication_views.adjudication_settings,
         name="adjudication_settings",
     ),
+    path("studies/<slug:slug>/adjudicate/import/", adjudication_views.adjudication_import, name="adjudication_import"),
     path(
         "studies/<slug:slug>/adjudicate/items/<path:external_id>/",
         adjudication_views.adjudicate_item,
