@@ -95,3 +95,23 @@ def test_adjudicator_resolves_the_queue_with_the_keyboard(page, guard, queue_stu
     assert Adjudication.objects.get(item__external_id="c-2").note == "2 is only text here"
     assert Annotation.objects.filter(assignment__study=study).count() == 12  # annotations untouched
     guard.assert_clean(page)
+
+
+@pytest.mark.parametrize("width,height", [(1280, 800), (390, 844)])
+def test_researchers_queue_page_fits(page, guard, queue_study, make_user, width, height):
+    """The researcher's queue page (settings, import, adjudicator flags) fits a laptop and a phone."""
+    make_user("rita")
+    add_members(study=queue_study, usernames=["rita"], role="researcher")
+    queue_path = reverse("annotation:adjudication_queue", args=[queue_study.slug])
+    page.set_viewport_size({"width": width, "height": height})
+    log_in(page, "rita", queue_path)
+    assert page.locator("#id_reference_rule").input_value() == "adjudicated_else_majority"
+    page.locator("#id_reference_rule").select_option("majority")
+    with page.expect_navigation():
+        page.locator("form.adj-settings button[type=submit]").click()
+    queue_study.refresh_from_db()
+    assert queue_study.reference_rule == "majority"
+    shoot(page, f"researcher-queue-{width}")
+    scroll = page.evaluate("document.documentElement.scrollWidth")
+    assert scroll <= width, f"the page is {scroll}px wide at {width}px"
+    guard.assert_clean(page)
