@@ -169,7 +169,9 @@ def may_adjudicate(user: User | AnonymousUser, study: Study) -> bool:
     """Researchers (and staff) and members given the adjudicator flag; `study` came through access_study."""
     if study.user_role == Researcher:
         return True
-    return StudyMember.objects.filter(study=study, user=user, is_active=True, can_adjudicate=True).exists()
+    if not user.is_authenticated:
+        return False
+    return StudyMember.objects.filter(study=study, user_id=user.pk, is_active=True, can_adjudicate=True).exists()
 
 
 def access_study_to_adjudicate(user: User | AnonymousUser, slug: str) -> Study:

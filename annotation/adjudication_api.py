@@ -8,7 +8,7 @@ from typing import cast
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
@@ -22,8 +22,9 @@ from .http import logged_in_user
 from .models import Adjudication
 from .permissions import IsStudyResearcher, StudyScoped
 from .selectors.adjudication import adjudication_queue, item_for_adjudication
+from .serializers import AdjudicationImportSerializer, AdjudicationSubmitSerializer
 from .services import ImportFailed, ServiceError
-from .services.adjudication import MAX_NOTE_LENGTH, adjudicate, import_adjudications, verdict_for
+from .services.adjudication import adjudicate, import_adjudications, verdict_for
 
 
 class IsStudyAdjudicator(BasePermission):
@@ -34,21 +35,6 @@ class IsStudyAdjudicator(BasePermission):
             return False
         cast(StudyScoped, view).study = access_study_to_adjudicate(request.user, view.kwargs["slug"])
         return True
-
-
-class AdjudicationSubmitSerializer(serializers.Serializer):
-    label = serializers.CharField(required=False, allow_blank=True, default="")
-    preferred = serializers.CharField(
-        required=False, allow_blank=True, default="", help_text="Preference: a system name, 'List 1'/'List 2' or 'tie'."
-    )
-    strength = serializers.CharField(required=False, allow_blank=True, default="")
-    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_NOTE_LENGTH)
-    guidelines_unclear = serializers.BooleanField(required=False, default=False)
-
-
-class AdjudicationImportSerializer(serializers.Serializer):
-    file = serializers.FileField()
-    format = serializers.ChoiceField(choices=["jsonl", "csv"], required=False)
 
 
 class AdjudicationQueue(StudyScoped, APIView):

@@ -42,7 +42,6 @@ def verdict_options(study: Study) -> list[Option]:
 class AdjudicationForm(forms.Form):
     """The adjudicator's final label, note and "guidelines unclear" mark."""
 
-    label = forms.ChoiceField(error_messages={"required": "Choose the final label."})
     note = forms.CharField(required=False, max_length=MAX_NOTE_LENGTH, widget=forms.Textarea)
     guidelines_unclear = forms.BooleanField(required=False)
 
@@ -50,7 +49,10 @@ class AdjudicationForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.study = study
         self.options = verdict_options(study)
-        self.fields["label"].choices = [(option.value, option.text) for option in self.options]
+        self.fields["label"] = forms.ChoiceField(
+            choices=[(option.value, option.text) for option in self.options],
+            error_messages={"required": "Choose the final label."},
+        )
 
     def verdict(self) -> Verdict:
         return verdict_for(self.study, label=self.cleaned_data["label"])

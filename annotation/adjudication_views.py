@@ -114,7 +114,10 @@ def adjudication_settings(request: AuthenticatedHttpRequest, slug: str) -> HttpR
         return redirect("annotation:adjudication_queue", slug=study.slug)
     form = AdjudicationSettingsForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()))
+        messages.error(
+            request,
+            "; ".join(f"{name}: {' '.join(str(error) for error in errors)}" for name, errors in form.errors.items()),
+        )
         return redirect("annotation:adjudication_queue", slug=study.slug)
     data = form.cleaned_data
     try:

@@ -48,8 +48,12 @@ def study_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     study = access_study(request.user, slug)
     if study.user_role != Researcher:
         progress = annotator_progress(request.user, study) if study.user_role == Annotator else None
-        context = {"study": study, "progress": progress, "can_adjudicate": may_adjudicate(request.user, study)}
-        return render(request, "annotation/study_annotator.html", context)
+        annotator_context = {
+            "study": study,
+            "progress": progress,
+            "can_adjudicate": may_adjudicate(request.user, study),
+        }
+        return render(request, "annotation/study_annotator.html", annotator_context)
     context = {
         "study": study,
         "counts": selectors.study_counts(study),

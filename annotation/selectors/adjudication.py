@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.db.models import Count
 
 from ..models import Adjudication, AdjudicationRule, Annotation, Assignment, Item, Study
 from . import pseudonyms
@@ -171,9 +172,9 @@ def item_for_adjudication(item: Item, *, show_verifiers: bool = True) -> dict[st
             "note": adj.note,
             "guidelines_unclear": adj.guidelines_unclear,
             "updated_at": adj.updated_at.isoformat(),
-            "revisions": adj.revision_count,
+            "revisions": revisions,
         }
-        for adj in _adjudications(item)
+        for adj, revisions in _adjudications(item)
     ]
     verdicts = {str(adj["label"]) for adj in adjudications}
     result = {
@@ -195,12 +196,10 @@ def _list_names(study: Study) -> dict[str, str]:
     return {system: f"List {n}" for n, system in enumerate(study.systems, start=1)}
 
 
-def _adjudications(item: Item) -> list[Adjudication]:
-    from django.db.models import Count
-
-    return list(
-        Adjudication.objects.filter(item=item).annotate(revision_count=Count("revisions")).order_by("created_at", "pk")
-    )
+def _adjudications(item: Item) -> list[tuple[Adjudication, int]]:
+    """The item's adjudications, oldest first, each with its number of revisions."""
+    rows = Adjudication.objects.filter(item=item).annotate(n_revisions=Count("revisions")).order_by("created_at", "pk")
+    return [(adj, int(getattr(adj, "n_revisions", 0))) for adj in rows]
 
 
 def _predictions(item: Item) -> list[dict[str, Any]]:
