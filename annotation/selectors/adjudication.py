@@ -35,10 +35,11 @@ class AdjudicatedLabels:
 
 
 def _labels_by_item(study: Study) -> dict[int, list[str]]:
-    """Item pk -> the labels of its answered (not skipped) assignments."""
+    """Item pk -> the labels of its answered (not skipped) assignments, items in import order."""
     rows = (
         Annotation.objects.filter(assignment__study=study)
         .exclude(assignment__status=Assignment.Status.SKIPPED)
+        .order_by("assignment__item__position", "assignment__item_id")
         .values_list("assignment__item_id", "label")
     )
     labels: dict[int, list[str]] = defaultdict(list)
@@ -53,25 +54,32 @@ def _audit_rank(seed: int, external_id: str) -> str:
 
 
 def queue_item_ids(study: Study) -> list[int]:
-    """Item pks in the study's adjudication queue under its rule, in import order.
+    """Item pks in the study's adjudication queue under its rule, in import order; one query.
 
     Only items with at least two labels can lack unanimity or a majority; the
     audit rule draws round(share x labelled items) of the items with a label.
     """
-    labels = _labels_by_item(study)
-    items = list(Item.objects.filter(study=study).order_by("position", "pk").values_list("pk", "external_id"))
     rule = study.adjudication_rule
     if rule == AdjudicationRule.FLAGGED:
-        flagged = set(Assignment.objects.filter(study=study, flagged=True).values_list("item_id", flat=True))
-        return [pk for pk, _ in items if pk in flagged]
+        flagged = (
+            Assignment.objects.filter(study=study, flagged=True)
+            .order_by("item__position", "item_id")
+            .values_list("item_id", flat=True)
+        )
+        return list(dict.fromkeys(flagged))
     if rule == AdjudicationRule.AUDIT:
-        labelled = [(pk, external_id) for pk, external_id in items if labels.get(pk)]
+        rows = (
+            Annotation.objects.filter(assignment__study=study)
+            .exclude(assignment__status=Assignment.Status.SKIPPED)
+            .order_by("assignment__item__position", "assignment__item_id")
+            .values_list("assignment__item_id", "assignment__item__external_id")
+        )
+        labelled = list(dict.fromkeys(rows))
         size = round(study.adjudication_audit_share * len(labelled))
         drawn = {pk for pk, external_id in sorted(labelled, key=lambda e: _audit_rank(study.seed, e[1]))[:size]}
-        return [pk for pk, _ in items if pk in drawn]
+        return [pk for pk, _ in labelled if pk in drawn]
     chosen = []
-    for pk, _ in items:
-        given = labels.get(pk, [])
+    for pk, given in _labels_by_item(study).items():
         if len(given) < 2:
             continue
         counts = Counter(given)

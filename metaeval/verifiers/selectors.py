@@ -162,7 +162,11 @@ def human_reference(study: Study) -> tuple[pd.DataFrame, str]:
         return gold, f"gold labels ({len(gold)} items; reference rule: gold)"
     human = _human_frame(study)
     adjudicated = adjudicated_labels(study)
-    gold_items = set(Item.objects.filter(study=study).exclude(gold_label="").values_list("external_id", flat=True))
+    gold_items = (
+        set(Item.objects.filter(study=study).exclude(gold_label="").values_list("external_id", flat=True))
+        if adjudicated.labels or adjudicated.disagreements
+        else set()
+    )
     chosen = {item: label for item, label in adjudicated.labels.items() if item not in gold_items}
     disagreeing = sum(1 for item in adjudicated.disagreements if item not in gold_items)
     adjudicated_frame = pd.DataFrame.from_records(
