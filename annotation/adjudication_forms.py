@@ -66,4 +66,5 @@ class AdjudicationSettingsForm(forms.Form):
         min_value=0.001, max_value=1, label="Audit share", help_text="For the audit rule: the share of labelled items."
     )
     adjudication_shows_systems = forms.BooleanField(required=False, label="Show system names to adjudicators")
+    adjudication_shows_verifiers = forms.BooleanField(required=False, label="Show verifiers' predictions")
     reference_rule = forms.ChoiceField(choices=ReferenceRule.choices, label="Reference labels")

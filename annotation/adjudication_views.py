@@ -127,6 +127,7 @@ def adjudication_settings(request: AuthenticatedHttpRequest, slug: str) -> HttpR
             rule=data["adjudication_rule"],
             audit_share=data["adjudication_audit_share"],
             shows_systems=data["adjudication_shows_systems"],
+            shows_verifiers=data["adjudication_shows_verifiers"],
             reference_rule=data["reference_rule"],
         )
     except ServiceError as exc:

@@ -99,6 +99,9 @@ class Study(models.Model):
     adjudication_shows_systems = models.BooleanField(
         default=False, help_text="Preference: show adjudicators which system wrote which list."
     )
+    adjudication_shows_verifiers = models.BooleanField(
+        default=False, help_text="Show adjudicators the verifiers' predictions on the item (off: they are not swayed)."
+    )
     reference_rule = models.CharField(
         max_length=28,
         choices=ReferenceRule.choices,

@@ -123,7 +123,7 @@ def next_to_adjudicate(study: Study, user: User, after: str | None = None) -> st
     return None
 
 
-def item_for_adjudication(item: Item, *, show_verifiers: bool = True) -> dict[str, Any]:
+def item_for_adjudication(item: Item) -> dict[str, Any]:
     """What the adjudication page and API show of an item: its content as annotators saw it
     (preference lists as "List 1/2", system names only when the study allows), every
     annotation with pseudonym, and every adjudication so far (two that differ are shown as such)."""
@@ -192,7 +192,7 @@ def item_for_adjudication(item: Item, *, show_verifiers: bool = True) -> dict[st
         "annotations": rows,
         "adjudications": adjudications,
         "adjudicators_disagree": len(verdicts) > 1,
-        "verifier_predictions": _predictions(item) if show_verifiers else [],
+        "verifier_predictions": _predictions(item) if study.adjudication_shows_verifiers else [],
     }
     return result
 
@@ -220,7 +220,7 @@ def _predictions(item: Item) -> list[dict[str, Any]]:
     except LookupError:
         return []
     rows = (
-        Prediction.objects.filter(item=item)
+        Prediction.objects.filter(item=item, label__isnull=False)
         .exclude(label="")
         .order_by("verifier__name", "-pk")
         .values_list("verifier__name", "label")

@@ -205,6 +205,7 @@ def set_adjudication_settings(
     rule: str | None = None,
     audit_share: float | None = None,
     shows_systems: bool | None = None,
+    shows_verifiers: bool | None = None,
     reference_rule: str | None = None,
 ) -> list[StudyChange]:
     """Change how the queue is built and where reference labels come from; every change is recorded
@@ -220,6 +221,8 @@ def set_adjudication_settings(
         changes["adjudication_audit_share"] = float(audit_share)
     if shows_systems is not None:
         changes["adjudication_shows_systems"] = bool(shows_systems)
+    if shows_verifiers is not None:
+        changes["adjudication_shows_verifiers"] = bool(shows_verifiers)
     if reference_rule is not None:
         if reference_rule not in ReferenceRule.values:
             raise ServiceError(f"reference rule {reference_rule!r} is not one of {', '.join(ReferenceRule.values)}")

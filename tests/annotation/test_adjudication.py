@@ -380,3 +380,21 @@ def test_api_import(client, loaded_verification_study, researcher):
     response = client.post(url, {"file": good})
     assert response.status_code == 201 and response.json()["created"] == 1
     assert adjudicated_labels(study).labels == {"c-2": "contradicted"}
+
+
+def test_verifier_predictions_shown_only_when_the_study_allows(client, loaded_verification_study, researcher):
+    from metaeval.models import Prediction
+    from metaeval.verifiers.services import create_verifier
+
+    study = loaded_verification_study
+    verifier = create_verifier(study=study, name="overlap", kind="baseline_overlap")
+    Prediction.objects.create(
+        verifier=verifier, item=item(study, "c-2"), label="inconclusive", parse_status="ok", cache_key="k"
+    )
+    assert item_for_adjudication(item(study, "c-2"))["verifier_predictions"] == []
+    set_adjudication_settings(study=study, user=researcher, shows_verifiers=True)
+    shown = item_for_adjudication(item(study, "c-2"))["verifier_predictions"]
+    assert shown == [{"verifier": "overlap", "label": "inconclusive"}]
+    client.force_login(researcher)
+    page = client.get(reverse("annotation:adjudicate_item", args=[study.slug, "c-2"])).content.decode()
+    assert 'id="adj-verifiers"' in page and "overlap" in page
