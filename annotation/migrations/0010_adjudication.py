@@ -6,111 +6,173 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0009_study_abstained_responses'),
+        ("annotation", "0009_study_abstained_responses"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Adjudication',
+            name="Adjudication",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('label', models.CharField(max_length=100)),
-                ('preferred_system', models.CharField(blank=True, default='', max_length=200)),
-                ('strength', models.CharField(blank=True, default='', max_length=8)),
-                ('note', models.TextField(blank=True, default='')),
-                ('guidelines_unclear', models.BooleanField(default=False)),
-                ('source', models.CharField(choices=[('web', 'Web'), ('api', 'API'), ('import', 'Import')], default='web', max_length=8)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("label", models.CharField(max_length=100)),
+                ("preferred_system", models.CharField(blank=True, default="", max_length=200)),
+                ("strength", models.CharField(blank=True, default="", max_length=8)),
+                ("note", models.TextField(blank=True, default="")),
+                ("guidelines_unclear", models.BooleanField(default=False)),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[("web", "Web"), ("api", "API"), ("import", "Import")], default="web", max_length=8
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['item', 'created_at', 'id'],
+                "ordering": ["item", "created_at", "id"],
             },
         ),
         migrations.CreateModel(
-            name='AdjudicationRevision',
+            name="AdjudicationRevision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('old_value', models.JSONField(blank=True, null=True)),
-                ('new_value', models.JSONField()),
-                ('changed_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("old_value", models.JSONField(blank=True, null=True)),
+                ("new_value", models.JSONField()),
+                ("changed_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['adjudication', 'changed_at', 'id'],
+                "ordering": ["adjudication", "changed_at", "id"],
             },
         ),
         migrations.AddField(
-            model_name='study',
-            name='adjudication_audit_share',
-            field=models.FloatField(default=0.1, help_text="Audit rule: the share of labelled items drawn (seeded by the study's seed)."),
+            model_name="study",
+            name="adjudication_audit_share",
+            field=models.FloatField(
+                default=0.1, help_text="Audit rule: the share of labelled items drawn (seeded by the study's seed)."
+            ),
         ),
         migrations.AddField(
-            model_name='study',
-            name='adjudication_rule',
-            field=models.CharField(choices=[('no_unanimity', 'Items whose annotators do not all agree'), ('no_majority', 'Items without a strict majority label'), ('flagged', 'Items an annotator flagged'), ('audit', 'A random share of labelled items (audit)')], default='no_unanimity', help_text='Which items go to the adjudication queue (annotation/selectors/adjudication.py).', max_length=16),
+            model_name="study",
+            name="adjudication_rule",
+            field=models.CharField(
+                choices=[
+                    ("no_unanimity", "Items whose annotators do not all agree"),
+                    ("no_majority", "Items without a strict majority label"),
+                    ("flagged", "Items an annotator flagged"),
+                    ("audit", "A random share of labelled items (audit)"),
+                ],
+                default="no_unanimity",
+                help_text="Which items go to the adjudication queue (annotation/selectors/adjudication.py).",
+                max_length=16,
+            ),
         ),
         migrations.AddField(
-            model_name='study',
-            name='adjudication_shows_systems',
-            field=models.BooleanField(default=False, help_text='Preference: show adjudicators which system wrote which list.'),
+            model_name="study",
+            name="adjudication_shows_systems",
+            field=models.BooleanField(
+                default=False, help_text="Preference: show adjudicators which system wrote which list."
+            ),
         ),
         migrations.AddField(
-            model_name='study',
-            name='adjudication_shows_verifiers',
-            field=models.BooleanField(default=False, help_text="Show adjudicators the verifiers' predictions on the item (off: they are not swayed)."),
+            model_name="study",
+            name="adjudication_shows_verifiers",
+            field=models.BooleanField(
+                default=False,
+                help_text="Show adjudicators the verifiers' predictions on the item (off: they are not swayed).",
+            ),
         ),
         migrations.AddField(
-            model_name='study',
-            name='reference_rule',
-            field=models.CharField(choices=[('gold', 'Gold labels'), ('adjudicated', 'Adjudicated labels'), ('adjudicated_else_majority', "Adjudicated, else the annotators' majority"), ('majority', "The annotators' strict majority")], default='adjudicated_else_majority', help_text="Where the report's reference label of an item comes from (verifier agreement).", max_length=28),
+            model_name="study",
+            name="reference_rule",
+            field=models.CharField(
+                choices=[
+                    ("gold", "Gold labels"),
+                    ("adjudicated", "Adjudicated labels"),
+                    ("adjudicated_else_majority", "Adjudicated, else the annotators' majority"),
+                    ("majority", "The annotators' strict majority"),
+                ],
+                default="adjudicated_else_majority",
+                help_text="Where the report's reference label of an item comes from (verifier agreement).",
+                max_length=28,
+            ),
         ),
         migrations.AddField(
-            model_name='studymember',
-            name='can_adjudicate',
-            field=models.BooleanField(default=False, help_text='May resolve disagreements (researchers always may); an adjudicator need not see reports.'),
+            model_name="studymember",
+            name="can_adjudicate",
+            field=models.BooleanField(
+                default=False,
+                help_text="May resolve disagreements (researchers always may); an adjudicator need not see reports.",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='study',
-            constraint=models.CheckConstraint(condition=models.Q(('adjudication_audit_share__gt', 0), ('adjudication_audit_share__lte', 1)), name='study_audit_share_in_range'),
+            model_name="study",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("adjudication_audit_share__gt", 0), ("adjudication_audit_share__lte", 1)),
+                name="study_audit_share_in_range",
+            ),
         ),
         migrations.AddField(
-            model_name='adjudication',
-            name='adjudicator',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='adjudications', to=settings.AUTH_USER_MODEL),
+            model_name="adjudication",
+            name="adjudicator",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="adjudications", to=settings.AUTH_USER_MODEL
+            ),
         ),
         migrations.AddField(
-            model_name='adjudication',
-            name='item',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='adjudications', to='annotation.item'),
+            model_name="adjudication",
+            name="item",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="adjudications", to="annotation.item"
+            ),
         ),
         migrations.AddField(
-            model_name='adjudication',
-            name='study',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='adjudications', to='annotation.study'),
+            model_name="adjudication",
+            name="study",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="adjudications", to="annotation.study"
+            ),
         ),
         migrations.AddField(
-            model_name='adjudicationrevision',
-            name='adjudication',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='revisions', to='annotation.adjudication'),
+            model_name="adjudicationrevision",
+            name="adjudication",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="revisions", to="annotation.adjudication"
+            ),
         ),
         migrations.AddField(
-            model_name='adjudicationrevision',
-            name='changed_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="adjudicationrevision",
+            name="changed_by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='adjudication',
-            constraint=models.UniqueConstraint(fields=('item', 'adjudicator'), name='adjudication_once_per_adjudicator'),
+            model_name="adjudication",
+            constraint=models.UniqueConstraint(
+                fields=("item", "adjudicator"), name="adjudication_once_per_adjudicator"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='adjudication',
-            constraint=models.CheckConstraint(condition=models.Q(('label', ''), _negated=True), name='adjudication_label_not_empty'),
+            model_name="adjudication",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("label", ""), _negated=True), name="adjudication_label_not_empty"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='adjudication',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('preferred_system', ''), ('strength', '')), models.Q(('strength__in', ['strong', 'slight']), models.Q(('preferred_system', ''), _negated=True)), _connector='OR'), name='adjudication_strength_iff_preferred'),
+            model_name="adjudication",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("preferred_system", ""), ("strength", "")),
+                    models.Q(("strength__in", ["strong", "slight"]), models.Q(("preferred_system", ""), _negated=True)),
+                    _connector="OR",
+                ),
+                name="adjudication_strength_iff_preferred",
+            ),
         ),
     ]

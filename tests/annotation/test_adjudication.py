@@ -398,3 +398,14 @@ def test_verifier_predictions_shown_only_when_the_study_allows(client, loaded_ve
     client.force_login(researcher)
     page = client.get(reverse("annotation:adjudicate_item", args=[study.slug, "c-2"])).content.decode()
     assert 'id="adj-verifiers"' in page and "overlap" in page
+
+
+def test_member_api_sets_the_adjudicator_flag(client, loaded_verification_study, researcher, annotator):
+    study = loaded_verification_study
+    member = StudyMember.objects.get(study=study, user=annotator)
+    client.force_login(researcher)
+    url = reverse("api-member-detail", args=[study.slug, member.pk])
+    response = client.patch(url, {"can_adjudicate": True}, content_type="application/json")
+    assert response.status_code == 200 and response.json()["can_adjudicate"] is True
+    client.force_login(annotator)
+    assert client.get(reverse("api-adjudication-queue", args=[study.slug])).status_code == 200
