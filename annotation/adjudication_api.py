@@ -22,9 +22,9 @@ from .http import logged_in_user
 from .models import Adjudication
 from .permissions import IsStudyResearcher, StudyScoped
 from .selectors.adjudication import adjudication_queue, item_for_adjudication
-from .serializers import AdjudicationImportSerializer, AdjudicationSubmitSerializer
+from .serializers import AdjudicationImportSerializer, AdjudicationSettingsSerializer, AdjudicationSubmitSerializer
 from .services import ImportFailed, ServiceError
-from .services.adjudication import adjudicate, import_adjudications, verdict_for
+from .services.adjudication import adjudicate, import_adjudications, set_adjudication_settings, verdict_for
 
 
 class IsStudyAdjudicator(BasePermission):
@@ -129,3 +129,36 @@ class AdjudicationImport(StudyScoped, APIView):
         except (ServiceError, ValueError) as exc:
             return bad_request(str(exc))
         return Response(result.as_dict(), status=status.HTTP_201_CREATED)
+
+
+class AdjudicationSettings(StudyScoped, APIView):
+    """Researchers: how the queue is built and where reference labels come from (GET, PATCH);
+    every change is recorded with who and when."""
+
+    permission_classes = [IsStudyResearcher]
+
+    def _body(self) -> dict[str, object]:
+        return {name: getattr(self.study, name) for name in AdjudicationSettingsSerializer().fields}
+
+    @extend_schema(responses=AdjudicationSettingsSerializer)
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(self._body())
+
+    @extend_schema(request=AdjudicationSettingsSerializer, responses=AdjudicationSettingsSerializer)
+    def patch(self, request: Request, slug: str) -> Response:
+        given = AdjudicationSettingsSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        data = given.validated_data
+        try:
+            set_adjudication_settings(
+                study=self.study,
+                user=logged_in_user(request),
+                rule=data.get("adjudication_rule"),
+                audit_share=data.get("adjudication_audit_share"),
+                shows_systems=data.get("adjudication_shows_systems"),
+                shows_verifiers=data.get("adjudication_shows_verifiers"),
+                reference_rule=data.get("reference_rule"),
+            )
+        except ServiceError as exc:
+            return bad_request(str(exc))
+        return Response(self._body())

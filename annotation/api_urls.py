@@ -39,6 +39,11 @@ urlpatterns = [
         name="api-adjudication-queue",
     ),
     path(
+        "studies/<slug:slug>/adjudications/settings",
+        adjudication_api.AdjudicationSettings.as_view(),
+        name="api-adjudication-settings",
+    ),
+    path(
         "studies/<slug:slug>/adjudications/import",
         adjudication_api.AdjudicationImport.as_view(),
         name="api-adjudication-import",

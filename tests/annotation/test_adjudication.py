@@ -409,3 +409,20 @@ def test_member_api_sets_the_adjudicator_flag(client, loaded_verification_study,
     assert response.status_code == 200 and response.json()["can_adjudicate"] is True
     client.force_login(annotator)
     assert client.get(reverse("api-adjudication-queue", args=[study.slug])).status_code == 200
+
+
+def test_api_settings(client, loaded_verification_study, researcher, annotator):
+    study = loaded_verification_study
+    url = reverse("api-adjudication-settings", args=[study.slug])
+    client.force_login(researcher)
+    assert client.get(url).json()["reference_rule"] == "adjudicated_else_majority"
+    changed = client.patch(
+        url, {"adjudication_rule": "audit", "adjudication_audit_share": 0.5}, content_type="application/json"
+    )
+    assert changed.status_code == 200 and changed.json()["adjudication_rule"] == "audit"
+    refused = client.patch(url, {"adjudication_audit_share": 0}, content_type="application/json")
+    assert refused.status_code == 400 and "audit share must be above 0" in refused.json()["detail"]
+    study.refresh_from_db()
+    assert (study.adjudication_rule, study.adjudication_audit_share) == ("audit", 0.5)
+    client.force_login(annotator)
+    assert client.get(url).status_code == 403
