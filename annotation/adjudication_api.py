@@ -131,6 +131,15 @@ class AdjudicationImport(StudyScoped, APIView):
         return Response(result.as_dict(), status=status.HTTP_201_CREATED)
 
 
+SETTINGS_FIELDS: tuple[str, ...] = (
+    "adjudication_rule",
+    "adjudication_audit_share",
+    "adjudication_shows_systems",
+    "adjudication_shows_verifiers",
+    "reference_rule",
+)
+
+
 class AdjudicationSettings(StudyScoped, APIView):
     """Researchers: how the queue is built and where reference labels come from (GET, PATCH);
     every change is recorded with who and when."""
@@ -138,7 +147,7 @@ class AdjudicationSettings(StudyScoped, APIView):
     permission_classes = [IsStudyResearcher]
 
     def _body(self) -> dict[str, object]:
-        return {name: getattr(self.study, name) for name in AdjudicationSettingsSerializer().fields}
+        return {name: getattr(self.study, name) for name in SETTINGS_FIELDS}
 
     @extend_schema(responses=AdjudicationSettingsSerializer)
     def get(self, request: Request, slug: str) -> Response:
