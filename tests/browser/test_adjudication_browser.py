@@ -115,3 +115,34 @@ def test_researchers_queue_page_fits(page, guard, queue_study, make_user, width,
     scroll = page.evaluate("document.documentElement.scrollWidth")
     assert scroll <= width, f"the page is {scroll}px wide at {width}px"
     guard.assert_clean(page)
+
+
+@pytest.mark.parametrize("width,height", [(1280, 800), (390, 844)])
+def test_preference_item_by_keyboard_with_names_hidden(page, guard, make_user, width, height):
+    """A preference item: lists as "List 1/2" (names hidden), key 4 picks List 2 slightly better."""
+    from ..conftest import preference_item
+
+    make_user("rita")
+    study = create_study(slug="adj-pref", name="Preference adjudication", kind="preference", annotators_per_item=2)
+    add_members(study=study, usernames=["rita"], role="researcher")
+    import_items(study=study, stream=jsonl(preference_item("p-1")), fmt="jsonl")
+    import_annotations(
+        study=study,
+        stream=jsonl(
+            {"item": "p-1", "annotator": "w1", "preferred": "veriscore", "strength": "strong", "justification": "more"},
+            {"item": "p-1", "annotator": "w2", "preferred": "safe", "strength": "slight", "justification": "exact"},
+        ),
+        fmt="jsonl",
+    )
+    study.refresh_from_db()
+    page.set_viewport_size({"width": width, "height": height})
+    log_in(page, "rita", reverse("annotation:adjudicate_item", args=[study.slug, "p-1"]))
+    body = page.locator("main").inner_text() if page.locator("main").count() else page.inner_text("body")
+    assert "List 1" in body and "veriscore" not in body
+    shoot(page, f"preference-item-{width}")
+    scroll = page.evaluate("document.documentElement.scrollWidth")
+    assert scroll <= width, f"the page is {scroll}px wide at {width}px"
+    press_and_wait(page, "4", "Enter")
+    stored = Adjudication.objects.get(item__external_id="p-1")
+    assert (stored.label, stored.preferred_system, stored.strength) == ("b_slight", study.systems[1], "slight")
+    guard.assert_clean(page)
