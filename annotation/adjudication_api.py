@@ -24,7 +24,13 @@ from .permissions import IsStudyResearcher, StudyScoped
 from .selectors.adjudication import adjudication_queue, item_for_adjudication
 from .serializers import AdjudicationImportSerializer, AdjudicationSettingsSerializer, AdjudicationSubmitSerializer
 from .services import ImportFailed, ServiceError
-from .services.adjudication import adjudicate, import_adjudications, set_adjudication_settings, verdict_for
+from .services.adjudication import (
+    ADJUDICATION_SETTINGS,
+    adjudicate,
+    import_adjudications,
+    set_adjudication_settings,
+    verdict_for,
+)
 
 
 class IsStudyAdjudicator(BasePermission):
@@ -131,15 +137,6 @@ class AdjudicationImport(StudyScoped, APIView):
         return Response(result.as_dict(), status=status.HTTP_201_CREATED)
 
 
-SETTINGS_FIELDS: tuple[str, ...] = (
-    "adjudication_rule",
-    "adjudication_audit_share",
-    "adjudication_shows_systems",
-    "adjudication_shows_verifiers",
-    "reference_rule",
-)
-
-
 class AdjudicationSettings(StudyScoped, APIView):
     """Researchers: how the queue is built and where reference labels come from (GET, PATCH);
     every change is recorded with who and when."""
@@ -147,7 +144,7 @@ class AdjudicationSettings(StudyScoped, APIView):
     permission_classes = [IsStudyResearcher]
 
     def _body(self) -> dict[str, object]:
-        return {name: getattr(self.study, name) for name in SETTINGS_FIELDS}
+        return {name: getattr(self.study, name) for name in ADJUDICATION_SETTINGS}
 
     @extend_schema(responses=AdjudicationSettingsSerializer)
     def get(self, request: Request, slug: str) -> Response:

@@ -27,6 +27,15 @@ from ..vocab import PREFERENCE_STRENGTHS, PREFERENCE_TIE, canonical_label, prefe
 from .errors import ErrorCollector, ImportResult, ServiceError
 
 MAX_NOTE_LENGTH = 10_000
+#: The study's adjudication settings (analysis settings: they may change at any time, and a
+#: duplicated study keeps them).
+ADJUDICATION_SETTINGS: tuple[str, ...] = (
+    "adjudication_rule",
+    "adjudication_audit_share",
+    "adjudication_shows_systems",
+    "adjudication_shows_verifiers",
+    "reference_rule",
+)
 ADJUDICATION_IMPORT_FIELDS = frozenset(
     {"item", "adjudicator", "label", "preferred", "strength", "note", "guidelines_unclear"}
 )

@@ -426,3 +426,38 @@ def test_api_settings(client, loaded_verification_study, researcher, annotator):
     assert (study.adjudication_rule, study.adjudication_audit_share) == ("audit", 0.5)
     client.force_login(annotator)
     assert client.get(url).status_code == 403
+
+
+def test_duplicate_keeps_the_adjudication_settings(loaded_verification_study, researcher):
+    from annotation.services import duplicate_study
+
+    study = loaded_verification_study
+    set_adjudication_settings(study=study, user=researcher, rule="audit", audit_share=0.25, reference_rule="gold")
+    copy = duplicate_study(study=study, slug="verif-copy", user=researcher)
+    copy.refresh_from_db()
+    assert (copy.adjudication_rule, copy.adjudication_audit_share, copy.reference_rule) == ("audit", 0.25, "gold")
+
+
+def test_gold_reference_rule(loaded_verification_study):
+    study = loaded_verification_study
+    study.items.filter(external_id="c-3").update(gold_label="contradicted")
+    set_adjudication_settings(study=study, user=None, reference_rule="gold")
+    frame, source = human_reference(study)
+    assert frame.values.tolist() == [["c-3", "gold", "contradicted"]]
+    assert "reference rule: gold" in source
+
+
+def test_import_through_the_page(client, loaded_verification_study, researcher):
+    study = loaded_verification_study
+    client.force_login(researcher)
+    upload = csv_bytes([{"item": "c-2", "adjudicator": "rita", "label": "nonsense"}])
+    upload.name = "past.csv"
+    url = reverse("annotation:adjudication_import", args=[study.slug])
+    page = client.post(url, {"file": upload}, follow=True)
+    assert "line 2, field &#x27;label&#x27;: &#x27;nonsense&#x27; is not one" in page.content.decode()
+    assert not Adjudication.objects.exists()
+    upload = csv_bytes([{"item": "c-2", "adjudicator": "rita", "label": "supported"}])
+    upload.name = "past.csv"
+    page = client.post(url, {"file": upload}, follow=True)
+    assert "Imported 1 adjudication(s)" in page.content.decode()
+    assert Adjudication.objects.get().label == "supported"
