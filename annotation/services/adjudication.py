@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from ..formats import MAX_LINE_BYTES, RecordError
 from ..models import (
@@ -113,10 +113,15 @@ def adjudicate(
     with transaction.atomic():
         existing = Adjudication.objects.select_for_update().filter(item=item, adjudicator=adjudicator).first()
         if existing is None:
-            created = Adjudication.objects.create(
-                study_id=item.study_id, item=item, adjudicator=adjudicator, source=source, **values
-            )
-            return created, True
+            try:
+                with transaction.atomic():
+                    created = Adjudication.objects.create(
+                        study_id=item.study_id, item=item, adjudicator=adjudicator, source=source, **values
+                    )
+                return created, True
+            except IntegrityError:
+                # The same adjudicator's other request (a double submit) stored it first: revise that one.
+                existing = Adjudication.objects.select_for_update().get(item=item, adjudicator=adjudicator)
         old = existing.snapshot()
         if old == values:
             return existing, False

@@ -461,3 +461,21 @@ def test_import_through_the_page(client, loaded_verification_study, researcher):
     page = client.post(url, {"file": upload}, follow=True)
     assert "Imported 1 adjudication(s)" in page.content.decode()
     assert Adjudication.objects.get().label == "supported"
+
+
+def test_import_command(loaded_verification_study, researcher, tmp_path):
+    from django.core.management import CommandError, call_command
+
+    study = loaded_verification_study
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        '{"item": "c-2", "adjudicator": "rita", "label": "supported"}\n{"item": "zz", "adjudicator": "rita"}\n'
+    )
+    with pytest.raises(CommandError, match="line 2, field 'item': no item 'zz'"):
+        call_command("import_adjudications", study.slug, str(bad))
+    assert not Adjudication.objects.exists()
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"item": "c-2", "adjudicator": "rita", "label": "supported"}\n')
+    out = io.StringIO()
+    call_command("import_adjudications", study.slug, str(good), stdout=out)
+    assert "Imported 1 new and 0 revised adjudication(s)" in out.getvalue()
