@@ -479,3 +479,13 @@ def test_import_command(loaded_verification_study, researcher, tmp_path):
     out = io.StringIO()
     call_command("import_adjudications", study.slug, str(good), stdout=out)
     assert "Imported 1 new and 0 revised adjudication(s)" in out.getvalue()
+
+
+def test_report_page_has_the_adjudication_section(client, loaded_verification_study, researcher):
+    study = loaded_verification_study
+    adjudicate(item=item(study, "c-2"), adjudicator=researcher, verdict=verdict_for(study, label="contradicted"))
+    client.force_login(researcher)
+    page = client.get(reverse("metaeval:report", args=[study.slug])).content.decode()
+    assert 'id="adjudication"' in page
+    assert 'Items adjudicated</th><td class="num">1</td>' in page
+    assert "<strong>adjudicated_else_majority</strong>" in page
