@@ -163,3 +163,30 @@ def access_invite(user: User | AnonymousUser, slug: str, invite_id: int) -> Invi
         raise Http404("No such invite.")
     invite.study = study
     return invite
+
+
+def may_adjudicate(user: User | AnonymousUser, study: Study) -> bool:
+    """Researchers (and staff) and members given the adjudicator flag; `study` came through access_study."""
+    if study.user_role == Researcher:
+        return True
+    if not user.is_authenticated:
+        return False
+    return StudyMember.objects.filter(study=study, user_id=user.pk, is_active=True, can_adjudicate=True).exists()
+
+
+def access_study_to_adjudicate(user: User | AnonymousUser, slug: str) -> Study:
+    """The study, for someone who may adjudicate it: 404 for outsiders, 403 for annotators without the flag."""
+    study = access_study(user, slug)
+    if not may_adjudicate(user, study):
+        raise PermissionDenied("This page is for the study's adjudicators.")
+    return study
+
+
+def access_item_to_adjudicate(user: User | AnonymousUser, slug: str, external_id: str) -> Item:
+    """An item of a study the user may adjudicate, by its external id (404 when there is none)."""
+    study = access_study_to_adjudicate(user, slug)
+    item = Item.objects.filter(study=study, external_id=external_id).first()
+    if item is None:
+        raise Http404("No such item.")
+    item.study = study
+    return item

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api, invite_api, member_api, study_api
+from . import adjudication_api, api, invite_api, member_api, study_api
 
 urlpatterns = [
     path("studies/", study_api.StudyListCreate.as_view(), name="api-study-list"),
@@ -33,6 +33,26 @@ urlpatterns = [
     path("assignments/<int:assignment_id>/submit", api.SubmitAssignment.as_view(), name="api-assignment-submit"),
     path("assignments/<int:assignment_id>/skip", api.SkipAssignment.as_view(), name="api-assignment-skip"),
     path("assignments/<int:assignment_id>/flag", api.FlagAssignment.as_view(), name="api-assignment-flag"),
+    path(
+        "studies/<slug:slug>/adjudications/queue",
+        adjudication_api.AdjudicationQueue.as_view(),
+        name="api-adjudication-queue",
+    ),
+    path(
+        "studies/<slug:slug>/adjudications/settings",
+        adjudication_api.AdjudicationSettings.as_view(),
+        name="api-adjudication-settings",
+    ),
+    path(
+        "studies/<slug:slug>/adjudications/import",
+        adjudication_api.AdjudicationImport.as_view(),
+        name="api-adjudication-import",
+    ),
+    path(
+        "studies/<slug:slug>/adjudications/items/<path:external_id>",
+        adjudication_api.AdjudicationItem.as_view(),
+        name="api-adjudication-item",
+    ),
     path("invites/<str:token>/signup", invite_api.InviteSignup.as_view(), name="api-invite-signup"),
     path("invites/<str:token>/join", invite_api.InviteJoin.as_view(), name="api-invite-join"),
 ]

@@ -301,6 +301,7 @@ ANNOTATION_FIELDS = {
     "submitted_at",
     "revision_count",
     "source",
+    "adjudicated_label",
 }
 
 

@@ -32,6 +32,7 @@ from .models import Study, StudyMember
 from .permissions import IsStudyManager, StudyScoped
 from .selectors.members import members_to_manage, study_invites
 from .services import ServiceError, add_members
+from .services.adjudication import set_can_adjudicate
 from .services.invites import create_invite, revoke_invite
 from .services.membership import remove_member, reset_password, set_member_active, set_member_role
 
@@ -88,6 +89,8 @@ class MemberDetail(StudyScoped, APIView):
                 member = set_member_role(study=self.study, member=member, role=form.validated_data["role"])
             if "is_active" in form.validated_data:
                 member, _ = set_member_active(study=self.study, member=member, active=form.validated_data["is_active"])
+            if "can_adjudicate" in form.validated_data:
+                member = set_can_adjudicate(member=member, allowed=form.validated_data["can_adjudicate"])
         except ServiceError as exc:
             return bad_request(str(exc))
         return Response(MemberSerializer(_listed(self.study, member)).data)

@@ -33,6 +33,7 @@ class MemberSerializer(serializers.ModelSerializer):
             "username",
             "role",
             "is_active",
+            "can_adjudicate",
             "is_external",
             "annotations",
             "created_at",
@@ -66,11 +67,14 @@ class AddedMemberSerializer(serializers.Serializer):
 class MemberChangeSerializer(StrictSerializer):
     role = serializers.ChoiceField(choices=ROLES, required=False)
     is_active = serializers.BooleanField(required=False, help_text="false: deactivate; true: reactivate.")
+    can_adjudicate = serializers.BooleanField(
+        required=False, help_text="true: may adjudicate (researchers always may); false: may not."
+    )
 
     def validate(self, attrs: dict) -> dict:
         attrs = super().validate(attrs)
         if not attrs:
-            raise serializers.ValidationError("send role, is_active or both")
+            raise serializers.ValidationError("send role, is_active, can_adjudicate or several")
         return attrs
 
 

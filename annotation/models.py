@@ -22,6 +22,24 @@ def new_seed() -> int:
     return secrets.randbits(62)
 
 
+class AdjudicationRule(models.TextChoices):
+    """Which items a study's adjudication queue holds."""
+
+    NO_UNANIMITY = "no_unanimity", "Items whose annotators do not all agree"
+    NO_MAJORITY = "no_majority", "Items without a strict majority label"
+    FLAGGED = "flagged", "Items an annotator flagged"
+    AUDIT = "audit", "A random share of labelled items (audit)"
+
+
+class ReferenceRule(models.TextChoices):
+    """Where an item's reference label (what verifiers are scored against) comes from."""
+
+    GOLD = "gold", "Gold labels"
+    ADJUDICATED = "adjudicated", "Adjudicated labels"
+    ADJUDICATED_ELSE_MAJORITY = "adjudicated_else_majority", "Adjudicated, else the annotators' majority"
+    MAJORITY = "majority", "The annotators' strict majority"
+
+
 class Study(models.Model):
     class Kind(models.TextChoices):
         PREFERENCE = "preference", "Pairwise preference"
@@ -69,6 +87,27 @@ class Study(models.Model):
         "FActScore/VeriScore/SAFE files so the report's respond ratio counts them.",
     )
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.DRAFT)
+    adjudication_rule = models.CharField(
+        max_length=16,
+        choices=AdjudicationRule.choices,
+        default=AdjudicationRule.NO_UNANIMITY,
+        help_text="Which items go to the adjudication queue (annotation/selectors/adjudication.py).",
+    )
+    adjudication_audit_share = models.FloatField(
+        default=0.1, help_text="Audit rule: the share of labelled items drawn (seeded by the study's seed)."
+    )
+    adjudication_shows_systems = models.BooleanField(
+        default=False, help_text="Preference: show adjudicators which system wrote which list."
+    )
+    adjudication_shows_verifiers = models.BooleanField(
+        default=False, help_text="Show adjudicators the verifiers' predictions on the item (off: they are not swayed)."
+    )
+    reference_rule = models.CharField(
+        max_length=28,
+        choices=ReferenceRule.choices,
+        default=ReferenceRule.ADJUDICATED_ELSE_MAJORITY,
+        help_text="Where the report's reference label of an item comes from (verifier agreement).",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -92,6 +131,10 @@ class Study(models.Model):
             models.CheckConstraint(condition=Q(kind__in=["preference", "verification"]), name="study_kind_valid"),
             models.CheckConstraint(
                 condition=Q(status__in=["draft", "open", "paused", "closed", "archived"]), name="study_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(adjudication_audit_share__gt=0) & Q(adjudication_audit_share__lte=1),
+                name="study_audit_share_in_range",
             ),
         ]
 
@@ -142,6 +185,10 @@ class StudyMember(models.Model):
         help_text="Deactivated: no longer in the study (cannot open, claim or submit); labels stay under the pseudonym.",
     )
     deactivated_at = models.DateTimeField(null=True, blank=True)
+    can_adjudicate = models.BooleanField(
+        default=False,
+        help_text="May resolve disagreements (researchers always may); an adjudicator need not see reports.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -358,6 +405,73 @@ class AnnotationRevision(models.Model):
 
     def __str__(self) -> str:
         return f"revision of {self.annotation_id} at {self.changed_at:%Y-%m-%d %H:%M}"
+
+
+#: The fields that make up an adjudication; a change to any of them is a revision.
+ADJUDICATION_FIELDS = ("label", "preferred_system", "strength", "note", "guidelines_unclear")
+
+
+class Adjudication(models.Model):
+    """One adjudicator's final label for an item, beside (never instead of) its annotations.
+
+    Two adjudicators may each give one; where they differ the item has no
+    adjudicated label (selectors/adjudication.py). Preference labels are in
+    system space, like annotations.
+    """
+
+    class Source(models.TextChoices):
+        WEB = "web", "Web"
+        API = "api", "API"
+        IMPORT = "import", "Import"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="adjudications")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="adjudications")
+    adjudicator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="adjudications")
+    label = models.CharField(max_length=100)
+    preferred_system = models.CharField(max_length=200, blank=True, default="")
+    strength = models.CharField(max_length=8, blank=True, default="")
+    note = models.TextField(blank=True, default="")
+    guidelines_unclear = models.BooleanField(default=False)
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.WEB)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["item", "created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "adjudicator"], name="adjudication_once_per_adjudicator"),
+            models.CheckConstraint(condition=~Q(label=""), name="adjudication_label_not_empty"),
+            models.CheckConstraint(
+                condition=Q(strength="", preferred_system="")
+                | (Q(strength__in=["strong", "slight"]) & ~Q(preferred_system="")),
+                name="adjudication_strength_iff_preferred",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item}: adjudicated {self.label}"
+
+    def snapshot(self) -> dict:
+        """The adjudication as a plain dict, as kept in revisions."""
+        return {name: getattr(self, name) for name in ADJUDICATION_FIELDS}
+
+
+class AdjudicationRevision(models.Model):
+    """One change to an adjudication: what it was, what it became, when and by whom."""
+
+    adjudication = models.ForeignKey(Adjudication, on_delete=models.CASCADE, related_name="revisions")
+    old_value = models.JSONField(null=True, blank=True)
+    new_value = models.JSONField()
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    changed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["adjudication", "changed_at", "id"]
+
+    def __str__(self) -> str:
+        return f"revision of adjudication {self.adjudication_id} at {self.changed_at:%Y-%m-%d %H:%M}"
 
 
 class StagedItem(models.Model):

@@ -7,7 +7,17 @@ from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_fiel
 from rest_framework import serializers
 
 from .adapters import SOURCES
-from .models import MAX_ACTIVE_MS, Assignment, ExportJob, ImportJob, Item, Study
+from .models import (
+    MAX_ACTIVE_MS,
+    AdjudicationRule,
+    Assignment,
+    ExportJob,
+    ImportJob,
+    Item,
+    ReferenceRule,
+    Study,
+)
+from .services.adjudication import MAX_NOTE_LENGTH as MAX_ADJUDICATION_NOTE
 from .services.assignments import SubmittedAnswer
 from .vocab import EVIDENCE_JUDGEMENTS, PREFERENCE_CHOICES
 
@@ -300,3 +310,26 @@ class SubmitAnswerSerializer(serializers.Serializer):
 
 class FlagSerializer(serializers.Serializer):
     reason = serializers.CharField(help_text="Why the item is a problem (broken, offensive, impossible to judge).")
+
+
+class AdjudicationSubmitSerializer(serializers.Serializer):
+    label = serializers.CharField(required=False, allow_blank=True, default="")
+    preferred = serializers.CharField(
+        required=False, allow_blank=True, default="", help_text="Preference: a system name, 'List 1'/'List 2' or 'tie'."
+    )
+    strength = serializers.CharField(required=False, allow_blank=True, default="")
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_ADJUDICATION_NOTE)
+    guidelines_unclear = serializers.BooleanField(required=False, default=False)
+
+
+class AdjudicationImportSerializer(serializers.Serializer):
+    file = serializers.FileField()
+    format = serializers.ChoiceField(choices=["jsonl", "csv"], required=False)
+
+
+class AdjudicationSettingsSerializer(serializers.Serializer):
+    adjudication_rule = serializers.ChoiceField(choices=AdjudicationRule.choices, required=False)
+    adjudication_audit_share = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
+    adjudication_shows_systems = serializers.BooleanField(required=False)
+    adjudication_shows_verifiers = serializers.BooleanField(required=False)
+    reference_rule = serializers.ChoiceField(choices=ReferenceRule.choices, required=False)

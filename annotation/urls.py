@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from . import invite_views, member_views, study_views, views
+from . import adjudication_views, invite_views, member_views, study_views, views
 
 app_name = "annotation"
 
@@ -32,6 +32,23 @@ urlpatterns = [
     path("studies/<slug:slug>/invites/", member_views.invite_create, name="invite_create"),
     path("studies/<slug:slug>/invites/<int:invite_id>/revoke/", member_views.invite_revoke, name="invite_revoke"),
     path("invite/<str:token>/", invite_views.invite, name="invite"),
+    path("studies/<slug:slug>/adjudicate/", adjudication_views.adjudication_queue_page, name="adjudication_queue"),
+    path(
+        "studies/<slug:slug>/adjudicate/settings/",
+        adjudication_views.adjudication_settings,
+        name="adjudication_settings",
+    ),
+    path("studies/<slug:slug>/adjudicate/import/", adjudication_views.adjudication_import, name="adjudication_import"),
+    path(
+        "studies/<slug:slug>/adjudicate/items/<path:external_id>/",
+        adjudication_views.adjudicate_item,
+        name="adjudicate_item",
+    ),
+    path(
+        "studies/<slug:slug>/members/<int:member_id>/adjudicator/",
+        adjudication_views.member_adjudicator,
+        name="member_adjudicator",
+    ),
     path("studies/<slug:slug>/progress/", views.study_progress, name="study_progress"),
     path("studies/<slug:slug>/progress/live/", views.study_progress_live, name="study_progress_live"),
     path("studies/<slug:slug>/annotate/", views.annotate, name="annotate"),

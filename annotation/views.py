@@ -11,7 +11,15 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from . import selectors
-from .access import Annotator, Researcher, access_export_job, access_item, access_study, may_create_studies
+from .access import (
+    Annotator,
+    Researcher,
+    access_export_job,
+    access_item,
+    access_study,
+    may_adjudicate,
+    may_create_studies,
+)
 from .adapters.labelstudio_export import labelstudio_response
 from .adapters.uploads import import_upload_from, system_names
 from .exports import CONTENT_TYPES, export_chunks, export_file_response, export_filename
@@ -40,7 +48,12 @@ def study_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     study = access_study(request.user, slug)
     if study.user_role != Researcher:
         progress = annotator_progress(request.user, study) if study.user_role == Annotator else None
-        return render(request, "annotation/study_annotator.html", {"study": study, "progress": progress})
+        annotator_context = {
+            "study": study,
+            "progress": progress,
+            "can_adjudicate": may_adjudicate(request.user, study),
+        }
+        return render(request, "annotation/study_annotator.html", annotator_context)
     context = {
         "study": study,
         "counts": selectors.study_counts(study),

@@ -36,6 +36,7 @@ EXPORT_COLUMNS = [
     "submitted_at",
     "revision_count",
     "source",
+    "adjudicated_label",
 ]
 
 
@@ -280,10 +281,16 @@ def _iso(value: datetime | str | None) -> str | None:
 def export_rows(study: Study) -> Generator[dict[str, Any], None, None]:
     """One row per annotation (long format), streamed from the database.
 
-    Columns are EXPORT_COLUMNS; annotators appear by pseudonym only.
+    Columns are EXPORT_COLUMNS; annotators appear by pseudonym only. `adjudicated_label`
+    repeats the item's adjudicated label on each of its rows: empty when nobody adjudicated
+    it, and empty too when its adjudicators disagree (selectors.adjudication.adjudicated_labels).
     """
+    # Imported here: selectors.adjudication reads this module's pseudonyms().
+    from .adjudication import adjudicated_labels
+
     names = pseudonyms(study)
     systems = list(study.systems)
+    adjudicated = adjudicated_labels(study).labels
     revisions = (
         AnnotationRevision.objects.filter(annotation=OuterRef("pk"))
         .order_by()
@@ -361,4 +368,5 @@ def export_rows(study: Study) -> Generator[dict[str, Any], None, None]:
             "submitted_at": _iso(submitted_at),
             "revision_count": n_revisions,
             "source": source,
+            "adjudicated_label": adjudicated.get(item, ""),
         }

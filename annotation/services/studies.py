@@ -24,6 +24,7 @@ from django.utils.text import slugify
 
 from ..models import Annotation, Assignment, Item, Study, StudyChange, StudyMember, new_seed
 from ..vocab import BINARY_SIDES, PREFERENCE_BOTH_BAD, PREFERENCE_TIE, default_binary_map, default_labels
+from .adjudication import ADJUDICATION_SETTINGS
 from .errors import ServiceError
 from .members import _next_pseudonym
 
@@ -469,6 +470,10 @@ def duplicate_study(
         status=Status.DRAFT,
         created_by=user,
     )
+    copied = {name: getattr(study, name) for name in ADJUDICATION_SETTINGS}
+    Study.objects.filter(pk=copy.pk).update(**copied)
+    for name, value in copied.items():
+        setattr(copy, name, value)
     if copy_items:
         source = Item.objects.filter(study=study).order_by("position", "pk").values(*ITEM_COPY_FIELDS).iterator()
         batch: list[Item] = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from annotation.models import Study
+from annotation.selectors.adjudication import adjudication_summary
 from metaeval import selectors
 from metaeval.verifiers.pairwise_report import pairwise_judge_report
 from metaeval.verifiers.report import verifier_report
@@ -76,6 +77,7 @@ def build_report(study: Study, options: ReportOptions | None = None) -> dict[str
     )
     report["disagreements"] = disagreements(agreed)
     report["n_disagreements"] = len(report["disagreements"])
+    report["adjudication"] = {**adjudication_summary(study), "reference_rule": study.reference_rule}
     report["verifiers"] = verifier_report(study, n_resamples=options.n_resamples, seed=options.seed)
     report["pairwise_judges"] = pairwise_judge_report(study, n_resamples=options.n_resamples, seed=options.seed)
     return report

@@ -196,6 +196,24 @@ def _judge_lines(judges: dict[str, Any] | None) -> Iterator[Line]:
             yield from _judge_agreement(f"{scope}/domain:{domain}", block)
 
 
+ADJUDICATION_STATISTICS = (
+    "queue",
+    "items_adjudicated",
+    "items_with_two_or_more",
+    "adjudicator_agreement",
+    "guidelines_unclear_share",
+)
+
+
+def _adjudication_lines(section: dict[str, Any] | None) -> Iterator[Line]:
+    if not section:
+        return
+    note = f"queue rule {section['rule']}; reference rule {section['reference_rule']}"
+    for key in ADJUDICATION_STATISTICS:
+        n = section["items_with_two_or_more"] if key == "adjudicator_agreement" else None
+        yield "adjudication", "all", key, section[key], None, None, n, note
+
+
 def _lines(report: dict[str, Any]) -> Iterator[Line]:
     for key in ("n_items", "n_items_annotated", "n_items_gold", "n_annotators", "n_annotations", "n_disagreements"):
         yield "study", report["study"], key, report[key], None, None, None, ""
@@ -207,6 +225,7 @@ def _lines(report: dict[str, Any]) -> Iterator[Line]:
     yield from _preference_lines(report["preference"])
     yield from _score_lines(report["scores"])
     yield from _judge_lines(report.get("pairwise_judges"))
+    yield from _adjudication_lines(report.get("adjudication"))
     for entry in report["disagreements"]:
         labels = "; ".join(f"{who}={label}" for who, label in entry["labels"].items())
         yield "disagreement", f"item:{entry['item']}", entry["pattern"], None, None, None, len(entry["labels"]), labels

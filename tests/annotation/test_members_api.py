@@ -56,7 +56,7 @@ def test_change_role_deactivate_and_remove(client, loaded_verification_study, re
     response = client.patch(url, {"is_active": True, "role": "researcher"}, content_type="application/json", **headers)
     assert response.json()["is_active"] is True and response.json()["role"] == "researcher"
     empty = client.patch(url, {}, content_type="application/json", **headers)
-    assert empty.status_code == 400 and "send role, is_active or both" in empty.json()["detail"]
+    assert empty.status_code == 400 and "send role, is_active, can_adjudicate or several" in empty.json()["detail"]
 
     response = client.delete(url, **headers)
     assert response.status_code == 200

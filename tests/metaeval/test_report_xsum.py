@@ -137,10 +137,11 @@ def test_report_is_strict_json(report):
 
 
 def test_report_reads_labels_in_a_constant_number_of_queries(xsum_study, demo, django_assert_max_num_queries):
-    # 9: one of them reads the verifiers' labels for their factuality scores
-    with django_assert_max_num_queries(9):
+    # 10: one of them reads the verifiers' labels for their factuality scores, two the
+    # adjudication section (its adjudications, and the labels its queue is built from)
+    with django_assert_max_num_queries(10):
         build_report(xsum_study, ReportOptions(by_domain=True, binary=True))
-    with django_assert_max_num_queries(9):
+    with django_assert_max_num_queries(10):
         build_report(demo["factcheck-gpt"], ReportOptions(by_domain=True, binary=True))
 
 
