@@ -17,6 +17,7 @@ Every coefficient returns an ``Estimate`` (``value`` is None with a
 ``json_ready`` / ``Estimate.to_dict`` never emit NaN.
 """
 
+from .aggregation import AggregationFit, dawid_skene, mace
 from .agreement import (
     cohen_kappa,
     consensus_distribution,
@@ -74,6 +75,9 @@ from .verifier import (
 VERISCORE_BINARY = {"supported": "supported", "contradicted": "unsupported", "inconclusive": "unsupported"}
 
 __all__ = [
+    "AggregationFit",
+    "dawid_skene",
+    "mace",
     "BOOTSTRAP_STATISTICS",
     "CLASSIFICATION_METRICS",
     "Estimate",
