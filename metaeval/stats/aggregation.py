@@ -131,7 +131,8 @@ def dawid_skene(
     loglik = -np.inf
     converged = False
     n_iter = 0
-    for n_iter in range(1, max_iter + 1):
+    while n_iter < max_iter:
+        n_iter += 1
         priors, errors = _ds_m_step(counts, post)
         post, new_loglik = _ds_e_step(counts, priors, errors)
         if new_loglik - loglik < tol:
