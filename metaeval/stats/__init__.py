@@ -33,6 +33,7 @@ from .agreement import (
     percent_agreement,
     randolph_kappa,
 )
+from .annotator_quality import FLAG_RULE, annotator_quality, kappa_with_ci
 from .bootstrap import BOOTSTRAP_STATISTICS, bootstrap_ci, bootstrap_distribution, percentile_ci
 from .classification import (
     CLASSIFICATION_METRICS,
@@ -75,6 +76,9 @@ from .verifier import (
 VERISCORE_BINARY = {"supported": "supported", "contradicted": "unsupported", "inconclusive": "unsupported"}
 
 __all__ = [
+    "FLAG_RULE",
+    "annotator_quality",
+    "kappa_with_ci",
     "AggregationFit",
     "dawid_skene",
     "mace",

@@ -1,0 +1,96 @@
+"""Reference labels and per-annotator quality in the report, on the XSum demo (real labels)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from metaeval.reporting import ReportOptions, build_report
+from metaeval.reporting.options import InvalidOption, options_from_query
+
+pytestmark = pytest.mark.django_db
+
+
+def _majority(labels: pd.DataFrame) -> pd.Series:
+    """Strict majority per item, computed here with pandas alone."""
+    counts = labels.groupby(["item", "label"]).size().unstack(fill_value=0)
+    top = counts.max(axis=1)
+    has = 2 * top > counts.sum(axis=1)
+    return counts[has].idxmax(axis=1)
+
+
+@pytest.fixture(scope="module")
+def majority_report(demo, django_db_blocker):
+    with django_db_blocker.unblock():
+        return build_report(demo["xsum-factuality"], ReportOptions(n_resamples=200))
+
+
+def test_majority_reference_counts_items_per_source_and_none(majority_report, xsum_fixture_labels):
+    majority = _majority(xsum_fixture_labels)
+    n_items = xsum_fixture_labels["item"].nunique()
+    ref = majority_report["reference"]
+    assert ref["rule"] == "majority" and ref["sources"] == ["majority"]
+    assert ref["n_items"] == n_items
+    assert ref["counts"] == {"majority": len(majority), "none": n_items - len(majority)}
+    assert ref["counts"]["none"] >= 1  # XSum has an item whose two ratings split
+
+
+def test_each_annotator_against_the_reference_and_the_others_is_sklearns_kappa(majority_report, xsum_fixture_labels):
+    majority = _majority(xsum_fixture_labels)
+    wide = xsum_fixture_labels.pivot(index="item", columns="annotator", values="label")
+    quality = majority_report["annotator_quality"]
+    assert set(quality["annotators"]) == set(wide.columns)
+    for who, entry in quality["annotators"].items():
+        mine = wide[who].dropna()
+        shared = mine.index.intersection(majority.index)
+        expected = cohen_kappa_score(mine[shared], majority[shared])
+        kappa = entry["kappa_reference"]
+        assert kappa["value"] == pytest.approx(expected, abs=1e-12)
+        assert kappa["n_items"] == len(shared)
+        assert kappa["ci"][0] < kappa["value"] < kappa["ci"][1]
+        others = _majority(xsum_fixture_labels[xsum_fixture_labels["annotator"] != who])
+        common = mine.index.intersection(others.index)
+        assert entry["kappa_others"]["value"] == pytest.approx(
+            cohen_kappa_score(mine[common], others[common]), abs=1e-12
+        )
+        assert entry["gold_accuracy"]["value"] is None  # the XSum demo has no gold items
+        assert 0.5 < entry["dawid_skene_accuracy"] <= 1
+        assert np.allclose(np.sum(entry["dawid_skene_confusion"], axis=1), 1)
+    assert not any(e["flagged"] for e in quality["annotators"].values())
+    assert "median" in quality["flag_rule"]
+    assert quality["dawid_skene"]["converged"]
+
+
+def test_dawid_skene_reference_covers_every_item(demo, xsum_fixture_labels):
+    report = build_report(demo["xsum-factuality"], ReportOptions(n_resamples=0, reference="dawid_skene"))
+    n_items = xsum_fixture_labels["item"].nunique()
+    assert report["reference"]["counts"] == {"dawid_skene": n_items, "none": 0}
+    assert report["annotator_quality"]["reference_rule"] == "dawid_skene"
+    assert report["annotator_quality"]["annotators"]["wid_0"]["kappa_reference"]["n_items"] == n_items
+
+
+def test_gold_reference_without_gold_items_says_none_for_all(demo):
+    report = build_report(demo["xsum-factuality"], ReportOptions(n_resamples=0, reference="gold"))
+    assert report["reference"]["counts"]["gold"] == 0
+    assert report["reference"]["counts"]["none"] == report["reference"]["n_items"]
+    entry = report["annotator_quality"]["annotators"]["wid_0"]["kappa_reference"]
+    assert entry["value"] is None and entry["reason"] == "no items in common"
+
+
+def test_unknown_or_not_yet_available_rules_are_named():
+    with pytest.raises(InvalidOption, match="reference must be one of gold, majority, dawid_skene"):
+        options_from_query({"reference": "vibes"})
+    with pytest.raises(InvalidOption, match="needs adjudicated labels"):
+        options_from_query({"reference": "adjudicated_else_majority"})
+    with pytest.raises(ValueError, match="adjudicated"):
+        ReportOptions(reference="adjudicated")
+    assert options_from_query({}).reference == "majority"
+
+
+def test_api_refuses_a_bad_reference_naming_it(client, demo_researcher, demo):
+    client.force_login(demo_researcher)
+    answer = client.get("/api/studies/xsum-factuality/report", {"reference": "vibes"})
+    assert answer.status_code == 400
+    assert "reference" in answer.json()["fields"]
