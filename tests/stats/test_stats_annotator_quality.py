@@ -44,7 +44,7 @@ def test_gold_accuracy_counts_only_gold_items(table):
 
 
 def test_dawid_skene_confusion_is_attached_and_ranks_the_sloppy_one_last(table):
-    df, truth = table
+    df, _ = table
     fit = dawid_skene(df, ["s", "u"])
     out = annotator_quality(df, ["s", "u"], fit.labels, dawid_skene=fit, n_resamples=0)
     acc = {who: e["dawid_skene_accuracy"] for who, e in out["annotators"].items()}
