@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import BadRequest
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -15,11 +16,12 @@ from django.views.decorators.http import require_GET
 from annotation.access import Researcher, access_study
 from annotation.http import AuthenticatedHttpRequest
 from metaeval import charts, selectors
-from metaeval.reporting import build_report, options_from_query
+from metaeval.reporting import ReportOptions, build_report, options_from_query
 from metaeval.reporting.charts import CHARTS, ChartNotApplicable, chart_figure, chart_names
 from metaeval.reporting.csv_format import report_csv
 from metaeval.reporting.html_format import report_context, report_html
 from metaeval.reporting.latex_format import TABLE_NAMES, report_tables, report_tex, table_tex
+from metaeval.reporting.options import InvalidOption
 
 DOWNLOAD_TYPES = {
     "json": "application/json",
@@ -27,7 +29,15 @@ DOWNLOAD_TYPES = {
     "html": "text/html; charset=utf-8",
     "tex": "application/x-tex; charset=utf-8",
 }
-CHART_VERSION = "1"  # bump when a chart's drawing changes, so old ETags stop matching
+CHART_VERSION = "2"  # bump when a chart's drawing changes, so old ETags stop matching
+
+
+def _options(request: AuthenticatedHttpRequest) -> ReportOptions:
+    """The page's options (both extra sections on); a bad value is a 400 that names it."""
+    try:
+        return options_from_query(request.GET, by_domain=True, binary=True)
+    except InvalidOption as exc:
+        raise BadRequest(f"{exc.name}: {exc}") from None
 
 
 @login_required
@@ -35,8 +45,7 @@ CHART_VERSION = "1"  # bump when a chart's drawing changes, so old ETags stop ma
 def report_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     """The researcher's report: every section, charts as <img> of the SVG route."""
     study = access_study(request.user, slug, role=Researcher)
-    options = options_from_query(request.GET, by_domain=True, binary=True)
-    report = build_report(study, options)
+    report = build_report(study, _options(request))
     sources = {
         name: {fmt: reverse("metaeval:report_chart", args=[study.slug, name, fmt]) for fmt in charts.CHART_FORMATS}
         for name in chart_names(study)
@@ -50,7 +59,7 @@ def report_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
 def report_download(request: AuthenticatedHttpRequest, slug: str, fmt: str) -> HttpResponse:
     """The report as a JSON, CSV, standalone HTML or LaTeX (every table, booktabs) file (same options as the page)."""
     study = access_study(request.user, slug, role=Researcher)
-    report = build_report(study, options_from_query(request.GET, by_domain=True, binary=True))
+    report = build_report(study, _options(request))
     if fmt == "json":
         body = json.dumps(report, indent=2, allow_nan=False)
     elif fmt == "csv":
@@ -71,7 +80,7 @@ def report_table_tex(request: AuthenticatedHttpRequest, slug: str, table: str) -
     study = access_study(request.user, slug, role=Researcher)
     if table not in TABLE_NAMES:
         raise Http404(f"No table {table!r}; a report has: {', '.join(TABLE_NAMES)}.")
-    report = build_report(study, options_from_query(request.GET, by_domain=True, binary=True))
+    report = build_report(study, _options(request))
     tables = report_tables(report)
     if table not in tables:
         raise Http404(f"The {table} table has nothing to show in this study's report.")

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .reference import DEFAULT_RULE, unavailable_rule_reason
+
 __all__ = ["InvalidOption", "ReportOptions", "options_from_query"]
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -45,8 +47,6 @@ class ReportOptions:
     reference: str = "majority"
 
     def __post_init__(self) -> None:
-        from .reference import unavailable_rule_reason
-
         reason = unavailable_rule_reason(self.reference)
         if reason:
             raise ValueError(reason)
@@ -92,8 +92,6 @@ def options_from_query(
     raw_k = str(query.get("k", "")).strip()
     if raw_k and not (raw_k.isdigit() and 1 <= int(raw_k) <= 100_000):
         raise InvalidOption("k", f"k must be a whole number from 1 to 100,000, got {query.get('k')!r}")
-    from .reference import DEFAULT_RULE, unavailable_rule_reason
-
     reference = str(query.get("reference", "") or DEFAULT_RULE).strip()
     reason = unavailable_rule_reason(reference)
     if reason:

@@ -94,3 +94,30 @@ def test_api_refuses_a_bad_reference_naming_it(client, demo_researcher, demo):
     answer = client.get("/api/studies/xsum-factuality/report", {"reference": "vibes"})
     assert answer.status_code == 400
     assert "reference" in answer.json()["fields"]
+
+
+def test_csv_latex_page_and_chart_carry_the_annotator_quality(client, demo_researcher, majority_report):
+    from metaeval.reporting.charts import annotator_rows
+    from metaeval.reporting.csv_format import report_csv
+    from metaeval.reporting.latex_format import report_tables
+
+    quality = majority_report["annotator_quality"]["annotators"]
+    csv_text = report_csv(majority_report)
+    wid0 = quality["wid_0"]["kappa_reference"]
+    assert f"annotator_quality,annotator:wid_0,kappa_reference,{wid0['value']}," in csv_text
+    assert "reference,rule:majority,items[none],1,,,1858," in csv_text
+    table = report_tables(majority_report)["annotators"]
+    assert [row[0] for row in table.rows] == ["wid\\_0", "wid\\_1", "wid\\_2"]
+    assert table.rows[0][2] == f"{wid0['value']:.3f}"
+    client.force_login(demo_researcher)
+    page = client.get("/studies/xsum-factuality/report/?reference=dawid_skene").content.decode()
+    assert 'id="annotator-quality-table"' in page
+    assert "Reference labels: <strong>dawid_skene</strong>" in page
+    assert "/report/charts/annotators.svg" in page
+    bad = client.get("/studies/xsum-factuality/report/?reference=vibes")
+    assert bad.status_code == 400
+    chart = client.get("/studies/xsum-factuality/report/charts/annotators.svg")
+    assert chart.status_code == 200 and chart["Content-Type"].startswith("image/svg")
+    rows, flagged = annotator_rows(majority_report["annotator_quality"])
+    assert rows[0] == ("wid_0", wid0["value"], tuple(wid0["ci"]), quality["wid_0"]["kappa_others"]["value"])
+    assert flagged == []
