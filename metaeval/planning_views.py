@@ -30,7 +30,8 @@ def plan_page(request: AuthenticatedHttpRequest) -> HttpResponse:
         plan = make_plan(inputs)
     except InvalidOption as exc:
         error = f"{exc.name}: {exc}"
-        inputs = PlanInputs(kind=request.GET.get("kind") if request.GET.get("kind") in PLAN_KINDS else "preference")
+        kind = request.GET.get("kind", "")
+        inputs = PlanInputs(kind=kind if kind in PLAN_KINDS else "preference")
         plan = make_plan(inputs)
     form = {**inputs.as_dict(), "distribution": ",".join(f"{x:g}" for x in inputs.distribution)}
     if request.GET and error:
