@@ -16,7 +16,7 @@ pytestmark = pytest.mark.browser
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("screen", ["laptop", "phone"])
-def test_planning_page_study_card_and_annotator_quality_fit(screen_context, guard, screen, annotator, researcher):
+def test_planning_page_study_card_and_annotator_quality_fit(screen_context, guard, screen, annotator, researcher):  # noqa: F811
     study = verification(annotator, researcher)
     page = screen_context(screen)
     log_in(page, researcher.username, reverse("metaeval:plan"))
