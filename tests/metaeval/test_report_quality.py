@@ -121,3 +121,36 @@ def test_csv_latex_page_and_chart_carry_the_annotator_quality(client, demo_resea
     rows, flagged = annotator_rows(majority_report["annotator_quality"])
     assert rows[0] == ("wid_0", wid0["value"], tuple(wid0["ci"]), quality["wid_0"]["kappa_others"]["value"])
     assert flagged == []
+
+
+def test_verifiers_against_the_chosen_reference_are_sklearns_numbers(db):
+    from annotation.services import create_study, import_annotations, import_items
+    from metaeval.verifiers.services import import_predictions
+    from tests.conftest import jsonl, verification_item
+
+    study = create_study(slug="ref-verifiers", name="Ref", kind="verification", annotators_per_item=3)
+    import_items(study=study, stream=jsonl(*(verification_item(f"c-{n}") for n in range(30))), fmt="jsonl")
+    labels = ["supported", "contradicted", "inconclusive"]
+    rows = [
+        {"item": f"c-{n}", "annotator": who, "label": labels[(n + (k == 2) * (n % 4 == 0)) % 3]}
+        for n in range(30)
+        for k, who in enumerate(("w1", "w2", "w3"))
+    ]
+    rows = [r for r in rows if not (r["item"] == "c-1" and r["annotator"] == "w3")]
+    rows[3]["label"] = "inconclusive" if rows[3]["label"] != "inconclusive" else "supported"  # c-1: w1, w2 split
+    import_annotations(study=study, stream=jsonl(*rows), fmt="jsonl")
+    predicted = {f"c-{n}": labels[(n * 7 // 5) % 3] for n in range(30)}
+    preds = ({"item": item, "verifier": "v", "label": label} for item, label in predicted.items())
+    import_predictions(study=study, stream=jsonl(*preds), fmt="jsonl")
+    frame = pd.DataFrame(rows)
+    majority = _majority(frame)
+    report = build_report(study, ReportOptions(n_resamples=100))
+    entry = report["verifiers_vs_reference"]["v"]
+    assert entry["reference_rule"] == "majority"
+    assert entry["n"] == len(majority) == 29 and entry["n_without_reference"] == 1
+    items = list(majority.index)
+    assert entry["cohen_kappa"]["value"] == pytest.approx(
+        cohen_kappa_score([predicted[i] for i in items], majority[items].tolist())
+    )
+    assert entry["accuracy"]["value"] == pytest.approx(np.mean([predicted[i] == majority[i] for i in items]))
+    assert report["reference"]["counts"] == {"majority": 29, "none": 1}
