@@ -63,6 +63,7 @@ def reference_and_quality(
             reference.labels,
             gold=gold[gold != ""],
             dawid_skene=fit,
+            mace=stats.mace(inputs.on_scale, inputs.categories, seed=options.seed or 0),
             n_resamples=options.n_resamples,
             seed=options.seed,
         )

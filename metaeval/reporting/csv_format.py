@@ -244,6 +244,17 @@ def _quality_lines(report: dict[str, Any]) -> Iterator[Line]:
                 (entry["n_labels"]),
                 "",
             )
+        if "mace_competence" in entry:
+            yield (
+                "annotator_quality",
+                scope,
+                "mace_competence",
+                entry["mace_competence"],
+                None,
+                None,
+                (entry["n_labels"]),
+                "MACE (EM): probability of not guessing",
+            )
         yield "annotator_quality", scope, "flagged", int(entry["flagged"]), None, None, None, quality["flag_rule"]
     for name, entry in (report.get("verifiers_vs_reference") or {}).items():
         for key in ("accuracy", "cohen_kappa"):

@@ -9,7 +9,8 @@ For every annotator of a long table (``item``, ``annotator``, ``label``):
   annotator is never scored against a reference they helped make;
 * accuracy on gold items;
 * the Dawid-Skene confusion matrix (true label rows, given label columns)
-  and estimated accuracy, when a fit is given.
+  and estimated accuracy, and MACE's competence (the probability that the
+  annotator is not guessing), when those fits are given.
 
 Flag (``FLAG_RULE``): an annotator whose kappa with the reference lies more
 than ``FLAG_MARGIN`` below the median of all annotators' kappas, on at least
@@ -91,6 +92,7 @@ def annotator_quality(
     *,
     gold: pd.Series | None = None,
     dawid_skene: AggregationFit | None = None,
+    mace: AggregationFit | None = None,
     n_resamples: int = 1000,
     seed: int | None = 0,
 ) -> dict[str, Any]:
@@ -135,6 +137,8 @@ def annotator_quality(
         if dawid_skene is not None and who in dawid_skene.confusion:
             entry["dawid_skene_accuracy"] = float(dawid_skene.annotator_accuracy[who])
             entry["dawid_skene_confusion"] = dawid_skene.confusion[who].round(6).to_numpy().tolist()
+        if mace is not None and mace.competence is not None and who in mace.competence.index:
+            entry["mace_competence"] = float(mace.competence[who])
         out[str(who)] = entry
     kappas = [
         e["kappa_reference"].value

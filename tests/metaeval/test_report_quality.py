@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
+from metaeval import stats
 from metaeval.reporting import ReportOptions, build_report
 from metaeval.reporting.options import InvalidOption, options_from_query
 
@@ -58,6 +59,10 @@ def test_each_annotator_against_the_reference_and_the_others_is_sklearns_kappa(m
         assert entry["gold_accuracy"]["value"] is None  # the XSum demo has no gold items
         assert 0.5 < entry["dawid_skene_accuracy"] <= 1
         assert np.allclose(np.sum(entry["dawid_skene_confusion"], axis=1), 1)
+    mace = stats.mace(xsum_fixture_labels, ["factual", "not_factual"])
+    assert {who: e["mace_competence"] for who, e in quality["annotators"].items()} == pytest.approx(
+        mace.competence.to_dict()
+    )
     assert not any(e["flagged"] for e in quality["annotators"].values())
     assert "median" in quality["flag_rule"]
     assert quality["dawid_skene"]["converged"]
