@@ -61,12 +61,13 @@ def kappa_with_ci(
         return Estimate.undefined("kappa is undefined: both sides gave one and the same label throughout", n)
     if n_resamples <= 0 or n < 2:
         return Estimate(value, None, n)
-    rng = np.random.default_rng(seed)
-    pair = a * k + b
-    draws = np.empty(n_resamples)
-    for r in range(n_resamples):
-        sample = pair[rng.integers(0, n, n)]
-        draws[r] = _kappa(np.bincount(sample, minlength=k * k).reshape(k, k))
+    # resampling items = drawing the k x k confusion counts from a multinomial (all resamples at once)
+    shares = conf.ravel() / n
+    confs = np.random.default_rng(seed).multinomial(n, shares, size=n_resamples).reshape(n_resamples, k, k)
+    po = np.trace(confs, axis1=1, axis2=2) / n
+    pe = np.einsum("bi,bi->b", confs.sum(axis=2), confs.sum(axis=1)) / (n * n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        draws = np.where(pe < 1, (po - pe) / (1 - pe), np.nan)
     draws = draws[np.isfinite(draws)]
     if not len(draws):
         return Estimate(value, None, n)

@@ -59,3 +59,18 @@ def test_kappa_ci_is_seeded_and_undefined_cases_say_why():
     assert first.ci == again.ci and first.ci[0] < first.value < first.ci[1]
     assert kappa_with_ci(a[:0], b[:0], 2).reason == "no items in common"
     assert "one and the same label" in kappa_with_ci(np.zeros(5, int), np.zeros(5, int), 2).reason
+
+
+def test_kappa_interval_agrees_with_a_plain_item_bootstrap():
+    """The multinomial shortcut against resampling items one by one with sklearn (another RNG)."""
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 3, 300)
+    b = np.where(rng.random(300) < 0.7, a, rng.integers(0, 3, 300))
+    fast = kappa_with_ci(a, b, 3, n_resamples=2000, seed=0)
+    draws = []
+    for _ in range(2000):
+        pick = rng.integers(0, 300, 300)
+        draws.append(cohen_kappa_score(a[pick], b[pick]))
+    low, high = np.percentile(draws, [2.5, 97.5])
+    assert fast.value == pytest.approx(cohen_kappa_score(a, b))
+    assert fast.ci[0] == pytest.approx(low, abs=0.02) and fast.ci[1] == pytest.approx(high, abs=0.02)
