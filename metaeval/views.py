@@ -22,6 +22,7 @@ from metaeval.reporting.csv_format import report_csv
 from metaeval.reporting.html_format import report_context, report_html
 from metaeval.reporting.latex_format import TABLE_NAMES, report_tables, report_tex, table_tex
 from metaeval.reporting.options import InvalidOption
+from metaeval.reporting.reference import DEFAULT_RULE
 
 DOWNLOAD_TYPES = {
     "json": "application/json",
@@ -45,9 +46,15 @@ def _options(request: AuthenticatedHttpRequest) -> ReportOptions:
 def report_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     """The researcher's report: every section, charts as <img> of the SVG route."""
     study = access_study(request.user, slug, role=Researcher)
-    report = build_report(study, _options(request))
+    options = _options(request)
+    report = build_report(study, options)
+    # only the annotator chart depends on the reference rule; its URL carries it
+    rule = f"?reference={options.reference}" if options.reference != DEFAULT_RULE else ""
     sources = {
-        name: {fmt: reverse("metaeval:report_chart", args=[study.slug, name, fmt]) for fmt in charts.CHART_FORMATS}
+        name: {
+            fmt: reverse("metaeval:report_chart", args=[study.slug, name, fmt]) + (rule if name == "annotators" else "")
+            for fmt in charts.CHART_FORMATS
+        }
         for name in chart_names(study)
     }
     context = report_context(study, report, chart_sources=sources, link_items=True)
@@ -96,11 +103,12 @@ def report_chart(request: AuthenticatedHttpRequest, slug: str, chart: str, ext: 
     study = access_study(request.user, slug, role=Researcher)
     if chart not in CHARTS:
         raise Http404("No such chart.")
-    etag = quote_etag(f"{selectors.report_fingerprint(study)}-{chart}-{ext}-{CHART_VERSION}")
+    reference = _options(request).reference
+    etag = quote_etag(f"{selectors.report_fingerprint(study)}-{chart}-{reference}-{ext}-{CHART_VERSION}")
     response = get_conditional_response(request, etag=etag)
     if response is None:
         try:
-            figure = chart_figure(study, chart)
+            figure = chart_figure(study, chart, reference=reference)
         except ChartNotApplicable as exc:
             raise Http404(str(exc)) from None
         response = HttpResponse(charts.render(figure, ext), content_type=charts.CHART_FORMATS[ext])

@@ -20,6 +20,7 @@ from metaeval.verifiers.report import verifier_report
 from .agreement import agreement_table
 from .annotator_quality import reference_and_quality
 from .options import ReportOptions
+from .reference import DEFAULT_RULE
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -96,9 +97,10 @@ def annotator_rows(quality: Mapping[str, Any]) -> tuple[list[charts.VerifierRow]
     return rows, flagged
 
 
-def _annotators(study: Study) -> Figure:
+def _annotators(study: Study, reference: str = DEFAULT_RULE) -> Figure:
     labels = selectors.label_frame(study, include_gold=True)
-    _, _, quality = reference_and_quality(labels, selectors.item_frame(study), study, ReportOptions())
+    options = ReportOptions(reference=reference)
+    _, _, quality = reference_and_quality(labels, selectors.item_frame(study), study, options)
     rows, flagged = annotator_rows(quality)
     return charts.annotator_quality_figure(rows, flagged, quality["reference_rule"])
 
@@ -108,12 +110,17 @@ CHARTS: dict[str, tuple[str, Callable[[Study], Figure]]] = {
     "preference": ("Preferences, strong and slight", _preference),
     "agreement": ("Pairwise Cohen's kappa between annotators", _agreement),
     "verifiers": ("Verifiers against the human ceiling", _verifiers),
-    "annotators": ("Annotators against the human majority and the others", _annotators),
+    "annotators": ("Annotators against the reference and the others", _annotators),
 }
 
 
-def chart_figure(study: Study, name: str) -> Figure:
-    """The named chart of the study; KeyError for an unknown name."""
+def chart_figure(study: Study, name: str, *, reference: str = DEFAULT_RULE) -> Figure:
+    """The named chart of the study; KeyError for an unknown name.
+
+    ``reference`` is the report's reference rule; only the annotator chart depends on it.
+    """
+    if name == "annotators":
+        return _annotators(study, reference)
     return CHARTS[name][1](study)
 
 

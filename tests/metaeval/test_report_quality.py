@@ -118,7 +118,7 @@ def test_csv_latex_page_and_chart_carry_the_annotator_quality(client, demo_resea
     page = client.get("/studies/xsum-factuality/report/?reference=dawid_skene").content.decode()
     assert 'id="annotator-quality-table"' in page
     assert "Reference labels: <strong>dawid_skene</strong>" in page
-    assert "/report/charts/annotators.svg" in page
+    assert "/report/charts/annotators.svg?reference=dawid_skene" in page
     bad = client.get("/studies/xsum-factuality/report/?reference=vibes")
     assert bad.status_code == 400
     chart = client.get("/studies/xsum-factuality/report/charts/annotators.svg")
