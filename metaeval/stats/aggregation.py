@@ -74,10 +74,34 @@ class AggregationFit:
         }
 
 
-def _encode(
-    df: pd.DataFrame, categories: Sequence[Hashable] | None, item: str, annotator: str, label: str
-) -> tuple[np.ndarray, pd.Index, pd.Index, tuple]:
-    """Counts tensor items x annotators x categories from a long table."""
+@dataclass(frozen=True)
+class _Ratings:
+    """The label table as three code arrays (one entry per rating), never a dense items x annotators tensor."""
+
+    item: np.ndarray
+    annotator: np.ndarray
+    label: np.ndarray
+    items: pd.Index
+    annotators: pd.Index
+    categories: tuple
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return len(self.items), len(self.annotators), len(self.categories)
+
+    def per_item(self, values: np.ndarray) -> np.ndarray:
+        """Sum ``values`` (ratings x K) over each item's ratings: items x K."""
+        n_items, _, k = self.shape
+        return np.stack([np.bincount(self.item, values[:, t], minlength=n_items) for t in range(k)], axis=1)
+
+    def per_annotator_label(self, weights: np.ndarray) -> np.ndarray:
+        """Sum ``weights`` (one per rating) per (annotator, given label): annotators x K."""
+        _, n_ann, k = self.shape
+        return np.bincount(self.annotator * k + self.label, weights, minlength=n_ann * k).reshape(n_ann, k)
+
+
+def _encode(df: pd.DataFrame, categories: Sequence[Hashable] | None, item: str, annotator: str, label: str) -> _Ratings:
+    """Code arrays from a long table; undeclared labels and missing columns are named."""
     missing = [c for c in (item, annotator, label) if c not in df.columns]
     if missing:
         raise ValueError(f"label table lacks columns {missing!r}")
@@ -91,24 +115,36 @@ def _encode(
         raise ValueError(f"labels not in the declared categories {list(cats)!r}: {unknown!r}")
     it, items = pd.factorize(df[item], sort=True)
     an, anns = pd.factorize(df[annotator], sort=True)
-    counts = np.zeros((len(items), len(anns), len(cats)))
-    np.add.at(counts, (it, an, lab), 1.0)
-    return counts, pd.Index(items, name=item), pd.Index(anns, name=annotator), cats
+    return _Ratings(
+        item=it.astype(np.int64),
+        annotator=an.astype(np.int64),
+        label=lab.astype(np.int64),
+        items=pd.Index(items, name=item),
+        annotators=pd.Index(anns, name=annotator),
+        categories=cats,
+    )
 
 
-def _ds_e_step(counts: np.ndarray, priors: np.ndarray, errors: np.ndarray) -> tuple[np.ndarray, float]:
-    """Posteriors T[i, j] and the log-likelihood; errors[a, j, l] = P(a says l | truth j)."""
-    log_err = np.log(np.clip(errors, _EPS, None))
-    log_joint = np.log(np.clip(priors, _EPS, None))[None, :] + np.einsum("ial,ajl->ij", counts, log_err)
+def _normalise_log(log_joint: np.ndarray) -> tuple[np.ndarray, float]:
+    """Posteriors from unnormalised log joints, and the summed log-likelihood."""
     top = log_joint.max(axis=1, keepdims=True)
     norm = top[:, 0] + np.log(np.exp(log_joint - top).sum(axis=1))
     return np.exp(log_joint - norm[:, None]), float(norm.sum())
 
 
-def _ds_m_step(counts: np.ndarray, post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _ds_e_step(r: _Ratings, priors: np.ndarray, errors: np.ndarray) -> tuple[np.ndarray, float]:
+    """Posteriors T[i, j] and the log-likelihood; errors[a, j, l] = P(a says l | truth j)."""
+    log_err = np.log(np.clip(errors, _EPS, None))
+    per_rating = log_err[r.annotator, :, r.label]  # ratings x K: log P(this label | truth j)
+    return _normalise_log(np.log(np.clip(priors, _EPS, None))[None, :] + r.per_item(per_rating))
+
+
+def _ds_m_step(r: _Ratings, post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Class priors and row-normalised confusion matrices from soft labels."""
+    k = r.shape[2]
     priors = post.mean(axis=0)
-    errors = np.einsum("ij,ial->ajl", post, counts)
+    weights = post[r.item]  # ratings x K
+    errors = np.stack([r.per_annotator_label(weights[:, j]) for j in range(k)], axis=1)  # a x j x l
     sums = errors.sum(axis=2, keepdims=True)
     errors = np.divide(errors, sums, out=np.zeros_like(errors), where=sums > 0)
     return priors, errors
@@ -125,23 +161,24 @@ def dawid_skene(
     tol: float = 1e-5,
 ) -> AggregationFit:
     """Dawid-Skene EM: confusion matrix per annotator, posterior per item."""
-    counts, items, anns, cats = _encode(df, categories, item, annotator, label)
-    shares = counts.sum(axis=1)
+    r = _encode(df, categories, item, annotator, label)
+    items, anns, cats = r.items, r.annotators, r.categories
+    shares = r.per_item(np.eye(len(cats))[r.label])
     post = shares / shares.sum(axis=1, keepdims=True)
     loglik = -np.inf
     converged = False
     n_iter = 0
     while n_iter < max_iter:
         n_iter += 1
-        priors, errors = _ds_m_step(counts, post)
-        post, new_loglik = _ds_e_step(counts, priors, errors)
+        priors, errors = _ds_m_step(r, post)
+        post, new_loglik = _ds_e_step(r, priors, errors)
         if new_loglik - loglik < tol:
             loglik = new_loglik
             converged = True
             break
         loglik = new_loglik
     # the reported parameters are the ones the final posteriors imply (as crowd-kit reports them)
-    priors, errors = _ds_m_step(counts, post)
+    priors, errors = _ds_m_step(r, post)
     # accuracy = sum_j prior_j * P(says j | truth j), over labels the annotator gave
     accuracy = np.einsum("j,ajj->a", priors, errors)
     confusion = {a: pd.DataFrame(errors[k], index=list(cats), columns=list(cats)) for k, a in enumerate(anns)}
@@ -159,30 +196,28 @@ def dawid_skene(
 
 
 def _mace_fit(
-    counts: np.ndarray, theta: np.ndarray, spam: np.ndarray, max_iter: int, tol: float
+    r: _Ratings, theta: np.ndarray, spam: np.ndarray, max_iter: int, tol: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int, bool]:
     """One EM run of MACE from a starting point; returns posteriors, params, loglik, iters, converged."""
-    n_items, _, k = counts.shape
+    _, _, k = r.shape
     eye = np.eye(k)
     loglik = -np.inf
-    post = np.full((n_items, k), 1.0 / k)
+    per_label = r.per_annotator_label(np.ones(len(r.item)))  # a x l: ratings given
+    ratings = per_label.sum(axis=1)
+    post = np.zeros((r.shape[0], k))
     for n_iter in range(1, max_iter + 1):
         # P(label l | truth t) for annotator a: theta*[l == t] + (1 - theta) * spam[a, l]
         emit = theta[:, None, None] * eye[None] + (1 - theta)[:, None, None] * spam[:, None, :]
-        log_joint = np.log(1.0 / k) + np.einsum("ial,atl->it", counts, np.log(np.clip(emit, _EPS, None)))
-        top = log_joint.max(axis=1, keepdims=True)
-        norm = top[:, 0] + np.log(np.exp(log_joint - top).sum(axis=1))
-        post = np.exp(log_joint - norm[:, None])
-        new_loglik = float(norm.sum())
+        per_rating = np.log(np.clip(emit, _EPS, None))[r.annotator, :, r.label]
+        post, new_loglik = _normalise_log(np.log(1.0 / k) + r.per_item(per_rating))
         # expected "told the truth" mass of each rating: P(T = l | data) * theta / emit(l | l)
         truthful = theta[:, None] / np.clip(np.einsum("att->at", emit), _EPS, None)  # a x l
-        know = np.einsum("il,ial,al->a", post, counts, truthful)
-        per_label = counts.sum(axis=0)  # a x l
-        ratings = per_label.sum(axis=1)
-        spam_mass = per_label - np.einsum("il,ial,al->al", post, counts, truthful)
-        theta = np.clip(know / np.clip(ratings, _EPS, None), 1e-6, 1 - 1e-6)
+        weight = post[r.item, r.label] * truthful[r.annotator, r.label]
+        known = r.per_annotator_label(weight)
+        theta = np.clip(known.sum(axis=1) / np.clip(ratings, _EPS, None), 1e-6, 1 - 1e-6)
+        spam_mass = np.clip(per_label - known, 0, None)
         sums = spam_mass.sum(axis=1, keepdims=True)
-        spam = np.where(sums > _EPS, np.clip(spam_mass, 0, None) / np.clip(sums, _EPS, None), 1.0 / k)
+        spam = np.where(sums > _EPS, spam_mass / np.clip(sums, _EPS, None), 1.0 / k)
         if abs(new_loglik - loglik) < tol:
             return post, theta, spam, new_loglik, n_iter, True
         loglik = new_loglik
@@ -202,14 +237,15 @@ def mace(
     tol: float = 1e-6,
 ) -> AggregationFit:
     """MACE competence by EM with random restarts (best log-likelihood wins)."""
-    counts, items, anns, cats = _encode(df, categories, item, annotator, label)
+    r = _encode(df, categories, item, annotator, label)
+    items, anns, cats = r.items, r.annotators, r.categories
     rng = np.random.default_rng(seed)
     n_ann, k = len(anns), len(cats)
     best: tuple | None = None
     for _ in range(max(restarts, 1)):
         theta0 = rng.uniform(0.5, 0.95, n_ann)
         spam0 = rng.dirichlet(np.ones(k), n_ann)
-        fit = _mace_fit(counts, theta0, spam0, max_iter, tol)
+        fit = _mace_fit(r, theta0, spam0, max_iter, tol)
         if best is None or fit[3] > best[3]:
             best = fit
     assert best is not None
