@@ -38,6 +38,7 @@ class ReferenceRule(models.TextChoices):
     ADJUDICATED = "adjudicated", "Adjudicated labels"
     ADJUDICATED_ELSE_MAJORITY = "adjudicated_else_majority", "Adjudicated, else the annotators' majority"
     MAJORITY = "majority", "The annotators' strict majority"
+    DAWID_SKENE = "dawid_skene", "A Dawid-Skene model of the annotators' labels"
 
 
 class Study(models.Model):

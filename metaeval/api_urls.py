@@ -1,7 +1,8 @@
 from django.urls import path
 
-from . import api
+from . import api, planning_views
 
 urlpatterns = [
+    path("plan", planning_views.Plan.as_view(), name="api-plan"),
     path("studies/<slug:slug>/report", api.StudyReport.as_view(), name="api-study-report"),
 ]

@@ -262,3 +262,33 @@ def verifier_figure(rows: Sequence[VerifierRow]) -> Figure:
     ax.set_title(title)
     ax.spines[["top", "right"]].set_visible(False)
     return figure
+
+
+def annotator_quality_figure(rows: Sequence[VerifierRow], flagged: Sequence[str], rule: str) -> Figure:
+    """Each annotator's Cohen kappa with the reference (dot, 95% interval) and with the majority of
+    the others (grey diamond); flagged annotators' names are marked with a star."""
+    figure = _figure(6.4, max(2.2, 1.1 + 0.45 * len(rows)))
+    title = f"Annotators against the reference ({rule}), Cohen's kappa"
+    if not any(kappa is not None for _, kappa, _, _ in rows):
+        return _empty(figure, title, "No annotator has a defined kappa yet")
+    ax = figure.add_subplot()
+    for y, (_, kappa, ci, others) in enumerate(rows):
+        if ci is not None:
+            ax.plot(ci, [y, y], color=ACCENT, linewidth=2, solid_capstyle="butt")
+        if kappa is not None:
+            ax.plot([kappa], [y], "o", color=ACCENT, markersize=6)
+            ax.text(kappa, y - 0.28, f"{kappa:.2f}", ha="center", va="bottom", fontsize=7, color=ACCENT)
+        if others is not None:
+            ax.plot([others], [y], "D", color="#6b7280", markersize=5)
+    ax.set_yticks(range(len(rows)), [f"{name} *" if name in flagged else name for name, _, _, _ in rows])
+    ax.set_ylim(len(rows) - 0.5, -0.7)
+    ax.set_xlim(min([-0.1, *(ci[0] for _, _, ci, _ in rows if ci is not None)]), 1.0)
+    ax.axvline(0, color="#b8bec9", linewidth=0.8)
+    ax.plot([], [], "o-", color=ACCENT, label="with the reference (95% interval)")
+    ax.plot([], [], "D", color="#6b7280", linestyle="none", label="with the majority of the others")
+    if flagged:
+        ax.plot([], [], " ", label="* flagged: far below the rest")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, frameon=False)
+    ax.set_title(title)
+    ax.spines[["top", "right"]].set_visible(False)
+    return figure

@@ -107,3 +107,18 @@ class ReportSerializer(serializers.Serializer):
     )
     disagreements = DisagreementSerializer(many=True)
     n_disagreements = serializers.IntegerField()
+    reference = serializers.JSONField(
+        help_text=(
+            "The reference rule (?reference=: gold, majority, dawid_skene), its sources, and how many items each "
+            "source gave a label and how many got none."
+        )
+    )
+    annotator_quality = serializers.JSONField(
+        help_text=(
+            "Per annotator: Cohen kappa with the reference (bootstrap CI, n), with the majority of the others, gold "
+            "accuracy, Dawid-Skene confusion matrix and accuracy, and a flag (flag_rule says when)."
+        )
+    )
+    verifiers_vs_reference = serializers.JSONField(
+        help_text="Each claim verifier's accuracy and Cohen kappa (CI) against the reference labels."
+    )

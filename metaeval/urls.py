@@ -1,10 +1,11 @@
 from django.urls import path, re_path
 
-from . import views
+from . import planning_views, views
 
 app_name = "metaeval"
 
 urlpatterns = [
+    path("plan/", planning_views.plan_page, name="plan"),
     path("studies/<slug:slug>/report/", views.report_page, name="report"),
     re_path(
         r"^studies/(?P<slug>[-\w]+)/report\.(?P<fmt>json|csv|html|tex)$", views.report_download, name="report_download"

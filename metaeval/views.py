@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import BadRequest
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -15,11 +16,12 @@ from django.views.decorators.http import require_GET
 from annotation.access import Researcher, access_study
 from annotation.http import AuthenticatedHttpRequest
 from metaeval import charts, selectors
-from metaeval.reporting import build_report, options_from_query
+from metaeval.reporting import ReportOptions, build_report, options_from_query
 from metaeval.reporting.charts import CHARTS, ChartNotApplicable, chart_figure, chart_names
 from metaeval.reporting.csv_format import report_csv
 from metaeval.reporting.html_format import report_context, report_html
 from metaeval.reporting.latex_format import TABLE_NAMES, report_tables, report_tex, table_tex
+from metaeval.reporting.options import InvalidOption
 
 DOWNLOAD_TYPES = {
     "json": "application/json",
@@ -27,7 +29,15 @@ DOWNLOAD_TYPES = {
     "html": "text/html; charset=utf-8",
     "tex": "application/x-tex; charset=utf-8",
 }
-CHART_VERSION = "1"  # bump when a chart's drawing changes, so old ETags stop matching
+CHART_VERSION = "2"  # bump when a chart's drawing changes, so old ETags stop matching
+
+
+def _options(request: AuthenticatedHttpRequest) -> ReportOptions:
+    """The page's options (both extra sections on); a bad value is a 400 that names it."""
+    try:
+        return options_from_query(request.GET, by_domain=True, binary=True)
+    except InvalidOption as exc:
+        raise BadRequest(f"{exc.name}: {exc}") from None
 
 
 @login_required
@@ -35,10 +45,15 @@ CHART_VERSION = "1"  # bump when a chart's drawing changes, so old ETags stop ma
 def report_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     """The researcher's report: every section, charts as <img> of the SVG route."""
     study = access_study(request.user, slug, role=Researcher)
-    options = options_from_query(request.GET, by_domain=True, binary=True)
+    options = _options(request)
     report = build_report(study, options)
+    # only the annotator chart depends on the reference rule; its URL carries it
+    rule = f"?reference={options.reference}" if options.reference else ""
     sources = {
-        name: {fmt: reverse("metaeval:report_chart", args=[study.slug, name, fmt]) for fmt in charts.CHART_FORMATS}
+        name: {
+            fmt: reverse("metaeval:report_chart", args=[study.slug, name, fmt]) + (rule if name == "annotators" else "")
+            for fmt in charts.CHART_FORMATS
+        }
         for name in chart_names(study)
     }
     context = report_context(study, report, chart_sources=sources, link_items=True)
@@ -50,7 +65,7 @@ def report_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
 def report_download(request: AuthenticatedHttpRequest, slug: str, fmt: str) -> HttpResponse:
     """The report as a JSON, CSV, standalone HTML or LaTeX (every table, booktabs) file (same options as the page)."""
     study = access_study(request.user, slug, role=Researcher)
-    report = build_report(study, options_from_query(request.GET, by_domain=True, binary=True))
+    report = build_report(study, _options(request))
     if fmt == "json":
         body = json.dumps(report, indent=2, allow_nan=False)
     elif fmt == "csv":
@@ -71,7 +86,7 @@ def report_table_tex(request: AuthenticatedHttpRequest, slug: str, table: str) -
     study = access_study(request.user, slug, role=Researcher)
     if table not in TABLE_NAMES:
         raise Http404(f"No table {table!r}; a report has: {', '.join(TABLE_NAMES)}.")
-    report = build_report(study, options_from_query(request.GET, by_domain=True, binary=True))
+    report = build_report(study, _options(request))
     tables = report_tables(report)
     if table not in tables:
         raise Http404(f"The {table} table has nothing to show in this study's report.")
@@ -87,11 +102,12 @@ def report_chart(request: AuthenticatedHttpRequest, slug: str, chart: str, ext: 
     study = access_study(request.user, slug, role=Researcher)
     if chart not in CHARTS:
         raise Http404("No such chart.")
-    etag = quote_etag(f"{selectors.report_fingerprint(study)}-{chart}-{ext}-{CHART_VERSION}")
+    reference = _options(request).reference
+    etag = quote_etag(f"{selectors.report_fingerprint(study)}-{chart}-{reference}-{ext}-{CHART_VERSION}")
     response = get_conditional_response(request, etag=etag)
     if response is None:
         try:
-            figure = chart_figure(study, chart)
+            figure = chart_figure(study, chart, reference=reference)
         except ChartNotApplicable as exc:
             raise Http404(str(exc)) from None
         response = HttpResponse(charts.render(figure, ext), content_type=charts.CHART_FORMATS[ext])

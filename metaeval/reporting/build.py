@@ -17,10 +17,12 @@ from metaeval.verifiers.report import verifier_report
 from metaeval.verifiers.selectors import verifier_verdicts
 
 from .agreement import agreement_sections, categories_for
+from .annotator_quality import reference_and_quality
 from .disagreements import disagreements
 from .options import ReportOptions
 from .preference import preference_section
 from .scores import scores_section
+from .verifier_reference import verifiers_vs_reference
 
 __all__ = ["build_report", "GOLD_RULE", "GOLD_INCLUDED_RULE", "gold_rule"]
 
@@ -80,4 +82,6 @@ def build_report(study: Study, options: ReportOptions | None = None) -> dict[str
     report["adjudication"] = {**adjudication_summary(study), "reference_rule": study.reference_rule}
     report["verifiers"] = verifier_report(study, n_resamples=options.n_resamples, seed=options.seed)
     report["pairwise_judges"] = pairwise_judge_report(study, n_resamples=options.n_resamples, seed=options.seed)
+    reference, report["reference"], report["annotator_quality"] = reference_and_quality(labels, items, study, options)
+    report["verifiers_vs_reference"] = verifiers_vs_reference(study, reference, options)
     return report

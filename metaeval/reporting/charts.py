@@ -18,6 +18,8 @@ from metaeval.verifiers.presets.pairwise import PAIRWISE_JUDGE
 from metaeval.verifiers.report import verifier_report
 
 from .agreement import agreement_table
+from .annotator_quality import reference_and_quality
+from .options import ReportOptions
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -81,22 +83,49 @@ def _verifiers(study: Study) -> Figure:
     return charts.verifier_figure(verifier_rows(sections))
 
 
+def annotator_rows(quality: Mapping[str, Any]) -> tuple[list[charts.VerifierRow], list[str]]:
+    """(annotator, kappa with the reference, its interval, kappa with the others) and the flagged names,
+    from the report's ``annotator_quality`` section."""
+    rows, flagged = [], []
+    for name, entry in quality.get("annotators", {}).items():
+        kappa, others = entry["kappa_reference"], entry["kappa_others"]
+        ci = kappa.get("ci")
+        rows.append((name, kappa.get("value"), (ci[0], ci[1]) if ci else None, others.get("value")))
+        if entry.get("flagged"):
+            flagged.append(name)
+    return rows, flagged
+
+
+def _annotators(study: Study, reference: str | None = None) -> Figure:
+    labels = selectors.label_frame(study, include_gold=True)
+    options = ReportOptions(reference=reference)
+    _, _, quality = reference_and_quality(labels, selectors.item_frame(study), study, options)
+    rows, flagged = annotator_rows(quality)
+    return charts.annotator_quality_figure(rows, flagged, quality["reference_rule"])
+
+
 CHARTS: dict[str, tuple[str, Callable[[Study], Figure]]] = {
     "labels": ("Label distribution", _labels),
     "preference": ("Preferences, strong and slight", _preference),
     "agreement": ("Pairwise Cohen's kappa between annotators", _agreement),
     "verifiers": ("Verifiers against the human ceiling", _verifiers),
+    "annotators": ("Annotators against the reference and the others", _annotators),
 }
 
 
-def chart_figure(study: Study, name: str) -> Figure:
-    """The named chart of the study; KeyError for an unknown name."""
+def chart_figure(study: Study, name: str, *, reference: str | None = None) -> Figure:
+    """The named chart of the study; KeyError for an unknown name.
+
+    ``reference`` is the report's reference rule (None: the study's); only the annotator chart depends on it.
+    """
+    if name == "annotators":
+        return _annotators(study, reference)
     return CHARTS[name][1](study)
 
 
 def chart_names(study: Study) -> list[str]:
     """The charts that apply to this study, in page order."""
-    names = ["labels", "agreement"]
+    names = ["labels", "agreement", "annotators"]
     if study.is_preference:
         names.insert(1, "preference")
     if Verifier.objects.filter(study=study).exclude(preset=PAIRWISE_JUDGE.id).exists():

@@ -226,9 +226,67 @@ def _lines(report: dict[str, Any]) -> Iterator[Line]:
     yield from _score_lines(report["scores"])
     yield from _judge_lines(report.get("pairwise_judges"))
     yield from _adjudication_lines(report.get("adjudication"))
+    yield from _quality_lines(report)
     for entry in report["disagreements"]:
         labels = "; ".join(f"{who}={label}" for who, label in entry["labels"].items())
         yield "disagreement", f"item:{entry['item']}", entry["pattern"], None, None, None, len(entry["labels"]), labels
+
+
+def _quality_lines(report: dict[str, Any]) -> Iterator[Line]:
+    """The reference rule's counts, each annotator's quality, and the verifiers against the reference."""
+    ref = report.get("reference")
+    if ref:
+        for source, count in ref["counts"].items():
+            yield "reference", f"rule:{ref['rule']}", f"items[{source}]", count, None, None, ref["n_items"], ""
+    quality = report.get("annotator_quality") or {}
+    for who, entry in quality.get("annotators", {}).items():
+        scope = f"annotator:{who}"
+        for key in ("kappa_reference", "kappa_others", "gold_accuracy"):
+            est = entry[key]
+            yield (
+                "annotator_quality",
+                scope,
+                key,
+                est["value"],
+                *(est["ci"] or (None, None)),
+                est["n_items"],
+                (est["reason"] or ""),
+            )
+        if "dawid_skene_accuracy" in entry:
+            yield (
+                "annotator_quality",
+                scope,
+                "dawid_skene_accuracy",
+                entry["dawid_skene_accuracy"],
+                None,
+                None,
+                (entry["n_labels"]),
+                "",
+            )
+        if "mace_competence" in entry:
+            yield (
+                "annotator_quality",
+                scope,
+                "mace_competence",
+                entry["mace_competence"],
+                None,
+                None,
+                (entry["n_labels"]),
+                "MACE (EM): probability of not guessing",
+            )
+        yield "annotator_quality", scope, "flagged", int(entry["flagged"]), None, None, None, quality["flag_rule"]
+    for name, entry in (report.get("verifiers_vs_reference") or {}).items():
+        for key in ("accuracy", "cohen_kappa"):
+            est = entry[key]
+            yield (
+                "verifier_reference",
+                f"verifier:{name}",
+                key,
+                est["value"],
+                *(est["ci"] or (None, None)),
+                (est["n_items"]),
+                f"reference: {entry['reference_rule']}",
+            )
 
 
 def _with_warning(lines: Iterator[Line]) -> Iterator[tuple[Any, ...]]:

@@ -307,11 +307,41 @@ def _verifier_tables(report: dict[str, Any]) -> list[LatexTable]:
     ]
 
 
+def _annotator_tables(report: dict[str, Any]) -> list[LatexTable]:
+    quality = report.get("annotator_quality") or {}
+    annotators = quality.get("annotators") or {}
+    if not annotators:
+        return []
+    rule = escape(quality.get("reference_rule", ""))
+    return [
+        LatexTable(
+            "annotators",
+            f"Each annotator against the reference ({rule}), the majority of the others and gold",
+            ["Annotator", "Items", "$\\kappa$ ref.", "95\\% CI", "$\\kappa$ others", "Gold acc.", "DS acc.", "Flag"],
+            "lrrlrrrl",
+            [
+                [
+                    escape(who),
+                    _num(entry["kappa_reference"]["n_items"]),
+                    _num(entry["kappa_reference"]["value"]),
+                    _estimate_ci(entry["kappa_reference"]),
+                    _num(entry["kappa_others"]["value"]),
+                    _num(entry["gold_accuracy"]["value"]),
+                    _num(entry.get("dawid_skene_accuracy")),
+                    "flagged" if entry["flagged"] else "",
+                ]
+                for who, entry in annotators.items()
+            ],
+        )
+    ]
+
+
 _BUILDERS: tuple[Callable[[dict[str, Any]], list[LatexTable]], ...] = (
     _agreement_tables,
     _preference_tables,
     _score_tables,
     _verifier_tables,
+    _annotator_tables,
 )
 #: Every table name a report may have, in document order (the per-table download route accepts these).
 TABLE_NAMES = (
@@ -328,6 +358,7 @@ TABLE_NAMES = (
     "veriscore_gold",
     "credibility",
     "verifiers",
+    "annotators",
 )
 
 

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .reference import unavailable_rule_reason
+
 __all__ = ["InvalidOption", "ReportOptions", "options_from_query"]
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -27,7 +29,10 @@ class ReportOptions:
     ``source_types`` keeps only those evidence source types in credibility
     (None = all); ``exclude_source_types`` drops some. ``k`` fixes VeriScore's
     K (None: the median number of countable claims per response, per domain),
-    e.g. to compare with a file's own F1@K. Bootstrap settings are fixed by
+    e.g. to compare with a file's own F1@K. ``reference`` names the rule
+    that gives each item one reference label for the per-annotator quality
+    and the verifiers' agreement (reference.py: gold, majority, dawid_skene;
+    adjudicated rules once adjudication exists). Bootstrap settings are fixed by
     default so that the same data always gives the same intervals.
     """
 
@@ -39,8 +44,12 @@ class ReportOptions:
     source_types: tuple[str, ...] | None = None
     exclude_source_types: tuple[str, ...] = ()
     k: int | None = None
+    reference: str | None = None  # None: the study's own rule (Study.reference_rule)
 
     def __post_init__(self) -> None:
+        reason = unavailable_rule_reason(self.reference) if self.reference is not None else None
+        if reason:
+            raise ValueError(reason)
         if self.k is not None and not 1 <= self.k <= 100_000:
             raise ValueError("k must be between 1 and 100,000")
         if not 0 <= self.n_resamples <= 100_000:
@@ -62,7 +71,7 @@ def _split(values: list[str]) -> tuple[str, ...]:
 def options_from_query(
     query: Mapping[str, Any], *, by_domain: bool | None = None, binary: bool | None = None
 ) -> ReportOptions:
-    """Options from a GET query (``by_domain``, ``binary``, ``source_type``, ``exclude_source_type``, ``k``).
+    """Options from a GET query (``by_domain``, ``binary``, ``source_type``, ``exclude_source_type``, ``k``, ``reference``).
 
     ``source_type`` and ``exclude_source_type`` may repeat or hold commas.
     ``by_domain`` / ``binary`` arguments override the query (the page always
@@ -83,7 +92,12 @@ def options_from_query(
     raw_k = str(query.get("k", "")).strip()
     if raw_k and not (raw_k.isdigit() and 1 <= int(raw_k) <= 100_000):
         raise InvalidOption("k", f"k must be a whole number from 1 to 100,000, got {query.get('k')!r}")
+    reference = str(query.get("reference", "") or "").strip() or None
+    reason = unavailable_rule_reason(reference) if reference is not None else None
+    if reason:
+        raise InvalidOption("reference", reason)
     return ReportOptions(
+        reference=reference,
         k=int(raw_k) if raw_k else None,
         by_domain=flag("by_domain") if by_domain is None else by_domain,
         binary=flag("binary") if binary is None else binary,

@@ -17,6 +17,7 @@ Every coefficient returns an ``Estimate`` (``value`` is None with a
 ``json_ready`` / ``Estimate.to_dict`` never emit NaN.
 """
 
+from .aggregation import AggregationFit, dawid_skene, mace
 from .agreement import (
     cohen_kappa,
     consensus_distribution,
@@ -32,6 +33,7 @@ from .agreement import (
     percent_agreement,
     randolph_kappa,
 )
+from .annotator_quality import FLAG_RULE, annotator_quality, kappa_with_ci
 from .bootstrap import BOOTSTRAP_STATISTICS, bootstrap_ci, bootstrap_distribution, percentile_ci
 from .classification import (
     CLASSIFICATION_METRICS,
@@ -74,6 +76,12 @@ from .verifier import (
 VERISCORE_BINARY = {"supported": "supported", "contradicted": "unsupported", "inconclusive": "unsupported"}
 
 __all__ = [
+    "FLAG_RULE",
+    "annotator_quality",
+    "kappa_with_ci",
+    "AggregationFit",
+    "dawid_skene",
+    "mace",
     "BOOTSTRAP_STATISTICS",
     "CLASSIFICATION_METRICS",
     "Estimate",

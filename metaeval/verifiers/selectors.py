@@ -10,6 +10,7 @@ from django.db.models import Count, Q, QuerySet
 from annotation.models import Annotation, Item, ReferenceRule, Study
 from annotation.selectors import pseudonyms
 from annotation.selectors.adjudication import adjudicated_labels
+from metaeval import stats
 
 from ..models import ACTIVE_RUN_STATUSES, Prediction, Verifier, VerifierRun
 from .presets import PRESETS
@@ -140,6 +141,7 @@ def verifier_verdicts(study: Study) -> dict[str, pd.Series]:
 #: The rater name adjudicated labels and gold labels take in the reference table.
 ADJUDICATED_RATER = "adjudicated"
 GOLD_RATER = "gold"
+DAWID_SKENE_RATER = "dawid_skene"
 REFERENCE_COLUMNS = ["item", "annotator", "label"]
 
 
@@ -161,6 +163,16 @@ def human_reference(study: Study) -> tuple[pd.DataFrame, str]:
         gold = _gold_frame(study)
         return gold, f"gold labels ({len(gold)} items; reference rule: gold)"
     human = _human_frame(study)
+    if rule == ReferenceRule.DAWID_SKENE and len(human):
+        on_scale = human[human["label"].isin(study.labels)]
+        fitted = stats.dawid_skene(on_scale, list(study.labels)).labels if len(on_scale) else pd.Series(dtype=object)
+        frame = pd.DataFrame.from_records(
+            [(item, DAWID_SKENE_RATER, label) for item, label in fitted.items()], columns=REFERENCE_COLUMNS
+        )
+        return frame, (
+            f"the most likely label of a Dawid-Skene model of the human labels ({len(frame)} items; "
+            "reference rule: dawid_skene)"
+        )
     adjudicated = adjudicated_labels(study)
     gold_items = (
         set(Item.objects.filter(study=study).exclude(gold_label="").values_list("external_id", flat=True))

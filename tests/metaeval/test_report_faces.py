@@ -102,7 +102,7 @@ def test_cli_html_is_a_standalone_document(xsum_study, tmp_path):
     html = target.read_text(encoding="utf-8")
     assert "Wrote" in err.getvalue() and html.startswith("<!doctype html>")
     assert "0.774" in html and "Disagreements (118 items)" in html
-    assert html.count('src="data:image/svg+xml;base64,') == 2  # labels and agreement charts, embedded
+    assert html.count('src="data:image/svg+xml;base64,') == 3  # labels, agreement and annotator charts, embedded
     assert not [u for u in ASSET.findall(html) if re.match(r"^(https?:)?//", u)]
 
 

@@ -228,4 +228,6 @@ def test_csv_and_html_carry_the_preference_numbers(study, report):
     assert any(r["section"] == "preference_three_way" for r in rows)
     assert any(r["scope"] == "domain:science" for r in rows)
     html = report_html(study, report)
-    assert html.count("data:image/svg+xml;base64,") == 3 and "Sign tests" in html
+    assert (
+        html.count("data:image/svg+xml;base64,") == 4 and "Sign tests" in html
+    )  # labels, preference, agreement, annotators

@@ -31,18 +31,34 @@ class Command(BaseCommand):
         parser.add_argument(
             "--k", type=int, metavar="K", help="VeriScore F1@K with this K (default: the median per domain)"
         )
+        parser.add_argument(
+            "--reference",
+            default=None,
+            help="reference labels for annotator quality and verifier agreement: gold, majority, dawid_skene, "
+            "adjudicated, adjudicated_else_majority (default: the study's reference rule)",
+        )
         parser.add_argument("--output", metavar="FILE", help="write here instead of standard output")
 
     def handle(self, *args, **options) -> None:
         study = study_by_slug(options["study"])
-        report_options = ReportOptions(
+        try:
+            report_options = self._options(options)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        report = build_report(study, report_options)
+        self._write(study, report, options)
+
+    def _options(self, options) -> ReportOptions:
+        return ReportOptions(
+            reference=options["reference"],
             by_domain=options["by_domain"],
             binary=options["binary"],
             source_types=_types(options["source_types"]) or None,
             exclude_source_types=_types(options["exclude_source_types"]),
             k=options["k"],
         )
-        report = build_report(study, report_options)
+
+    def _write(self, study, report: dict, options) -> None:
         fmt = options["format"]
         if fmt == "json":
             text = json.dumps(report, indent=2, allow_nan=False) + "\n"

@@ -1,0 +1,187 @@
+"""The planning service: how many items a study needs, before it runs and as it stands.
+
+``plan_from_query`` parses one set of inputs for the page, the API and
+``manage.py plan`` alike (a bad value raises ``InvalidOption`` naming it);
+``make_plan`` answers with JSON-ready numbers and the method behind each.
+``study_precision`` is the study page's "CI width so far, items still needed".
+The arithmetic is ``metaeval.stats.planning``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from annotation.models import Study
+from metaeval import selectors, stats
+from metaeval.reporting.agreement import agreement_table
+from metaeval.reporting.options import InvalidOption
+from metaeval.stats import planning
+
+__all__ = ["PlanInputs", "make_plan", "plan_from_query", "study_precision", "PLAN_KINDS"]
+
+PLAN_KINDS = ("preference", "verification")
+SIGN_TEST_METHOD = (
+    "exact two-sided sign (binomial) test of the preference share against 0.5 on decisive items (ties and "
+    "items without a majority direction excluded); n_normal is the normal approximation"
+)
+WILSON_METHOD = "Wilson score interval of the preference share"
+KAPPA_METHOD = (
+    "large-sample variance of Cohen's kappa (delta method on the two-rater table, Fleiss, Cohen & Everitt "
+    "1969) with the expected label distribution on both sides; checked against simulation"
+)
+DIFFERENCE_METHOD = (
+    "two-sided z test on the difference of two kappas against the same reference, their variances added "
+    "(conservative when the two verifiers' agreements are positively correlated)"
+)
+
+KAPPA_PRECISION = "kappa (large-sample approximation at the observed kappa and label shares)"
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """Every question the planning tool answers, with its defaults (a VeriScore-style study)."""
+
+    kind: str = "preference"
+    p: float = 0.65
+    power: float = 0.8
+    alpha: float = 0.05
+    width: float = 0.1
+    kappa: float = 0.6
+    kappa_b: float | None = None
+    distribution: tuple[float, ...] = (0.6, 0.25, 0.15)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["distribution"] = list(self.distribution)
+        return out
+
+
+def _number(query: Mapping[str, Any], name: str, default: float | None) -> float | None:
+    raw = str(query.get(name, "") or "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise InvalidOption(name, f"{name} must be a number, got {raw!r}") from None
+
+
+def plan_from_query(query: Mapping[str, Any]) -> PlanInputs:
+    """Inputs from a GET query or the CLI's options; absent keys take the defaults."""
+    defaults = PlanInputs()
+    kind = str(query.get("kind", "") or defaults.kind).strip()
+    if kind not in PLAN_KINDS:
+        raise InvalidOption("kind", f"kind must be one of {', '.join(PLAN_KINDS)}, got {kind!r}")
+    raw_dist = str(query.get("distribution", "") or "").strip()
+    if raw_dist:
+        try:
+            distribution = tuple(float(part) for part in raw_dist.split(",") if part.strip())
+        except ValueError:
+            raise InvalidOption(
+                "distribution", f"distribution must be comma-separated shares such as 0.6,0.25,0.15, got {raw_dist!r}"
+            ) from None
+        if len(distribution) < 2 or min(distribution) <= 0:
+            raise InvalidOption("distribution", "distribution needs at least two positive shares, one per label")
+    else:
+        distribution = defaults.distribution
+    values = {name: _number(query, name, getattr(defaults, name)) for name in ("p", "power", "alpha", "width", "kappa")}
+    return PlanInputs(kind=kind, kappa_b=_number(query, "kappa_b", None), distribution=distribution, **values)  # type: ignore[arg-type]
+
+
+def _checked(name: str, call: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return call(*args, **kwargs)
+    except ValueError as exc:
+        raise InvalidOption(name, str(exc)) from None
+
+
+def make_plan(inputs: PlanInputs) -> dict[str, Any]:
+    """The numbers a researcher needs before paying annotators, each with its method."""
+    out: dict[str, Any] = {"inputs": inputs.as_dict()}
+    if inputs.kind == "preference":
+        sign = _checked("p", planning.sign_test_items, inputs.p, inputs.power, inputs.alpha)
+        n = sign["n_exact"]
+        out["sign_test"] = {**sign, "method": SIGN_TEST_METHOD}
+        out["ci"] = {
+            "width_at_n_exact": planning.preference_ci_width(n, inputs.p),
+            "target_width": inputs.width,
+            "items_for_target_width": _checked("width", planning.preference_ci_items, inputs.width, inputs.p),
+            "confidence": 0.95,
+            "method": WILSON_METHOD,
+        }
+        return out
+    dist = inputs.distribution
+    items = _checked("kappa", planning.kappa_ci_items, inputs.width, inputs.kappa, dist)
+    out["kappa_ci"] = {
+        "target_width": inputs.width,
+        "items": items,
+        "width_at_items": planning.kappa_ci_width(items, inputs.kappa, dist),
+        "confidence": 0.95,
+        "method": KAPPA_METHOD,
+    }
+    if inputs.kappa_b is not None:
+        out["verifier_difference"] = {
+            "kappa_a": inputs.kappa,
+            "kappa_b": inputs.kappa_b,
+            "items": _checked(
+                "kappa_b",
+                planning.verifier_difference_items,
+                inputs.kappa,
+                inputs.kappa_b,
+                dist,
+                inputs.power,
+                inputs.alpha,
+            ),
+            "power": inputs.power,
+            "alpha": inputs.alpha,
+            "method": DIFFERENCE_METHOD,
+        }
+    return out
+
+
+def study_precision(study: Study, target_width: float = 0.1) -> dict[str, Any]:
+    """The CI width the study's labels reach now, and the items still needed for ``target_width``."""
+    frame = selectors.label_frame(study, include_gold=study.gold_in_agreement)
+    measure = "preference share (Wilson)" if study.is_preference else KAPPA_PRECISION
+    out: dict[str, Any] = {
+        "target_width": target_width,
+        "width": None,
+        "items_needed": None,
+        "n": 0,
+        "measure": measure,
+    }
+    if frame.empty:
+        out["reason"] = "no labels yet"
+        return out
+    table, _ = agreement_table(frame, study)
+    if study.is_preference:
+        three = table.collapse(stats.PREFERENCE_3WAY, ["a", "tie", "b"])
+        majority = stats.majority_vote(three).labels()
+        decisive = majority[majority != "tie"]
+        n = len(decisive)
+        out["n"] = n
+        if not n:
+            out["reason"] = "no item has a majority for either system yet"
+            return out
+        share = float((decisive == "a").mean())
+        out["share"] = share
+        out["width"] = planning.preference_ci_width(n, share)
+        out["items_needed"] = max(0, planning.preference_ci_items(target_width, share) - n)
+        return out
+    kappa = stats.fleiss_kappa_generalized(table).value
+    counts = table.counts.sum(axis=0)
+    n = int((table.counts.sum(axis=1) >= 2).sum())
+    out["n"] = n
+    if kappa is None or n < 2 or (counts > 0).sum() < 2:
+        out["reason"] = "kappa is not defined yet (too few items rated twice, or one label only)"
+        return out
+    dist = [float(c) for c in counts if c > 0]
+    try:
+        out["width"] = planning.kappa_ci_width(n, kappa, dist)
+        out["items_needed"] = max(0, planning.kappa_ci_items(target_width, kappa, dist) - n)
+    except ValueError as exc:
+        out["reason"] = str(exc)
+    out["kappa"] = kappa
+    return out

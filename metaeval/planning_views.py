@@ -1,0 +1,69 @@
+"""Planning faces: the /plan/ page and GET /api/plan. Parse, call ``metaeval.planning``, render."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import ValidationError
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.http import AuthenticatedHttpRequest
+
+from .planning import PLAN_KINDS, PlanInputs, make_plan, plan_from_query
+from .reporting.options import InvalidOption
+
+
+@login_required
+@require_GET
+def plan_page(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """The planning form and its answers; a bad value is named above the form, the defaults stay."""
+    error = None
+    try:
+        inputs = plan_from_query(request.GET)
+        plan = make_plan(inputs)
+    except InvalidOption as exc:
+        error = f"{exc.name}: {exc}"
+        kind = request.GET.get("kind", "")
+        inputs = PlanInputs(kind=kind if kind in PLAN_KINDS else "preference")
+        plan = make_plan(inputs)
+    form = {**inputs.as_dict(), "distribution": ",".join(f"{x:g}" for x in inputs.distribution)}
+    if request.GET and error:
+        form.update({k: v for k, v in request.GET.items() if k in form})
+    return render(
+        request,
+        "metaeval/plan.html",
+        {"plan": plan, "form": form, "error": error, "kinds": PLAN_KINDS, "query": request.GET.urlencode()},
+    )
+
+
+class Plan(APIView):
+    """Items a study needs: sign-test power and Wilson width (preference), kappa CI and verifier differences."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="plan",
+        parameters=[
+            OpenApiParameter("kind", str, enum=list(PLAN_KINDS), description="preference (default) or verification"),
+            OpenApiParameter("p", OpenApiTypes.DOUBLE, description="expected preference share (default 0.65)"),
+            OpenApiParameter("power", OpenApiTypes.DOUBLE, description="target power (default 0.8)"),
+            OpenApiParameter("alpha", OpenApiTypes.DOUBLE, description="two-sided level (default 0.05)"),
+            OpenApiParameter("width", OpenApiTypes.DOUBLE, description="target 95% CI width (default 0.1)"),
+            OpenApiParameter("kappa", OpenApiTypes.DOUBLE, description="expected kappa (default 0.6)"),
+            OpenApiParameter("kappa_b", OpenApiTypes.DOUBLE, description="a second verifier's kappa"),
+            OpenApiParameter("distribution", str, description="expected label shares, comma-separated"),
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request: Request) -> Response:
+        try:
+            return Response(make_plan(plan_from_query(request.query_params)))
+        except InvalidOption as exc:
+            raise ValidationError({exc.name: [str(exc)]}) from None

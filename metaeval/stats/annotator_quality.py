@@ -1,0 +1,158 @@
+"""Per-annotator quality: each annotator against a reference, the others, gold, and Dawid-Skene.
+
+For every annotator of a long table (``item``, ``annotator``, ``label``):
+
+* Cohen's kappa with the reference labels (one per item, from whatever rule
+  the report names), with a percentile bootstrap interval over items;
+* Cohen's kappa with the leave-one-out strict majority of the OTHER
+  annotators (items where the others tie are left out), so that an
+  annotator is never scored against a reference they helped make;
+* accuracy on gold items;
+* the Dawid-Skene confusion matrix (true label rows, given label columns)
+  and estimated accuracy, and MACE's competence (the probability that the
+  annotator is not guessing), when those fits are given.
+
+Flag (``FLAG_RULE``): an annotator whose kappa with the reference lies more
+than ``FLAG_MARGIN`` below the median of all annotators' kappas, on at least
+``FLAG_MIN_ITEMS`` items. The median, not the mean, so that one poor
+annotator does not drag the bar down to themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .aggregation import AggregationFit
+from .estimate import Estimate
+
+__all__ = ["FLAG_MARGIN", "FLAG_MIN_ITEMS", "FLAG_RULE", "annotator_quality", "kappa_with_ci"]
+
+FLAG_MARGIN = 0.2
+FLAG_MIN_ITEMS = 20
+FLAG_RULE = (
+    f"flagged: kappa with the reference more than {FLAG_MARGIN} below the median kappa of all annotators, "
+    f"on at least {FLAG_MIN_ITEMS} items"
+)
+
+
+def _kappa(conf: np.ndarray) -> float:
+    n = conf.sum()
+    if n == 0:
+        return float("nan")
+    po = np.trace(conf) / n
+    pe = float(conf.sum(axis=1) @ conf.sum(axis=0)) / (n * n)
+    return float("nan") if pe >= 1 else float((po - pe) / (1 - pe))
+
+
+def kappa_with_ci(
+    a: np.ndarray, b: np.ndarray, k: int, *, n_resamples: int = 1000, seed: int | None = 0, confidence: float = 0.95
+) -> Estimate:
+    """Cohen's kappa of two code vectors (same items, codes 0..k-1) with a percentile bootstrap CI."""
+    n = len(a)
+    if n == 0:
+        return Estimate.undefined("no items in common", 0)
+    conf = np.bincount(a * k + b, minlength=k * k).reshape(k, k)
+    value = _kappa(conf)
+    if not np.isfinite(value):
+        return Estimate.undefined("kappa is undefined: both sides gave one and the same label throughout", n)
+    if n_resamples <= 0 or n < 2:
+        return Estimate(value, None, n)
+    # resampling items = drawing the k x k confusion counts from a multinomial (all resamples at once)
+    shares = conf.ravel() / n
+    confs = np.random.default_rng(seed).multinomial(n, shares, size=n_resamples).reshape(n_resamples, k, k)
+    po = np.trace(confs, axis1=1, axis2=2) / n
+    pe = np.einsum("bi,bi->b", confs.sum(axis=2), confs.sum(axis=1)) / (n * n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        draws = np.where(pe < 1, (po - pe) / (1 - pe), np.nan)
+    draws = draws[np.isfinite(draws)]
+    if not len(draws):
+        return Estimate(value, None, n)
+    tail = (1 - confidence) / 2 * 100
+    lo, hi = np.percentile(draws, [tail, 100 - tail])
+    return Estimate(value, None, n, ci=(float(lo), float(hi)))
+
+
+def _loo_majority(codes: pd.DataFrame, who: Hashable, k: int) -> pd.Series:
+    """Per item, the strict majority of the annotators other than ``who`` (missing when they tie)."""
+    others = codes.drop(columns=[who]).to_numpy()
+    counts = np.stack([(others == c).sum(axis=1) for c in range(k)], axis=1)
+    rated = counts.sum(axis=1)
+    top = counts.max(axis=1)
+    maj = np.where((rated > 0) & (2 * top > rated), counts.argmax(axis=1), -1)
+    return pd.Series(maj, index=codes.index)
+
+
+def annotator_quality(
+    df: pd.DataFrame,
+    categories: Sequence[Hashable],
+    reference: pd.Series,
+    *,
+    gold: pd.Series | None = None,
+    dawid_skene: AggregationFit | None = None,
+    mace: AggregationFit | None = None,
+    n_resamples: int = 1000,
+    seed: int | None = 0,
+) -> dict[str, Any]:
+    """``{"annotators": {name: {...}}, "flag_rule": ..., "median_kappa": ...}`` (JSON-ready after json_ready).
+
+    ``reference`` maps item -> reference label (items without one absent or NaN);
+    ``gold`` maps item -> gold label for the items that have one.
+    """
+    cats = list(categories)
+    k = len(cats)
+    code_of = {c: i for i, c in enumerate(cats)}
+    rows = df.loc[df["label"].isin(cats), ["item", "annotator", "label"]]
+    codes = rows.assign(code=rows["label"].map(code_of)).pivot_table(
+        index="item", columns="annotator", values="code", aggfunc="first"
+    )
+    codes = codes.fillna(-1).astype(int)
+    ref = reference.dropna()
+    ref = ref[ref.isin(cats)].map(code_of)
+    gold_codes = gold[gold.isin(cats)].map(code_of) if gold is not None else pd.Series(dtype=int)
+    out: dict[str, Any] = {}
+    for who in codes.columns:
+        mine = codes[who]
+        mine = mine[mine >= 0]
+        shared = mine.index.intersection(ref.index)
+        entry: dict[str, Any] = {
+            "n_labels": len(mine),
+            "kappa_reference": kappa_with_ci(
+                mine[shared].to_numpy(), ref[shared].to_numpy().astype(int), k, n_resamples=n_resamples, seed=seed
+            ),
+        }
+        others = _loo_majority(codes, who, k).reindex(mine.index)
+        keep = others >= 0
+        entry["kappa_others"] = kappa_with_ci(
+            mine[keep].to_numpy(), others[keep].to_numpy(), k, n_resamples=n_resamples, seed=seed
+        )
+        gold_items = mine.index.intersection(gold_codes.index)
+        if len(gold_items):
+            hits = int((mine[gold_items] == gold_codes[gold_items]).sum())
+            entry["gold_accuracy"] = Estimate(hits / len(gold_items), None, len(gold_items), extra={"n_correct": hits})
+        else:
+            entry["gold_accuracy"] = Estimate.undefined("no gold items labelled by this annotator", 0)
+        if dawid_skene is not None and who in dawid_skene.confusion:
+            entry["dawid_skene_accuracy"] = float(dawid_skene.annotator_accuracy[who])
+            entry["dawid_skene_confusion"] = dawid_skene.confusion[who].round(6).to_numpy().tolist()
+        if mace is not None and mace.competence is not None and who in mace.competence.index:
+            entry["mace_competence"] = float(mace.competence[who])
+        out[str(who)] = entry
+    kappas = [
+        e["kappa_reference"].value
+        for e in out.values()
+        if e["kappa_reference"].value is not None and e["kappa_reference"].n_items >= FLAG_MIN_ITEMS
+    ]
+    median = float(np.median(kappas)) if kappas else None
+    for entry in out.values():
+        est = entry["kappa_reference"]
+        entry["flagged"] = bool(
+            median is not None
+            and est.value is not None
+            and est.n_items >= FLAG_MIN_ITEMS
+            and est.value < median - FLAG_MARGIN
+        )
+    return {"annotators": out, "median_kappa": median, "flag_rule": FLAG_RULE}

@@ -1,0 +1,193 @@
+"""Planning a study before it runs: how many items a question needs.
+
+* Preference studies: the **exact** power of the two-sided sign test
+  (binomial test of the preference share against 0.5 on decisive items,
+  ties excluded) and the smallest number of decisive items reaching a target
+  power; the normal approximation beside it. The exact power of a discrete
+  test is not monotone in n (a saw-tooth), so we also give the n from which
+  every larger n reaches the target. And the Wilson interval width of the
+  preference share.
+* Verification studies: the large-sample variance of Cohen's kappa between
+  two raters (a verifier and the reference, or two humans) by the delta
+  method on the multinomial cell probabilities (the asymptotic variance of
+  Fleiss, Cohen & Everitt 1969), for a joint table with the expected label
+  distribution on both sides and the expected kappa:
+  ``P(a, b) = (1 - kappa) p_a p_b + kappa p_a [a == b]``. From it the items
+  for a CI of a given width, and the items to tell two verifiers apart at a
+  kappa difference (two-sided z test on the difference, the two kappas'
+  variances added: exact if the verifiers err independently, conservative when
+  their agreements are positively correlated, as on the same items they
+  usually are).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import stats as st
+
+__all__ = [
+    "kappa_ci_items",
+    "kappa_ci_width",
+    "kappa_item_variance",
+    "preference_ci_width",
+    "preference_ci_items",
+    "sign_test_items",
+    "sign_test_power",
+    "verifier_difference_items",
+]
+
+_MAX_ITEMS = 1_000_000
+
+
+def _check_probability(name: str, value: float, *, open_interval: bool = True) -> float:
+    value = float(value)
+    ok = 0 < value < 1 if open_interval else 0 <= value <= 1
+    if not ok or math.isnan(value):
+        raise ValueError(f"{name} must be between 0 and 1 (exclusive), got {value}")
+    return value
+
+
+def _z(level: float) -> float:
+    return float(st.norm.ppf(level))
+
+
+def _sign_test_critical(n: int, alpha: float) -> int:
+    """Largest k with P(X <= k | n, 0.5) <= alpha / 2 (-1 when none): reject if X <= k or X >= n - k."""
+    cdf = st.binom.cdf(np.arange(n + 1), n, 0.5)
+    below = np.flatnonzero(cdf <= alpha / 2)
+    return int(below[-1]) if len(below) else -1
+
+
+def sign_test_power(n: int, p: float, alpha: float = 0.05) -> float:
+    """Exact power of the two-sided sign test on ``n`` decisive items when the true share is ``p``."""
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    _check_probability("alpha", alpha)
+    p = _check_probability("p", p)
+    k = _sign_test_critical(n, alpha)
+    if k < 0:
+        return 0.0
+    return float(st.binom.cdf(k, n, p) + st.binom.sf(n - k - 1, n, p))
+
+
+def sign_test_items(p: float, power: float = 0.8, alpha: float = 0.05, max_items: int = 100_000) -> dict:
+    """Decisive items for the sign test to detect share ``p`` vs 0.5 at ``power`` and ``alpha``.
+
+    ``n_exact``: smallest n whose exact power reaches ``power``; ``n_exact_stable``:
+    smallest n from which every larger n (checked up to twice it) reaches it;
+    ``n_normal``: the normal approximation (Lachin 1981 for one proportion).
+    """
+    p = _check_probability("p", p)
+    power = _check_probability("power", power)
+    alpha = _check_probability("alpha", alpha)
+    if p == 0.5:
+        raise ValueError("p must differ from 0.5: a share of exactly 0.5 is the null hypothesis")
+    za, zb = _z(1 - alpha / 2), _z(power)
+    n_normal = math.ceil(((za * 0.5 + zb * math.sqrt(p * (1 - p))) / (p - 0.5)) ** 2)
+    limit = min(max(4 * n_normal + 50, 100), max_items)
+    powers = np.array([sign_test_power(n, p, alpha) for n in range(1, limit + 1)])
+    reached = np.flatnonzero(powers >= power)
+    if not len(reached):
+        raise ValueError(f"more than {limit} decisive items are needed; check p, power and alpha")
+    n_exact = int(reached[0]) + 1
+    failing = np.flatnonzero(powers < power)
+    n_stable = int(failing[-1]) + 2 if len(failing) else 1
+    return {
+        "p": p,
+        "power": power,
+        "alpha": alpha,
+        "test": "two-sided exact sign (binomial) test vs 0.5, ties excluded",
+        "n_exact": n_exact,
+        "power_at_n_exact": float(powers[n_exact - 1]),
+        "n_exact_stable": n_stable,
+        "n_normal": n_normal,
+    }
+
+
+def preference_ci_width(n: int, p: float, confidence: float = 0.95) -> float:
+    """Width of the Wilson interval of a preference share ``p`` observed on ``n`` decisive items."""
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    p = _check_probability("p", p, open_interval=False)
+    z = _z(1 - (1 - _check_probability("confidence", confidence)) / 2)
+    return float(2 * z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n))
+
+
+def preference_ci_items(width: float, p: float = 0.5, confidence: float = 0.95) -> int:
+    """Smallest n whose Wilson interval at share ``p`` is at most ``width`` wide."""
+    width = _check_probability("width", width)
+    n = 1
+    while preference_ci_width(n, p, confidence) > width:
+        n *= 2
+        if n > _MAX_ITEMS:
+            raise ValueError(f"more than {_MAX_ITEMS} items are needed for a width of {width}")
+    lo, hi = n // 2, n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if preference_ci_width(mid, p, confidence) <= width else (mid, hi)
+    return hi
+
+
+def _joint(kappa: float, marginals: Sequence[float]) -> np.ndarray:
+    m = np.asarray(marginals, dtype=float)
+    if m.ndim != 1 or len(m) < 2 or (m <= 0).any():
+        raise ValueError("the label distribution needs at least two labels, each with a positive share")
+    m = m / m.sum()
+    pe = float((m * m).sum())
+    kappa = float(kappa)
+    low = -pe / (1 - pe)
+    if not low <= kappa <= 1 or math.isnan(kappa):
+        raise ValueError(f"kappa must be between {low:.3f} and 1 for this label distribution, got {kappa}")
+    joint = (1 - kappa) * np.outer(m, m) + kappa * np.diag(m)
+    if (joint < -1e-12).any():
+        raise ValueError(f"kappa {kappa} is impossible with this label distribution")
+    return np.clip(joint, 0, None)
+
+
+def kappa_item_variance(kappa: float, marginals: Sequence[float]) -> float:
+    """n x Var(kappa-hat) for two raters: the delta method on the multinomial cells."""
+    p = _joint(kappa, marginals)
+    k = len(p)
+    po = float(np.trace(p))
+    rows, cols = p.sum(axis=1), p.sum(axis=0)
+    pe = float(rows @ cols)
+    if pe >= 1:
+        raise ValueError("kappa is undefined when both raters always give one label")
+    # d kappa / d p_ab = ([a == b](1 - pe) - (1 - po)(rows_b + cols_a)) / (1 - pe)^2
+    grad = (np.eye(k) * (1 - pe) - (1 - po) * (cols[:, None] + rows[None, :])) / (1 - pe) ** 2
+    g = grad.ravel()
+    cells = p.ravel()
+    return float(cells @ (g * g) - (cells @ g) ** 2)
+
+
+def kappa_ci_width(n: int, kappa: float, marginals: Sequence[float], confidence: float = 0.95) -> float:
+    """Expected width of the Wald interval of Cohen's kappa on ``n`` items."""
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    z = _z(1 - (1 - _check_probability("confidence", confidence)) / 2)
+    return 2 * z * math.sqrt(kappa_item_variance(kappa, marginals) / n)
+
+
+def kappa_ci_items(width: float, kappa: float, marginals: Sequence[float], confidence: float = 0.95) -> int:
+    """Items for a kappa CI at most ``width`` wide (large-sample approximation)."""
+    width = float(width)
+    if not 0 < width <= 2:
+        raise ValueError(f"width must be in (0, 2], got {width}")
+    z = _z(1 - (1 - _check_probability("confidence", confidence)) / 2)
+    return max(1, math.ceil((2 * z / width) ** 2 * kappa_item_variance(kappa, marginals)))
+
+
+def verifier_difference_items(
+    kappa_a: float, kappa_b: float, marginals: Sequence[float], power: float = 0.8, alpha: float = 0.05
+) -> int:
+    """Items to tell two verifiers apart (two-sided z test on the kappa difference)."""
+    if kappa_a == kappa_b:
+        raise ValueError("the two kappas must differ: equal kappas cannot be told apart")
+    power = _check_probability("power", power)
+    alpha = _check_probability("alpha", alpha)
+    v = kappa_item_variance(kappa_a, marginals) + kappa_item_variance(kappa_b, marginals)
+    za, zb = _z(1 - alpha / 2), _z(power)
+    return max(1, math.ceil((za + zb) ** 2 * v / (kappa_a - kappa_b) ** 2))

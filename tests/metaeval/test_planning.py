@@ -1,0 +1,102 @@
+"""The planning tool's page, API and command, and the study page's precision card."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from metaeval.planning import study_precision
+from metaeval.stats import planning
+
+pytestmark = pytest.mark.django_db
+
+
+def test_planning_page_answers_the_veriscore_style_question(client, demo_researcher):
+    """Done-when of issue 14 §3: 80% power at p = 0.65 (exact sign test, checked in tests/stats)."""
+    client.force_login(demo_researcher)
+    page = client.get(reverse("metaeval:plan"), {"kind": "preference", "p": "0.65", "power": "0.8"})
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert '<p class="stat-value" id="sign-test-items">90 decisive items</p>' in html
+    assert planning.sign_test_items(0.65, 0.8)["n_exact"] == 90
+
+
+def test_planning_page_names_a_bad_value_and_still_answers(client, demo_researcher):
+    client.force_login(demo_researcher)
+    html = client.get(reverse("metaeval:plan"), {"p": "lots"}).content.decode()
+    assert "p: p must be a number, got &#x27;lots&#x27;" in html
+    assert 'value="lots"' in html and "decisive items" in html
+
+
+def test_planning_page_needs_a_login(client):
+    assert client.get(reverse("metaeval:plan")).status_code == 302
+
+
+def test_plan_api_gives_the_same_numbers_and_400_naming_the_field(client, demo_researcher):
+    client.force_login(demo_researcher)
+    answer = client.get("/api/plan", {"kind": "verification", "kappa": "0.6", "kappa_b": "0.7", "width": "0.2"})
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["kappa_ci"]["items"] == planning.kappa_ci_items(0.2, 0.6, (0.6, 0.25, 0.15))
+    assert body["verifier_difference"]["items"] == planning.verifier_difference_items(0.6, 0.7, (0.6, 0.25, 0.15))
+    bad = client.get("/api/plan", {"kind": "verification", "distribution": "0.5,x"})
+    assert bad.status_code == 400 and "distribution" in bad.json()["fields"]
+    client.logout()
+    assert client.get("/api/plan").status_code in (401, 403)
+
+
+def test_plan_command_prints_the_plan_and_names_bad_options():
+    out = io.StringIO()
+    call_command("plan", "preference", "--p", "0.65", "--power", "0.8", stdout=out)
+    assert json.loads(out.getvalue())["sign_test"]["n_exact"] == 90
+    with pytest.raises(CommandError, match="--kappa-b"):
+        call_command("plan", "verification", "--kappa-b", "0.6", stdout=io.StringIO())
+
+
+def test_study_page_shows_the_width_reached_and_items_still_needed(client, demo_researcher, xsum_study):
+    precision = study_precision(xsum_study, 0.1)
+    assert precision["width"] is not None and precision["n"] > 100
+    assert precision["items_needed"] == max(
+        0, planning.kappa_ci_items(0.1, precision["kappa"], precision_distribution(xsum_study)) - precision["n"]
+    )
+    client.force_login(demo_researcher)
+    html = client.get(reverse("annotation:study_detail", args=[xsum_study.slug])).content.decode()
+    assert f'id="precision-width">{precision["width"]:.3f}<' in html
+    assert f'id="precision-needed">{precision["items_needed"]}<' in html or "within the target" in html
+
+
+def precision_distribution(study) -> list[float]:
+    from metaeval import selectors
+    from metaeval.reporting.agreement import agreement_table
+
+    table, _ = agreement_table(selectors.label_frame(study, include_gold=study.gold_in_agreement), study)
+    return [float(c) for c in table.counts.sum(axis=0) if c > 0]
+
+
+def test_preference_study_precision_counts_decisive_items(db):
+    """Decisive items = a strict majority for one system, counted here from the records themselves."""
+    from collections import Counter
+
+    from tests.support.factscore_pref import SYSTEMS, demo_items, human_records, make_study
+
+    study = make_study(slug="plan-pref")
+    directions: dict[str, list[str]] = {}
+    for record in human_records(demo_items()):
+        side = "tie" if record["preferred"] == "tie" else record["preferred"]
+        directions.setdefault(record["item"], []).append(side)
+    decisive = []
+    for sides in directions.values():
+        side, n = Counter(sides).most_common(1)[0]
+        if 2 * n > len(sides) and side != "tie":
+            decisive.append(side)
+    share = decisive.count(SYSTEMS[0]) / len(decisive)
+    precision = study_precision(study, 0.1)
+    assert precision["measure"].startswith("preference share")
+    assert precision["n"] == len(decisive)
+    assert precision["share"] == pytest.approx(share)
+    assert precision["width"] == pytest.approx(planning.preference_ci_width(len(decisive), share))
+    assert precision["items_needed"] == planning.preference_ci_items(0.1, share) - len(decisive)
