@@ -15,6 +15,7 @@ from django.db.models import Count, Max, Q, QuerySet, Sum
 
 from annotation.models import Annotation, Item, Study, StudyMember
 from annotation.selectors import pseudonyms
+from annotation.selectors.participants import excluded_annotator_ids
 
 from .evidence import read_judgements
 from .models import Prediction, Verifier
@@ -56,7 +57,11 @@ EVIDENCE_COLUMNS = [
 
 
 def _annotations(study: Study) -> QuerySet[Annotation]:
-    return Annotation.objects.filter(assignment__study=study).exclude(assignment__status="skipped")
+    """The labels analysis counts: not skipped, and not by crowd participants who were screened out
+    or withdrew (annotation.selectors.participants; the report states how many were left out)."""
+    rows = Annotation.objects.filter(assignment__study=study).exclude(assignment__status="skipped")
+    excluded = excluded_annotator_ids(study)
+    return rows.exclude(assignment__annotator_id__in=excluded) if excluded else rows
 
 
 def label_frame(study: Study, *, include_gold: bool = False) -> pd.DataFrame:
