@@ -89,7 +89,7 @@ def step(request: HttpRequest, slug: str) -> HttpResponse:
     participant = _current(request, slug)
     if participant is None:
         reason = "We do not know who you are in this study. Go back to the panel and open the study link again."
-        return _stop(request, "Open the study from the panel", reason, status=403)
+        return _stop(request, "Open the study from the panel", reason, status=404)
     link = _link(participant)
     now = timezone.now()
     if not participant.ended and crowd.time_is_up(participant, link, now):

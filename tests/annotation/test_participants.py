@@ -309,7 +309,7 @@ def test_a_switched_off_or_unknown_link_says_so(client):
     response = client.get("/p/not-a-token/?PROLIFIC_PID=abc")
     assert response.status_code == 404 and b"not valid" in response.content
     response = client.get(reverse("annotation:participant_step", args=[study.slug]))
-    assert response.status_code == 403 and b"open the study link again" in response.content
+    assert response.status_code == 404 and b"open the study link again" in response.content
 
 
 def test_a_participant_sees_no_researcher_page_and_no_api(client):
