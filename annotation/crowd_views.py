@@ -44,7 +44,9 @@ def participants_page(request: AuthenticatedHttpRequest, slug: str) -> HttpRespo
                 return redirect("annotation:study_participants", slug=study.slug)
         status = 400
     rows = payment_rows(study, link)
-    params = "&".join(f"{name}={{{{%{name}%}}}}" for name in (link.pid_param, link.study_param, link.session_param) if name)
+    params = "&".join(
+        f"{name}={{{{%{name}%}}}}" for name in (link.pid_param, link.study_param, link.session_param) if name
+    )
     url = request.build_absolute_uri(reverse("annotation:participant_arrive", args=[link.token]))
     context = {
         "study": study,
@@ -71,7 +73,9 @@ def participants_rotate(request: AuthenticatedHttpRequest, slug: str) -> HttpRes
 def participant_withdraw(request: AuthenticatedHttpRequest, slug: str, participant_id: int) -> HttpResponse:
     """A researcher records a participant's withdrawal (asked for on the panel, say)."""
     study = access_study_to_manage(request.user, slug)
-    participant = Participant.objects.select_related("member__user", "study").filter(study=study, pk=participant_id).first()
+    participant = (
+        Participant.objects.select_related("member__user", "study").filter(study=study, pk=participant_id).first()
+    )
     if participant is None:
         raise Http404("No such participant.")
     crowd.withdraw(participant=participant)
@@ -104,8 +108,18 @@ def payments_csv(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         "code",
     ]
     rows = [
-        [r.panel_id, r.pseudonym, r.status, r.items_done, r.checks_passed, r.checks_failed]
-        + [r.active_minutes, r.wall_minutes, r.pay, r.code]
+        [
+            r.panel_id,
+            r.pseudonym,
+            r.status,
+            r.items_done,
+            r.checks_passed,
+            r.checks_failed,
+            r.active_minutes,
+            r.wall_minutes,
+            r.pay,
+            r.code,
+        ]
         for r in payment_rows(study, link)
     ]
     return _csv(f"{study.slug}-payments.csv", header, rows)
@@ -120,4 +134,8 @@ def mapping_csv(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         [p.member.pseudonym, p.panel_id, p.panel_study_id, p.panel_session_id, p.status]
         for p in Participant.objects.filter(study=study).select_related("member").order_by("created_at", "id")
     ]
-    return _csv(f"{study.slug}-participant-mapping.csv", ["pseudonym", "panel_id", "panel_study_id", "panel_session_id", "status"], rows)
+    return _csv(
+        f"{study.slug}-participant-mapping.csv",
+        ["pseudonym", "panel_id", "panel_study_id", "panel_session_id", "status"],
+        rows,
+    )

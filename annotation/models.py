@@ -612,7 +612,10 @@ class ParticipantLink(models.Model):
     code_screened_out = models.CharField(max_length=64, blank=True, default="")
     code_timed_out = models.CharField(max_length=64, blank=True, default="")
     redirect_url = models.CharField(
-        max_length=500, blank=True, default="", help_text="With {code}, e.g. https://app.prolific.com/submissions/complete?cc={code}"
+        max_length=500,
+        blank=True,
+        default="",
+        help_text="With {code}, e.g. https://app.prolific.com/submissions/complete?cc={code}",
     )
     pay_per_hour = models.DecimalField(max_digits=8, decimal_places=2, default=0)
     rotated_at = models.DateTimeField(null=True, blank=True)

@@ -62,7 +62,9 @@ def arrive(request: HttpRequest, token: str) -> HttpResponse:
         return HttpResponseNotAllowed(["GET"])
     link = crowd.find_link(token)
     if link is None:
-        reason = "This study link is not valid (it may have been replaced). Go back to the panel and open the study again."
+        reason = (
+            "This study link is not valid (it may have been replaced). Go back to the panel and open the study again."
+        )
         return _stop(request, "This link does not work", reason, status=404)
     try:
         ids = crowd.panel_ids_from(link, request.GET)
@@ -144,7 +146,9 @@ def _answer(request: HttpRequest, participant: Participant, link: ParticipantLin
     if not form.is_valid():
         return _show(request, participant, link, form=form, status=400)
     try:
-        submit(user=user, study=study, assignment_id=assignment.pk, answer=form.to_answer(), source=Annotation.Source.WEB)
+        submit(
+            user=user, study=study, assignment_id=assignment.pk, answer=form.to_answer(), source=Annotation.Source.WEB
+        )
     except (LeaseLost, NotAllowed) as exc:
         return _show(request, participant, link, error=f"Your answer was not saved: {exc}.")
     except ServiceError as exc:
@@ -189,16 +193,25 @@ def _show(
     try:
         assignment = claim_next(user=participant.member.user, study=study)
     except NotAllowed:
-        return _stop(request, "This study is paused", "No items are handed out right now. Come back in a few minutes.", status=503)
+        return _stop(
+            request,
+            "This study is paused",
+            "No items are handed out right now. Come back in a few minutes.",
+            status=503,
+        )
     except ClaimContention as exc:
         return _stop(request, "Busy", f"{exc}.", status=503)
     if assignment is None:
         crowd.end(participant=participant, status=Status.COMPLETED)
         return redirect("annotation:participant_step", slug=study.slug)
-    return _item_page(request, context, assignment, form or _form(participant, assignment.item), check=False, status=status)
+    return _item_page(
+        request, context, assignment, form or _form(participant, assignment.item), check=False, status=status
+    )
 
 
-def _item_page(request: HttpRequest, context: dict, shown: Assignment, form, *, check: bool, status: int) -> HttpResponse:
+def _item_page(
+    request: HttpRequest, context: dict, shown: Assignment, form, *, check: bool, status: int
+) -> HttpResponse:
     study = context["study"]
     item = display_payload(shown)
     context.update(

@@ -6,92 +6,188 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0009_study_abstained_responses'),
+        ("annotation", "0009_study_abstained_responses"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Participant',
+            name="Participant",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('panel_id', models.CharField(max_length=64)),
-                ('panel_study_id', models.CharField(blank=True, default='', max_length=64)),
-                ('panel_session_id', models.CharField(blank=True, default='', max_length=64)),
-                ('status', models.CharField(choices=[('consent', 'Consent'), ('instructions', 'Instructions'), ('qualifying', 'Qualifying'), ('working', 'Working'), ('completed', 'Completed'), ('screened_out', 'Screened out'), ('timed_out', 'Timed out'), ('withdrawn', 'Withdrawn')], default='consent', max_length=16)),
-                ('checks_passed', models.PositiveIntegerField(default=0)),
-                ('checks_failed', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('consented_at', models.DateTimeField(blank=True, null=True)),
-                ('last_seen_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('withdrawn_at', models.DateTimeField(blank=True, null=True)),
-                ('member', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='participant', to='annotation.studymember')),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='participants', to='annotation.study')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("panel_id", models.CharField(max_length=64)),
+                ("panel_study_id", models.CharField(blank=True, default="", max_length=64)),
+                ("panel_session_id", models.CharField(blank=True, default="", max_length=64)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("consent", "Consent"),
+                            ("instructions", "Instructions"),
+                            ("qualifying", "Qualifying"),
+                            ("working", "Working"),
+                            ("completed", "Completed"),
+                            ("screened_out", "Screened out"),
+                            ("timed_out", "Timed out"),
+                            ("withdrawn", "Withdrawn"),
+                        ],
+                        default="consent",
+                        max_length=16,
+                    ),
+                ),
+                ("checks_passed", models.PositiveIntegerField(default=0)),
+                ("checks_failed", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("consented_at", models.DateTimeField(blank=True, null=True)),
+                ("last_seen_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("withdrawn_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "member",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="participant",
+                        to="annotation.studymember",
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="participants", to="annotation.study"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['study', 'created_at', 'id'],
+                "ordering": ["study", "created_at", "id"],
             },
         ),
         migrations.CreateModel(
-            name='ParticipantCheck',
+            name="ParticipantCheck",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('qualification', 'Qualification'), ('attention', 'Attention check')], max_length=16)),
-                ('label', models.CharField(max_length=100)),
-                ('correct', models.BooleanField()),
-                ('active_ms', models.PositiveIntegerField(blank=True, null=True)),
-                ('answered_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotation.item')),
-                ('participant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='checks', to='annotation.participant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("qualification", "Qualification"), ("attention", "Attention check")], max_length=16
+                    ),
+                ),
+                ("label", models.CharField(max_length=100)),
+                ("correct", models.BooleanField()),
+                ("active_ms", models.PositiveIntegerField(blank=True, null=True)),
+                ("answered_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="annotation.item"
+                    ),
+                ),
+                (
+                    "participant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="checks", to="annotation.participant"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['participant', 'answered_at', 'id'],
+                "ordering": ["participant", "answered_at", "id"],
             },
         ),
         migrations.CreateModel(
-            name='ParticipantLink',
+            name="ParticipantLink",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('token', models.CharField(max_length=64, unique=True)),
-                ('enabled', models.BooleanField(default=False)),
-                ('max_participants', models.PositiveIntegerField(blank=True, help_text='Empty: no cap.', null=True)),
-                ('pid_param', models.CharField(default='PROLIFIC_PID', max_length=64)),
-                ('study_param', models.CharField(blank=True, default='STUDY_ID', max_length=64)),
-                ('session_param', models.CharField(blank=True, default='SESSION_ID', max_length=64)),
-                ('consent', models.TextField(blank=True, default='', help_text='Markdown; must be accepted before anything else.')),
-                ('items_per_participant', models.PositiveIntegerField(default=10)),
-                ('qualification_items', models.JSONField(blank=True, default=list, help_text='External ids of gold items.')),
-                ('qualification_pass', models.PositiveIntegerField(default=0, help_text='Correct answers needed to pass.')),
-                ('attention_items', models.JSONField(blank=True, default=list, help_text='External ids of gold items.')),
-                ('attention_every', models.PositiveIntegerField(default=0, help_text='A check after every k items; 0: none.')),
-                ('attention_fail_limit', models.PositiveIntegerField(default=2, help_text='Failed checks that screen out.')),
-                ('time_limit_minutes', models.PositiveIntegerField(default=60)),
-                ('code_completed', models.CharField(blank=True, default='', max_length=64)),
-                ('code_screened_out', models.CharField(blank=True, default='', max_length=64)),
-                ('code_timed_out', models.CharField(blank=True, default='', max_length=64)),
-                ('redirect_url', models.CharField(blank=True, default='', help_text='With {code}, e.g. https://app.prolific.com/submissions/complete?cc={code}', max_length=500)),
-                ('pay_per_hour', models.DecimalField(decimal_places=2, default=0, max_digits=8)),
-                ('rotated_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('study', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='participant_link', to='annotation.study')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("token", models.CharField(max_length=64, unique=True)),
+                ("enabled", models.BooleanField(default=False)),
+                ("max_participants", models.PositiveIntegerField(blank=True, help_text="Empty: no cap.", null=True)),
+                ("pid_param", models.CharField(default="PROLIFIC_PID", max_length=64)),
+                ("study_param", models.CharField(blank=True, default="STUDY_ID", max_length=64)),
+                ("session_param", models.CharField(blank=True, default="SESSION_ID", max_length=64)),
+                (
+                    "consent",
+                    models.TextField(
+                        blank=True, default="", help_text="Markdown; must be accepted before anything else."
+                    ),
+                ),
+                ("items_per_participant", models.PositiveIntegerField(default=10)),
+                (
+                    "qualification_items",
+                    models.JSONField(blank=True, default=list, help_text="External ids of gold items."),
+                ),
+                (
+                    "qualification_pass",
+                    models.PositiveIntegerField(default=0, help_text="Correct answers needed to pass."),
+                ),
+                (
+                    "attention_items",
+                    models.JSONField(blank=True, default=list, help_text="External ids of gold items."),
+                ),
+                (
+                    "attention_every",
+                    models.PositiveIntegerField(default=0, help_text="A check after every k items; 0: none."),
+                ),
+                (
+                    "attention_fail_limit",
+                    models.PositiveIntegerField(default=2, help_text="Failed checks that screen out."),
+                ),
+                ("time_limit_minutes", models.PositiveIntegerField(default=60)),
+                ("code_completed", models.CharField(blank=True, default="", max_length=64)),
+                ("code_screened_out", models.CharField(blank=True, default="", max_length=64)),
+                ("code_timed_out", models.CharField(blank=True, default="", max_length=64)),
+                (
+                    "redirect_url",
+                    models.CharField(
+                        blank=True,
+                        default="",
+                        help_text="With {code}, e.g. https://app.prolific.com/submissions/complete?cc={code}",
+                        max_length=500,
+                    ),
+                ),
+                ("pay_per_hour", models.DecimalField(decimal_places=2, default=0, max_digits=8)),
+                ("rotated_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "study",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="participant_link",
+                        to="annotation.study",
+                    ),
+                ),
             ],
         ),
         migrations.AddConstraint(
-            model_name='participant',
-            constraint=models.UniqueConstraint(fields=('study', 'panel_id'), name='participant_panel_id_unique'),
+            model_name="participant",
+            constraint=models.UniqueConstraint(fields=("study", "panel_id"), name="participant_panel_id_unique"),
         ),
         migrations.AddConstraint(
-            model_name='participant',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['consent', 'instructions', 'qualifying', 'working', 'completed', 'screened_out', 'timed_out', 'withdrawn'])), name='participant_status_valid'),
+            model_name="participant",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "status__in",
+                        [
+                            "consent",
+                            "instructions",
+                            "qualifying",
+                            "working",
+                            "completed",
+                            "screened_out",
+                            "timed_out",
+                            "withdrawn",
+                        ],
+                    )
+                ),
+                name="participant_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='participantcheck',
-            constraint=models.UniqueConstraint(fields=('participant', 'item'), name='participant_check_once'),
+            model_name="participantcheck",
+            constraint=models.UniqueConstraint(fields=("participant", "item"), name="participant_check_once"),
         ),
         migrations.AddConstraint(
-            model_name='participantcheck',
-            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['qualification', 'attention'])), name='participant_check_kind'),
+            model_name="participantcheck",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("kind__in", ["qualification", "attention"])), name="participant_check_kind"
+            ),
         ),
     ]

@@ -126,8 +126,9 @@ def exclusion_counts(study: Study) -> dict[str, int]:
     rows = (
         Participant.objects.filter(study=study, status__in=EXCLUDED_STATUSES)
         .values("status")
-        .annotate(n=Count("id"), labels=Count("member__user__assignments__annotation", filter=Q(member__user__assignments__study=study)))
+        .annotate(
+            n=Count("id"),
+            labels=Count("member__user__assignments__annotation", filter=Q(member__user__assignments__study=study)),
+        )
     )
-    return {row["status"]: row["n"] for row in rows} | {
-        f"{row['status']}_labels": row["labels"] for row in rows
-    }
+    return {row["status"]: row["n"] for row in rows} | {f"{row['status']}_labels": row["labels"] for row in rows}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
@@ -284,10 +285,9 @@ def release_held(participant: Participant) -> None:
         study=participant.study, annotator_id=participant.member.user_id, status=Assignment.Status.ACTIVE
     ).values_list("pk", flat=True)
     for assignment_id in held:
-        try:
+        # A study that is neither open nor paused holds no leases to give back.
+        with suppress(NotAllowed):
             skip(user=participant.member.user, study=participant.study, assignment_id=assignment_id)
-        except NotAllowed:
-            pass  # a study that is not open or paused holds no leases to give back
 
 
 def end(*, participant: Participant, status: str, now: datetime | None = None) -> None:
@@ -333,7 +333,11 @@ def answer_check(
     """Score a check answer against gold, keep it, and end the session when the rule says so."""
     now = now or timezone.now()
     study = participant.study
-    kind = ParticipantCheck.Kind.QUALIFICATION if participant.status == Status.QUALIFYING else ParticipantCheck.Kind.ATTENTION
+    kind = (
+        ParticipantCheck.Kind.QUALIFICATION
+        if participant.status == Status.QUALIFYING
+        else ParticipantCheck.Kind.ATTENTION
+    )
     shown = Assignment(study=study, item=item, left_system=(study.systems or [""])[0])
     values = answer_values(study, shown, answer)
     with transaction.atomic():
@@ -383,11 +387,12 @@ def withdraw(*, participant: Participant, now: datetime | None = None) -> None:
 
 
 def code_for(participant: Participant, link: ParticipantLink) -> str:
-    return {
+    codes: dict[str, str] = {
         Status.COMPLETED: link.code_completed,
         Status.SCREENED_OUT: link.code_screened_out,
         Status.TIMED_OUT: link.code_timed_out,
-    }.get(participant.status, "")
+    }
+    return codes.get(participant.status, "")
 
 
 def redirect_for(participant: Participant, link: ParticipantLink) -> str:

@@ -52,7 +52,7 @@ def label_one(participant: Participant, link, label: str = "supported", active_m
 
 
 def test_the_same_panel_id_is_the_same_participant_and_another_study_is_another():
-    study, link = crowd_study()
+    _study, link = crowd_study()
     first = crowd.arrive(link=link, ids=ids("5f1a"))
     again = crowd.arrive(link=link, ids=ids("5f1a"))
     other = crowd.arrive(link=link, ids=ids("6b2c"))
@@ -67,7 +67,7 @@ def test_the_same_panel_id_is_the_same_participant_and_another_study_is_another(
 
 
 def test_panel_ids_are_read_from_the_configured_parameters_and_checked():
-    study, link = crowd_study(pid_param="workerId", study_param="hitId", session_param="assignmentId")
+    _study, link = crowd_study(pid_param="workerId", study_param="hitId", session_param="assignmentId")
     found = crowd.panel_ids_from(link, {"workerId": "A1B2C3", "hitId": "H9", "assignmentId": "Z"})
     assert found == crowd.PanelIds("A1B2C3", "H9", "Z")
     with pytest.raises(crowd.BadPanelId, match="the link has no workerId"):
@@ -128,7 +128,7 @@ def test_rotating_makes_the_old_link_stop_working():
 
 
 def test_the_quota_ends_the_session_as_completed_with_its_code_and_redirect():
-    study, link = crowd_study(items_per_participant=2)
+    _study, link = crowd_study(items_per_participant=2)
     participant = working(link, "p1")
     label_one(participant, link)
     assert participant.status == Status.WORKING
@@ -140,7 +140,7 @@ def test_the_quota_ends_the_session_as_completed_with_its_code_and_redirect():
 
 
 def test_failing_the_qualification_screens_out_and_frees_nothing_it_did_not_take():
-    study, link = crowd_study(qualification_items=["g-0", "g-1"], qualification_pass=2)
+    _study, link = crowd_study(qualification_items=["g-0", "g-1"], qualification_pass=2)
     participant = working(link, "q1")
     assert participant.status == Status.QUALIFYING
     first = crowd.next_check(participant, link)
@@ -159,7 +159,7 @@ def test_failing_the_qualification_screens_out_and_frees_nothing_it_did_not_take
 
 
 def test_passing_the_qualification_starts_the_items():
-    study, link = crowd_study(qualification_items=["g-0"], qualification_pass=1)
+    _study, link = crowd_study(qualification_items=["g-0"], qualification_pass=1)
     participant = working(link, "q2")
     item = crowd.next_check(participant, link)
     crowd.answer_check(participant=participant, link=link, item=item, answer=SubmittedAnswer(label="supported"))
@@ -170,7 +170,11 @@ def test_passing_the_qualification_starts_the_items():
 
 def test_attention_checks_are_interleaved_and_failing_k_screens_out_keeping_the_labels():
     study, link = crowd_study(
-        items=8, items_per_participant=6, attention_items=["g-0", "g-1", "g-2"], attention_every=2, attention_fail_limit=2
+        items=8,
+        items_per_participant=6,
+        attention_items=["g-0", "g-1", "g-2"],
+        attention_every=2,
+        attention_fail_limit=2,
     )
     participant = working(link, "a1")
     assert crowd.next_check(participant, link) is None
@@ -205,7 +209,12 @@ def test_the_report_leaves_out_screened_out_and_withdrawn_participants_and_count
     crowd.withdraw(participant=gone)
     frame = label_frame(study, include_gold=True)
     assert set(frame["annotator"]) == {kept.member.pseudonym}
-    assert exclusion_counts(study) == {"screened_out": 1, "screened_out_labels": 1, "withdrawn": 1, "withdrawn_labels": 1}
+    assert exclusion_counts(study) == {
+        "screened_out": 1,
+        "screened_out_labels": 1,
+        "withdrawn": 1,
+        "withdrawn_labels": 1,
+    }
 
 
 def test_the_time_limit_times_out_and_frees_the_held_item():
@@ -365,7 +374,7 @@ def test_the_researcher_page_shows_the_link_and_the_payment_table_and_saves_sett
 
 
 def test_annotators_and_outsiders_do_not_get_the_participants_pages(client, annotator, make_user):
-    study, link = crowd_study()
+    study, _link = crowd_study()
     from annotation.services import add_members
 
     add_members(study=study, usernames=[annotator.username], role="annotator")

@@ -61,7 +61,9 @@ def session(link, plan: Plan, now: datetime) -> int:
 
 
 def test_sixty_participants_in_bursts_give_every_item_exactly_n_distinct_people():
-    study, link = crowd_study("crowd-n", items=ITEMS, n=N, gold=0, items_per_participant=QUOTA, time_limit_minutes=10_000)
+    study, link = crowd_study(
+        "crowd-n", items=ITEMS, n=N, gold=0, items_per_participant=QUOTA, time_limit_minutes=10_000
+    )
     rng = random.Random(13)
     plans = [
         Plan(f"PID{k:03d}", stop_after=rng.randint(1, QUOTA), abandon=rng.random() < 0.3, returns=rng.random() < 0.3)
