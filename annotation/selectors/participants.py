@@ -31,7 +31,7 @@ class PaymentRow:
 @dataclass
 class PaymentSummary:
     participants: int
-    by_status: dict[str, int]
+    by_status: dict[str, int]  # status label -> participants
     median_active_minutes_per_item: float | None
     cost_so_far: Decimal
     projected_total_cost: Decimal | None
@@ -100,7 +100,8 @@ def payment_summary(study: Study, link: ParticipantLink, rows: list[PaymentRow])
     projected = (cost / labels * needed).quantize(CENT) if labels else None
     by_status: dict[str, int] = {}
     for row in rows:
-        by_status[row.status] = by_status.get(row.status, 0) + 1
+        label = Participant.Status(row.status).label
+        by_status[label] = by_status.get(label, 0) + 1
     return PaymentSummary(
         participants=len(rows),
         by_status=by_status,
