@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from statistics import median
 
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Sum
 
 from ..models import Annotation, Assignment, Participant, ParticipantCheck, ParticipantLink, Study
 
@@ -123,13 +123,25 @@ def excluded_annotator_ids(study: Study) -> list[int]:
 
 
 def exclusion_counts(study: Study) -> dict[str, int]:
-    """How many participants (and their labels) the analysis leaves out, by reason, for the report to state."""
-    rows = (
+    """How many participants the analysis leaves out (screened out, withdrawn) and how many labels they gave."""
+    by_status = dict(
         Participant.objects.filter(study=study, status__in=EXCLUDED_STATUSES)
         .values("status")
-        .annotate(
-            n=Count("id"),
-            labels=Count("member__user__assignments__annotation", filter=Q(member__user__assignments__study=study)),
-        )
+        .annotate(n=Count("id"))
+        .values_list("status", "n")
     )
-    return {row["status"]: row["n"] for row in rows} | {f"{row['status']}_labels": row["labels"] for row in rows}
+    labels = Annotation.objects.filter(
+        assignment__study=study, assignment__annotator_id__in=excluded_annotator_ids(study)
+    ).count()
+    return {status: by_status.get(status, 0) for status in EXCLUDED_STATUSES} | {"labels": labels}
+
+
+def exclusion_rule(study: Study) -> str | None:
+    """The report's sentence on crowd participants left out, with counts; None for a study without participants."""
+    if not Participant.objects.filter(study=study).exists():
+        return None
+    counts = exclusion_counts(study)
+    return (
+        f"crowd participants who were screened out ({counts['screened_out']}) or withdrew ({counts['withdrawn']}) "
+        f"are left out of every number here, with their {counts['labels']} label(s)"
+    )

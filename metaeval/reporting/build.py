@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from annotation.models import Study
+from annotation.selectors.participants import exclusion_rule
 from metaeval import selectors
 from metaeval.verifiers.pairwise_report import pairwise_judge_report
 from metaeval.verifiers.report import verifier_report
@@ -62,6 +63,7 @@ def build_report(study: Study, options: ReportOptions | None = None) -> dict[str
         "n_items_gold": int((items["gold_label"] != "").sum()),
         "gold_rule": gold_rule(study),
         "gold_in_agreement": study.gold_in_agreement,
+        "participants_rule": exclusion_rule(study),
         "n_annotators": int(labels["annotator"].nunique()),
         "n_annotations": len(labels),
         "annotators": _annotators(labels),

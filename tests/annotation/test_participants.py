@@ -14,6 +14,7 @@ from annotation.models import Annotation, Assignment, Participant, ParticipantCh
 from annotation.services import ServiceError
 from annotation.services import participants as crowd
 from annotation.services.assignments import SubmittedAnswer, claim_next, submit
+from metaeval.reporting import build_report
 from metaeval.selectors import label_frame
 from tests.annotation.crowd_support import arrival_url, crowd_study
 
@@ -209,12 +210,13 @@ def test_the_report_leaves_out_screened_out_and_withdrawn_participants_and_count
     crowd.withdraw(participant=gone)
     frame = label_frame(study, include_gold=True)
     assert set(frame["annotator"]) == {kept.member.pseudonym}
-    assert exclusion_counts(study) == {
-        "screened_out": 1,
-        "screened_out_labels": 1,
-        "withdrawn": 1,
-        "withdrawn_labels": 1,
-    }
+    assert exclusion_counts(study) == {"screened_out": 1, "withdrawn": 1, "labels": 2}
+    report = build_report(study)
+    assert report["n_annotators"] == 1 and report["n_annotations"] == 1
+    assert report["participants_rule"] == (
+        "crowd participants who were screened out (1) or withdrew (1) are left out of every number here, "
+        "with their 2 label(s)"
+    )
 
 
 def test_the_time_limit_times_out_and_frees_the_held_item():
