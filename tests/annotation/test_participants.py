@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import Annotation, Assignment, Participant, ParticipantCheck, StudyMember
+from annotation.selectors import export_rows
 from annotation.services import ServiceError
 from annotation.services import participants as crowd
 from annotation.services.assignments import SubmittedAnswer, claim_next, submit
@@ -211,6 +212,8 @@ def test_the_report_leaves_out_screened_out_and_withdrawn_participants_and_count
     frame = label_frame(study, include_gold=True)
     assert set(frame["annotator"]) == {kept.member.pseudonym}
     assert exclusion_counts(study) == {"screened_out": 1, "withdrawn": 1, "labels": 2}
+    exported = {row["annotator"] for row in export_rows(study)}
+    assert exported == {kept.member.pseudonym, dropped.member.pseudonym}  # withdrawn: gone from the export
     report = build_report(study)
     assert report["n_annotators"] == 1 and report["n_annotations"] == 1
     assert report["participants_rule"] == (
