@@ -31,10 +31,14 @@ class PaymentRow:
 @dataclass
 class PaymentSummary:
     participants: int
-    by_status: dict[str, int]  # status label -> participants
+    by_status: dict[str, int]  # status (completed, screened_out, ...) -> participants
     median_active_minutes_per_item: float | None
     cost_so_far: Decimal
     projected_total_cost: Decimal | None
+
+    def status_labels(self) -> list[tuple[str, int]]:
+        """(label, participants) for the page, e.g. ("Screened out", 2)."""
+        return [(Participant.Status(status).label, n) for status, n in self.by_status.items()]
 
 
 def _pay(active_ms: int, per_hour: Decimal) -> Decimal:
@@ -100,8 +104,7 @@ def payment_summary(study: Study, link: ParticipantLink, rows: list[PaymentRow])
     projected = (cost / labels * needed).quantize(CENT) if labels else None
     by_status: dict[str, int] = {}
     for row in rows:
-        label = Participant.Status(row.status).label
-        by_status[label] = by_status.get(label, 0) + 1
+        by_status[row.status] = by_status.get(row.status, 0) + 1
     return PaymentSummary(
         participants=len(rows),
         by_status=by_status,

@@ -350,7 +350,9 @@ def test_the_researcher_page_shows_the_link_and_the_payment_table_and_saves_sett
     page = client.get(url)
     assert page.status_code == 200
     assert f"/p/{link.token}/?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}".encode() in page.content
-    assert b"PAYME1" in page.content and b"2.0" in page.content
+    assert (
+        b"PAYME1" in page.content and b"2.0" in page.content and b"1 participant \xc2\xb7 1 completed" in page.content
+    )
     data = {**page.context["form"].initial, "items_per_participant": 7, "max_participants": "", "pay_per_hour": "9"}
     assert client.post(url, data).status_code == 302
     link.refresh_from_db()
@@ -369,6 +371,9 @@ def test_the_researcher_page_shows_the_link_and_the_payment_table_and_saves_sett
             "status": "completed",
         }
     ]
+    api = client.get(f"/api/studies/{study.slug}/participants").json()
+    assert api["participants"][0]["panel_id"] == "PAYME1" and api["participants"][0]["active_minutes"] == 2.0
+    assert api["summary"]["participants"] == 1 and api["summary"]["by_status"] == {"completed": 1}
     old = link.token
     client.post(url + "rotate/")
     link.refresh_from_db()
