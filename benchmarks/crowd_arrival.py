@@ -33,7 +33,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from annotate_load import free_port, percentile, server_env  # noqa: E402  (a sibling script, not a package)
+from annotate_load import free_port, percentile, server_env
 
 REPO = Path(__file__).resolve().parents[1]
 SLUG = "bench-crowd"
@@ -180,9 +180,7 @@ def main() -> None:
         rng = random.Random(13)
         tally = Tally()
         threads = [
-            threading.Thread(
-                target=participant, args=(base, token, f"{k:024x}", rng.uniform(0, args.window), tally)
-            )
+            threading.Thread(target=participant, args=(base, token, f"{k:024x}", rng.uniform(0, args.window), tally))
             for k in range(args.participants)
         ]
         start = time.perf_counter()
