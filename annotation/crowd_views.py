@@ -31,6 +31,7 @@ def participants_page(request: AuthenticatedHttpRequest, slug: str) -> HttpRespo
         return HttpResponseNotAllowed(["GET", "POST"])
     study = access_study_to_manage(request.user, slug)
     link = crowd.link_for(study)
+    crowd.close_overdue(study=study, link=link)
     form = ParticipantLinkForm.for_link(link, request.POST if request.method == "POST" else None)
     status = 200
     if request.method == "POST":
@@ -95,6 +96,7 @@ def payments_csv(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     """The payment table as CSV, one row per participant, for paying and bonusing on the panel."""
     study = access_study_to_manage(request.user, slug)
     link = crowd.link_for(study)
+    crowd.close_overdue(study=study, link=link)
     header = [
         "panel_id",
         "pseudonym",

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from .permissions import IsStudyManager, StudyScoped
 from .selectors.participants import payment_rows, payment_summary
-from .services.participants import link_for
+from .services.participants import close_overdue, link_for
 
 
 class PaymentRowSerializer(serializers.Serializer):
@@ -51,6 +51,7 @@ class ParticipantPayments(StudyScoped, APIView):
     @extend_schema(responses={200: PaymentRecordSerializer})
     def get(self, request: Request, slug: str) -> Response:
         link = link_for(self.study)
+        close_overdue(study=self.study, link=link)
         rows = payment_rows(self.study, link)
         record = {"summary": payment_summary(self.study, link, rows), "participants": rows}
         return Response(PaymentRecordSerializer(record).data)

@@ -97,6 +97,7 @@ def step(request: HttpRequest, slug: str) -> HttpResponse:
     if not participant.ended and crowd.time_is_up(participant, link, now):
         crowd.end(participant=participant, status=Status.TIMED_OUT, now=now)
     if request.method == "POST" and not participant.ended:
+        crowd.seen(participant, now)
         return _act(request, participant, link)
     return _show(request, participant, link)
 

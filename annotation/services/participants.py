@@ -303,6 +303,31 @@ def time_is_up(participant: Participant, link: ParticipantLink, now: datetime) -
     return now > participant.created_at + timedelta(minutes=link.time_limit_minutes)
 
 
+def close_overdue(*, study: Study, link: ParticipantLink, now: datetime | None = None) -> int:
+    """Mark participants whose time limit passed while away as timed out (ended when the limit ran out).
+
+    Their held item was already freed by its lease; this only makes the payment table
+    and the report say what happened. Returns how many were closed.
+    """
+    now = now or timezone.now()
+    limit = timedelta(minutes=link.time_limit_minutes)
+    overdue = Participant.objects.filter(study=study, created_at__lt=now - limit).exclude(status__in=Participant.ENDED)
+    closed = 0
+    for participant in overdue.select_related("member__user", "study"):
+        ended_at = participant.created_at + limit
+        closed += (
+            Participant.objects.filter(pk=participant.pk)
+            .exclude(status__in=Participant.ENDED)
+            .update(status=Status.TIMED_OUT, finished_at=ended_at)
+        )
+    return closed
+
+
+def seen(participant: Participant, now: datetime | None = None) -> None:
+    """A sign of life (a page asked for), for the wall-time column of the payment table."""
+    Participant.objects.filter(pk=participant.pk).update(last_seen_at=now or timezone.now())
+
+
 def items_done(participant: Participant) -> int:
     return Assignment.objects.filter(
         study=participant.study, annotator_id=participant.member.user_id, status=Assignment.Status.SUBMITTED

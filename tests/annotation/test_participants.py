@@ -238,6 +238,20 @@ def test_the_time_limit_times_out_and_frees_the_held_item():
     assert participant.status == Status.TIMED_OUT
 
 
+def test_participants_away_past_the_time_limit_are_closed_as_timed_out():
+    study, link = crowd_study(time_limit_minutes=30)
+    away, back = working(link, "away"), working(link, "back")
+    label_one(away, link)
+    later = timezone.now() + timedelta(minutes=31)
+    Participant.objects.filter(pk=back.pk).update(created_at=later - timedelta(minutes=5))
+    assert crowd.close_overdue(study=study, link=link, now=later) == 1
+    away.refresh_from_db()
+    back.refresh_from_db()
+    assert away.status == Status.TIMED_OUT and away.finished_at == away.created_at + timedelta(minutes=30)
+    assert back.status == Status.WORKING
+    assert crowd.close_overdue(study=study, link=link, now=later) == 0
+
+
 def test_payment_rows_sum_active_time_and_pay_at_the_rate():
     from annotation.selectors.participants import payment_rows, payment_summary
 
