@@ -407,3 +407,20 @@ def test_annotators_and_outsiders_do_not_get_the_participants_pages(client, anno
         url = reverse("annotation:study_participants", args=[study.slug])
         assert client.get(url).status_code == 404
         assert client.get(url + "mapping.csv").status_code == 404
+
+
+def test_the_admin_lists_links_participants_and_checks(client, make_user):
+    study, link = crowd_study(qualification_items=["g-0"], qualification_pass=1)
+    participant = working(link, "ADM1")
+    crowd.answer_check(
+        participant=participant,
+        link=link,
+        item=crowd.next_check(participant, link),
+        answer=SubmittedAnswer(label="supported"),
+    )
+    client.force_login(make_user("staff", is_staff=True, is_superuser=True))
+    for model in ("participantlink", "participant", "participantcheck"):
+        response = client.get(reverse(f"admin:annotation_{model}_changelist"), {"q": "ADM1"})
+        assert response.status_code == 200, model
+    page = client.get(reverse("admin:annotation_participant_changelist"), {"q": "ADM1"})
+    assert b"ADM1" in page.content
