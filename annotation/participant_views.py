@@ -19,7 +19,7 @@ from .models import Annotation, Assignment, Item, Participant, ParticipantLink
 from .selectors.workbench import display_payload
 from .services import ServiceError
 from .services import participants as crowd
-from .services.assignments import ClaimContention, LeaseLost, NotAllowed, claim_next, submit
+from .services.assignments import ClaimContention, LeaseLost, NotAllowed, submit
 
 SESSION_KEY = "crowd_participants"
 Status = Participant.Status
@@ -192,7 +192,7 @@ def _show(
     if participant.status != Status.WORKING:  # qualifying with nothing left to ask: the service has moved them on
         return redirect("annotation:participant_step", slug=study.slug)
     try:
-        assignment = claim_next(user=participant.member.user, study=study)
+        assignment = crowd.claim_for(participant)
     except NotAllowed:
         return _stop(
             request,

@@ -25,7 +25,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from ..models import Assignment, Item, Participant, ParticipantCheck, ParticipantLink, Study, StudyMember
-from .assignments import NotAllowed, SubmittedAnswer, answer_values, skip
+from .assignments import NotAllowed, SubmittedAnswer, answer_values, claim_next, skip
 from .errors import ServiceError
 
 Status = Participant.Status
@@ -346,9 +346,31 @@ def next_check(participant: Participant, link: ParticipantLink) -> Item | None:
         pool = link.attention_items
     else:
         return None
+    # An item they already had as a regular item is no check of attention: the answer is known to them.
+    had = set(
+        Assignment.objects.filter(study=participant.study, annotator_id=participant.member.user_id).values_list(
+            "item__external_id", flat=True
+        )
+    )
     for external_id in pool:
-        if external_id not in answered:
+        if external_id not in answered and external_id not in had:
             return Item.objects.filter(study=participant.study, external_id=external_id).first()
+    return None
+
+
+#: Items given back in one claim because the participant met them as checks (bounded: checks are few).
+CLAIM_SKIPS = 20
+
+
+def claim_for(participant: Participant, now: datetime | None = None) -> Assignment | None:
+    """The participant's next item, never one they answered as a check (that one is given back to the pool)."""
+    user, study = participant.member.user, participant.study
+    checked = set(ParticipantCheck.objects.filter(participant=participant).values_list("item_id", flat=True))
+    for _ in range(CLAIM_SKIPS):
+        assignment = claim_next(user=user, study=study, now=now)
+        if assignment is None or assignment.item_id not in checked:
+            return assignment
+        skip(user=user, study=study, assignment_id=assignment.pk, now=now)
     return None
 
 

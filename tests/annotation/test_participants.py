@@ -170,6 +170,29 @@ def test_passing_the_qualification_starts_the_items():
     assert label_one(participant, link) is not None
 
 
+def test_a_check_item_is_never_served_again_as_a_regular_item_nor_a_regular_item_as_a_check():
+    study, link = crowd_study(items=0, gold=3, n=2, items_per_participant=3, qualification_items=["g-0"])
+    participant = working(link, "twice")
+    g0 = crowd.next_check(participant, link)
+    crowd.answer_check(participant=participant, link=link, item=g0, answer=SubmittedAnswer(label="supported"))
+    participant.refresh_from_db()
+    served = []
+    while (assignment := crowd.claim_for(participant)) is not None:
+        served.append(assignment.item.external_id)
+        submit(
+            user=participant.member.user,
+            study=study,
+            assignment_id=assignment.pk,
+            answer=SubmittedAnswer(label="supported"),
+        )
+    assert sorted(served) == ["g-1", "g-2"]
+    skipped = Assignment.objects.get(annotator=participant.member.user, item=g0)
+    assert skipped.status == "skipped" and skipped.slot is None  # given back for someone else
+    link = crowd.configure_link(study=study, changes={"attention_items": ["g-1", "g-2"], "attention_every": 1})
+    participant.refresh_from_db()
+    assert crowd.next_check(participant, link) is None  # both were regular items for this person
+
+
 def test_attention_checks_are_interleaved_and_failing_k_screens_out_keeping_the_labels():
     study, link = crowd_study(
         items=8,
