@@ -433,7 +433,7 @@ def test_annotators_and_outsiders_do_not_get_the_participants_pages(client, anno
 
 
 def test_the_admin_lists_links_participants_and_checks(client, make_user):
-    study, link = crowd_study(qualification_items=["g-0"], qualification_pass=1)
+    _study, link = crowd_study(qualification_items=["g-0"], qualification_pass=1)
     participant = working(link, "ADM1")
     crowd.answer_check(
         participant=participant,
