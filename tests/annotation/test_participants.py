@@ -447,3 +447,24 @@ def test_the_admin_lists_links_participants_and_checks(client, make_user):
         assert response.status_code == 200, model
     page = client.get(reverse("admin:annotation_participant_changelist"), {"q": "ADM1"})
     assert b"ADM1" in page.content
+
+
+def test_a_participant_can_withdraw_and_one_past_the_time_limit_gets_the_timed_out_code(client):
+    study, link = crowd_study(time_limit_minutes=20)
+    step = reverse("annotation:participant_step", args=[study.slug])
+    client.get(arrival_url(link, "leaver"))
+    client.post(step, {"action": "consent", "agree": "yes"})
+    client.post(step, {"action": "start"})
+    held = client.get(step).context["assignment"]
+    client.post(step, {"action": "withdraw"})
+    page = client.get(step)
+    assert b"You have withdrawn" in page.content and b"end-code" not in page.content
+    held.refresh_from_db()
+    assert held.status == "skipped" and Participant.objects.get(panel_id="leaver").withdrawn_at is not None
+
+    client.get(arrival_url(link, "slow"))
+    Participant.objects.filter(panel_id="slow").update(created_at=timezone.now() - timedelta(minutes=21))
+    page = client.get(step)
+    assert b"Time is up" in page.content and b"TIME77" in page.content and b"cc=TIME77" in page.content
+    assert client.post(step, {"action": "start"}).status_code == 200  # an ended session takes no more steps
+    assert Participant.objects.get(panel_id="slow").status == "timed_out"
