@@ -223,10 +223,10 @@ def test_attention_checks_are_interleaved_and_failing_k_screens_out_keeping_the_
     assert Annotation.objects.filter(assignment__annotator=participant.member.user).count() == 4  # kept
 
 
-def test_the_report_leaves_out_screened_out_and_withdrawn_participants_and_counts_them():
+def test_the_report_leaves_out_screened_out_and_withdrawn_participants_and_counts_them(client, researcher):
     from annotation.selectors.participants import exclusion_counts
 
-    study, link = crowd_study(items=4, items_per_participant=2, n=3)
+    study, link = crowd_study(items=4, items_per_participant=2, n=3, researcher=researcher.username)
     kept, dropped, gone = working(link, "k"), working(link, "d"), working(link, "w")
     for participant in (kept, dropped, gone):
         label_one(participant, link)
@@ -243,6 +243,9 @@ def test_the_report_leaves_out_screened_out_and_withdrawn_participants_and_count
         "crowd participants who were screened out (1) or withdrew (1) are left out of every number here, "
         "with their 2 label(s)"
     )
+    client.force_login(researcher)
+    page = client.get(reverse("metaeval:report", args=[study.slug]))
+    assert b"Crowd participants who were screened out (1) or withdrew (1)" in page.content
 
 
 def test_the_time_limit_times_out_and_frees_the_held_item():
