@@ -103,3 +103,19 @@ def test_sixty_participants_in_bursts_give_every_item_exactly_n_distinct_people(
     assert sum(p.abandon for p in plans) > 0 and returned
     slots = Counter(submitted.values_list("slot", flat=True))
     assert set(slots) == set(range(N))
+
+
+def test_a_capped_link_admits_exactly_the_cap_when_many_arrive_at_once():
+    study, link = crowd_study("crowd-cap", items=4, n=2, gold=0, max_participants=5)
+    outcomes: list[str] = []
+
+    def arrive(pid: str) -> None:
+        try:
+            crowd.arrive(link=link, ids=crowd.PanelIds(pid))
+            outcomes.append("in")
+        except crowd.LinkUnusable:
+            outcomes.append("full")
+
+    run_in_threads([lambda pid=f"CAP{k:02d}": arrive(pid) for k in range(12)])
+    assert Participant.objects.filter(study=study).count() == 5
+    assert sorted(outcomes) == ["full"] * 7 + ["in"] * 5
