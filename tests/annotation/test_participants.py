@@ -471,3 +471,25 @@ def test_a_participant_can_withdraw_and_one_past_the_time_limit_gets_the_timed_o
     assert b"Time is up" in page.content and b"TIME77" in page.content and b"cc=TIME77" in page.content
     assert client.post(step, {"action": "start"}).status_code == 200  # an ended session takes no more steps
     assert Participant.objects.get(panel_id="slow").status == "timed_out"
+
+
+def test_a_preference_study_works_through_the_link_too(client):
+    from annotation.services import create_study, import_items
+    from tests.conftest import jsonl, preference_item
+
+    study = create_study(slug="crowd-pref", name="Crowd pref", kind="preference", annotators_per_item=2)
+    import_items(study=study, stream=jsonl(*(preference_item(f"p-{k}") for k in range(3))), fmt="jsonl")
+    link = crowd.configure_link(
+        study=study, changes={"enabled": True, "code_completed": "PREF1", "items_per_participant": 1}
+    )
+    step = reverse("annotation:participant_step", args=[study.slug])
+    client.get(arrival_url(link, "prefer"))
+    client.post(step, {"action": "consent", "agree": "yes"})
+    client.post(step, {"action": "start"})
+    page = client.get(step)
+    assert page.status_code == 200 and b'name="choice"' in page.content
+    assignment = page.context["assignment"]
+    client.post(step, {"action": "answer", "assignment": assignment.pk, "choice": "left_strong"})
+    annotation = Annotation.objects.get(assignment=assignment)
+    assert annotation.preferred_system == assignment.left_system and annotation.strength == "strong"
+    assert b"PREF1" in client.get(step).content
