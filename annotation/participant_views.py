@@ -193,13 +193,9 @@ def _show(
         return redirect("annotation:participant_step", slug=study.slug)
     try:
         assignment = crowd.claim_for(participant)
-    except NotAllowed:
-        return _stop(
-            request,
-            "This study is paused",
-            "No items are handed out right now. Come back in a few minutes.",
-            status=503,
-        )
+    except NotAllowed as exc:
+        reason = f"No items are handed out right now ({exc}). Your answers so far are saved; come back later."
+        return _stop(request, "No items right now", reason, status=503)
     except ClaimContention as exc:
         return _stop(request, "Busy", f"{exc}.", status=503)
     if assignment is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from annotation.models import ParticipantLink, Study
+from annotation.models import Item, ParticipantLink, Study
 from annotation.services import add_members, create_study, import_items
 from annotation.services import participants as crowd
 from tests.conftest import jsonl, verification_item
@@ -38,6 +38,16 @@ def crowd_study(
     link = crowd.configure_link(study=study, changes=settings)
     study.refresh_from_db()
     return study, link
+
+
+def gold_only_as_checks(study: Study) -> None:
+    """Fill the gold items' slots (as if others had labelled them), so they come up only as checks.
+
+    Gold items are in the regular pool too; a participant served one as a regular item is not
+    shown it as a check (services/participants.next_check), which would make the order of checks
+    depend on the study's random seed.
+    """
+    Item.objects.filter(study=study).exclude(gold_label="").update(slots_taken=study.annotators_per_item)
 
 
 def arrival_url(link: ParticipantLink, pid: str | None, **extra: str) -> str:

@@ -17,7 +17,7 @@ from annotation.services import participants as crowd
 from annotation.services.assignments import SubmittedAnswer, claim_next, submit
 from metaeval.reporting import build_report
 from metaeval.selectors import label_frame
-from tests.annotation.crowd_support import arrival_url, crowd_study
+from tests.annotation.crowd_support import arrival_url, crowd_study, gold_only_as_checks
 
 pytestmark = pytest.mark.django_db
 Status = Participant.Status
@@ -201,6 +201,7 @@ def test_attention_checks_are_interleaved_and_failing_k_screens_out_keeping_the_
         attention_every=2,
         attention_fail_limit=2,
     )
+    gold_only_as_checks(study)
     participant = working(link, "a1")
     assert crowd.next_check(participant, link) is None
     label_one(participant, link)
@@ -493,3 +494,18 @@ def test_a_preference_study_works_through_the_link_too(client):
     annotation = Annotation.objects.get(assignment=assignment)
     assert annotation.preferred_system == assignment.left_system and annotation.strength == "strong"
     assert b"PREF1" in client.get(step).content
+
+
+def test_a_returning_participant_of_a_closed_study_is_told_why_there_is_no_item(client):
+    from annotation.services import set_study_status
+
+    study, link = crowd_study()
+    step = reverse("annotation:participant_step", args=[study.slug])
+    client.get(arrival_url(link, "late"))
+    client.post(step, {"action": "consent", "agree": "yes"})
+    client.post(step, {"action": "start"})
+    set_study_status(study=study, status="closed")
+    client.get(arrival_url(link, "late"))  # a returning one gets in; a newcomer would not
+    page = client.get(step)
+    assert page.status_code == 503 and b"annotation has ended" in page.content
+    assert client.get(arrival_url(link, "newcomer")).status_code == 410
