@@ -118,15 +118,14 @@ def payment_summary(study: Study, link: ParticipantLink, rows: list[PaymentRow])
 EXCLUDED_STATUSES = (Participant.Status.SCREENED_OUT, Participant.Status.WITHDRAWN)
 
 
-def excluded_annotator_ids(study: Study) -> list[int]:
-    """User ids of the study's participants whose labels the report and exports leave out."""
-    return list(
-        Participant.objects.filter(study=study, status__in=EXCLUDED_STATUSES).values_list("member__user_id", flat=True)
-    )
+def excluded_annotator_ids(study: Study, *, include_screened_out: bool = False) -> list[int]:
+    """User ids of the study's participants whose labels analysis leaves out (the withdrawn always)."""
+    statuses = (Participant.Status.WITHDRAWN,) if include_screened_out else EXCLUDED_STATUSES
+    return list(Participant.objects.filter(study=study, status__in=statuses).values_list("member__user_id", flat=True))
 
 
-def exclusion_counts(study: Study) -> dict[str, int]:
-    """How many participants the analysis leaves out (screened out, withdrawn) and how many labels they gave."""
+def exclusion_counts(study: Study, *, include_screened_out: bool = False) -> dict[str, int]:
+    """How many participants were screened out or withdrew, and how many labels analysis leaves out."""
     by_status = dict(
         Participant.objects.filter(study=study, status__in=EXCLUDED_STATUSES)
         .values("status")
@@ -134,16 +133,23 @@ def exclusion_counts(study: Study) -> dict[str, int]:
         .values_list("status", "n")
     )
     labels = Annotation.objects.filter(
-        assignment__study=study, assignment__annotator_id__in=excluded_annotator_ids(study)
+        assignment__study=study,
+        assignment__annotator_id__in=excluded_annotator_ids(study, include_screened_out=include_screened_out),
     ).count()
     return {status: by_status.get(status, 0) for status in EXCLUDED_STATUSES} | {"labels": labels}
 
 
-def exclusion_rule(study: Study) -> str | None:
+def exclusion_rule(study: Study, *, include_screened_out: bool = False) -> str | None:
     """The report's sentence on crowd participants left out, with counts; None for a study without participants."""
     if not Participant.objects.filter(study=study).exists():
         return None
-    counts = exclusion_counts(study)
+    counts = exclusion_counts(study, include_screened_out=include_screened_out)
+    if include_screened_out:
+        return (
+            f"crowd participants who were screened out ({counts['screened_out']}) are included, as asked "
+            f"(include_screened_out); those who withdrew ({counts['withdrawn']}) are left out of every number "
+            f"here, with their {counts['labels']} label(s)"
+        )
     return (
         f"crowd participants who were screened out ({counts['screened_out']}) or withdrew ({counts['withdrawn']}) "
         f"are left out of every number here, with their {counts['labels']} label(s)"

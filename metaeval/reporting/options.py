@@ -39,6 +39,7 @@ class ReportOptions:
     source_types: tuple[str, ...] | None = None
     exclude_source_types: tuple[str, ...] = ()
     k: int | None = None
+    include_screened_out: bool = False  # crowd studies: count screened-out participants' labels too
 
     def __post_init__(self) -> None:
         if self.k is not None and not 1 <= self.k <= 100_000:
@@ -62,7 +63,8 @@ def _split(values: list[str]) -> tuple[str, ...]:
 def options_from_query(
     query: Mapping[str, Any], *, by_domain: bool | None = None, binary: bool | None = None
 ) -> ReportOptions:
-    """Options from a GET query (``by_domain``, ``binary``, ``source_type``, ``exclude_source_type``, ``k``).
+    """Options from a GET query (``by_domain``, ``binary``, ``source_type``, ``exclude_source_type``, ``k``,
+    ``include_screened_out``).
 
     ``source_type`` and ``exclude_source_type`` may repeat or hold commas.
     ``by_domain`` / ``binary`` arguments override the query (the page always
@@ -89,4 +91,5 @@ def options_from_query(
         binary=flag("binary") if binary is None else binary,
         source_types=included or None,
         exclude_source_types=_split(many("exclude_source_type")),
+        include_screened_out=flag("include_screened_out"),
     )

@@ -16,6 +16,7 @@ from annotation.services import ServiceError
 from annotation.services import participants as crowd
 from annotation.services.assignments import SubmittedAnswer, claim_next, submit
 from metaeval.reporting import build_report
+from metaeval.reporting.options import ReportOptions
 from metaeval.selectors import label_frame
 from tests.annotation.crowd_support import arrival_url, crowd_study, gold_only_as_checks
 
@@ -247,6 +248,11 @@ def test_the_report_leaves_out_screened_out_and_withdrawn_participants_and_count
     client.force_login(researcher)
     page = client.get(reverse("metaeval:report", args=[study.slug]))
     assert b"Crowd participants who were screened out (1) or withdrew (1)" in page.content
+    included = build_report(study, ReportOptions(include_screened_out=True))
+    assert included["n_annotators"] == 2 and included["options"]["include_screened_out"] is True
+    assert "screened out (1) are included" in included["participants_rule"]
+    api = client.get(f"/api/studies/{study.slug}/report?include_screened_out=true")
+    assert api.status_code == 200 and api.json()["n_annotations"] == 2
 
 
 def test_the_time_limit_times_out_and_frees_the_held_item():
