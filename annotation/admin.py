@@ -16,6 +16,9 @@ from .models import (
     ImportJob,
     Invite,
     Item,
+    Participant,
+    ParticipantCheck,
+    ParticipantLink,
     Study,
     StudyChange,
     StudyMember,
@@ -212,3 +215,38 @@ class ExportJobAdmin(admin.ModelAdmin):
     list_filter = ("status", "file_format", "study")
     search_fields = ("study__slug",)
     readonly_fields = ("file_path", "error", "rows")
+
+
+@admin.register(ParticipantLink)
+class ParticipantLinkAdmin(admin.ModelAdmin):
+    """Participant links are set up on the study's participants page; here they can be read."""
+
+    list_display = ("study", "enabled", "max_participants", "items_per_participant", "time_limit_minutes", "created_at")
+    list_filter = ("enabled",)
+    search_fields = ("study__slug",)
+    list_select_related = ("study",)
+    readonly_fields = ("study", "token", "rotated_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+@admin.register(Participant)
+class ParticipantAdmin(admin.ModelAdmin):
+    list_display = ("member", "panel_id", "study", "status", "checks_passed", "checks_failed", "created_at")
+    list_filter = ("status", "study")
+    search_fields = ("panel_id", "member__pseudonym", "study__slug")
+    list_select_related = ("member", "study")
+    readonly_fields = ("study", "member", "panel_id", "panel_study_id", "panel_session_id")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+@admin.register(ParticipantCheck)
+class ParticipantCheckAdmin(admin.ModelAdmin):
+    list_display = ("participant", "item", "kind", "label", "correct", "answered_at")
+    list_filter = ("kind", "correct")
+    search_fields = ("participant__panel_id", "item__external_id")
+    list_select_related = ("participant", "item")
+    raw_id_fields = ("participant", "item")

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import adjudication_api, api, invite_api, member_api, study_api
+from . import adjudication_api, api, invite_api, member_api, participant_api, study_api
 
 urlpatterns = [
     path("studies/", study_api.StudyListCreate.as_view(), name="api-study-list"),
@@ -29,6 +29,11 @@ urlpatterns = [
     ),
     path("studies/<slug:slug>/invites", member_api.InviteList.as_view(), name="api-invite-list"),
     path("studies/<slug:slug>/invites/<int:invite_id>", member_api.InviteDetail.as_view(), name="api-invite-detail"),
+    path(
+        "studies/<slug:slug>/participants",
+        participant_api.ParticipantPayments.as_view(),
+        name="api-participant-payments",
+    ),
     path("studies/<slug:slug>/assignments/next", api.NextAssignment.as_view(), name="api-assignment-next"),
     path("assignments/<int:assignment_id>/submit", api.SubmitAssignment.as_view(), name="api-assignment-submit"),
     path("assignments/<int:assignment_id>/skip", api.SkipAssignment.as_view(), name="api-assignment-skip"),

@@ -698,3 +698,135 @@ class InviteSignup(models.Model):
 
     def __str__(self) -> str:
         return f"sign-up through invite {self.invite_id} at {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class ParticipantLink(models.Model):
+    """A study's link for crowd participants (Prolific or any panel): one per study.
+
+    The token is part of a public URL pasted into a panel, so it is kept in clear;
+    rotating it makes the old link stop working. Participants who arrive through it
+    are identified by the panel's ID in the URL (`pid_param`), never by a password.
+    """
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="participant_link")
+    token = models.CharField(max_length=64, unique=True)
+    enabled = models.BooleanField(default=False)
+    max_participants = models.PositiveIntegerField(null=True, blank=True, help_text="Empty: no cap.")
+    pid_param = models.CharField(max_length=64, default="PROLIFIC_PID")
+    study_param = models.CharField(max_length=64, blank=True, default="STUDY_ID")
+    session_param = models.CharField(max_length=64, blank=True, default="SESSION_ID")
+    consent = models.TextField(blank=True, default="", help_text="Markdown; must be accepted before anything else.")
+    items_per_participant = models.PositiveIntegerField(default=10)
+    qualification_items = models.JSONField(default=list, blank=True, help_text="External ids of gold items.")
+    qualification_pass = models.PositiveIntegerField(default=0, help_text="Correct answers needed to pass.")
+    attention_items = models.JSONField(default=list, blank=True, help_text="External ids of gold items.")
+    attention_every = models.PositiveIntegerField(default=0, help_text="A check after every k items; 0: none.")
+    attention_fail_limit = models.PositiveIntegerField(default=2, help_text="Failed checks that screen out.")
+    time_limit_minutes = models.PositiveIntegerField(default=60)
+    code_completed = models.CharField(max_length=64, blank=True, default="")
+    code_screened_out = models.CharField(max_length=64, blank=True, default="")
+    code_timed_out = models.CharField(max_length=64, blank=True, default="")
+    redirect_url = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        help_text="With {code}, e.g. https://app.prolific.com/submissions/complete?cc={code}",
+    )
+    pay_per_hour = models.DecimalField(max_digits=8, decimal_places=2, default=0)
+    rotated_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"participant link of {self.study_id} ({'on' if self.enabled else 'off'})"
+
+
+class Participant(models.Model):
+    """A person who came through a study's participant link, bound to their panel ID.
+
+    Their labels are made by `member` (an annotator identity whose user cannot log
+    in), so assignment, N per item and reports treat them like any annotator. The
+    panel ID is shown to researchers only; everything else uses the pseudonym.
+    """
+
+    class Status(models.TextChoices):
+        CONSENT = "consent", "Consent"
+        INSTRUCTIONS = "instructions", "Instructions"
+        QUALIFYING = "qualifying", "Qualifying"
+        WORKING = "working", "Working"
+        COMPLETED = "completed", "Completed"
+        SCREENED_OUT = "screened_out", "Screened out"
+        TIMED_OUT = "timed_out", "Timed out"
+        WITHDRAWN = "withdrawn", "Withdrawn"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="participants")
+    member = models.OneToOneField(StudyMember, on_delete=models.CASCADE, related_name="participant")
+    panel_id = models.CharField(max_length=64)
+    panel_study_id = models.CharField(max_length=64, blank=True, default="")
+    panel_session_id = models.CharField(max_length=64, blank=True, default="")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.CONSENT)
+    checks_passed = models.PositiveIntegerField(default=0)
+    checks_failed = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    consented_at = models.DateTimeField(null=True, blank=True)
+    last_seen_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
+
+    ENDED = ("completed", "screened_out", "timed_out", "withdrawn")
+
+    class Meta:
+        ordering = ["study", "created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "panel_id"], name="participant_panel_id_unique"),
+            models.CheckConstraint(
+                condition=Q(
+                    status__in=[
+                        "consent",
+                        "instructions",
+                        "qualifying",
+                        "working",
+                        "completed",
+                        "screened_out",
+                        "timed_out",
+                        "withdrawn",
+                    ]
+                ),
+                name="participant_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study_id}: participant {self.member_id} ({self.status})"
+
+    @property
+    def ended(self) -> bool:
+        return self.status in self.ENDED
+
+
+class ParticipantCheck(models.Model):
+    """A participant's answer to a qualification or attention-check item: kept, marked, scored against gold.
+
+    Not an Assignment: checks take no slot, so they never count towards N per item.
+    """
+
+    class Kind(models.TextChoices):
+        QUALIFICATION = "qualification", "Qualification"
+        ATTENTION = "attention", "Attention check"
+
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="checks")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    label = models.CharField(max_length=100)
+    correct = models.BooleanField()
+    active_ms = models.PositiveIntegerField(null=True, blank=True)
+    answered_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["participant", "answered_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["participant", "item"], name="participant_check_once"),
+            models.CheckConstraint(condition=Q(kind__in=["qualification", "attention"]), name="participant_check_kind"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} check of participant {self.participant_id}: {'pass' if self.correct else 'fail'}"

@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from . import adjudication_views, invite_views, member_views, study_views, views
+from . import adjudication_views, crowd_views, invite_views, member_views, participant_views, study_views, views
 
 app_name = "annotation"
 
@@ -49,6 +49,17 @@ urlpatterns = [
         adjudication_views.member_adjudicator,
         name="member_adjudicator",
     ),
+    path("studies/<slug:slug>/participants/", crowd_views.participants_page, name="study_participants"),
+    path("studies/<slug:slug>/participants/rotate/", crowd_views.participants_rotate, name="participants_rotate"),
+    path(
+        "studies/<slug:slug>/participants/<int:participant_id>/withdraw/",
+        crowd_views.participant_withdraw,
+        name="participant_withdraw",
+    ),
+    path("studies/<slug:slug>/participants/payments.csv", crowd_views.payments_csv, name="participant_payments_csv"),
+    path("studies/<slug:slug>/participants/mapping.csv", crowd_views.mapping_csv, name="participant_mapping_csv"),
+    path("p/<str:token>/", participant_views.arrive, name="participant_arrive"),
+    path("crowd/<slug:slug>/", participant_views.step, name="participant_step"),
     path("studies/<slug:slug>/progress/", views.study_progress, name="study_progress"),
     path("studies/<slug:slug>/progress/live/", views.study_progress_live, name="study_progress_live"),
     path("studies/<slug:slug>/annotate/", views.annotate, name="annotate"),

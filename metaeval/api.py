@@ -40,6 +40,11 @@ class StudyReport(StudyScoped, APIView):
                 OpenApiTypes.INT,
                 description="VeriScore F1@K with this K (1..100000); default: the median per domain.",
             ),
+            OpenApiParameter(
+                "include_screened_out",
+                OpenApiTypes.BOOL,
+                description="Crowd studies: count the labels of screened-out participants too (default: left out).",
+            ),
         ],
         responses=ReportSerializer,
     )

@@ -15,6 +15,7 @@ from django.db.models import Count, Max, Q, QuerySet, Sum
 
 from annotation.models import Annotation, Item, Study, StudyMember
 from annotation.selectors import pseudonyms
+from annotation.selectors.participants import excluded_annotator_ids
 
 from .evidence import read_judgements
 from .models import Prediction, Verifier
@@ -55,17 +56,21 @@ EVIDENCE_COLUMNS = [
 ]
 
 
-def _annotations(study: Study) -> QuerySet[Annotation]:
-    return Annotation.objects.filter(assignment__study=study).exclude(assignment__status="skipped")
+def _annotations(study: Study, *, include_screened_out: bool = False) -> QuerySet[Annotation]:
+    """The labels analysis counts: not skipped, and not by crowd participants who withdrew or (unless
+    ``include_screened_out``) were screened out (annotation.selectors.participants; the report says how many)."""
+    rows = Annotation.objects.filter(assignment__study=study).exclude(assignment__status="skipped")
+    excluded = excluded_annotator_ids(study, include_screened_out=include_screened_out)
+    return rows.exclude(assignment__annotator_id__in=excluded) if excluded else rows
 
 
-def label_frame(study: Study, *, include_gold: bool = False) -> pd.DataFrame:
+def label_frame(study: Study, *, include_gold: bool = False, include_screened_out: bool = False) -> pd.DataFrame:
     """One row per label: item, annotator pseudonym, canonical label, domain, shown order, ...
 
     Items with a gold label are left out unless ``include_gold``: they are
     quality-control items and do not count towards agreement (issue 3).
     """
-    rows = _annotations(study)
+    rows = _annotations(study, include_screened_out=include_screened_out)
     if not include_gold:
         rows = rows.filter(assignment__item__gold_label="")
     values = rows.order_by().values_list(
@@ -95,7 +100,7 @@ def item_frame(study: Study) -> pd.DataFrame:
     return pd.DataFrame.from_records(list(values), columns=ITEM_COLUMNS)
 
 
-def evidence_frame(study: Study) -> tuple[pd.DataFrame, int]:
+def evidence_frame(study: Study, *, include_screened_out: bool = False) -> tuple[pd.DataFrame, int]:
     """One row per readable evidence judgement, with the passage's source type.
 
     Returns the frame and the number of stored judgement entries that could
@@ -115,7 +120,7 @@ def evidence_frame(study: Study) -> tuple[pd.DataFrame, int]:
     }
     names = pseudonyms(study)
     stored = (
-        _annotations(study)
+        _annotations(study, include_screened_out=include_screened_out)
         .filter(~Q(evidence_judgements=[]))
         .order_by()
         .values_list("assignment__item__external_id", "assignment__annotator_id", "evidence_judgements")

@@ -79,6 +79,10 @@ class ReportSerializer(serializers.Serializer):
     gold_in_agreement = serializers.BooleanField(
         help_text="The study setting: whether items with a gold label count in agreement and preference analysis."
     )
+    participants_rule = serializers.CharField(
+        allow_null=True,
+        help_text="Crowd studies: which participants (screened out, withdrawn) and how many labels are left out.",
+    )
     n_annotators = serializers.IntegerField()
     n_annotations = serializers.IntegerField()
     agreement = AgreementSerializer()

@@ -14,7 +14,17 @@ from django.db.models import CharField, Count, F, Func, OuterRef, Q, QuerySet, S
 from django.db.models.functions import Coalesce
 
 from ..access import Researcher, studies_for
-from ..models import Annotation, AnnotationRevision, Assignment, ExportJob, ImportJob, Item, Study, StudyMember
+from ..models import (
+    Annotation,
+    AnnotationRevision,
+    Assignment,
+    ExportJob,
+    ImportJob,
+    Item,
+    Participant,
+    Study,
+    StudyMember,
+)
 
 EXPORT_COLUMNS = [
     "study",
@@ -284,6 +294,8 @@ def export_rows(study: Study) -> Generator[dict[str, Any], None, None]:
     Columns are EXPORT_COLUMNS; annotators appear by pseudonym only. `adjudicated_label`
     repeats the item's adjudicated label on each of its rows: empty when nobody adjudicated
     it, and empty too when its adjudicators disagree (selectors.adjudication.adjudicated_labels).
+    Crowd participants who withdrew are left out (their consent is gone); screened-out ones
+    stay, for the researcher to judge.
     """
     # Imported here: selectors.adjudication reads this module's pseudonyms().
     from .adjudication import adjudicated_labels
@@ -318,6 +330,8 @@ def export_rows(study: Study) -> Generator[dict[str, Any], None, None]:
         "source",
     )
     rows = Annotation.objects.filter(assignment__study=study).annotate(n_revisions=Coalesce(Subquery(revisions), 0))
+    withdrawn = Participant.objects.filter(study=study, status=Participant.Status.WITHDRAWN)
+    rows = rows.exclude(assignment__annotator_id__in=withdrawn.values("member__user_id"))
     if connection.vendor == "postgresql":
         rows = rows.annotate(
             created_iso=IsoFormatUTC("created_at"), submitted_iso=IsoFormatUTC("assignment__submitted_at")

@@ -11,6 +11,7 @@ from typing import Any
 
 from annotation.models import Study
 from annotation.selectors.adjudication import adjudication_summary
+from annotation.selectors.participants import exclusion_rule
 from metaeval import selectors
 from metaeval.verifiers.pairwise_report import pairwise_judge_report
 from metaeval.verifiers.report import verifier_report
@@ -49,7 +50,8 @@ def _annotators(labels) -> list[dict[str, Any]]:
 def build_report(study: Study, options: ReportOptions | None = None) -> dict[str, Any]:
     """The study's full meta-evaluation report (issue 4's JSON shape, with more keys)."""
     options = options or ReportOptions()
-    labels = selectors.label_frame(study, include_gold=True)
+    crowd = options.include_screened_out
+    labels = selectors.label_frame(study, include_gold=True, include_screened_out=crowd)
     items = selectors.item_frame(study)
     agreed = labels if study.gold_in_agreement else labels.loc[labels["gold_label"] == ""]
     report: dict[str, Any] = {
@@ -65,13 +67,14 @@ def build_report(study: Study, options: ReportOptions | None = None) -> dict[str
         "n_items_gold": int((items["gold_label"] != "").sum()),
         "gold_rule": gold_rule(study),
         "gold_in_agreement": study.gold_in_agreement,
+        "participants_rule": exclusion_rule(study, include_screened_out=crowd),
         "n_annotators": int(labels["annotator"].nunique()),
         "n_annotations": len(labels),
         "annotators": _annotators(labels),
     }
     report.update(agreement_sections(agreed, study, options))
     report["preference"] = preference_section(agreed, study, options)
-    evidence = selectors.evidence_frame(study) if not study.is_preference else None
+    evidence = selectors.evidence_frame(study, include_screened_out=crowd) if not study.is_preference else None
     report["scores"] = (
         scores_section(labels, items, evidence, study, options, verifier_verdicts(study))
         if evidence is not None

@@ -45,6 +45,7 @@ class ReportOptions:
     exclude_source_types: tuple[str, ...] = ()
     k: int | None = None
     reference: str | None = None  # None: the study's own rule (Study.reference_rule)
+    include_screened_out: bool = False  # crowd studies: count screened-out participants' labels too
 
     def __post_init__(self) -> None:
         reason = unavailable_rule_reason(self.reference) if self.reference is not None else None
@@ -71,7 +72,8 @@ def _split(values: list[str]) -> tuple[str, ...]:
 def options_from_query(
     query: Mapping[str, Any], *, by_domain: bool | None = None, binary: bool | None = None
 ) -> ReportOptions:
-    """Options from a GET query (``by_domain``, ``binary``, ``source_type``, ``exclude_source_type``, ``k``, ``reference``).
+    """Options from a GET query (``by_domain``, ``binary``, ``source_type``, ``exclude_source_type``, ``k``,
+    ``reference``, ``include_screened_out``).
 
     ``source_type`` and ``exclude_source_type`` may repeat or hold commas.
     ``by_domain`` / ``binary`` arguments override the query (the page always
@@ -103,4 +105,5 @@ def options_from_query(
         binary=flag("binary") if binary is None else binary,
         source_types=included or None,
         exclude_source_types=_split(many("exclude_source_type")),
+        include_screened_out=flag("include_screened_out"),
     )

@@ -12,7 +12,7 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from accounts.services import issue_token
-from annotation.models import ExportJob, ImportJob, Invite, Item, StudyMember
+from annotation.models import ExportJob, ImportJob, Invite, Item, Participant, StudyMember
 from annotation.services import add_members, create_study, import_items
 from annotation.services.export_jobs import request_export
 from annotation.services.export_runner import run_export_job
@@ -59,6 +59,7 @@ def route_kwargs(pattern: URLPattern, slug: str, item_id: str, job_id: int) -> d
         "run_id": VerifierRun.objects.filter(verifier__study__slug=slug).values_list("pk", flat=True).first() or 1,
         "member_id": StudyMember.objects.filter(study__slug=slug).values_list("pk", flat=True).first() or 1,
         "invite_id": Invite.objects.filter(study__slug=slug).values_list("pk", flat=True).first() or 1,
+        "participant_id": Participant.objects.filter(study__slug=slug).values_list("pk", flat=True).first() or 1,
     }
     unknown = names - set(values)
     assert not unknown, f"test does not know how to fill {unknown} for {pattern.name}"
@@ -116,8 +117,13 @@ def test_outsider_gets_404_through_token_auth(client, two_studies):
         assert response.status_code in (404, 405), f"{url} gave {response.status_code}"
 
 
-#: Annotator pages refuse a researcher (403); revising a made-up assignment id is 404.
-RESEARCHER_ON_ANNOTATOR_PAGES = {"annotation:annotate": 403, "annotation:annotate_revise": 404}
+#: Annotator pages refuse a researcher (403); revising a made-up assignment id is 404; a crowd
+#: participant's step page is 404 for anyone the session does not hold as a participant.
+RESEARCHER_ON_ANNOTATOR_PAGES = {
+    "annotation:annotate": 403,
+    "annotation:annotate_revise": 404,
+    "annotation:participant_step": 404,
+}
 
 
 @pytest.mark.django_db

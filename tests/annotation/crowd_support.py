@@ -1,0 +1,56 @@
+"""Helpers shared by the crowd participant tests: a verification study with gold check items and a link."""
+
+from __future__ import annotations
+
+from annotation.models import Item, ParticipantLink, Study
+from annotation.services import add_members, create_study, import_items
+from annotation.services import participants as crowd
+from tests.conftest import jsonl, verification_item
+
+PROLIFIC_DONE = "https://app.prolific.com/submissions/complete?cc={code}"
+
+
+def crowd_study(
+    slug: str = "crowd",
+    *,
+    items: int = 6,
+    n: int = 2,
+    gold: int = 4,
+    researcher: str | None = None,
+    **link_settings,
+) -> tuple[Study, ParticipantLink]:
+    """`items` plain items (i-00..) and `gold` gold items (g-0.. labelled 'supported'), link on."""
+    study = create_study(slug=slug, name=f"Crowd {slug}", kind="verification", annotators_per_item=n)
+    if researcher:
+        add_members(study=study, usernames=[researcher], role="researcher")
+    records = [verification_item(f"i-{k:02d}", evidence=[]) for k in range(items)]
+    records += [verification_item(f"g-{k}", evidence=[], gold="supported") for k in range(gold)]
+    import_items(study=study, stream=jsonl(*records), fmt="jsonl")
+    settings = {
+        "enabled": True,
+        "code_completed": "DONE123",
+        "code_screened_out": "SCREEN9",
+        "code_timed_out": "TIME77",
+        "redirect_url": PROLIFIC_DONE,
+        "items_per_participant": 3,
+        **link_settings,
+    }
+    link = crowd.configure_link(study=study, changes=settings)
+    study.refresh_from_db()
+    return study, link
+
+
+def gold_only_as_checks(study: Study) -> None:
+    """Fill the gold items' slots (as if others had labelled them), so they come up only as checks.
+
+    Gold items are in the regular pool too; a participant served one as a regular item is not
+    shown it as a check (services/participants.next_check), which would make the order of checks
+    depend on the study's random seed.
+    """
+    Item.objects.filter(study=study).exclude(gold_label="").update(slots_taken=study.annotators_per_item)
+
+
+def arrival_url(link: ParticipantLink, pid: str | None, **extra: str) -> str:
+    params = {"PROLIFIC_PID": pid, "STUDY_ID": "S1", "SESSION_ID": "X1", **extra}
+    query = "&".join(f"{key}={value}" for key, value in params.items() if value is not None)
+    return f"/p/{link.token}/?{query}"
