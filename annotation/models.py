@@ -717,6 +717,12 @@ class ParticipantLink(models.Model):
     session_param = models.CharField(max_length=64, blank=True, default="SESSION_ID")
     consent = models.TextField(blank=True, default="", help_text="Markdown; must be accepted before anything else.")
     items_per_participant = models.PositiveIntegerField(default=10)
+    budget_minutes = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="A time budget instead of (or beside) the item quota: the session completes after the item "
+        "during which the participant's active time reaches it. Empty: none.",
+    )
     qualification_items = models.JSONField(default=list, blank=True, help_text="External ids of gold items.")
     qualification_pass = models.PositiveIntegerField(default=0, help_text="Correct answers needed to pass.")
     attention_items = models.JSONField(default=list, blank=True, help_text="External ids of gold items.")

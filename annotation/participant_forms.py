@@ -15,6 +15,7 @@ class ParticipantLinkForm(forms.Form):
     session_param = forms.CharField(max_length=64, required=False, label="Session ID parameter")
     consent = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}), required=False, label="Consent (Markdown)")
     items_per_participant = forms.IntegerField(min_value=1, label="Items per participant")
+    budget_minutes = forms.IntegerField(required=False, min_value=1, label="Time budget (active minutes; empty: none)")
     qualification_items = forms.CharField(required=False, label="Qualification items (gold item ids)")
     qualification_pass = forms.IntegerField(min_value=0, label="Correct answers to pass")
     attention_items = forms.CharField(required=False, label="Attention-check items (gold item ids)")

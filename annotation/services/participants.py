@@ -22,9 +22,10 @@ from urllib.parse import quote, urlsplit
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
+from django.db.models import Sum
 from django.utils import timezone
 
-from ..models import Assignment, Item, Participant, ParticipantCheck, ParticipantLink, Study, StudyMember
+from ..models import Annotation, Assignment, Item, Participant, ParticipantCheck, ParticipantLink, Study, StudyMember
 from .assignments import NotAllowed, SubmittedAnswer, answer_values, claim_next, skip
 from .errors import ServiceError
 
@@ -45,6 +46,7 @@ LINK_FIELDS = (
     "session_param",
     "consent",
     "items_per_participant",
+    "budget_minutes",
     "qualification_items",
     "qualification_pass",
     "attention_items",
@@ -125,7 +127,7 @@ def _validated(study: Study, link: ParticipantLink, changes: dict[str, Any]) -> 
     for name, value in changes.items():
         if name == "enabled":
             clean[name] = bool(value)
-        elif name == "max_participants":
+        elif name in ("max_participants", "budget_minutes"):
             clean[name] = _number(value, name, minimum=1, optional=True)
         elif name in ("items_per_participant", "time_limit_minutes"):
             clean[name] = _number(value, name, minimum=1)
@@ -419,9 +421,23 @@ def answer_check(
     return check
 
 
+def active_minutes(participant: Participant) -> float:
+    """The participant's active time on their submitted items, as the pages measured it."""
+    total = Annotation.objects.filter(
+        assignment__study=participant.study,
+        assignment__annotator_id=participant.member.user_id,
+        assignment__status=Assignment.Status.SUBMITTED,
+    ).aggregate(ms=Sum("active_ms"))["ms"]
+    return (total or 0) / 60_000
+
+
 def after_item(*, participant: Participant, link: ParticipantLink, now: datetime | None = None) -> None:
-    """After a submitted item: the quota reached ends the session as completed."""
-    if participant.status == Status.WORKING and items_done(participant) >= link.items_per_participant:
+    """After a submitted item: the item quota, or the time budget, reached ends the session as completed."""
+    if participant.status != Status.WORKING:
+        return
+    quota_met = items_done(participant) >= link.items_per_participant
+    budget_met = link.budget_minutes is not None and active_minutes(participant) >= link.budget_minutes
+    if quota_met or budget_met:
         end(participant=participant, status=Status.COMPLETED, now=now)
 
 

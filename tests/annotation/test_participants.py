@@ -142,6 +142,26 @@ def test_the_quota_ends_the_session_as_completed_with_its_code_and_redirect():
     assert Assignment.objects.filter(annotator=participant.member.user, status="submitted").count() == 2
 
 
+def test_a_time_budget_ends_the_session_after_the_item_that_reaches_it():
+    """10 items allowed, 2 active minutes budgeted: 50 s + 50 s is under, the third item (150 s) completes."""
+    _study, link = crowd_study(items_per_participant=10, budget_minutes=2)
+    participant = working(link, "p-budget")
+    label_one(participant, link, active_ms=50_000)
+    label_one(participant, link, active_ms=50_000)
+    assert participant.status == Status.WORKING and crowd.active_minutes(participant) == pytest.approx(100 / 60)
+    label_one(participant, link, active_ms=50_000)
+    assert participant.status == Status.COMPLETED
+    assert crowd.code_for(participant, link) == "DONE123"
+    assert label_one(participant, link) is None or participant.status == Status.COMPLETED
+
+
+def test_a_time_budget_must_be_a_positive_number_of_minutes():
+    study, link = crowd_study()
+    with pytest.raises(ServiceError, match="budget_minutes"):
+        crowd.configure_link(study=study, changes={"budget_minutes": 0})
+    assert crowd.configure_link(study=study, changes={"budget_minutes": ""}).budget_minutes is None
+
+
 def test_failing_the_qualification_screens_out_and_frees_nothing_it_did_not_take():
     _study, link = crowd_study(qualification_items=["g-0", "g-1"], qualification_pass=2)
     participant = working(link, "q1")
@@ -400,7 +420,13 @@ def test_the_researcher_page_shows_the_link_and_the_payment_table_and_saves_sett
     assert (
         b"PAYME1" in page.content and b"2.0" in page.content and b"1 participant \xc2\xb7 1 completed" in page.content
     )
-    data = {**page.context["form"].initial, "items_per_participant": 7, "max_participants": "", "pay_per_hour": "9"}
+    data = {
+        **page.context["form"].initial,
+        "items_per_participant": 7,
+        "max_participants": "",
+        "budget_minutes": "",
+        "pay_per_hour": "9",
+    }
     assert client.post(url, data).status_code == 302
     link.refresh_from_db()
     assert link.items_per_participant == 7 and str(link.pay_per_hour) == "9.00"
