@@ -156,7 +156,7 @@ def test_a_time_budget_ends_the_session_after_the_item_that_reaches_it():
 
 
 def test_a_time_budget_must_be_a_positive_number_of_minutes():
-    study, link = crowd_study()
+    study, _link = crowd_study()
     with pytest.raises(ServiceError, match="budget_minutes"):
         crowd.configure_link(study=study, changes={"budget_minutes": 0})
     assert crowd.configure_link(study=study, changes={"budget_minutes": ""}).budget_minutes is None
