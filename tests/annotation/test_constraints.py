@@ -19,6 +19,7 @@ from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
 from annotation.models import (
+    Adjudication,
     Annotation,
     AnnotationRevision,
     Assignment,
@@ -26,6 +27,8 @@ from annotation.models import (
     ImportJob,
     Invite,
     Item,
+    Participant,
+    ParticipantCheck,
     Study,
     StudyMember,
 )
@@ -366,6 +369,73 @@ def test_an_invite_admits_at_least_one_and_never_more_than_its_max(study):
 
 def test_an_invite_role_must_be_known(study):
     violates("invite_role_valid", lambda: invite(study, role="admin"))
+
+
+# --- Adjudication ----------------------------------------------------------------
+
+
+def adjudication(study, item, user, **extra) -> Adjudication:
+    return Adjudication.objects.create(study=study, item=item, adjudicator=user, **{"label": "yes", **extra})
+
+
+def test_an_adjudication_has_a_label_and_one_per_adjudicator_and_item(study, item, users):
+    violates("adjudication_label_not_empty", lambda: adjudication(study, item, users[0], label=""))
+    allowed(lambda: adjudication(study, item, users[0]))
+    violates(
+        "adjudication_once_per_adjudicator",
+        lambda: adjudication(study, item, users[0], label="no"),
+        columns=("item_id", "adjudicator_id"),
+    )
+
+
+def test_an_adjudications_strength_comes_with_a_preferred_system_and_only_then(study, item, users):
+    violates("adjudication_strength_iff_preferred", lambda: adjudication(study, item, users[0], strength="strong"))
+    violates("adjudication_strength_iff_preferred", lambda: adjudication(study, item, users[1], preferred_system="a"))
+    violates(
+        "adjudication_strength_iff_preferred",
+        lambda: adjudication(study, item, users[2], preferred_system="a", strength="huge"),
+    )
+    allowed(lambda: adjudication(study, item, users[3], preferred_system="a", strength="slight"))
+
+
+def test_an_audit_share_is_a_fraction_of_the_items(study):
+    for share in (0, 1.5):
+        violates(
+            "study_audit_share_in_range",
+            lambda share=share: Study.objects.filter(pk=study.pk).update(adjudication_audit_share=share),
+        )
+    allowed(lambda: Study.objects.filter(pk=study.pk).update(adjudication_audit_share=1))
+
+
+# --- Crowd participants -------------------------------------------------------------
+
+
+def participant(study, user, pseudonym: str, **extra) -> Participant:
+    member = StudyMember.objects.create(study=study, user=user, role="annotator", pseudonym=pseudonym)
+    return Participant.objects.create(study=study, member=member, **{"panel_id": "P1", **extra})
+
+
+def test_a_panel_id_is_one_participant_per_study_with_a_known_status(study, other_study, users):
+    first = allowed(lambda: participant(study, users[0], "p-1"))
+    violates(
+        "participant_panel_id_unique",
+        lambda: participant(study, users[1], "p-2"),
+        columns=("study_id", "panel_id"),
+    )
+    allowed(lambda: participant(other_study, users[1], "p-2"))  # the same panel ID in another study
+    violates("participant_status_valid", lambda: Participant.objects.filter(pk=first.pk).update(status="napping"))
+
+
+def test_a_participant_answers_a_check_item_once_and_checks_are_of_a_known_kind(study, item, users):
+    someone = participant(study, users[0], "p-1")
+
+    def check(**extra) -> ParticipantCheck:
+        values = {"participant": someone, "item": item, "kind": "attention", "label": "yes", "correct": True}
+        return ParticipantCheck.objects.create(**{**values, **extra})
+
+    violates("participant_check_kind", lambda: check(kind="quiz"))
+    allowed(check)
+    violates("participant_check_once", lambda: check(kind="qualification"), columns=("participant_id", "item_id"))
 
 
 # --- coverage -----------------------------------------------------------------------
