@@ -75,8 +75,11 @@ def build_report(study: Study, options: ReportOptions | None = None) -> dict[str
     report.update(agreement_sections(agreed, study, options))
     report["preference"] = preference_section(agreed, study, options)
     evidence = selectors.evidence_frame(study, include_screened_out=crowd) if not study.is_preference else None
+    reference, report["reference"], report["annotator_quality"] = reference_and_quality(labels, items, study, options)
     report["scores"] = (
-        scores_section(labels, items, evidence, study, options, verifier_verdicts(study))
+        scores_section(
+            labels, items, evidence, study, options, verifier_verdicts(study), (reference.rule, reference.labels)
+        )
         if evidence is not None
         else None
     )
@@ -85,6 +88,5 @@ def build_report(study: Study, options: ReportOptions | None = None) -> dict[str
     report["adjudication"] = {**adjudication_summary(study), "reference_rule": study.reference_rule}
     report["verifiers"] = verifier_report(study, n_resamples=options.n_resamples, seed=options.seed)
     report["pairwise_judges"] = pairwise_judge_report(study, n_resamples=options.n_resamples, seed=options.seed)
-    reference, report["reference"], report["annotator_quality"] = reference_and_quality(labels, items, study, options)
     report["verifiers_vs_reference"] = verifiers_vs_reference(study, reference, options)
     return report

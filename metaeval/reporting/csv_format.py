@@ -96,6 +96,8 @@ def _score_lines(scores: dict[str, Any] | None) -> Iterator[Line]:
         yield "scores", "all", "unavailable", None, None, None, None, scores["reason"]
         return
     sources = [("human", scores["human"]), ("gold", scores["gold"])]
+    if "reference" in scores:
+        sources.append(("reference", scores["reference"]))
     sources += [(f"verifier:{name}", block) for name, block in scores.get("verifiers", {}).items()]
     for source, block in sources:
         if block.get("available") is False:

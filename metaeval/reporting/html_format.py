@@ -101,6 +101,7 @@ def report_context(
         "preference": _preference_context(report["preference"]),
         "human_scores": _score_context(scores["human"]) if scores else None,
         "gold_scores": _score_context(scores["gold"]) if scores else None,
+        "reference_scores": _score_context(scores["reference"]) if scores and "reference" in scores else None,
         "verifier_scores": [
             {"name": name, "block": block, "tables": _score_context(block)}
             for name, block in (scores.get("verifiers", {}) if scores else {}).items()

@@ -121,9 +121,11 @@ def scores_section(
     study: Study,
     options: ReportOptions,
     verifier_labels: dict[str, pd.Series] | None = None,
+    reference: tuple[str, pd.Series] | None = None,
 ) -> dict[str, Any] | None:
     """FActScore, VeriScore F1@K and RAGAS faithfulness from human, gold and each verifier's verdicts,
-    and credibility. `verifier_labels`: per verifier name, its label by item id (None: no verdict)."""
+    and credibility. `verifier_labels`: per verifier name, its label by item id (None: no verdict).
+    `reference`: (rule, label by item id) of the report's reference labels, scored as their own block."""
     if study.is_preference:
         return None
     if not study.binary_map:
@@ -160,6 +162,14 @@ def scores_section(
         }
     else:
         out["gold"] = unavailable("no item has a gold label")
+    if reference is not None:
+        rule, labelled = reference
+        out["reference"] = {
+            "verdict": f"the report's reference label (rule: {rule}); claims without one have no verdict",
+            "rule": rule,
+            "n_claims_with_reference": int(claims["item"].isin(labelled.index).sum()),
+            **_score_block(claims.assign(label=claims["item"].map(labelled)), roles, options, responses),
+        }
     out["verifiers"] = {
         name: {
             "verdict": "the verifier's label; claims it has no readable label for have no verdict",

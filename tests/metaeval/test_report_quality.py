@@ -185,3 +185,22 @@ def test_the_studys_rule_applies_without_an_option_and_adjudications_feed_it(dem
     assert build_report(study, ReportOptions(n_resamples=0))["reference"]["rule"] == "dawid_skene"
     frame, sentence = human_reference(study)
     assert "Dawid-Skene" in sentence and set(frame["annotator"]) == {"dawid_skene"}
+
+
+def test_factuality_scores_are_also_computed_from_the_reference_labels(demo):
+    """Under the majority rule the reference block equals the human-majority block; under
+    dawid_skene it counts the claims the model labelled and every claim is accounted for."""
+    from annotation.models import Item
+
+    study = demo["xsum-factuality"]
+    by_majority = build_report(study, ReportOptions(n_resamples=0, reference="majority"))["scores"]
+    assert by_majority["reference"]["rule"] == "majority"
+    assert by_majority["reference"]["factscore"] == by_majority["human"]["factscore"]
+    by_model = build_report(study, ReportOptions(n_resamples=0, reference="dawid_skene"))
+    block = by_model["scores"]["reference"]
+    assert block["rule"] == "dawid_skene"
+    assert block["n_claims_with_reference"] == by_model["reference"]["counts"]["dawid_skene"]
+    overall = block["factscore"]["overall"]
+    assert overall["supported"] + overall["not_supported"] + overall["excluded"] + overall["no_verdict"] == len(
+        Item.objects.filter(study=study)
+    )
