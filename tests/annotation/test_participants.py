@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from datetime import timedelta
 
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
@@ -273,6 +275,10 @@ def test_the_report_leaves_out_screened_out_and_withdrawn_participants_and_count
     assert "screened out (1) are included" in included["participants_rule"]
     api = client.get(f"/api/studies/{study.slug}/report?include_screened_out=true")
     assert api.status_code == 200 and api.json()["n_annotations"] == 2
+    for flags, n_annotations in (([], 1), (["--include-screened-out"], 2)):
+        out = io.StringIO()
+        call_command("report", study.slug, "--format", "json", *flags, stdout=out)
+        assert json.loads(out.getvalue())["n_annotations"] == n_annotations
 
 
 def test_the_time_limit_times_out_and_frees_the_held_item():

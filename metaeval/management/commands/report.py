@@ -37,6 +37,11 @@ class Command(BaseCommand):
             help="reference labels for annotator quality and verifier agreement: gold, majority, dawid_skene, "
             "adjudicated, adjudicated_else_majority (default: the study's reference rule)",
         )
+        parser.add_argument(
+            "--include-screened-out",
+            action="store_true",
+            help="crowd studies: count screened-out participants' labels too (withdrawn ones never count)",
+        )
         parser.add_argument("--output", metavar="FILE", help="write here instead of standard output")
 
     def handle(self, *args, **options) -> None:
@@ -51,6 +56,7 @@ class Command(BaseCommand):
     def _options(self, options) -> ReportOptions:
         return ReportOptions(
             reference=options["reference"],
+            include_screened_out=options["include_screened_out"],
             by_domain=options["by_domain"],
             binary=options["binary"],
             source_types=_types(options["source_types"]) or None,
