@@ -9,6 +9,7 @@ still names a place in the file the user has.
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -102,15 +103,16 @@ class Context:
 Yield = Iterator[Converted | RecordError]
 
 
-class Adapter:
+class Adapter(ABC):
     """One pipeline's file format: what it can import into and how it converts."""
 
     name = ""
     title = ""
     targets: tuple[str, ...] = ()
 
-    def convert(self, source: SourceFile, target: str, context: Context) -> Yield:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def convert(self, source: SourceFile, target: str, context: Context) -> Yield:
+        """Claimlab records (or line-numbered errors) for `target` from the pipeline's file."""
 
 
 # --- bounded readers ----------------------------------------------------------------------
