@@ -119,3 +119,33 @@ def page(context, guard):
     page.on("console", lambda message: guard.console_errors.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: guard.page_errors.append(str(error)))
     return page
+
+
+@pytest.fixture
+def screen_context(browser, live_server, guard):
+    """A browser context of the given screen size with the same guards as `page` (no external requests)."""
+    from . import screens  # its study builders import the models: only once Django is set up
+
+    contexts = []
+
+    def make(screen: str):
+        context = browser.new_context(viewport=screens.SCREENS[screen], base_url=live_server.url)
+        context.set_default_timeout(10_000)
+
+        def route(route) -> None:
+            if route.request.url.startswith(live_server.url):
+                route.continue_()
+            else:
+                guard.external_requests.append(route.request.url)
+                route.abort()
+
+        context.route("**/*", route)
+        contexts.append(context)
+        page = context.new_page()
+        page.on("pageerror", lambda error: guard.page_errors.append(str(error)))
+        page.on("console", lambda m: guard.console_errors.append(m.text) if m.type == "error" else None)
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from .test_fit_screens import assert_fits, assert_reachable, screen_context, shoot, verification  # noqa: F401
+from .screens import assert_fits, assert_reachable, shoot, verification
 from .test_workbench_browser import log_in
 
 pytestmark = pytest.mark.browser
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.browser
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("screen", ["laptop", "phone"])
-def test_planning_page_study_card_and_annotator_quality_fit(screen_context, guard, screen, annotator, researcher):  # noqa: F811
+def test_planning_page_study_card_and_annotator_quality_fit(screen_context, guard, screen, annotator, researcher):
     study = verification(annotator, researcher)
     page = screen_context(screen)
     log_in(page, researcher.username, reverse("metaeval:plan"))

@@ -17,6 +17,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from annotation.models import Study
+from tests.support import preference_study
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
@@ -61,3 +62,28 @@ def xsum_fixture_labels() -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     frame["label"] = frame["label"].map(aliases)
     return frame
+
+
+# --- the seeded preference study (tests/support/preference_study.py) ----------------------
+# For test_report_preference, test_report_honesty and test_report_latex; a module that defines
+# its own `study` or `report` fixture uses that one.
+
+
+@pytest.fixture
+def records() -> list[dict]:
+    return preference_study.seeded_records()
+
+
+@pytest.fixture
+def study(db, researcher):
+    return preference_study.build_study(researcher)
+
+
+@pytest.fixture
+def report(study):
+    return preference_study.full_report(study)
+
+
+@pytest.fixture
+def frame(records) -> pd.DataFrame:
+    return preference_study.label_frame(records)

@@ -19,7 +19,6 @@ from metaeval.templatetags.report_format import ci, format_p
 
 from ..conftest import jsonl, verification_item
 from .conftest import FIXTURES
-from .test_report_preference import frame, records, report, study  # noqa: F401  (fixtures)
 
 
 def test_p_values_below_the_fourth_decimal_print_as_a_bound():
@@ -40,7 +39,7 @@ def test_small_n_warning_only_for_intervals_on_fewer_than_30_items():
 
 
 @pytest.mark.django_db
-def test_binary_note_counts_each_reason_an_item_was_left_out(report, frame):  # noqa: F811
+def test_binary_note_counts_each_reason_an_item_was_left_out(report, frame):
     """Ties are dropped by the binary collapse: the note says so, per cause, not "lack all 3 ratings"."""
     ties = frame.loc[frame["label"] == "tie"].groupby("item").size()
     causes = report["binary"]["fleiss_kappa"]["left_out_causes"]
@@ -59,7 +58,7 @@ def _all_tie_items(labels) -> int:
 
 
 @pytest.mark.django_db
-def test_small_sample_warning_on_page_document_and_csv(client, researcher, study):  # noqa: F811
+def test_small_sample_warning_on_page_document_and_csv(client, researcher, study):
     """Per domain there are 30 items: no warning; after cutting a domain to 10 labelled items, one."""
     Annotation.objects.filter(
         assignment__study=study, assignment__item__external_id__in=[f"p-{n}" for n in range(10, 30)]
@@ -80,7 +79,7 @@ def test_small_sample_warning_on_page_document_and_csv(client, researcher, study
 
 
 @pytest.mark.django_db
-def test_p_values_on_the_page_never_read_zero(client, researcher, study):  # noqa: F811
+def test_p_values_on_the_page_never_read_zero(client, researcher, study):
     """Every judgement for veriscore: the sign test's p is about 1e-54, shown as a bound, not 0.0000."""
     Annotation.objects.filter(assignment__study=study).update(
         label="a_strong", preferred_system="veriscore", strength="strong"
@@ -111,7 +110,7 @@ def test_one_label_per_item_collapses_the_agreement_sections_saying_why(client, 
 
 
 @pytest.mark.django_db
-def test_agreement_sections_stay_when_items_have_two_labels(client, researcher, study):  # noqa: F811
+def test_agreement_sections_stay_when_items_have_two_labels(client, researcher, study):
     client.force_login(researcher)
     page = client.get(reverse("metaeval:report", args=[study.slug])).content.decode()
     assert 'id="agreement-collapsed"' not in page and 'id="pairs"' in page and 'id="disagreements"' in page

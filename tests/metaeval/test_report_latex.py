@@ -13,8 +13,6 @@ from annotation.models import StudyMember
 from metaeval.reporting import ReportOptions, build_report
 from metaeval.reporting.latex_format import escape, report_tables, report_tex, table_tex
 
-from .test_report_preference import records, study  # noqa: F401  (fixtures)
-
 NASTY = "w&1 50% a_b #2 $x {y} ~z ^q \\"
 
 
@@ -35,7 +33,7 @@ def _unescaped_specials(tex: str) -> list[str]:
 
 
 @pytest.mark.django_db
-def test_tables_are_booktabs_with_escaped_names(study):  # noqa: F811
+def test_tables_are_booktabs_with_escaped_names(study):
     StudyMember.objects.filter(study=study, pseudonym="w1").update(pseudonym=NASTY)
     report = build_report(study, ReportOptions(by_domain=True, binary=True))
     tables = report_tables(report)
@@ -56,7 +54,7 @@ def test_tables_are_booktabs_with_escaped_names(study):  # noqa: F811
 
 
 @pytest.mark.django_db
-def test_small_samples_get_a_dagger_and_a_note(study):  # noqa: F811
+def test_small_samples_get_a_dagger_and_a_note(study):
     report = build_report(study, ReportOptions(by_domain=True, binary=True))
     report["agreement"]["fleiss_kappa"]["n_items"] = 12
     tex = table_tex(report_tables(report)["agreement"])
@@ -64,7 +62,7 @@ def test_small_samples_get_a_dagger_and_a_note(study):  # noqa: F811
 
 
 @pytest.mark.django_db
-def test_page_links_each_table_and_the_downloads_work(client, researcher, study):  # noqa: F811
+def test_page_links_each_table_and_the_downloads_work(client, researcher, study):
     client.force_login(researcher)
     page = client.get(reverse("metaeval:report", args=[study.slug])).content.decode()
     for name in ("agreement", "pairs", "preference", "sign_tests"):
@@ -80,7 +78,7 @@ def test_page_links_each_table_and_the_downloads_work(client, researcher, study)
 
 
 @pytest.mark.django_db
-def test_the_report_command_writes_latex(study):  # noqa: F811
+def test_the_report_command_writes_latex(study):
     out = io.StringIO()
     call_command("report", study.slug, "--format", "tex", stdout=out)
     assert out.getvalue().startswith("\\documentclass{article}") and "\\toprule" in out.getvalue()

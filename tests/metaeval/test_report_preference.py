@@ -8,98 +8,19 @@ from __future__ import annotations
 
 import csv
 import io
-import random
 from collections import Counter
 
 import krippendorff
 import numpy as np
-import pandas as pd
 import pytest
 from scipy.stats import binomtest
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.descriptivestats import sign_test
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
-from annotation.services import add_members, create_study, import_annotations, import_items
-from metaeval.reporting import ReportOptions, build_report
 from metaeval.reporting.csv_format import report_csv
 from metaeval.reporting.html_format import report_html
-
-from ..conftest import jsonl, preference_item
-
-SYSTEMS = ("veriscore", "safe")
-SCALE = ["a_strong", "a_slight", "tie", "b_slight", "b_strong"]
-WORKERS = ("w1", "w2", "w3")
-
-
-def _records() -> list[dict]:
-    """60 items x 3 workers; veriscore tends to win, and List 1 a little more often still."""
-    rng = random.Random(20240611)
-    records = []
-    for n in range(60):
-        item_bias = rng.choice([0.4, 0.6, 0.8])
-        for slot, worker in enumerate(WORKERS):
-            left = SYSTEMS[(n + slot) % 2]  # counterbalanced by slot parity
-            r = rng.random() + (-0.1 if left == "veriscore" else 0.1)  # the left list wins more often
-            if r < item_bias * 0.5:
-                preferred, strength = "veriscore", "strong"
-            elif r < item_bias:
-                preferred, strength = "veriscore", "slight"
-            elif r < item_bias + 0.1:
-                preferred, strength = "tie", ""
-            elif r < item_bias + 0.1 + (1 - item_bias) * 0.5:
-                preferred, strength = "safe", "slight"
-            else:
-                preferred, strength = "safe", "strong"
-            record = {"item": f"p-{n}", "annotator": worker, "preferred": preferred, "left_system": left}
-            if strength:
-                record["strength"] = strength
-            records.append(record)
-    return records
-
-
-def _label(record: dict) -> str:
-    if record["preferred"] == "tie":
-        return "tie"
-    return ("a_" if record["preferred"] == SYSTEMS[0] else "b_") + record["strength"]
-
-
-@pytest.fixture
-def records() -> list[dict]:
-    return _records()
-
-
-@pytest.fixture
-def study(db, researcher, records):
-    study = create_study(
-        slug="pref-report", name="Preference report", kind="preference", systems=list(SYSTEMS), annotators_per_item=3
-    )
-    add_members(study=study, usernames=[researcher.username], role="researcher")
-    items = [
-        preference_item(
-            f"p-{n}",
-            domain="biography" if n < 30 else "science",
-            lists={"veriscore": ["A claim."], "safe": ["Another claim."]},
-        )
-        for n in range(60)
-    ]
-    import_items(study=study, stream=jsonl(*items), fmt="jsonl")
-    import_annotations(study=study, stream=jsonl(*records), fmt="jsonl")
-    return study
-
-
-@pytest.fixture
-def report(study):
-    return build_report(study, ReportOptions(by_domain=True, binary=True))
-
-
-@pytest.fixture
-def frame(records) -> pd.DataFrame:
-    out = pd.DataFrame(records)
-    out["label"] = [_label(r) for r in records]
-    out["code"] = out["label"].map(SCALE.index)
-    out["domain"] = np.where(out["item"].str[2:].astype(int) < 30, "biography", "science")
-    return out
+from tests.support.preference_study import SYSTEMS
 
 
 def test_wins_losses_ties_split_strong_and_slight(report, frame):
