@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -18,8 +19,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation.access import Researcher, access_study
 from annotation.formats import detect_format
 from annotation.http import AuthenticatedHttpRequest
+from annotation.models import Study
 from annotation.services.errors import ImportFailed, ServiceError
 
+from ..models import Verifier
 from .access import access_run, access_verifier
 from .forms import PairwiseJudgeForm, PredictionImportForm, StartRunForm, VerifierForm
 from .selectors import fitting_presets, missing_baselines, recent_runs, run_status, study_verifiers
@@ -63,18 +66,25 @@ def verifiers_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
         fitting = fitting_presets(study)
         return _page(request, study, VerifierForm(initial={"preset": fitting[0]} if fitting else None))
     form = VerifierForm(request.POST)
-    if form.is_valid():
-        try:
-            verifier = create_verifier(study=study, created_by=request.user, **form.service_fields())
-        except VerifierInvalid as exc:
-            for field, message in exc.errors.items():
-                form.add_error(field if field in form.fields else None, message)
-        except ServiceError as exc:
-            form.add_error(None, str(exc))
-        else:
-            messages.success(request, f"Verifier {verifier.name!r} defined. Start a run below.")
-            return redirect("verifiers:list", slug=study.slug)
-    return _page(request, study, form, status=400)
+    verifier = _create_from(form, study, request.user)
+    if verifier is None:
+        return _page(request, study, form, status=400)
+    messages.success(request, f"Verifier {verifier.name!r} defined. Start a run below.")
+    return redirect("verifiers:list", slug=study.slug)
+
+
+def _create_from(form: VerifierForm | PairwiseJudgeForm, study: Study, user: User) -> Verifier | None:
+    """The verifier a valid form defines, or None with the service's refusals put on the form."""
+    if not form.is_valid():
+        return None
+    try:
+        return create_verifier(study=study, created_by=user, **form.service_fields())
+    except VerifierInvalid as exc:
+        for field, message in exc.errors.items():
+            form.add_error(field if field in form.fields else None, message)
+    except ServiceError as exc:
+        form.add_error(None, str(exc))
+    return None
 
 
 @login_required
@@ -83,18 +93,11 @@ def add_pairwise_judge(request: AuthenticatedHttpRequest, slug: str) -> HttpResp
     """Define a pairwise LLM judge of a preference study (the page's own block for it)."""
     study = access_study(request.user, slug, role=Researcher)
     form = PairwiseJudgeForm(request.POST)
-    if form.is_valid():
-        try:
-            judge = create_verifier(study=study, created_by=request.user, **form.service_fields())
-        except VerifierInvalid as exc:
-            for field, message in exc.errors.items():
-                form.add_error(field if field in form.fields else None, message)
-        except ServiceError as exc:
-            form.add_error(None, str(exc))
-        else:
-            messages.success(request, f"Pairwise judge {judge.name!r} defined. Run it below.")
-            return redirect("verifiers:list", slug=study.slug)
-    return _page(request, study, VerifierForm(), judge_form=form, status=400)
+    judge = _create_from(form, study, request.user)
+    if judge is None:
+        return _page(request, study, VerifierForm(), judge_form=form, status=400)
+    messages.success(request, f"Pairwise judge {judge.name!r} defined. Run it below.")
+    return redirect("verifiers:list", slug=study.slug)
 
 
 @login_required
