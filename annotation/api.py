@@ -35,6 +35,7 @@ from .serializers import (
     StudyDetailSerializer,
     StudySerializer,
     SubmitAnswerSerializer,
+    SubmitResultSerializer,
 )
 from .services import ServiceError, assignments
 from .services.export_jobs import request_export
@@ -320,24 +321,42 @@ class NextAssignment(AssignmentServiceView):
 
 
 class SubmitAssignment(AssignmentScoped, AssignmentServiceView):
-    """Answer your assignment; again on an answered one to revise it (kept as a revision)."""
+    """Answer your assignment; again on an answered one to revise it (kept as a revision).
+
+    With `next: true` the response also carries your next assignment, so a label is one round
+    trip; the answer is stored whatever happens to the claim after it.
+    """
 
     permission_classes = [IsAssignmentStudyMember]
 
     @extend_schema(
-        request=SubmitAnswerSerializer, responses={200: AnswerResultSerializer, **_errors(400, 403, 404, 409)}
+        request=SubmitAnswerSerializer, responses={200: SubmitResultSerializer, **_errors(400, 403, 404, 409)}
     )
     def post(self, request: Request, assignment_id: int) -> Response:
         answer = SubmitAnswerSerializer(data=request.data)
         answer.is_valid(raise_exception=True)
+        user = logged_in_user(request)
         done = assignments.submit(
-            user=logged_in_user(request),
+            user=user,
             study=self.study,
             assignment_id=self.assignment.pk,
             answer=answer.answer(),
             source=Annotation.Source.API,
         )
-        return self.result(done)
+        if not answer.validated_data["next"]:
+            return self.result(done)
+        data: dict = {"assignment": done, "progress": annotator_progress(user, self.study)}
+        try:
+            following, holding_lost = assignments.next_after_submit(
+                user, self.study, answer.validated_data.get("holding")
+            )
+        except (assignments.ClaimContention, assignments.NotAllowed):
+            # The answer is stored; `next` is left out and the client asks `assignments/next`, which says why.
+            return Response(SubmitResultSerializer(data).data)
+        data["next"] = None if following is None else {"assignment": following, "item": display_payload(following)}
+        if "holding" in answer.validated_data:
+            data["holding_lost"] = holding_lost
+        return Response(SubmitResultSerializer(data).data)
 
 
 class SkipAssignment(AssignmentScoped, AssignmentServiceView):

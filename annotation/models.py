@@ -74,6 +74,13 @@ class Study(models.Model):
     irrelevant_in_credibility = models.BooleanField(
         default=False, help_text="Count 'irrelevant' evidence in the credibility denominator."
     )
+    submit_on_label = models.BooleanField(
+        default=False,
+        help_text=(
+            "Workbench: the label key also submits when nothing else is asked for (no required "
+            "justification, every evidence passage judged), so a label is one keystroke."
+        ),
+    )
     gold_in_agreement = models.BooleanField(
         default=True,
         help_text=(

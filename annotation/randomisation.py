@@ -31,5 +31,9 @@ def left_system_for(seed: int, item_key: str, slot: int, systems: list[str]) -> 
     """
     if len(systems) != 2:
         return ""
-    first = keyed_hash(seed, "side", item_key) & 1
-    return systems[(first + slot) % 2]
+    return systems[(side_coin(seed, item_key) + slot) % 2]
+
+
+def side_coin(seed: int, item_key: str) -> int:
+    """The per-item coin (0 or 1) of `left_system_for`: slot s shows systems[(coin + s) % 2] left."""
+    return keyed_hash(seed, "side", item_key) & 1

@@ -39,6 +39,7 @@ class StudySerializer(serializers.ModelSerializer):
             "annotators_per_item",
             "evidence_judgements",
             "justification_required",
+            "submit_on_label",
             "tie_allowed",
             "both_bad_allowed",
             "role",
@@ -255,6 +256,25 @@ class AnswerResultSerializer(serializers.Serializer):
     progress = ProgressSerializer()
 
 
+class NextInResultSerializer(serializers.Serializer):
+    assignment = AssignmentRefSerializer()
+    item = DisplayItemField(help_text="No system names, no gold label, no other annotator's answer.")
+
+
+class SubmitResultSerializer(AnswerResultSerializer):
+    next = NextInResultSerializer(
+        required=False,
+        allow_null=True,
+        help_text="Only when the submit asked for `next`: your next assignment (as from `assignments/next`), "
+        "or null when nothing is left for you.",
+    )
+    holding_lost = serializers.BooleanField(
+        required=False,
+        help_text="Only with `holding`: true when the assignment you hold is no longer yours "
+        "(its lease ran out and someone took it over); `next` is then your current one.",
+    )
+
+
 class EvidenceJudgementSerializer(serializers.Serializer):
     index = serializers.IntegerField(min_value=0, help_text="The passage's `index` in the item.")
     judgement = serializers.ChoiceField(choices=EVIDENCE_JUDGEMENTS)
@@ -290,8 +310,20 @@ class SubmitAnswerSerializer(serializers.Serializer):
         max_value=MAX_ACTIVE_MS,
         help_text="Time actively spent on the item, in milliseconds.",
     )
+    next = serializers.BooleanField(
+        default=False,
+        help_text="Also claim your next assignment and return it as `next`: one round trip per label.",
+    )
+    holding = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        help_text="With `next`: the id of an assignment you already hold (fetched ahead and shown "
+        "next); `next` is then the one after it, and its lease is renewed.",
+    )
 
     def validate(self, data: dict) -> dict:
+        if "holding" in data and not data.get("next"):
+            raise serializers.ValidationError("`holding` goes with `next`: true")
         rationale, justification = data.get("rationale", ""), data.get("justification", "")
         if rationale and justification and rationale != justification:
             raise serializers.ValidationError("send the reason once, as `rationale` or as `justification`")

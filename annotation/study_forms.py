@@ -73,6 +73,12 @@ class StudySettingsForm(forms.Form):
     tie_allowed = forms.BooleanField(required=False, initial=True, label="Offer a tie (preference)")
     both_bad_allowed = forms.BooleanField(required=False, label="Offer 'both bad' (preference)")
     justification_required = forms.BooleanField(required=False, label="Require a justification with every answer")
+    submit_on_label = forms.BooleanField(
+        required=False,
+        label="Submit on the label key",
+        help_text="When nothing else is asked for (no required justification, every passage judged), "
+        "pressing a label's key also submits: one keystroke per label.",
+    )
     evidence_judgements = forms.BooleanField(
         required=False, label="Ask for a judgement of each evidence passage (verification)"
     )
@@ -134,6 +140,7 @@ class StudySettingsForm(forms.Form):
             "tie_allowed": study.tie_allowed,
             "both_bad_allowed": study.both_bad_allowed,
             "justification_required": study.justification_required,
+            "submit_on_label": study.submit_on_label,
             "evidence_judgements": study.evidence_judgements,
             "irrelevant_in_credibility": study.irrelevant_in_credibility,
             "gold_in_agreement": study.gold_in_agreement,

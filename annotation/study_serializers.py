@@ -42,6 +42,11 @@ class StudySettingsSerializer(StrictSerializer):
     seed = serializers.IntegerField(min_value=0, max_value=2**63 - 1, required=False, allow_null=True)
     evidence_judgements = serializers.BooleanField(required=False, default=False)
     justification_required = serializers.BooleanField(required=False, default=False)
+    submit_on_label = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Workbench: the label key also submits when nothing else is asked for (one keystroke per label).",
+    )
     tie_allowed = serializers.BooleanField(required=False, default=True)
     both_bad_allowed = serializers.BooleanField(required=False, default=False)
     irrelevant_in_credibility = serializers.BooleanField(required=False, default=False)

@@ -1,6 +1,15 @@
 from django.urls import path, re_path
 
-from . import adjudication_views, crowd_views, invite_views, member_views, participant_views, study_views, views
+from . import (
+    adjudication_views,
+    crowd_views,
+    invite_views,
+    member_views,
+    participant_views,
+    study_views,
+    views,
+    workbench_views,
+)
 
 app_name = "annotation"
 
@@ -62,11 +71,25 @@ urlpatterns = [
     path("crowd/<slug:slug>/", participant_views.step, name="participant_step"),
     path("studies/<slug:slug>/progress/", views.study_progress, name="study_progress"),
     path("studies/<slug:slug>/progress/live/", views.study_progress_live, name="study_progress_live"),
-    path("studies/<slug:slug>/annotate/", views.annotate, name="annotate"),
-    path("studies/<slug:slug>/annotate/<int:assignment_id>/", views.annotate_submit, name="annotate_submit"),
-    path("studies/<slug:slug>/annotate/<int:assignment_id>/revise/", views.annotate_revise, name="annotate_revise"),
-    path("studies/<slug:slug>/annotate/<int:assignment_id>/skip/", views.annotate_skip, name="annotate_skip"),
-    path("studies/<slug:slug>/annotate/<int:assignment_id>/flag/", views.annotate_flag, name="annotate_flag"),
+    path("studies/<slug:slug>/annotate/", workbench_views.annotate, name="annotate"),
+    path("studies/<slug:slug>/annotate/<int:assignment_id>/", workbench_views.annotate_submit, name="annotate_submit"),
+    path(
+        "studies/<slug:slug>/annotate/<int:assignment_id>/revise/",
+        workbench_views.annotate_revise,
+        name="annotate_revise",
+    ),
+    path("studies/<slug:slug>/annotate/<int:assignment_id>/skip/", workbench_views.annotate_skip, name="annotate_skip"),
+    path("studies/<slug:slug>/annotate/<int:assignment_id>/flag/", workbench_views.annotate_flag, name="annotate_flag"),
+    path(
+        "studies/<slug:slug>/annotate/<int:assignment_id>/ahead/",
+        workbench_views.annotate_ahead,
+        name="annotate_ahead",
+    ),
+    path(
+        "studies/<slug:slug>/annotate/<int:assignment_id>/release/",
+        workbench_views.annotate_release,
+        name="annotate_release",
+    ),
     re_path(r"^studies/(?P<slug>[-\w]+)/export\.(?P<fmt>csv|jsonl)$", views.study_export, name="study_export"),
     path("studies/<slug:slug>/exports/", views.study_export_request, name="study_export_request"),
     path(

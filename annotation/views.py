@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, StreamingHttpResponse
+from django.http import FileResponse, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
@@ -23,13 +23,12 @@ from .access import (
 from .adapters.labelstudio_export import labelstudio_response
 from .adapters.uploads import import_upload_from, system_names
 from .exports import CONTENT_TYPES, export_chunks, export_file_response, export_filename
-from .forms import AddMembersForm, FlagForm, ImportForm, answer_form
+from .forms import AddMembersForm, ImportForm
 from .http import AuthenticatedHttpRequest
-from .models import Annotation, Assignment, ImportJob, Study
+from .models import ImportJob, Study
 from .selectors import progress as progress_selectors
-from .selectors.workbench import annotator_progress, display_payload, previous_answer
+from .selectors.workbench import annotator_progress
 from .services import ServiceError
-from .services.assignments import ClaimContention, LeaseLost, NotAllowed, claim_next, flag, skip, submit
 from .services.export_jobs import request_export
 from .services.import_jobs import submit_import
 from .study_forms import status_actions
@@ -218,175 +217,6 @@ def export_job(request: AuthenticatedHttpRequest, slug: str, export_id: int) -> 
 def export_job_download(request: AuthenticatedHttpRequest, slug: str, export_id: int) -> FileResponse:
     job = access_export_job(request.user, slug, export_id)
     return export_file_response(job)
-
-
-# --- annotator workbench ------------------------------------------------------
-# Plain forms posted with CSRF, redirect after every successful POST (PRG);
-# static/js/workbench.js only adds shortcuts, the active-time timer and hints.
-
-#: Shown when a POST names an assignment the user no longer holds (its lease ran out and
-#: someone else took it over), or never held: the same words either way.
-NOT_YOURS = "that item is no longer assigned to you (it was open for too long and went to another annotator)"
-
-
-def _not_yours(request: HttpRequest, study: Study, what: str) -> HttpResponse:
-    messages.error(request, f"{what}: {NOT_YOURS}.")
-    return redirect("annotation:annotate", slug=study.slug)
-
-
-def _refused(request: HttpRequest, study: Study, reason: str) -> HttpResponse:
-    return render(request, "annotation/annotate_refused.html", {"study": study, "reason": reason}, status=403)
-
-
-def _workbench(
-    request: AuthenticatedHttpRequest, study: Study, assignment: Assignment, form, *, revising: bool, status: int = 200
-) -> HttpResponse:
-    """The annotate page (or the revise page) for one assignment."""
-    assignment.study = study
-    annotation = getattr(assignment, "annotation", None) if revising else None
-    back = previous_answer(request.user, study, before=assignment if revising else None)
-    item = display_payload(assignment)
-    context = {
-        "study": study,
-        "assignment": assignment,
-        "item": item,
-        "form": form,
-        "passages": [] if study.is_preference else form.passage_rows(item["evidence"]),
-        "revising": revising,
-        "progress": annotator_progress(request.user, study),
-        "back": back,
-        "timer": {
-            "study": study.slug,
-            "assignment": assignment.pk,
-            "base_ms": (annotation.active_ms or 0) if annotation is not None else 0,
-            "persist": not revising,
-        },
-    }
-    return render(request, "annotation/annotate.html", context, status=status)
-
-
-def _form_for(study: Study, assignment: Assignment, data=None, *, prefill: bool = False):
-    passages = 0 if study.is_preference else len(assignment.item.payload.get("evidence", []))
-    annotation = getattr(assignment, "annotation", None) if prefill else None
-    return answer_form(study, passages=passages, data=data, annotation=annotation)
-
-
-@login_required
-@require_GET
-def annotate(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
-    """The annotator's current item (the same one until answered or skipped), or the finish page."""
-    study = access_study(request.user, slug)
-    try:
-        assignment = claim_next(user=request.user, study=study)
-    except NotAllowed as exc:
-        return _refused(request, study, str(exc))
-    except ClaimContention as exc:
-        return render(request, "annotation/annotate_busy.html", {"study": study, "reason": str(exc)}, status=503)
-    if assignment is None:
-        context = {
-            "study": study,
-            "progress": annotator_progress(request.user, study),
-            "back": previous_answer(request.user, study),
-        }
-        return render(request, "annotation/annotate_done.html", context)
-    return _workbench(request, study, assignment, _form_for(study, assignment), revising=False)
-
-
-def _save_answer(
-    request: AuthenticatedHttpRequest, study: Study, assignment: Assignment, *, revising: bool
-) -> HttpResponse:
-    form = _form_for(study, assignment, request.POST)
-    if form.is_valid():
-        try:
-            submit(
-                user=request.user,
-                study=study,
-                assignment_id=assignment.pk,
-                answer=form.to_answer(),
-                source=Annotation.Source.WEB,
-            )
-        except (LeaseLost, NotAllowed) as exc:
-            messages.error(request, f"Your answer was not saved: {exc}.")
-            return redirect("annotation:annotate", slug=study.slug)
-        except ServiceError as exc:
-            form.add_error(None, str(exc))
-        else:
-            messages.success(request, "Your answer to the earlier item was changed." if revising else "Saved.")
-            return redirect("annotation:annotate", slug=study.slug)
-    return _workbench(request, study, assignment, form, revising=revising, status=400)
-
-
-@login_required
-@require_POST
-def annotate_submit(request: AuthenticatedHttpRequest, slug: str, assignment_id: int) -> HttpResponse:
-    """Answer the current item; a repeated POST (double click) changes nothing."""
-    study = access_study(request.user, slug)
-    assignment = progress_selectors.own_assignment(request.user, study, assignment_id)
-    if assignment is None:
-        return _not_yours(request, study, "Your answer was not saved")
-    return _save_answer(request, study, assignment, revising=False)
-
-
-@login_required
-def annotate_revise(request: AuthenticatedHttpRequest, slug: str, assignment_id: int) -> HttpResponse:
-    """An earlier answer, pre-filled, to change ("back"); the service keeps the revision."""
-    if request.method not in ("GET", "POST"):
-        return HttpResponseNotAllowed(["GET", "POST"])
-    study = access_study(request.user, slug)
-    assignment = progress_selectors.own_assignment(request.user, study, assignment_id)
-    if assignment is None:
-        raise Http404("No such answer of yours in this study.")
-    if assignment.status == Assignment.Status.ACTIVE:
-        return redirect("annotation:annotate", slug=study.slug)
-    if assignment.status != Assignment.Status.SUBMITTED:
-        messages.info(request, "That item has no answer of yours to change (it was skipped or timed out).")
-        return redirect("annotation:annotate", slug=study.slug)
-    if request.method == "POST":
-        return _save_answer(request, study, assignment, revising=True)
-    form = _form_for(study, assignment, prefill=True)
-    return _workbench(request, study, assignment, form, revising=True)
-
-
-@login_required
-@require_POST
-def annotate_skip(request: AuthenticatedHttpRequest, slug: str, assignment_id: int) -> HttpResponse:
-    study = access_study(request.user, slug)
-    assignment = progress_selectors.own_assignment(request.user, study, assignment_id)
-    if assignment is None:
-        return _not_yours(request, study, "Not skipped")
-    try:
-        skip(user=request.user, study=study, assignment_id=assignment.pk)
-    except ServiceError as exc:
-        messages.error(request, f"Not skipped: {exc}.")
-    else:
-        messages.info(request, "Skipped. That item will not be shown to you again.")
-    return redirect("annotation:annotate", slug=study.slug)
-
-
-@login_required
-@require_POST
-def annotate_flag(request: AuthenticatedHttpRequest, slug: str, assignment_id: int) -> HttpResponse:
-    """Flag an item with a reason; "flag and skip" also gives it back."""
-    study = access_study(request.user, slug)
-    assignment = progress_selectors.own_assignment(request.user, study, assignment_id)
-    if assignment is None:
-        return _not_yours(request, study, "Not flagged")
-    form = FlagForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, "Not flagged: say why the item is flagged.")
-    else:
-        try:
-            flag(user=request.user, study=study, assignment_id=assignment.pk, reason=form.cleaned_data["reason"])
-            if form.cleaned_data["then"] == "skip" and assignment.status == Assignment.Status.ACTIVE:
-                skip(user=request.user, study=study, assignment_id=assignment.pk)
-                messages.info(request, "Flagged and skipped. Thank you: the researchers will look at it.")
-            else:
-                messages.info(request, "Flagged. Thank you: the researchers will look at it. Answer it if you can.")
-        except ServiceError as exc:
-            messages.error(request, f"Not flagged: {exc}.")
-    if assignment.status == Assignment.Status.SUBMITTED:
-        return redirect("annotation:annotate_revise", slug=study.slug, assignment_id=assignment.pk)
-    return redirect("annotation:annotate", slug=study.slug)
 
 
 # --- researcher: progress and quality control ------------------------------------

@@ -50,18 +50,56 @@ def annotator_member_id(study_id: int, user_id: int, *, lock: bool) -> int | Non
     return row[0] if row else None
 
 
-def own_or_expired(study_id: int, user_id: int, now: datetime, limit: int) -> list[tuple[int, int, int, int, str]]:
-    """(id, annotator, item, slot, left system) of active assignments: the user's own first, then
-    leases that ran out on items the user has not had, oldest first."""
+def own_or_expired(
+    study_id: int, user_id: int, now: datetime, limit: int, *, exclude_id: int | None = None
+) -> list[tuple[int, int, int, int, str]]:
+    """(id, annotator, item, slot, left system) of active assignments: the user's own first (oldest
+    first, so the item on screen comes before the one fetched ahead), then leases that ran out on
+    items the user has not had, oldest first. `exclude_id` leaves out one of the user's own."""
     A = names(Assignment)
     return fetch_all(
         f"SELECT a.{A.id}, a.{A.annotator}, a.{A.item}, a.{A.slot}, a.{A.left_system} FROM {A.table} a "
-        f"WHERE a.{A.study} = %s AND a.{A.status} = %s AND (a.{A.annotator} = %s OR "
+        f"WHERE a.{A.study} = %s AND a.{A.status} = %s AND a.{A.id} <> %s AND (a.{A.annotator} = %s OR "
         f"(a.{A.lease_expires_at} < %s AND NOT EXISTS (SELECT 1 FROM {A.table} b "
         f"WHERE b.{A.item} = a.{A.item} AND b.{A.annotator} = %s))) "
-        f"ORDER BY CASE WHEN a.{A.annotator} = %s THEN 0 ELSE 1 END, a.{A.lease_expires_at}, a.{A.id} LIMIT %s",
-        (study_id, ACTIVE, user_id, db_datetime(now), user_id, user_id, limit),
+        f"ORDER BY CASE WHEN a.{A.annotator} = %s THEN 0 ELSE 1 END, "
+        f"CASE WHEN a.{A.annotator} = %s THEN a.{A.id} ELSE 0 END, a.{A.lease_expires_at}, a.{A.id} LIMIT %s",
+        (study_id, ACTIVE, exclude_id or 0, user_id, db_datetime(now), user_id, user_id, user_id, limit),
     )
+
+
+def renew_own_lease(assignment_id: int, user_id: int, expires: datetime, now: datetime) -> int:
+    """Renew the user's own active assignment: 1, or 0 when it is not (any more) theirs and active."""
+    A = names(Assignment)
+    return execute(
+        f"UPDATE {A.table} SET {A.lease_expires_at} = %s, {A.updated_at} = %s "
+        f"WHERE {A.id} = %s AND {A.annotator} = %s AND {A.status} = %s",
+        (db_datetime(expires), db_datetime(now), assignment_id, user_id, ACTIVE),
+    )
+
+
+def delete_unseen_ahead(assignment_id: int, study_id: int, user_id: int, updated_at: datetime) -> int | None:
+    """Delete the user's assignment fetched ahead, if it is still exactly as handed out: the item of
+    it, or None. Only an active one that is not the user's oldest (the oldest is the one on screen)
+    and whose `updated_at` is unchanged (a renewal since means another page of theirs holds it)."""
+    A = names(Assignment)
+    row = fetch_one(
+        f"DELETE FROM {A.table} WHERE {A.id} = %s AND {A.study} = %s AND {A.annotator} = %s AND {A.status} = %s "
+        f"AND {A.updated_at} = %s AND EXISTS (SELECT 1 FROM {A.table} b WHERE b.{A.study} = %s "
+        f"AND b.{A.annotator} = %s AND b.{A.status} = %s AND b.{A.id} < %s) RETURNING {A.item}",
+        (
+            assignment_id,
+            study_id,
+            user_id,
+            ACTIVE,
+            db_datetime(updated_at),
+            study_id,
+            user_id,
+            ACTIVE,
+            assignment_id,
+        ),
+    )
+    return row[0] if row else None
 
 
 def renew_lease(assignment_id: int, expires: datetime, now: datetime) -> int:
@@ -209,3 +247,62 @@ def mark_skipped(assignment_id: int, now: datetime) -> int:
         f"WHERE {A.id} = %s AND {A.status} = %s",
         (SKIPPED, db_datetime(now), assignment_id, ACTIVE),
     )
+
+
+#: The item columns of the claimed row, read back from the `picked` step of `claim_first_free_slot`.
+PICKED_ROWS = ModelRows(Item, ITEM_FIELDS, alias="p")
+
+
+def claim_first_free_slot(
+    candidates: Sequence[tuple[int, int, int]], values: dict[str, Any], systems: Sequence[str], n: int
+) -> tuple[Item, int | None, int | None, str]:
+    """PostgreSQL only: in one statement, lock the first candidate nobody else holds and that still
+    has a free slot, take the lowest free slot number, bump the item's counter and insert the
+    assignment. `candidates` are (item id, queue position, side coin) in the caller's order;
+    `values` the assignment's other columns. The side shown left follows
+    `randomisation.left_system_for` (the item's coin plus the slot, alternating).
+
+    Returns (item, assignment id, slot, left system). LookupError when every candidate is held by
+    another claim or full. When the item's counter was below N but every slot was held (a counter
+    edited by hand), nothing is written and the assignment id is None: the caller repairs it.
+
+    Why one statement: it replaces four round trips (lock, bump, read the held slots, insert) on
+    the claim path, which is most of what a label costs the database (issue 15, §2).
+    """
+    A, IT = names(Assignment), names(Item)
+    two = len(systems) == 2
+    params: dict[str, Any] = {
+        "items": [c[0] for c in candidates],
+        "positions": [c[1] for c in candidates],
+        "sides": [c[2] for c in candidates],
+        "n": n,
+        "first": systems[0] if two else "",
+        "second": systems[1] if two else "",
+        "two": two,
+        **{key: db_datetime(value) if isinstance(value, datetime) else value for key, value in values.items()},
+    }
+    row = fetch_one(
+        f"WITH c AS (SELECT * FROM unnest(%(items)s::bigint[], %(positions)s::bigint[], %(sides)s::int[]) "
+        f"WITH ORDINALITY AS c(item_id, position, side, rank)), "
+        f"p AS (SELECT {ITEM_ROWS.select}, c.position, c.side FROM {IT.table} i JOIN c ON c.item_id = i.{IT.id} "
+        f"WHERE i.{IT.slots_taken} < %(n)s ORDER BY c.rank LIMIT 1 FOR UPDATE OF i SKIP LOCKED), "
+        f"f AS (SELECT p.{IT.id} AS item_id, (SELECT min(s) FROM generate_series(0, %(n)s - 1) s "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {A.table} h WHERE h.{A.item} = p.{IT.id} AND h.{A.slot} = s)) AS slot "
+        f"FROM p), "
+        f"b AS (UPDATE {IT.table} SET {IT.slots_taken} = {IT.slots_taken} + 1 FROM f "
+        f"WHERE {IT.table}.{IT.id} = f.item_id AND f.slot IS NOT NULL RETURNING {IT.table}.{IT.id} AS item_id), "
+        f"x AS (INSERT INTO {A.table} ({A.study}, {A.item}, {A.annotator}, {A.slot}, {A.max_slots}, "
+        f"{A.queue_position}, {A.left_system}, {A.status}, {A.lease_expires_at}, {A.flagged}, {A.flag_reason}, "
+        f"{A.created_at}, {A.submitted_at}, {A.updated_at}) "
+        f"SELECT %(study_id)s, p.{IT.id}, %(annotator_id)s, f.slot, %(max_slots)s, p.position, "
+        f"CASE WHEN %(two)s THEN (ARRAY[%(first)s, %(second)s])[((p.side + f.slot) %% 2) + 1] ELSE '' END, "
+        f"%(status)s, %(lease_expires_at)s, false, '', %(created_at)s, NULL, %(updated_at)s "
+        f"FROM p JOIN f ON f.item_id = p.{IT.id} JOIN b ON b.item_id = p.{IT.id} "
+        f"RETURNING {A.id}, {A.slot}, {A.left_system}) "
+        f"SELECT {PICKED_ROWS.select}, x.{A.id}, x.{A.slot}, x.{A.left_system} FROM p LEFT JOIN x ON true",
+        params,
+    )
+    if row is None:
+        raise LookupError("every candidate is held by another claim or full")
+    width = PICKED_ROWS.width
+    return PICKED_ROWS.instance(row), row[width], row[width + 1], row[width + 2] or ""

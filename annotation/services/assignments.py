@@ -50,7 +50,7 @@ from django.utils import timezone
 
 from ..evidence import InvalidEvidence, checked_judgements
 from ..models import MAX_ACTIVE_MS, Annotation, Assignment, Item, Study
-from ..randomisation import left_system_for, queue_position
+from ..randomisation import left_system_for, queue_position, side_coin
 from ..vocab import (
     PREFERENCE_BOTH_BAD,
     PREFERENCE_CHOICES,
@@ -125,18 +125,32 @@ class _Busy(Exception):
     """Every candidate is being claimed by someone else right now: retry, do not say "nothing left"."""
 
 
-def claim_next(*, user: User, study: Study, now: datetime | None = None) -> Assignment | None:
-    """The user's current assignment, or a new one; None when nothing is left for them."""
+def claim_next(
+    *, user: User, study: Study, now: datetime | None = None, ahead_of: int | None = None
+) -> Assignment | None:
+    """The user's current assignment, or a new one; None when nothing is left for them.
+
+    With `ahead_of` (the user's active assignment on screen), the one after it: the workbench
+    fetches the next item while the annotator works on this one (issue 15). Its lease is renewed
+    too; LeaseLost when it is no longer the user's. An annotator holds at most these two: the
+    one after is their other active assignment if they have one, so reloads claim nothing more.
+    A paused study hands nothing out ahead.
+    """
     now = now or timezone.now()
     for attempt in range(CLAIM_ATTEMPTS):
         try:
             with transaction.atomic():
                 _check_can_annotate(user, study, lock=True, paused_ok=True)
-                assignment: Assignment | None = (
-                    _keep_own_lease(user, study, now)
-                    if study.status == Study.Status.PAUSED
-                    else _claim(user, study, now)
-                )
+                assignment: Assignment | None
+                if ahead_of is not None:
+                    if not sql.renew_own_lease(ahead_of, user.pk, now + lease_length(), now):
+                        raise LeaseLost("the item on your screen is no longer assigned to you")
+                    paused = study.status == Study.Status.PAUSED
+                    assignment = None if paused else _claim(user, study, now, exclude_id=ahead_of)
+                elif study.status == Study.Status.PAUSED:
+                    assignment = _keep_own_lease(user, study, now)
+                else:
+                    assignment = _claim(user, study, now)
         except (IntegrityError, _Busy) as exc:
             # A lost race (a constraint said no, or every candidate was locked): the
             # transaction is rolled back with its locks; wait a moment and look again.
@@ -163,10 +177,42 @@ def claim_next(*, user: User, study: Study, now: datetime | None = None) -> Assi
     raise ClaimContention("too many annotators are claiming at this moment; try again in a second")
 
 
+def next_after_submit(user: User, study: Study, holding: int | None) -> tuple[Assignment | None, bool]:
+    """What to show after an answer, claimed in the same request: (next, holding lost).
+
+    Without `holding`, the user's current assignment (as `claim_next`). With it (the assignment
+    the client fetched ahead and now shows), the one after it; when the held one is no longer
+    theirs, their current one instead and "holding lost" is true, so the client can say so.
+    """
+    if holding is None:
+        return claim_next(user=user, study=study), False
+    try:
+        return claim_next(user=user, study=study, ahead_of=holding), False
+    except LeaseLost:
+        return claim_next(user=user, study=study), True
+
+
+def release_ahead(*, user: User, study: Study, assignment_id: int, updated_at: datetime) -> bool:
+    """Give back an item fetched ahead that the annotator never saw (they left the page).
+
+    The row is deleted and the slot freed, as if it had never been claimed: unlike a skip, the
+    item may come back to this annotator later. Only when it is still exactly as handed out
+    (`updated_at` unchanged) and is not the user's oldest active assignment, so an item on
+    someone's screen is never taken away. False when nothing was released.
+    """
+    with transaction.atomic():
+        item_id = sql.delete_unseen_ahead(assignment_id, study.pk, user.pk, updated_at)
+        if item_id is None:
+            return False
+        sql.give_slot_back(item_id)
+    return True
+
+
 def _keep_own_lease(user: User, study: Study, now: datetime) -> Assignment:
     """A paused study: the user's own active assignment (lease renewed), or a refusal saying why."""
     own = (
         Assignment.objects.filter(study=study, annotator=user, status=Status.ACTIVE)
+        .order_by("pk")
         .values_list("pk", flat=True)
         .first()
     )
@@ -177,16 +223,18 @@ def _keep_own_lease(user: User, study: Study, now: datetime) -> Assignment:
     raise NotAllowed(not_open_reason(study))
 
 
-def _claim(user: User, study: Study, now: datetime) -> Assignment | None:
+def _claim(user: User, study: Study, now: datetime, *, exclude_id: int | None = None) -> Assignment | None:
     expires = now + lease_length()
     # One query for both: the user's own active assignment (sorted first), then
     # leases that ran out on items the user has not had, oldest first.
-    rows = sql.own_or_expired(study.pk, user.pk, now, CANDIDATES)
+    rows = sql.own_or_expired(study.pk, user.pk, now, CANDIDATES, exclude_id=exclude_id)
     if rows and rows[0][1] == user.pk:
         own_id = rows.pop(0)[0]
         if sql.renew_lease(own_id, expires, now):
             return sql.assignment_with_item(own_id)
-    for assignment_id, _, item_id, slot, left_system in rows:
+    for assignment_id, annotator_id, item_id, slot, left_system in rows:
+        if annotator_id == user.pk:
+            continue  # another of the user's own (a third tab): not someone else's lease to reclaim
         # Reclaim, conditionally: of two reclaimers (or the owner renewing), exactly one wins.
         if sql.close_expired(assignment_id, now):
             return _create(user, study, sql.item(item_id), slot, left_system, expires, now)
@@ -206,6 +254,10 @@ def _fresh_slot(user: User, study: Study, expires: datetime, now: datetime) -> A
         return None
     key = str(user.pk)
     rows.sort(key=lambda row: (-row[2], queue_position(study.seed, key, row[1])))
+    if connection.vendor == "postgresql":
+        assignment = _fresh_slot_in_one_statement(user, study, rows, expires, now)
+        if assignment is not None:
+            return assignment
     for item in _lock_candidates([pk for pk, _, _ in rows], n):
         if not sql.take_slot(item.pk, n):
             continue
@@ -218,6 +270,44 @@ def _fresh_slot(user: User, study: Study, expires: datetime, now: datetime) -> A
         left_system = left_system_for(study.seed, item.external_id, free[0], study.systems)
         return _create(user, study, item, free[0], left_system, expires, now)
     return None
+
+
+def _fresh_slot_in_one_statement(
+    user: User, study: Study, rows: list[tuple[int, str, int]], expires: datetime, now: datetime
+) -> Assignment | None:
+    """PostgreSQL: lock, bump, pick the slot and insert in one statement (sql.claim_first_free_slot).
+
+    The keyed hashes (queue position, side coin) are computed here, where the seed's BLAKE2b is;
+    None only when a counter needed repair, and the step-by-step path then repairs it.
+    """
+    key = str(user.pk)
+    candidates = [
+        (pk, queue_position(study.seed, key, external_id), side_coin(study.seed, external_id))
+        for pk, external_id, _ in rows
+    ]
+    values = _assignment_values(user, study, expires, now)
+    try:
+        item, assignment_id, slot, left_system = sql.claim_first_free_slot(
+            candidates, values, study.systems, study.annotators_per_item
+        )
+    except LookupError:
+        raise _Busy from None
+    if assignment_id is None:
+        return None
+    assignment = Assignment(
+        pk=assignment_id,
+        **{
+            **values,
+            "item_id": item.pk,
+            "slot": slot,
+            "left_system": left_system,
+            "queue_position": queue_position(study.seed, key, item.external_id),
+        },
+    )
+    assignment._state.adding = False
+    assignment._state.db = connection.alias
+    assignment.item = item
+    return assignment
 
 
 def _lock_candidates(ordered_ids: list[int], n: int) -> Iterator[Item]:
@@ -243,26 +333,33 @@ def _lock_candidates(ordered_ids: list[int], n: int) -> Iterator[Item]:
         remaining = remaining[remaining.index(item.pk) + 1 :]  # only asked for again if it could not be used
 
 
+def _assignment_values(user: User, study: Study, expires: datetime, now: datetime) -> dict[str, Any]:
+    """The columns of a new active assignment that do not depend on the item."""
+    return {
+        "study_id": study.pk,
+        "annotator_id": user.pk,
+        "max_slots": study.annotators_per_item,
+        "status": Status.ACTIVE,
+        "lease_expires_at": expires,
+        "flagged": False,
+        "flag_reason": "",
+        "created_at": now,
+        "submitted_at": None,
+        "updated_at": now,
+    }
+
+
 def _create(
     user: User, study: Study, item: Item, slot: int, left_system: str, expires: datetime, now: datetime
 ) -> Assignment:
     """The assignment row, with its randomisation computed from the seed and stored."""
     assignment = sql.create_assignment(
         {
-            "study_id": study.pk,
+            **_assignment_values(user, study, expires, now),
             "item_id": item.pk,
-            "annotator_id": user.pk,
             "slot": slot,
-            "max_slots": study.annotators_per_item,
             "queue_position": queue_position(study.seed, str(user.pk), item.external_id),
             "left_system": left_system,
-            "status": Status.ACTIVE,
-            "lease_expires_at": expires,
-            "flagged": False,
-            "flag_reason": "",
-            "created_at": now,
-            "submitted_at": None,
-            "updated_at": now,
         }
     )
     assignment.item = item

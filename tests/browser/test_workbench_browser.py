@@ -21,116 +21,12 @@ SYSTEMS = ["sysalpha", "sysbeta"]
 PAYLOAD = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">'
 
 
-# --- helpers ---------------------------------------------------------------------
-
-
-def log_in(page, username: str, next_path: str) -> None:
-    """The login form, typed: username (autofocused), Tab, password, Enter."""
-    page.goto(f"{reverse('login')}?next={next_path}")
-    page.locator("#id_username").focus()
-    page.keyboard.type(username)
-    page.keyboard.press("Tab")
-    page.keyboard.type(f"pw-{username}")
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
-    assert page.url.endswith(next_path)
-
-
-def press_and_wait(page, *keys: str) -> None:
-    """Press keys; the last one submits a form and the page navigates."""
-    for key in keys[:-1]:
-        page.keyboard.press(key)
-    with page.expect_navigation():
-        page.keyboard.press(keys[-1])
-
-
-def annotate_path(study: Study) -> str:
-    return reverse("annotation:annotate", args=[study.slug])
-
-
-def annotations_in_order(study: Study) -> list[Annotation]:
-    return list(
-        Annotation.objects.filter(assignment__study=study)
-        .select_related("assignment", "assignment__item")
-        .order_by("assignment__submitted_at", "pk")
-    )
+# --- fixtures ------------------------------------------------------------------
 
 
 @pytest.fixture
 def bob(make_user):
     return make_user("bob")
-
-
-def preference_study(slug: str, annotators: list, *, n: int = 1, items: int = 2, **options) -> Study:
-    study = create_study(
-        slug=slug,
-        name=f"Preference {slug}",
-        kind="preference",
-        annotators_per_item=n,
-        systems=SYSTEMS,
-        instructions="# Compare the lists\n\nPrefer the list that covers the source.",
-        **options,
-    )
-    add_members(study=study, usernames=[user.username for user in annotators], role="annotator")
-    if not items:
-        return study
-    import_items(
-        study=study,
-        stream=jsonl(
-            *(
-                preference_item(
-                    f"p-{i}",
-                    source=f"Source sentence number {i}.",
-                    lists={
-                        SYSTEMS[0]: [f"Alpha fact {i}.1", f"Alpha fact {i}.2"],
-                        SYSTEMS[1]: [f"Beta fact {i}.1"],
-                    },
-                )
-                for i in range(1, items + 1)
-            )
-        ),
-        fmt="jsonl",
-    )
-    return study
-
-
-def verification_study(slug: str, annotators: list, *, items: int = 2, **options) -> Study:
-    study = create_study(
-        slug=slug,
-        name=f"Verification {slug}",
-        kind="verification",
-        annotators_per_item=1,
-        instructions="**supported**: the evidence confirms every part of the claim.",
-        **options,
-    )
-    add_members(study=study, usernames=[user.username for user in annotators], role="annotator")
-    passages = [
-        {
-            "text": "The first passage.",
-            "title": "First source",
-            "url": "https://example.org/one",
-            "source_type": "news",
-        },
-        {
-            "text": "The second passage.",
-            "title": "Second source",
-            "url": "https://example.org/two",
-            "source_type": "wiki",
-        },
-    ]
-    if not items:
-        return study
-    import_items(
-        study=study,
-        stream=jsonl(
-            *(
-                verification_item(f"c-{i}", claim=f"Claim number {i} is true.", evidence=passages)
-                for i in range(1, items + 1)
-            )
-        ),
-        fmt="jsonl",
-    )
-    return study
 
 
 # --- the tests -----------------------------------------------------------------------
