@@ -72,6 +72,7 @@ def _workbench_context(
     assignment.study = study
     annotation = getattr(assignment, "annotation", None) if revising else None
     item = display_payload(assignment)
+    progress = annotator_progress(request.user, study)
     config: dict = {
         "study": study.slug,
         "assignment": assignment.pk,
@@ -86,6 +87,7 @@ def _workbench_context(
             "release_url": reverse("annotation:annotate_release", args=[study.slug, assignment.pk]),
             "updated_at": assignment.updated_at.isoformat() if assignment.updated_at else "",
             "annotate_url": reverse("annotation:annotate", args=[study.slug]),
+            "progress": progress,
         }
     return {
         "study": study,
@@ -94,7 +96,7 @@ def _workbench_context(
         "form": form,
         "passages": [] if study.is_preference else form.passage_rows(item["evidence"]),
         "revising": revising,
-        "progress": annotator_progress(request.user, study),
+        "progress": progress,
         "back": back
         if back is not None
         else previous_answer(request.user, study, before=assignment if revising else None),

@@ -365,7 +365,7 @@
   var retryDelay = 0;
   var failures = [];
   var outbox = loadOutbox();
-  var done = null;           // answers the server has confirmed, from its last reply
+  var done = prefetch.progress || null; // the server's count of answers (confirmed ones), from its last word
 
   function loadOutbox() {
     var store = storage();

@@ -12,7 +12,7 @@ from annotation.models import Adjudication, Annotation, StudyMember
 from annotation.services import add_members, create_study, import_annotations, import_items
 
 from ..conftest import jsonl, verification_item
-from .test_workbench_browser import log_in, press_and_wait
+from ..support.workbench_browser import log_in, press_and_wait
 
 pytestmark = pytest.mark.browser
 

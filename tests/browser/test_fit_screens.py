@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from annotation.models import Annotation, Assignment, Item
 
+from ..support.workbench_browser import HIDE, log_in
 from .screens import (
     VERIFIER,
     assert_fits,
@@ -23,7 +24,6 @@ from .screens import (
     shoot,
     verification,
 )
-from .test_workbench_browser import HIDE, log_in
 
 pytestmark = pytest.mark.browser
 

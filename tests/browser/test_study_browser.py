@@ -16,7 +16,7 @@ from annotation.models import Study
 from annotation.services import import_annotations, import_items
 
 from ..conftest import jsonl, verification_item
-from .test_workbench_browser import log_in
+from ..support.workbench_browser import log_in
 
 pytestmark = pytest.mark.browser
 

@@ -86,9 +86,7 @@ def test_three_annotators_in_lockstep_keep_exactly_n(browser, live_server, make_
                 finished.add(number)
                 continue
             submit_item(page, keys[number], "Enter")
-    per_item = Counter(
-        Annotation.objects.filter(assignment__study=study).values_list("assignment__item_id", flat=True)
-    )
+    per_item = Counter(Annotation.objects.filter(assignment__study=study).values_list("assignment__item_id", flat=True))
     assert set(per_item.values()) == {2} and len(per_item) == 6  # exactly N = 2 on every item
     assert not Assignment.objects.filter(study=study, status="active").exists()
     for item in Item.objects.filter(study=study):

@@ -27,6 +27,13 @@ SHOWN = """() => {
 }"""
 
 
+#: Pretend the tab is hidden (true) or visible again (false): the timer must pause and resume.
+HIDE = """(hidden) => {
+  Object.defineProperty(document, "visibilityState", {value: hidden ? "hidden" : "visible", configurable: true});
+  document.dispatchEvent(new Event("visibilitychange"));
+}"""
+
+
 def shown_item(page) -> str | None:
     try:
         return page.evaluate(SHOWN)
@@ -158,5 +165,3 @@ def verification_study(slug: str, annotators: list, *, items: int = 2, **options
         fmt="jsonl",
     )
     return study
-
-
