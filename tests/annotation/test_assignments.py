@@ -7,7 +7,6 @@ import logging
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from annotation.forms import PREFERENCE_OPTIONS
@@ -15,7 +14,7 @@ from annotation.models import Annotation, AnnotationRevision, Assignment, Item, 
 from annotation.randomisation import left_system_for, queue_position
 from annotation.selectors import export_rows
 from annotation.selectors.workbench import annotator_progress, display_payload
-from annotation.services import ServiceError, add_members, create_study, import_items, set_study_status
+from annotation.services import ServiceError, add_members, set_study_status
 from annotation.services.assignments import (
     CANDIDATES,
     LeaseLost,
@@ -35,34 +34,11 @@ from annotation.vocab import (
     preference_label,
     preference_parts,
 )
-from tests.conftest import jsonl, preference_item, verification_item
+from tests.support.assignment_study import make_study
 
 pytestmark = pytest.mark.django_db
 
 SUPPORTED = SubmittedAnswer(label="supported")
-
-
-def make_study(
-    kind: str = "verification",
-    *,
-    n: int = 3,
-    items: int = 5,
-    annotators: int = 3,
-    slug: str = "s",
-    item_overrides=None,
-    **options,
-) -> tuple[Study, list]:
-    """An open study with `items` items and annotators a1..a<annotators>."""
-    study = create_study(slug=slug, name=slug, kind=kind, annotators_per_item=n, **options)
-    names = [f"{slug}-a{number}" for number in range(1, annotators + 1)]
-    if names:
-        add_members(study=study, usernames=names, role="annotator")
-    make = preference_item if kind == "preference" else verification_item
-    records = [make(f"i-{number}", **(item_overrides or {})) for number in range(items)]
-    import_items(study=study, stream=jsonl(*records), fmt="jsonl")
-    study.refresh_from_db()
-    users = [get_user_model().objects.get(username=name) for name in names]
-    return study, users
 
 
 def answer_all(study: Study, user, answer: SubmittedAnswer = SUPPORTED) -> list[str]:

@@ -15,7 +15,7 @@ from annotation.dblocks import is_lock_error
 from annotation.models import Assignment
 from annotation.services import assignments
 
-from .test_assignments import make_study
+from ..support.assignment_study import make_study
 from .test_workbench_pages import pref_answer
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,7 @@ from annotation.models import Annotation, Assignment, Item
 from annotation.services import add_members, set_study_status
 from annotation.services.assignments import SubmittedAnswer, claim_next, submit
 
-from .test_assignments import make_study
+from ..support.assignment_study import make_study
 
 pytestmark = pytest.mark.django_db
 

@@ -19,6 +19,7 @@ from django.urls import reverse
 from annotation.models import Annotation, Assignment, Study
 from annotation.services.demo import DEMO_ANNOTATORS, fixtures_dir, load_demo
 
+from ..support.workbench_browser import submit_item
 from .fixtures import VIEWPORT
 
 pytestmark = pytest.mark.browser
@@ -58,7 +59,7 @@ def shown(page, kind: str) -> tuple[str, ...]:
 
 
 def answer(page, kind: str, turn: int) -> None:
-    """Answer with the keyboard alone, then submit (the page navigates)."""
+    """Answer with the keyboard alone, then submit (the next item is swapped in, or the page navigates)."""
     if kind == "preference":
         page.keyboard.press(str(1 + turn % 5))
         page.keyboard.press("j")
@@ -68,10 +69,7 @@ def answer(page, kind: str, turn: int) -> None:
         for _ in range(page.locator(".passage").count()):
             page.keyboard.press("xyn"[turn % 3])  # judge the current passage; focus moves to the next
         keys = [str(1 + turn % 3), "Enter"]
-    for key in keys[:-1]:
-        page.keyboard.press(key)
-    with page.expect_navigation():
-        page.keyboard.press(keys[-1])
+    submit_item(page, *keys)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -30,6 +30,7 @@ from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from annotation.models import Annotation, Item, Study
 
+from ..support.workbench_browser import submit_item, wait_saved
 from .fixtures import RECORD_CSP
 
 pytestmark = pytest.mark.browser
@@ -124,9 +125,7 @@ def answer_preference(page, annotator: int, turn: int) -> None:
     """The list with the good claims, strongly; the third annotator says "slightly" on every 6th item."""
     good_is_first = "Good claim" in page.locator("#wb-list-1").inner_text()
     key = ("1", "5") if annotator != 2 or turn % 6 else ("2", "4")
-    page.keyboard.press(key[0] if good_is_first else key[1])
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
+    submit_item(page, key[0] if good_is_first else key[1], "Enter")
 
 
 def answer_verification(page, annotator: int, turn: int) -> None:
@@ -135,9 +134,7 @@ def answer_verification(page, annotator: int, turn: int) -> None:
     verdict = next(label for label in ("supported", "contradicted", "inconclusive") if label in claim)
     if annotator == 1 and turn % 5 == 0:
         verdict = "inconclusive"
-    page.keyboard.press(str(1 + ("supported", "contradicted", "inconclusive").index(verdict)))
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
+    submit_item(page, str(1 + ("supported", "contradicted", "inconclusive").index(verdict)), "Enter")
 
 
 def stored_fleiss(study: Study, categories: list[str]) -> float:
@@ -205,6 +202,8 @@ def test_a_new_researcher_runs_a_preference_and_a_verification_study_from_the_br
             for n, annotator_page in enumerate(pages):
                 answer_preference(annotator_page, n, turn)
             if turn == 9:  # the progress page catches up on its next tick, without a reload
+                for annotator_page in pages:
+                    wait_saved(annotator_page)  # answers go out in the background
                 progress.clock.run_for(11_000)
                 progress.wait_for_function(
                     "() => document.querySelector('[data-field=annotations]').textContent.trim() === '30'"

@@ -16,6 +16,7 @@ from django.urls import reverse
 from annotation.models import Annotation, Invite, StudyMember
 from annotation.services import add_members, create_study, import_items
 from tests.conftest import jsonl, verification_item
+from tests.support.workbench_browser import shown_item, wait_for_next_item, wait_saved
 
 pytestmark = pytest.mark.browser
 
@@ -90,8 +91,10 @@ def test_an_invited_person_signs_up_and_labels_an_item(browser, live_server, pag
         other.keyboard.press("Escape")  # close the instructions shown on the first item
         claim = other.locator("#wb-claim").inner_text()
         other.locator('input[name="label"][value="supported"]').check()
-        with other.expect_navigation():
-            other.locator("#wb-submit").click()
+        before = shown_item(other)
+        other.locator("#wb-submit").click()
+        wait_for_next_item(other, before)  # the next item, fetched ahead, shows at once
+        wait_saved(other)
         assert "1 of 3 done" in other.locator(".wb-count").inner_text()
         assert errors == []
     finally:

@@ -46,6 +46,11 @@ def submit_item(page, *keys: str, timeout: float = 20.0) -> None:
     before = shown_item(page)
     for key in keys:
         page.keyboard.press(key)
+    wait_for_next_item(page, before, timeout=timeout)
+
+
+def wait_for_next_item(page, before: str | None, *, timeout: float = 20.0) -> None:
+    """Until the workbench shows something other than `before` (another item, or the finish page)."""
     deadline = time.monotonic() + timeout
     while True:
         now_shown = shown_item(page)
