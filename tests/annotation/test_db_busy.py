@@ -10,7 +10,7 @@ import pytest
 from django.db import OperationalError
 from django.urls import reverse
 
-from annotation import views  # imported before any test patches the services it imports names from
+from annotation import workbench_views as views  # imported before any test patches the services it imports names from
 from annotation.dblocks import is_lock_error
 from annotation.models import Assignment
 from annotation.services import assignments
