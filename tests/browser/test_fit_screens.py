@@ -112,3 +112,32 @@ def test_progress_page_fits_and_refreshes_itself(screen_context, guard, screen, 
     page.clock.run_for(11_000)  # the next tick
     page.wait_for_function("() => document.querySelector('[data-field=annotations]').textContent === '80'")
     assert guard.page_errors == [] and guard.console_errors == [] and guard.external_requests == []
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("screen", ["laptop", "phone"])
+def test_instructions_on_the_first_item_leave_the_answer_controls_free(
+    screen_context, guard, screen, annotator, researcher
+):
+    """Laptop: a side panel beside the item, nothing to close before answering. Phone: a first-run
+    screen that one key (or its Close button) dismisses and that does not come back on later items."""
+    study = verification(annotator, researcher)
+    page = screen_context(screen)
+    log_in(page, annotator.username, reverse("annotation:annotate", args=[study.slug]))
+    assert page.locator("#wb-help").get_attribute("open") is not None
+    shoot(page, "annotate-first-item-instructions", screen)
+    assert_fits(page, f"first item with its instructions ({screen})")
+    drawer = page.locator(".wb-drawer").bounding_box()
+    if screen == "laptop":
+        for selector in ("#wb-answer", "#wb-label", "#wb-submit"):
+            control = page.locator(selector).bounding_box()
+            assert control["x"] + control["width"] <= drawer["x"], f"{selector} is under the instructions"
+        page.keyboard.press("?")  # closed once read (answering the first item closes them too)
+    else:
+        page.keyboard.press("Escape")  # the one key of the first-run screen
+    assert page.locator("#wb-help").get_attribute("open") is None
+    page.reload()
+    assert page.locator("#wb-help").get_attribute("open") is None  # seen: not again unless asked ("?")
+    page.keyboard.press("?")
+    assert page.locator("#wb-help").get_attribute("open") is not None
+    assert not guard.page_errors

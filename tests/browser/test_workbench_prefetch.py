@@ -32,8 +32,7 @@ PHONE = {"width": 390, "height": 844}
 
 def wait_ahead(page) -> None:
     """Until the item after the one on screen has been fetched (the server holds two leases)."""
-    page.wait_for_function("() => document.documentElement.getAttribute('data-outbox') === '0'")
-    page.wait_for_timeout(50)
+    page.wait_for_function("() => document.documentElement.getAttribute('data-ahead') === 'ready'")
 
 
 def active_ids(user) -> list[int]:
