@@ -3,8 +3,8 @@
 Long work never runs inside a request (docs/architecture.md, Mechanisms). A study with up to
 EXPORT_INLINE_MAX_ROWS annotations is streamed straight from the request
 (a few seconds at most; `selectors.export_runs_in_background` decides); a
-bigger one gets an ExportJob that the `run_export_job` task writes under
-var/exports (export_runner.py), and the researcher downloads the file when
+bigger one gets an ExportJob that the `run_export_job` task writes to the file
+storage (export_runner.py; var/exports, or the shared bucket), and the researcher downloads the file when
 it is ready. A newer export of the same study and format replaces the older
 file, so repeated exports do not fill the disk.
 """
