@@ -93,6 +93,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: /healthz and /readyz for load balancers, before HTTPS redirects and host checks (config/health.py).
     "config.health.HealthProbeMiddleware",
+    # Second: a request id for the response header, every log line and the tasks queued (config/request_id.py).
+    "config.request_id.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -539,3 +541,7 @@ if CACHE_URL:
             "KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX", "claimlab"),
         }
     }
+
+# Every log record made during a request or a task carries its request_id (config/request_id.py).
+LOGGING["filters"] = {"request_id": {"()": "config.request_id.RequestIdFilter"}}
+LOGGING["handlers"]["console"]["filters"] = ["request_id"]

@@ -14,6 +14,8 @@ from __future__ import annotations
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from config.request_id import enqueue
+
 from ..exports import CONTENT_TYPES
 from ..models import ExportJob, Study
 from ..tasks import run_export_job
@@ -25,5 +27,5 @@ def request_export(*, study: Study, file_format: str, created_by: User | None = 
     if file_format not in CONTENT_TYPES:
         raise ServiceError(f"format must be csv or jsonl, got {file_format!r}")
     job = ExportJob.objects.create(study=study, file_format=file_format, created_by=created_by)
-    transaction.on_commit(lambda: run_export_job.enqueue(job.pk))
+    transaction.on_commit(lambda: enqueue(run_export_job, job.pk))
     return job

@@ -17,6 +17,8 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
+from config.request_id import enqueue
+
 from ..formats import detect_format
 from ..models import ImportJob, Study
 from ..storage import UPLOADS, files
@@ -61,5 +63,5 @@ def submit_import(
     upload.seek(0)
     job.file_path = files().save(f"{UPLOADS}/{job.pk}-{uuid.uuid4().hex}.{fmt}", upload)
     job.save(update_fields=["file_path"])
-    transaction.on_commit(lambda: run_import_job.enqueue(job.pk))
+    transaction.on_commit(lambda: enqueue(run_import_job, job.pk))
     return job

@@ -32,6 +32,8 @@ from django.db import connections, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from config.request_id import enqueue
+
 from ..dblocks import is_lock_error
 from ..formats import RecordError
 from ..models import ExportJob, ImportJob, JobStatus
@@ -140,7 +142,7 @@ def resume_stale_jobs(*, older_than: timedelta | None = None) -> list[ImportJob 
             if job.attempts < settings.JOB_MAX_ATTEMPTS and upload_there:
                 job.status, job.heartbeat_at = JobStatus.QUEUED, None
                 job.save(update_fields=["status", "heartbeat_at"])
-                transaction.on_commit(partial(run_import_job.enqueue, job.pk))
+                transaction.on_commit(partial(enqueue, run_import_job, job.pk))
                 logger.warning("import job %s: worker died (attempt %d); queued again", job.pk, job.attempts)
             else:
                 reason = _give_up_message(job, "the import changed nothing (it is all or nothing).")
@@ -164,7 +166,7 @@ def resume_stale_jobs(*, older_than: timedelta | None = None) -> list[ImportJob 
             if export.attempts < settings.JOB_MAX_ATTEMPTS:
                 export.status, export.heartbeat_at = JobStatus.QUEUED, None
                 export.save(update_fields=["status", "heartbeat_at"])
-                transaction.on_commit(partial(run_export_job.enqueue, export.pk))
+                transaction.on_commit(partial(enqueue, run_export_job, export.pk))
                 logger.warning("export job %s: worker died (attempt %d); queued again", export.pk, export.attempts)
             else:
                 export.status, export.finished_at = JobStatus.FAILED, timezone.now()

@@ -32,7 +32,7 @@ def test_readyz_lists_its_checks_when_ready(client, production_like):
     assert response.status_code == 200
     assert response.json() == {
         "status": "ready",
-        "checks": {"database": "ok", "migrations": "ok", "queue": "ok", "files": "ok"},
+        "checks": {"database": "ok", "migrations": "ok", "queue": "ok", "storage": "ok"},
     }
 
 
@@ -43,7 +43,7 @@ def test_readyz_is_503_naming_only_the_failed_check(client, production_like, mon
     monkeypatch.setitem(health.CHECKS, "database", unreachable)
     response = client.get("/readyz")
     assert response.status_code == 503
-    assert response.json()["checks"] == {"database": "failed", "migrations": "ok", "queue": "ok", "files": "ok"}
+    assert response.json()["checks"] == {"database": "failed", "migrations": "ok", "queue": "ok", "storage": "ok"}
     assert b"10.0.0.5" not in response.content and b"hunter2" not in response.content
     assert "readiness check database failed" in caplog.text  # the reason is in the log
 
@@ -62,11 +62,11 @@ def test_readyz_is_503_while_migrations_are_pending(client, production_like, mon
     assert response.status_code == 503 and response.json()["checks"]["migrations"] == "failed"
 
 
-def test_readyz_is_503_when_files_cannot_be_written(client, production_like, settings, tmp_path):
+def test_readyz_is_503_when_files_cannot_be_stored(client, production_like, settings, tmp_path):
     (tmp_path / "a-file").write_text("not a folder")
     settings.VAR_DIR = tmp_path / "a-file" / "var"
     response = client.get("/readyz")
-    assert response.status_code == 503 and response.json()["checks"]["files"] == "failed"
+    assert response.status_code == 503 and response.json()["checks"]["storage"] == "failed"
 
 
 def test_other_methods_and_paths_pass_through(client, production_like):
