@@ -509,6 +509,8 @@ S3_BUCKET = os.environ.get("CLAIMLAB_S3_BUCKET", "").strip()
 # Seconds a presigned download URL works.
 CLAIMLAB_S3_URL_EXPIRY_SECONDS = max(1, _env_number("CLAIMLAB_S3_URL_EXPIRY_SECONDS", 300))
 if S3_BUCKET:
+    from botocore.config import Config as S3ClientConfig
+
     STORAGES["claimlab_files"] = {
         "BACKEND": "storages.backends.s3.S3Storage",
         "OPTIONS": {
@@ -518,8 +520,15 @@ if S3_BUCKET:
             "region_name": os.environ.get("CLAIMLAB_S3_REGION", "").strip() or None,
             "access_key": os.environ.get("CLAIMLAB_S3_ACCESS_KEY_ID", "").strip() or None,
             "secret_key": os.environ.get("CLAIMLAB_S3_SECRET_ACCESS_KEY", "").strip() or None,
-            # "path" for servers without virtual-host buckets (MinIO on one address); empty: boto3 decides.
-            "addressing_style": os.environ.get("CLAIMLAB_S3_ADDRESSING_STYLE", "").strip() or None,
+            "client_config": S3ClientConfig(
+                # "path" for servers without virtual-host buckets (MinIO on one address); empty: boto3 decides.
+                s3={"addressing_style": os.environ.get("CLAIMLAB_S3_ADDRESSING_STYLE", "").strip() or None},
+                signature_version="s3v4",
+                # A bucket that does not answer fails a request (and /readyz) in seconds, not minutes.
+                connect_timeout=_env_number("CLAIMLAB_S3_CONNECT_TIMEOUT_SECONDS", 5),
+                read_timeout=60,
+                retries={"mode": "standard", "max_attempts": 3},
+            ),
             "location": os.environ.get("CLAIMLAB_S3_PREFIX", "").strip().strip("/"),
             "querystring_auth": True,
             "querystring_expire": CLAIMLAB_S3_URL_EXPIRY_SECONDS,
