@@ -51,7 +51,8 @@ def queue() -> bool:
         return True
     if "rq" in backend.lower():
         django_rq = importlib.import_module("django_rq")  # installed with the RQ backend only
-        return all(django_rq.get_connection(name).ping() for name in settings.TASKS["default"].get("QUEUES", []))
+        queues = settings.TASKS["default"].get("QUEUES") or ["default"]
+        return all(django_rq.get_connection(name).ping() for name in queues)
     return True
 
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+from types import SimpleNamespace
+
 import pytest
+import redis
 from django.db import OperationalError
 
 from config import health
+from tests.support.redis_server import redis_server
 
 pytestmark = pytest.mark.django_db
 
@@ -72,3 +77,18 @@ def test_readyz_is_503_when_files_cannot_be_stored(client, production_like, sett
 def test_other_methods_and_paths_pass_through(client, production_like):
     assert client.post("/healthz", HTTP_HOST="claimlab.example.org", secure=True).status_code != 200
     assert client.get("/healthz/", HTTP_HOST="claimlab.example.org", secure=True).status_code == 404
+
+
+@pytest.mark.slow
+def test_readyz_pings_the_redis_of_an_rq_task_queue(client, production_like, settings, monkeypatch, tmp_path):
+    """With an RQ backend the queue check is a PING on each queue's Redis (django-rq's connection, stubbed
+    here to this test's redis-server)."""
+    (tmp_path / "redis").mkdir()
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]}}
+    with redis_server(tmp_path / "redis") as url:
+        monkeypatch.setitem(
+            sys.modules, "django_rq", SimpleNamespace(get_connection=lambda name: redis.Redis.from_url(url))
+        )
+        assert client.get("/readyz").json()["checks"]["queue"] == "ok"
+    response = client.get("/readyz")  # the Redis server is gone
+    assert response.status_code == 503 and response.json()["checks"]["queue"] == "failed"
