@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from django.http import FileResponse, StreamingHttpResponse
+from django.http import StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -253,8 +254,14 @@ class ExportJobDownload(APIView):
 
     permission_classes = [IsStudyResearcher]
 
-    @extend_schema(responses={(200, "text/csv"): OpenApiTypes.STR, (200, "application/x-ndjson"): OpenApiTypes.STR})
-    def get(self, request: Request, slug: str, export_id: int) -> FileResponse:
+    @extend_schema(
+        responses={
+            (200, "text/csv"): OpenApiTypes.STR,
+            (200, "application/x-ndjson"): OpenApiTypes.STR,
+            302: OpenApiResponse(description="With shared object storage: a short-lived presigned URL of the file."),
+        }
+    )
+    def get(self, request: Request, slug: str, export_id: int) -> HttpResponseBase:
         return export_file_response(access_export_job(request.user, slug, export_id))
 
 

@@ -6,12 +6,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from django.http import FileResponse, Http404
+from django.http import Http404
+from django.http.response import HttpResponseBase
 
 from .csvsafe import csv_chunks
 from .formats import jsonl_chunks
 from .models import ExportJob, Study
 from .selectors import EXPORT_COLUMNS, export_rows
+from .storage import download_response, files
 
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; charset=utf-8"}
 
@@ -57,16 +59,16 @@ def export_filename(study: Study, fmt: str) -> str:
     return f"{study.slug}-annotations.{fmt}"
 
 
-def export_file_response(job: ExportJob) -> FileResponse:
-    """A finished background export as a download (pages and API alike); 404 saying why when there is none."""
+def export_file_response(job: ExportJob) -> HttpResponseBase:
+    """A finished background export as a download (pages and API alike); 404 saying why when there is none.
+
+    The file streamed from a local storage, or a redirect to a short-lived presigned URL of the
+    shared bucket (annotation/storage.py); the caller has checked who may have it.
+    """
     if job.status != ExportJob.Status.SUCCEEDED:
         raise Http404(f"This export is {job.get_status_display().lower()}, not ready for download.")
-    path = Path(job.file_path) if job.file_path else None
-    if path is None or not path.exists():
+    if not job.file_path or not files().exists(job.file_path):
         raise Http404("This export was replaced by a newer one of the same format; download that one.")
-    return FileResponse(
-        path.open("rb"),
-        as_attachment=True,
-        filename=export_filename(job.study, job.file_format),
-        content_type=CONTENT_TYPES[job.file_format],
+    return download_response(
+        job.file_path, filename=export_filename(job.study, job.file_format), content_type=CONTENT_TYPES[job.file_format]
     )

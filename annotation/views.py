@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import FileResponse, HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
@@ -214,7 +215,7 @@ def export_job(request: AuthenticatedHttpRequest, slug: str, export_id: int) -> 
 
 @login_required
 @require_GET
-def export_job_download(request: AuthenticatedHttpRequest, slug: str, export_id: int) -> FileResponse:
+def export_job_download(request: AuthenticatedHttpRequest, slug: str, export_id: int) -> HttpResponseBase:
     job = access_export_job(request.user, slug, export_id)
     return export_file_response(job)
 

@@ -9,12 +9,13 @@ checks and whether each passed; the reason a check failed goes to the log.
 
 from __future__ import annotations
 
+import importlib
 import logging
-import os
+import uuid
 from collections.abc import Callable
-from pathlib import Path
 
 from django.conf import settings
+from django.core.files.base import ContentFile
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -40,24 +41,38 @@ def migrations() -> bool:
 
 
 def queue() -> bool:
-    """The task queue answers: the database backend's table is readable (other backends: nothing to reach)."""
-    from django_tasks_db.models import DBTaskResult
+    """The task queue answers: the database backend's table is readable; an RQ backend's Redis answers
+    a PING on each queue's connection (django-rq's RQ_QUEUES); other backends have nothing to reach."""
+    backend = str(settings.TASKS["default"]["BACKEND"])
+    if "django_tasks_db" in backend:
+        from django_tasks_db.models import DBTaskResult
 
-    if "django_tasks_db" not in settings.TASKS["default"]["BACKEND"]:
+        DBTaskResult.objects.only("pk").first()
         return True
-    DBTaskResult.objects.only("pk").first()
+    if "rq" in backend.lower():
+        django_rq = importlib.import_module("django_rq")  # installed with the RQ backend only
+        queues = settings.TASKS["default"].get("QUEUES") or ["default"]
+        return all(django_rq.get_connection(name).ping() for name in queues)
     return True
 
 
-def files() -> bool:
-    """Uploads and exports can be written where this host keeps them (settings.VAR_DIR, made on first use
-    as the upload and export code would)."""
-    var = Path(settings.VAR_DIR)
-    var.mkdir(parents=True, exist_ok=True)
-    return os.access(var, os.W_OK)
+def storage() -> bool:
+    """Uploads and exports can be stored: a tiny probe file is written to the file storage and deleted
+    (annotation/storage.py: this host's VAR_DIR, or the shared bucket: reachable, credentials good)."""
+    from annotation.storage import files
+
+    store = files()
+    name = store.save(f"probes/readyz-{uuid.uuid4().hex}", ContentFile(b"ok"))
+    store.delete(name)
+    return True
 
 
-CHECKS: dict[str, Callable[[], bool]] = {"database": database, "migrations": migrations, "queue": queue, "files": files}
+CHECKS: dict[str, Callable[[], bool]] = {
+    "database": database,
+    "migrations": migrations,
+    "queue": queue,
+    "storage": storage,
+}
 
 
 def _passes(name: str, check: Callable[[], bool]) -> bool:

@@ -93,6 +93,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: /healthz and /readyz for load balancers, before HTTPS redirects and host checks (config/health.py).
     "config.health.HealthProbeMiddleware",
+    # Second: a request id for the response header, every log line and the tasks queued (config/request_id.py).
+    "config.request_id.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -176,7 +178,7 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "staticfiles"))
 if DEBUG:
     STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns when it is missing
-STORAGES = {
+STORAGES: dict[str, dict[str, Any]] = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
         "BACKEND": (
@@ -497,3 +499,58 @@ ANYONE_CAN_CREATE_STUDIES = env_bool("CLAIMLAB_ANYONE_CAN_CREATE_STUDIES", False
 # imported during the request, so it is bounded here; bigger files go through the
 # import_items / import_annotations / import_predictions commands with --from.
 IMPORT_FROM_UPLOAD_MAX_BYTES = _env_number("IMPORT_FROM_UPLOAD_MAX_BYTES", 20 * 1024 * 1024)
+
+# --- several web hosts (issue 16 §1): shared file storage, shared cache, request ids ------------
+# Uploads waiting for a background import and finished exports go through this storage
+# (annotation/storage.py). Default: a folder under CLAIMLAB_VAR_DIR, one host's own disk. With
+# CLAIMLAB_S3_BUCKET set: an S3-compatible bucket (AWS, MinIO, Ceph...), so any web host and any
+# worker reach every file; exports are then downloaded from a short-lived presigned URL.
+S3_BUCKET = os.environ.get("CLAIMLAB_S3_BUCKET", "").strip()
+# Seconds a presigned download URL works.
+CLAIMLAB_S3_URL_EXPIRY_SECONDS = max(1, _env_number("CLAIMLAB_S3_URL_EXPIRY_SECONDS", 300))
+if S3_BUCKET:
+    from botocore.config import Config as S3ClientConfig
+
+    STORAGES["claimlab_files"] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": S3_BUCKET,
+            # Unset values fall back to boto3's own lookup (AWS_* variables, instance roles).
+            "endpoint_url": os.environ.get("CLAIMLAB_S3_ENDPOINT_URL", "").strip() or None,
+            "region_name": os.environ.get("CLAIMLAB_S3_REGION", "").strip() or None,
+            "access_key": os.environ.get("CLAIMLAB_S3_ACCESS_KEY_ID", "").strip() or None,
+            "secret_key": os.environ.get("CLAIMLAB_S3_SECRET_ACCESS_KEY", "").strip() or None,
+            "client_config": S3ClientConfig(
+                # "path" for servers without virtual-host buckets (MinIO on one address); empty: boto3 decides.
+                s3={"addressing_style": os.environ.get("CLAIMLAB_S3_ADDRESSING_STYLE", "").strip() or None},
+                signature_version="s3v4",
+                # A bucket that does not answer fails a request (and /readyz) in seconds, not minutes.
+                connect_timeout=_env_number("CLAIMLAB_S3_CONNECT_TIMEOUT_SECONDS", 5),
+                read_timeout=60,
+                retries={"mode": "standard", "max_attempts": 3},
+            ),
+            "location": os.environ.get("CLAIMLAB_S3_PREFIX", "").strip().strip("/"),
+            "querystring_auth": True,
+            "querystring_expire": CLAIMLAB_S3_URL_EXPIRY_SECONDS,
+            "default_acl": None,  # private objects; only presigned URLs read them
+            # Names carry a random part already; no existence check (one request fewer per save).
+            "file_overwrite": True,
+        },
+    }
+else:
+    STORAGES["claimlab_files"] = {"BACKEND": "annotation.storage.VarDirStorage"}
+
+# A cache shared by every host (Redis) when REDIS_URL or CACHE_URL is set; else each process's own memory.
+CACHE_URL = (os.environ.get("CACHE_URL", "") or os.environ.get("REDIS_URL", "")).strip()
+if CACHE_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": CACHE_URL,
+            "KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX", "claimlab"),
+        }
+    }
+
+# Every log record made during a request or a task carries its request_id (config/request_id.py).
+LOGGING["filters"] = {"request_id": {"()": "config.request_id.RequestIdFilter"}}
+LOGGING["handlers"]["console"]["filters"] = ["request_id"]

@@ -1,8 +1,8 @@
 """Uploaded imports: stored as an ImportJob, run now (small) or by a task (big).
 
 Long work never runs inside a request (docs/architecture.md, Mechanisms): uploads larger than
-IMPORT_INLINE_MAX_BYTES are saved under var/uploads and imported by the
-`run_import_job` task; smaller ones are imported at once so the researcher
+IMPORT_INLINE_MAX_BYTES are saved in the file storage (annotation/storage.py: var/uploads,
+or the shared bucket that every worker reads) and imported by the `run_import_job` task; smaller ones are imported at once so the researcher
 sees the outcome, or the line-numbered errors, immediately. Either way
 import_runner.py runs the job.
 """
@@ -17,17 +17,14 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
+from config.request_id import enqueue
+
 from ..formats import detect_format
 from ..models import ImportJob, Study
+from ..storage import UPLOADS, files
 from ..tasks import run_import_job
 from .errors import ServiceError
 from .import_runner import run_import
-
-
-def upload_dir() -> Path:
-    path = Path(settings.VAR_DIR) / "uploads"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def submit_import(
@@ -63,11 +60,8 @@ def submit_import(
         upload.seek(0)
         run_import(job, upload)
         return job
-    path = upload_dir() / f"{job.pk}-{uuid.uuid4().hex}.{fmt}"
-    with path.open("wb") as target:
-        for chunk in upload.chunks():
-            target.write(chunk)
-    job.file_path = str(path)
+    upload.seek(0)
+    job.file_path = files().save(f"{UPLOADS}/{job.pk}-{uuid.uuid4().hex}.{fmt}", upload)
     job.save(update_fields=["file_path"])
-    transaction.on_commit(lambda: run_import_job.enqueue(job.pk))
+    transaction.on_commit(lambda: enqueue(run_import_job, job.pk))
     return job

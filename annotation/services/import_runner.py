@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import IO
 
 from django.conf import settings
@@ -19,6 +18,7 @@ from django.utils import timezone
 from ..dblocks import is_lock_error
 from ..formats import RecordError
 from ..models import ImportJob
+from ..storage import delete_quietly, local_copy
 from .annotation_import import import_annotations
 from .errors import ImportFailed, ImportResult
 from .item_import import import_items
@@ -37,18 +37,19 @@ def run_import_job(*, job_id: int) -> ImportJob:
 
     The worker stamps a heartbeat while it runs (a killed worker is noticed by
     resume_stale_jobs) and retries the import while the database is locked by
-    another write. The upload is removed once the job has finished or failed.
+    another write. The upload is read from the file storage (on another host's worker, through a
+    local copy it removes afterwards) and removed once the job has finished or failed.
     """
     if not claim(ImportJob, job_id):
         return ImportJob.objects.select_related("study").get(pk=job_id)
     job = ImportJob.objects.select_related("study").get(pk=job_id)
-    path = Path(job.file_path)
+    stored = job.file_path
     try:
-        with heartbeat(ImportJob, job.pk), path.open("rb") as stream:
+        with heartbeat(ImportJob, job.pk), local_copy(stored, kind="imports") as stream:
             run_import(job, stream, lock_retries=settings.JOB_LOCK_RETRIES)
     finally:
         if job.status != ImportJob.Status.RUNNING:
-            path.unlink(missing_ok=True)
+            delete_quietly(stored)
     return job
 
 

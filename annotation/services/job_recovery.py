@@ -8,7 +8,8 @@ OOM, reboot) stops stamping, and `resume_stale_jobs` (run by
 worker) re-queues the job, or fails it with the reason once it has used
 JOB_MAX_ATTEMPTS. An import is one transaction, so a killed one changed nothing
 and re-running it cannot duplicate anything. Files a dead job leaves (the
-upload, a `.partial` export) are removed when the job ends.
+upload in the file storage, a `.partial` export in this host's scratch folder, an export
+stored but not yet recorded) are removed when the job ends or is queued again.
 
 Lock contention ("database is locked" on SQLite when a long write holds the
 lock past the busy timeout) is temporary: `retry_on_lock` retries with
@@ -24,7 +25,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from functools import partial
-from pathlib import Path
 from typing import TypeVar
 
 from django.conf import settings
@@ -32,9 +32,12 @@ from django.db import connections, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from config.request_id import enqueue
+
 from ..dblocks import is_lock_error
 from ..formats import RecordError
 from ..models import ExportJob, ImportJob, JobStatus
+from ..storage import EXPORTS, delete_quietly, files, scratch_dir, stored_names
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -135,24 +138,23 @@ def resume_stale_jobs(*, older_than: timedelta | None = None) -> list[ImportJob 
             job = ImportJob.objects.select_for_update().get(pk=job_id)
             if job.status != JobStatus.RUNNING:
                 continue
-            upload = Path(job.file_path) if job.file_path else None
-            if job.attempts < settings.JOB_MAX_ATTEMPTS and upload is not None and upload.exists():
+            upload_there = bool(job.file_path) and files().exists(job.file_path)
+            if job.attempts < settings.JOB_MAX_ATTEMPTS and upload_there:
                 job.status, job.heartbeat_at = JobStatus.QUEUED, None
                 job.save(update_fields=["status", "heartbeat_at"])
-                transaction.on_commit(partial(run_import_job.enqueue, job.pk))
+                transaction.on_commit(partial(enqueue, run_import_job, job.pk))
                 logger.warning("import job %s: worker died (attempt %d); queued again", job.pk, job.attempts)
             else:
                 reason = _give_up_message(job, "the import changed nothing (it is all or nothing).")
-                if upload is None or not upload.exists():
+                if not upload_there:
                     reason = (
                         "the uploaded file is gone, so the import cannot run again; it changed nothing. Upload it again"
                     )
                 job.status, job.finished_at = JobStatus.FAILED, timezone.now()
                 job.errors, job.error_count = [RecordError(None, reason).as_dict()], 1
-                job.file_path = ""
+                stored, job.file_path = job.file_path, ""
                 job.save(update_fields=["status", "finished_at", "errors", "error_count", "file_path"])
-                if upload is not None:
-                    upload.unlink(missing_ok=True)
+                delete_quietly(stored)
                 logger.warning("import job %s failed: %s", job.pk, reason)
             handled.append(job)
     for job_id in _stale(ExportJob, cutoff):
@@ -164,7 +166,7 @@ def resume_stale_jobs(*, older_than: timedelta | None = None) -> list[ImportJob 
             if export.attempts < settings.JOB_MAX_ATTEMPTS:
                 export.status, export.heartbeat_at = JobStatus.QUEUED, None
                 export.save(update_fields=["status", "heartbeat_at"])
-                transaction.on_commit(partial(run_export_job.enqueue, export.pk))
+                transaction.on_commit(partial(enqueue, run_export_job, export.pk))
                 logger.warning("export job %s: worker died (attempt %d); queued again", export.pk, export.attempts)
             else:
                 export.status, export.finished_at = JobStatus.FAILED, timezone.now()
@@ -176,8 +178,11 @@ def resume_stale_jobs(*, older_than: timedelta | None = None) -> list[ImportJob 
 
 
 def remove_partial_exports(job: ExportJob) -> None:
-    """Delete the `.partial` files a dead worker left for this export job."""
-    from .export_runner import export_dir
-
-    for leftover in export_dir().glob(f"{job.pk}-*.partial"):
+    """Delete what a dead worker left for this unfinished export job: its `.partial` file in this
+    host's scratch folder (a worker on another host leaves its own there; see docs/deploy.md), and
+    a file it had stored but not yet recorded on the job."""
+    for leftover in scratch_dir(EXPORTS).glob(f"{job.pk}-*"):
         leftover.unlink(missing_ok=True)
+    for name in stored_names(EXPORTS):
+        if name.startswith(f"{EXPORTS}/{job.pk}-") and name != job.file_path:
+            files().delete(name)

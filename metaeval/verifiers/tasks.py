@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from django_tasks import task
 
+from config.request_id import enqueue, task_context
+
 
 @task()
-def run_verifier_chunk(run_id: int, generation: int) -> dict:
+def run_verifier_chunk(run_id: int, generation: int, request_id: str = "") -> dict:
     """One chunk of a verifier run; queues the next chunk itself, so a run is a chain of short tasks.
 
     Short tasks keep a run stoppable and resumable: a worker killed mid-chunk
@@ -19,7 +21,8 @@ def run_verifier_chunk(run_id: int, generation: int) -> dict:
     # task); only the workers that run chunks should pay for it. No cycle is involved.
     from .runner.orchestration import run_chunk
 
-    result = run_chunk(run_id, generation)
-    if result.more:
-        run_verifier_chunk.enqueue(run_id, generation)
+    with task_context("run_verifier_chunk", request_id):  # the whole chain logs the id of the request that started it
+        result = run_chunk(run_id, generation)
+        if result.more:
+            enqueue(run_verifier_chunk, run_id, generation)
     return result.as_dict()

@@ -15,7 +15,8 @@ from annotation import exports
 from annotation.models import ExportJob
 from annotation.services import add_members, create_study
 from annotation.services.export_jobs import request_export
-from annotation.services.export_runner import export_dir, run_export_job
+from annotation.services.export_runner import run_export_job
+from annotation.storage import scratch_dir, stored_names
 
 
 @pytest.fixture
@@ -107,7 +108,7 @@ def test_a_newer_export_replaces_the_older_file(client, researcher, big):
     for job in (first, other_format, second):
         run_export_job(job_id=job.pk)
     first.refresh_from_db()
-    assert first.file_path == "" and len(list(export_dir().iterdir())) == 2  # the newer csv and the jsonl
+    assert first.file_path == "" and len(stored_names("exports")) == 2  # the newer csv and the jsonl
     response = client.get(reverse("api-export-download", args=[big.slug, first.pk]))
     assert response.status_code == 404 and "replaced by a newer one" in response.json()["detail"]
     assert (
@@ -136,7 +137,7 @@ def test_a_failed_export_says_why_and_leaves_no_file(client, researcher, big, mo
     [failure] = [record for record in caplog.records if record.levelno == logging.ERROR]
     assert failure.getMessage().startswith(f"export job {job.pk} failed after ") and failure.exc_info[0] is OSError
     assert "Traceback (most recent call last)" in caplog.text and "breaks_halfway" in caplog.text
-    assert list(export_dir().iterdir()) == []  # no file, no .partial
+    assert stored_names("exports") == [] and list(scratch_dir("exports").iterdir()) == []  # no file, no .partial
     client.force_login(researcher)
     assert (
         "No space left on device"

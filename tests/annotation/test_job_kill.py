@@ -20,13 +20,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from django.core.files.base import ContentFile
 from django.core.management import call_command
 from django.db.models import Count
 
 from annotation.models import ExportJob, ImportJob, Item
 from annotation.services import import_annotations, import_items
-from annotation.services.export_runner import export_dir
-from annotation.services.import_jobs import upload_dir
+from annotation.storage import files, scratch_dir, stored_names
 from annotation.tasks import run_export_job, run_import_job
 from tests.support.worker import start_db_worker, stop, wait_for
 
@@ -66,11 +66,9 @@ def test_a_worker_killed_mid_import_is_recovered_without_duplicates_or_leftover_
     var = tmp_path / "var"
     settings.VAR_DIR = var
     job = ImportJob.objects.create(study=verification_study, what="items", file_name="big.jsonl", file_format="jsonl")
-    upload = upload_dir() / f"{job.pk}-kill.jsonl"
-    with upload.open("w") as target:
-        for n in range(N_ITEMS):
-            target.write(json.dumps(verification_item(f"k-{n:06d}")) + "\n")
-    ImportJob.objects.filter(pk=job.pk).update(file_path=str(upload))
+    records = "".join(json.dumps(verification_item(f"k-{n:06d}")) + "\n" for n in range(N_ITEMS))
+    upload = files().save(f"uploads/{job.pk}-kill.jsonl", ContentFile(records.encode()))
+    ImportJob.objects.filter(pk=job.pk).update(file_path=upload)
     run_import_job.enqueue(job.pk)
 
     first = start_worker(tmp_path / "worker1.log", var)
@@ -84,7 +82,7 @@ def test_a_worker_killed_mid_import_is_recovered_without_duplicates_or_leftover_
 
     job.refresh_from_db()
     assert job.status == ImportJob.Status.RUNNING and job.attempts == 1  # killed: nothing could mark it otherwise
-    assert upload.exists()
+    assert files().exists(upload)
     assert not Item.objects.filter(study=verification_study).exists()  # all or nothing: nothing committed
 
     call_command("resume_stale_jobs", "--stale-after", "0", stdout=open(os.devnull, "w"))
@@ -108,7 +106,7 @@ def test_a_worker_killed_mid_import_is_recovered_without_duplicates_or_leftover_
     items = Item.objects.filter(study=verification_study)
     assert items.count() == N_ITEMS
     assert not items.values("external_id").annotate(n=Count("pk")).filter(n__gt=1).exists()
-    assert not upload.exists() and not list(upload_dir().iterdir())
+    assert not files().exists(upload) and stored_names("uploads") == []
 
 
 def test_a_worker_killed_mid_export_leaves_no_partial_file_and_the_export_is_whole_after_resume(
@@ -131,7 +129,7 @@ def test_a_worker_killed_mid_export_leaves_no_partial_file_and_the_export_is_who
     run_export_job.enqueue(job.pk)
 
     def partial_is_growing() -> bool:
-        return any(path.stat().st_size > 0 for path in export_dir().glob(f"{job.pk}-*.partial"))
+        return any(path.stat().st_size > 0 for path in scratch_dir("exports").glob(f"{job.pk}-*.partial"))
 
     first = start_worker(tmp_path / "worker1.log", var)
     try:
@@ -142,12 +140,12 @@ def test_a_worker_killed_mid_export_leaves_no_partial_file_and_the_export_is_who
         stop(first)
     job.refresh_from_db()
     assert job.status == ExportJob.Status.RUNNING and job.file_path == ""
-    assert list(export_dir().glob(f"{job.pk}-*.partial"))  # what the dead worker left
+    assert list(scratch_dir("exports").glob(f"{job.pk}-*.partial"))  # what the dead worker left
 
     call_command("resume_stale_jobs", "--stale-after", "0", stdout=open(os.devnull, "w"))
     job.refresh_from_db()
     assert job.status == ExportJob.Status.QUEUED
-    assert not list(export_dir().glob("*.partial"))
+    assert not list(scratch_dir("exports").glob("*.partial"))
     second = start_worker(tmp_path / "worker2.log", var)
     try:
         wait_for(
@@ -162,8 +160,8 @@ def test_a_worker_killed_mid_export_leaves_no_partial_file_and_the_export_is_who
     job.refresh_from_db()
     assert job.status == ExportJob.Status.SUCCEEDED, job.error
     assert (job.rows, job.attempts) == (3 * N_LABELLED, 2)
-    with open(job.file_path, encoding="utf-8", newline="") as exported:
-        rows = list(csv.DictReader(exported))
+    with files().open(job.file_path, "rb") as exported:
+        rows = list(csv.DictReader(io.TextIOWrapper(exported, encoding="utf-8", newline="")))
     assert len(rows) == 3 * N_LABELLED
     assert len({(row["item"], row["annotator"]) for row in rows}) == 3 * N_LABELLED
-    assert [path.name for path in export_dir().iterdir()] == [Path(job.file_path).name]
+    assert stored_names("exports") == [job.file_path] and list(scratch_dir("exports").iterdir()) == []

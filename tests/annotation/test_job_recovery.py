@@ -10,9 +10,9 @@ import io
 import json
 import threading
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
+from django.core.files.base import ContentFile
 from django.core.management import call_command
 from django.db import OperationalError
 from django.utils import timezone
@@ -20,10 +20,9 @@ from django_tasks_db.models import DBTaskResult
 
 from annotation.models import ExportJob, ImportJob, Item
 from annotation.services import import_runner, job_recovery
-from annotation.services.export_runner import export_dir
-from annotation.services.import_jobs import upload_dir
 from annotation.services.import_runner import run_import_job
 from annotation.services.job_recovery import resume_stale_jobs
+from annotation.storage import files, scratch_dir, stored_names
 
 from ..conftest import verification_item
 
@@ -42,11 +41,10 @@ def var(settings, tmp_path, monkeypatch):
 
 
 def queued_import(study, count: int = 3) -> ImportJob:
-    """A big-upload job as submit_import leaves it: queued, with its file under var/uploads."""
+    """A big-upload job as submit_import leaves it: queued, with its file in the file storage (var/uploads)."""
     job = ImportJob.objects.create(study=study, what="items", file_name="items.jsonl", file_format="jsonl")
-    path = upload_dir() / f"{job.pk}-test.jsonl"
-    path.write_text("".join(json.dumps(verification_item(f"r-{n}")) + "\n" for n in range(count)))
-    job.file_path = str(path)
+    text = "".join(json.dumps(verification_item(f"r-{n}")) + "\n" for n in range(count))
+    job.file_path = files().save(f"uploads/{job.pk}-test.jsonl", ContentFile(text.encode()))
     job.save(update_fields=["file_path"])
     return job
 
@@ -73,7 +71,7 @@ def test_an_import_retries_a_locked_database_with_backoff_and_succeeds(verificat
     assert (job.status, job.created, job.attempts) == ("succeeded", 3, 1), job.errors
     assert var == [2.0, 4.0]  # doubling backoff
     assert Item.objects.filter(study=verification_study).count() == 3
-    assert not list(upload_dir().iterdir()) and job.file_path == ""
+    assert stored_names("uploads") == [] and job.file_path == ""
 
 
 def test_an_import_that_stays_locked_fails_with_the_reason_and_removes_its_upload(verification_study, monkeypatch, var):
@@ -86,7 +84,7 @@ def test_an_import_that_stays_locked_fails_with_the_reason_and_removes_its_uploa
     assert "nothing was changed" in job.errors[0]["message"]
     assert var == [2.0, 4.0, 8.0]
     assert not Item.objects.filter(study=verification_study).exists()
-    assert not list(upload_dir().iterdir())
+    assert stored_names("uploads") == []
 
 
 def test_other_errors_are_not_retried(verification_study, monkeypatch, var):
@@ -124,20 +122,21 @@ def test_a_stale_import_is_queued_again_then_runs_once(verification_study, djang
 
 def test_a_stale_import_out_of_attempts_fails_with_the_reason_and_its_upload_is_removed(verification_study):
     job = queued_import(verification_study)
-    upload = Path(job.file_path)
+    upload = job.file_path
+    assert files().exists(upload)
     stale(job, attempts=2)
     out = io.StringIO()
     call_command("resume_stale_jobs", stdout=out)
     job.refresh_from_db()
     assert job.status == "failed" and job.finished_at is not None and job.file_path == ""
     assert "stopped without finishing it" in job.errors[0]["message"] and "changed nothing" in job.errors[0]["message"]
-    assert not upload.exists()
+    assert not files().exists(upload)
     assert f"import job {job.pk} of study verif: failed (attempt 2)" in out.getvalue()
 
 
 def test_a_stale_import_whose_upload_is_gone_fails_with_that_reason(verification_study):
     job = queued_import(verification_study)
-    Path(job.file_path).unlink()
+    files().delete(job.file_path)
     stale(job, attempts=1)
     resume_stale_jobs()
     job.refresh_from_db()
@@ -147,14 +146,18 @@ def test_a_stale_import_whose_upload_is_gone_fails_with_that_reason(verification
 def test_a_stale_export_loses_its_partial_file_and_is_queued_again_or_failed(loaded_verification_study):
     export = ExportJob.objects.create(study=loaded_verification_study, file_format="csv")
     other = ExportJob.objects.create(study=loaded_verification_study, file_format="csv")
-    partial = export_dir() / f"{export.pk}-abc-verif-annotations.csv.partial"
+    partial = scratch_dir("exports") / f"{export.pk}-abc-verif-annotations.csv.partial"
     partial.write_text("half a file")
-    kept = export_dir() / f"{other.pk}-def-verif-annotations.csv.partial"
+    kept = scratch_dir("exports") / f"{other.pk}-def-verif-annotations.csv.partial"
     kept.write_text("another job's file")
+    # stored by a worker that died before it could name the file on its job
+    unrecorded = files().save(f"exports/{export.pk}-ghi-verif-annotations.csv", ContentFile(b"whole but unrecorded"))
+    others = files().save(f"exports/{other.pk}-jkl-verif-annotations.csv", ContentFile(b"another job's export"))
     stale(export, attempts=1)
     resume_stale_jobs()
     export.refresh_from_db()
     assert export.status == "queued" and not partial.exists() and kept.exists()
+    assert not files().exists(unrecorded) and files().exists(others)
     stale(export, attempts=2)
     resume_stale_jobs()
     export.refresh_from_db()

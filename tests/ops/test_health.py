@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+from types import SimpleNamespace
+
 import pytest
+import redis
 from django.db import OperationalError
 
 from config import health
+from tests.support.redis_server import redis_server
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +37,7 @@ def test_readyz_lists_its_checks_when_ready(client, production_like):
     assert response.status_code == 200
     assert response.json() == {
         "status": "ready",
-        "checks": {"database": "ok", "migrations": "ok", "queue": "ok", "files": "ok"},
+        "checks": {"database": "ok", "migrations": "ok", "queue": "ok", "storage": "ok"},
     }
 
 
@@ -43,7 +48,7 @@ def test_readyz_is_503_naming_only_the_failed_check(client, production_like, mon
     monkeypatch.setitem(health.CHECKS, "database", unreachable)
     response = client.get("/readyz")
     assert response.status_code == 503
-    assert response.json()["checks"] == {"database": "failed", "migrations": "ok", "queue": "ok", "files": "ok"}
+    assert response.json()["checks"] == {"database": "failed", "migrations": "ok", "queue": "ok", "storage": "ok"}
     assert b"10.0.0.5" not in response.content and b"hunter2" not in response.content
     assert "readiness check database failed" in caplog.text  # the reason is in the log
 
@@ -62,13 +67,28 @@ def test_readyz_is_503_while_migrations_are_pending(client, production_like, mon
     assert response.status_code == 503 and response.json()["checks"]["migrations"] == "failed"
 
 
-def test_readyz_is_503_when_files_cannot_be_written(client, production_like, settings, tmp_path):
+def test_readyz_is_503_when_files_cannot_be_stored(client, production_like, settings, tmp_path):
     (tmp_path / "a-file").write_text("not a folder")
     settings.VAR_DIR = tmp_path / "a-file" / "var"
     response = client.get("/readyz")
-    assert response.status_code == 503 and response.json()["checks"]["files"] == "failed"
+    assert response.status_code == 503 and response.json()["checks"]["storage"] == "failed"
 
 
 def test_other_methods_and_paths_pass_through(client, production_like):
     assert client.post("/healthz", HTTP_HOST="claimlab.example.org", secure=True).status_code != 200
     assert client.get("/healthz/", HTTP_HOST="claimlab.example.org", secure=True).status_code == 404
+
+
+@pytest.mark.slow
+def test_readyz_pings_the_redis_of_an_rq_task_queue(client, production_like, settings, monkeypatch, tmp_path):
+    """With an RQ backend the queue check is a PING on each queue's Redis (django-rq's connection, stubbed
+    here to this test's redis-server)."""
+    (tmp_path / "redis").mkdir()
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]}}
+    with redis_server(tmp_path / "redis") as url:
+        monkeypatch.setitem(
+            sys.modules, "django_rq", SimpleNamespace(get_connection=lambda name: redis.Redis.from_url(url))
+        )
+        assert client.get("/readyz").json()["checks"]["queue"] == "ok"
+    response = client.get("/readyz")  # the Redis server is gone
+    assert response.status_code == 503 and response.json()["checks"]["queue"] == "failed"

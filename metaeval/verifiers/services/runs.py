@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from annotation.models import Item
 from annotation.services.errors import ServiceError
+from config.request_id import enqueue
 
 from ...models import ACTIVE_RUN_STATUSES, Verifier, VerifierRun
 from ..endpoints import operator_limit
@@ -60,7 +61,7 @@ def _is_stale(run: VerifierRun, threshold: timedelta, now=None) -> bool:
 def _enqueue(run: VerifierRun) -> None:
     """Queue the run's next chunk once the surrounding transaction has committed."""
     run_id, generation = run.pk, run.generation
-    transaction.on_commit(lambda: run_verifier_chunk.enqueue(run_id, generation))
+    transaction.on_commit(lambda: enqueue(run_verifier_chunk, run_id, generation))
 
 
 @transaction.atomic
