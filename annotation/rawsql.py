@@ -17,7 +17,7 @@ read are deferred and load on access, as with `.only()`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any, Generic, TypeVar
@@ -87,7 +87,7 @@ def fetch_all(sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return cursor.fetchall()
 
 
-def fetch_one(sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+def fetch_one(sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> tuple[Any, ...] | None:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchone()

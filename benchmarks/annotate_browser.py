@@ -110,7 +110,7 @@ def server_env(db: str, folder: Path) -> dict[str, str]:
     return env
 
 
-def setup_studies(items: int) -> dict[str, str]:
+def setup_studies(items: int) -> dict[tuple[str, str], str]:
     """One preference and one verification study per path (so every path labels fresh items)."""
     from django.contrib.auth import get_user_model
 
@@ -118,7 +118,7 @@ def setup_studies(items: int) -> dict[str, str]:
     from annotation.services import add_members, create_study, import_items
 
     User = get_user_model()
-    slugs = {}
+    slugs: dict[tuple[str, str], str] = {}
     for path in ("nojs", "roundtrip", "prefetched"):
         user, _ = User.objects.get_or_create(username=f"bench-{path}")
         user.set_password(PASSWORD)
@@ -137,8 +137,9 @@ def setup_studies(items: int) -> dict[str, str]:
                 instructions="Judge each item.",
             )
             add_members(study=study, usernames=[user.username], role="annotator")
-            lines = []
+            lines: list[str] = []
             for n in range(items):
+                record: dict[str, object]
                 if kind == "preference":
                     record = {
                         "id": f"p-{n}",
