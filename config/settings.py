@@ -497,3 +497,27 @@ ANYONE_CAN_CREATE_STUDIES = env_bool("CLAIMLAB_ANYONE_CAN_CREATE_STUDIES", False
 # imported during the request, so it is bounded here; bigger files go through the
 # import_items / import_annotations / import_predictions commands with --from.
 IMPORT_FROM_UPLOAD_MAX_BYTES = _env_number("IMPORT_FROM_UPLOAD_MAX_BYTES", 20 * 1024 * 1024)
+
+# --- task queue on Redis (RQ): the scale-out choice beside the database backend -----------
+# TASKS_BACKEND=django_tasks_rq.RQBackend puts the tasks on Redis (REDIS_URL); `manage.py worker`
+# then runs an RQ worker (docs/deploy.md, "Workers on Redis (RQ)"). REDIS_URL also turns on the
+# verifier endpoints' shared concurrency limiter (metaeval/verifiers/limiter.py) on either backend.
+REDIS_URL = os.environ.get("REDIS_URL", "").strip()
+TASKS_ON_RQ = TASKS["default"]["BACKEND"] == "django_tasks_rq.RQBackend"
+if TASKS_ON_RQ:
+    if not REDIS_URL:
+        raise ImproperlyConfigured(
+            "TASKS_BACKEND=django_tasks_rq.RQBackend needs REDIS_URL (e.g. redis://127.0.0.1:6379/0)."
+        )
+    INSTALLED_APPS.append("django_rq")
+    RQ_QUEUES = {
+        name: {
+            "URL": REDIS_URL,
+            # RQ kills a task running longer than this (its default, 180 s, is too short for a big import).
+            "DEFAULT_TIMEOUT": max(1, _env_number("RQ_JOB_TIMEOUT", 3600)),
+        }
+        for name in TASKS["default"]["QUEUES"]
+    }
+# Seconds a verifier call's slot in the shared limiter is leased for: a killed worker's slots come back
+# after this long. Keep it above the longest call (the endpoint timeout times its retries).
+VERIFIER_SLOT_LEASE_SECONDS = max(1.0, _env_number("CLAIMLAB_VERIFIER_SLOT_LEASE_SECONDS", 900.0, integer=False))

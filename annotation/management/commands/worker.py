@@ -1,21 +1,39 @@
-"""`manage.py worker`: django-tasks-db's `db_worker` with the same options, surviving lock contention."""
+"""`manage.py worker`: the worker for the configured task backend, with django-tasks-db's `db_worker` options.
+
+Database backend: `db_worker`, surviving lock contention. RQ backend: an RQ worker
+on the same queues (--batch: burst mode; --max-tasks and --worker-id as they are;
+--interval, --reload and the startup delay do not apply to RQ).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django_tasks import task_backends
 from django_tasks_db.management.commands import db_worker
 
-from annotation.worker import LockTolerantWorker
+from annotation.worker import LockTolerantWorker, is_rq, run_rq_worker
 
 
 class Command(db_worker.Command):
     help = (
         "Run background tasks (verifier runs, big imports and exports) like django-tasks-db's db_worker, "
-        "but riding out a database locked by another long write instead of exiting."
+        "but riding out a database locked by another long write instead of exiting; with the RQ backend "
+        "(TASKS_BACKEND=django_tasks_rq.RQBackend), an RQ worker on the same queues."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        backend = task_backends[options["backend_name"]]
+        if is_rq(backend):
+            run_rq_worker(
+                backend,
+                queue_names=options["queue_name"].split(","),
+                burst=options["batch"],
+                max_jobs=options["max_tasks"],
+                name=options["worker_id"],
+                verbosity=options["verbosity"],
+            )
+            return
         # db_worker.Command.handle builds its worker from the module's `Worker`; swap in ours
         # for this call only (same options, same signals and reloader handling).
         original = db_worker.Worker
