@@ -518,6 +518,6 @@ if TASKS_ON_RQ:
         }
         for name in TASKS["default"]["QUEUES"]
     }
-# Seconds a verifier call's slot in the shared limiter is leased for: a killed worker's slots come back
-# after this long. Keep it above the longest call (the endpoint timeout times its retries).
-VERIFIER_SLOT_LEASE_SECONDS = max(1.0, _env_number("CLAIMLAB_VERIFIER_SLOT_LEASE_SECONDS", 900.0, integer=False))
+# Seconds a verifier call's slot in the shared limiter is leased for (renewed every third of it while
+# the call runs): a killed worker's slots come back after at most this long.
+VERIFIER_SLOT_LEASE_SECONDS = max(1.0, _env_number("CLAIMLAB_VERIFIER_SLOT_LEASE_SECONDS", 30.0, integer=False))
