@@ -13,6 +13,7 @@ import asyncio
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import pytest
 import redis
@@ -59,8 +60,12 @@ def four_runs(study, server: FakeOpenAI) -> list[VerifierRun]:
     return runs
 
 
+def completing(run: VerifierRun) -> Callable[[], object]:
+    return lambda: run_to_completion(run)
+
+
 def run_all(runs: list[VerifierRun]) -> None:
-    run_in_threads([lambda run=run: run_to_completion(run) for run in runs])
+    run_in_threads([completing(run) for run in runs])
     for run in runs:
         run.refresh_from_db()
         assert (run.status, run.done, run.errors) == (VerifierRun.Status.SUCCEEDED, ITEMS, 0), run.error_message
@@ -90,7 +95,7 @@ def test_without_redis_each_run_keeps_only_to_its_own_cap(claims_study, settings
                 time.sleep(0.02)
             server.release()
 
-        run_in_threads([*(lambda run=run: run_to_completion(run) for run in runs), release_when_all_are_waiting])
+        run_in_threads([*(completing(run) for run in runs), release_when_all_are_waiting])
     assert server.max_in_flight == RUNS * CAP
 
 
