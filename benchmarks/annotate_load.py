@@ -55,6 +55,7 @@ import json
 import os
 import random
 import secrets
+import signal
 import socket
 import statistics
 import subprocess
@@ -379,10 +380,15 @@ def start_server(env: dict[str, str], workers: int, log: Path) -> tuple[subproce
 
 
 def stop_servers(servers: list[subprocess.Popen]) -> None:
+    """Quick shutdown (SIGINT: the clients are done), and SIGKILL for a server still there after 30 s."""
     for server in servers:
-        server.terminate()
+        server.send_signal(signal.SIGINT)
     for server in servers:
-        server.wait(timeout=30)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=30)
 
 
 class Run:
