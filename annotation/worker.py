@@ -1,4 +1,8 @@
-"""django-tasks-db's worker, made to survive a database locked by another long write.
+"""The background worker: django-tasks-db's worker made to survive a locked database, or RQ's worker.
+
+`manage.py worker` is the one command for either task backend (settings.TASKS):
+the database backend runs `LockTolerantWorker` below, the RQ backend
+(django-tasks-rq, tasks on Redis) runs `run_rq_worker`.
 
 Why not the stock `db_worker`: when SQLite's write lock outlasts the busy
 timeout while the worker records a task's outcome (`set_successful` /
@@ -16,6 +20,7 @@ from functools import partial
 from typing import Any
 
 from django.db import close_old_connections
+from django_tasks.backends.base import BaseTaskBackend
 from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
 
@@ -57,3 +62,39 @@ class LockTolerantWorker(Worker):
         db_task_result.set_successful = save_success
         db_task_result.set_failed = save_failure
         super().run_task(db_task_result)
+
+
+RQ_BACKEND = "django_tasks_rq.RQBackend"
+#: The job class that runs a django-tasks Task (a plain rq Job would call the Task object itself).
+RQ_JOB_CLASS = "django_tasks_rq.Job"
+
+
+def is_rq(backend: BaseTaskBackend) -> bool:
+    """Whether the backend puts its tasks on Redis through RQ (django-tasks-rq)."""
+    return f"{type(backend).__module__.split('.')[0]}.{type(backend).__name__}" == RQ_BACKEND
+
+
+def run_rq_worker(
+    backend: BaseTaskBackend, *, queue_names: list[str], burst: bool, max_jobs: int | None, name: str, verbosity: int
+) -> None:
+    """Work the backend's RQ queues (all of them for "*"): each task in a forked work horse, as `rqworker` does.
+
+    Why not tell operators to run django-rq's `rqworker`: it needs the job class
+    spelled out (`--job-class django_tasks_rq.Job`, else every task fails), and one
+    documented command (`manage.py worker`, what `make run`/`make serve` start) is
+    simpler. A worker killed mid-task leaves the task to RQ's abandoned-job
+    handling (moved to the failed registry, never retried: no Retry is set); the
+    job rows' heartbeats let `resume_stale_jobs` / `resume_stale_runs` queue the
+    work again, and each job's claim (or a run's generation) lets only one
+    worker do it.
+    """
+    import django_rq
+    from django_rq.utils import reset_db_connections
+    from rq.logutils import setup_loghandlers
+
+    queues = sorted(backend.queues) if "*" in queue_names else queue_names
+    level = "WARNING" if verbosity == 0 else "DEBUG" if verbosity >= 2 else "INFO"
+    setup_loghandlers(level)
+    worker = django_rq.get_worker(*queues, job_class=RQ_JOB_CLASS, name=name)
+    reset_db_connections()  # each task runs in a fork: no connection of this process may be shared with it
+    worker.work(burst=burst, max_jobs=max_jobs, with_scheduler=True, logging_level=level)

@@ -25,7 +25,27 @@ cheap authenticated API call (GET /api/studies/{slug}/), so "one label costs
 X baseline requests". Goal on PostgreSQL: >= 60 labels/s, zero errors, zero
 over-assignment.
 
+Two more modes (issue 16, section 5):
+
+`--hosts 2`: a run on one host, then a run on two (two gunicorn instances on
+two ports, one database, the clients split between them), each on a fresh
+study of the same size, printed side by side: labels/s, p50/p95 per label,
+and the CPU one label costs in the web server and in the database. On one
+machine both "hosts" share its cores, so the two-host figure shows the
+overhead of a second instance, not a gain; the CPU per label says what N real
+hosts would do: each host's cores / web CPU per label, until the database's
+cores / database CPU per label is reached.
+
+`--paced 200`: 200 annotators working like people: each waits 3-8 s (uniform)
+between labels, the first wait spread over the start. Printed: p50/p95 per
+label (next + submit) against the baseline request's latency; goal p95 < 300 ms.
+
+The client's work for one label is `label_once` (one function, so changing how
+a client asks for its next item is a small change).
+
     python benchmarks/annotate_load.py [--db postgres|sqlite] [--annotators 50] [--labels 3000] [--workers 4]
+    python benchmarks/annotate_load.py --db postgres --hosts 2
+    python benchmarks/annotate_load.py --db postgres --paced 200 [--labels 3000]
 """
 
 from __future__ import annotations
@@ -35,6 +55,7 @@ import json
 import os
 import random
 import secrets
+import signal
 import socket
 import statistics
 import subprocess
@@ -50,6 +71,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 SLUG = "bench-load"
+THINK_SECONDS = (3.0, 8.0)  # --paced: a person's time between labels
 LABELS = ("supported", "contradicted", "inconclusive")
 N = 3
 
@@ -85,7 +107,7 @@ def server_env(args: argparse.Namespace, folder: Path) -> dict[str, str]:
     return env
 
 
-def setup_study(items: int, annotators: int, password: str) -> list[str]:
+def setup_study(items: int, annotators: int, password: str, slug: str = SLUG) -> list[str]:
     """The study, its items and the bench annotators (one password hash shared, to spare PBKDF2 time)."""
     import io
 
@@ -95,8 +117,8 @@ def setup_study(items: int, annotators: int, password: str) -> list[str]:
     from annotation.models import Study
     from annotation.services import add_members, create_study, import_items
 
-    Study.objects.filter(slug=SLUG).delete()
-    study = create_study(slug=SLUG, name="Load benchmark", kind="verification", annotators_per_item=N)
+    Study.objects.filter(slug=slug).delete()
+    study = create_study(slug=slug, name="Load benchmark", kind="verification", annotators_per_item=N)
     rng = random.Random(5)
     lines = [
         json.dumps(
@@ -168,43 +190,62 @@ class Tally:
             self.errors[what] += 1
 
 
-def annotate(base: str, token: str, tally: Tally, seed: int) -> None:
-    """One annotator: next, submit, until nothing is left. No think time."""
+def label_once(base: str, slug: str, token: str, tally: Tally, rng: random.Random) -> bool:
+    """One label as a client gives it: ask for the next item, submit a label. False once nothing is left.
+
+    The only place that knows the API's shape for labelling (a "submit returns the next
+    item" API changes this function alone).
+    """
+    status, data, next_s = request(base, "POST", f"/api/studies/{slug}/assignments/next", token)
+    if status == 204:
+        return False
+    if status != 200:
+        tally.error(f"next {status}: {str(data)[:120]}")
+        return True
+    tally.add("next", next_s)
+    assignment_id = data["assignment"]["id"]
+    status, data, submit_s = request(
+        base, "POST", f"/api/assignments/{assignment_id}/submit", token, {"label": rng.choice(LABELS)}
+    )
+    if status != 200:
+        tally.error(f"submit {status}: {str(data)[:120]}")
+        return True
+    tally.add("submit", submit_s)
+    tally.add("label", next_s + submit_s)
+    with tally.lock:
+        tally.labels += 1
+    return True
+
+
+def annotate(
+    base: str, token: str, tally: Tally, seed: int, slug: str = SLUG, think: tuple[float, float] | None = None
+) -> None:
+    """One annotator: labels until nothing is left; between labels, a person's think time when given."""
     rng = random.Random(seed)
+    if think is not None:
+        time.sleep(rng.uniform(0, think[1]))  # people do not all arrive in the same second
     while True:
         try:
-            status, data, next_s = request(base, "POST", f"/api/studies/{SLUG}/assignments/next", token)
-            if status == 204:
+            if not label_once(base, slug, token, tally, rng):
                 return
-            if status != 200:
-                tally.error(f"next {status}: {str(data)[:120]}")
-                continue
-            tally.add("next", next_s)
-            assignment_id = data["assignment"]["id"]
-            status, data, submit_s = request(
-                base, "POST", f"/api/assignments/{assignment_id}/submit", token, {"label": rng.choice(LABELS)}
-            )
-            if status != 200:
-                tally.error(f"submit {status}: {str(data)[:120]}")
-                continue
-            tally.add("submit", submit_s)
-            tally.add("label", next_s + submit_s)
-            with tally.lock:
-                tally.labels += 1
         except Exception as exc:
             tally.error(f"{type(exc).__name__}: {exc}"[:160])
             time.sleep(0.1)
+        if think is not None:
+            time.sleep(rng.uniform(*think))
 
 
-def baseline(base: str, tokens: list[str], seconds: float) -> float:
-    """Requests per second of a cheap authenticated API call, same clients, same server."""
+def baseline(base: str, tokens: list[str], seconds: float) -> tuple[float, float]:
+    """(requests per second, p50 seconds) of a cheap authenticated API call, same clients, same server."""
     stop = time.perf_counter() + seconds
     counts: Counter[str] = Counter()
+    latencies: list[float] = []
 
     def hammer(token: str) -> None:
         while time.perf_counter() < stop:
-            status, _, _ = request(base, "GET", f"/api/studies/{SLUG}/", token)
+            status, _, elapsed = request(base, "GET", f"/api/studies/{SLUG}/", token)
             counts["ok" if status == 200 else "error"] += 1
+            latencies.append(elapsed)
 
     threads = [threading.Thread(target=hammer, args=(token,)) for token in tokens]
     start = time.perf_counter()
@@ -214,14 +255,16 @@ def baseline(base: str, tokens: list[str], seconds: float) -> float:
         thread.join()
     if counts["error"]:
         raise SystemExit(f"baseline requests failed: {counts}")
-    return counts["ok"] / (time.perf_counter() - start)
+    return counts["ok"] / (time.perf_counter() - start), statistics.median(latencies)
 
 
-def cpu_seconds(server_pid: int) -> dict[str, float]:
-    """CPU time used so far by role (Linux /proc): web server, this client, database, everything else.
+def cpu_seconds(server_pids: set[int], database: str | None) -> dict[str, float]:
+    """CPU time used so far by role (Linux /proc): web servers, this client, database, everything else.
 
-    Clients, server and database share this machine's cores, so where the
-    CPU went says what the throughput figure measures.
+    Clients, servers and database share this machine's cores, so where the
+    CPU went says what the throughput figure measures. The database is the
+    PostgreSQL backends serving `database` (other databases of the same
+    cluster, e.g. test runs beside this one, are "other processes").
     """
     tick = os.sysconf("SC_CLK_TCK")
     used: dict[str, float] = defaultdict(float)
@@ -231,14 +274,15 @@ def cpu_seconds(server_pid: int) -> dict[str, float]:
         try:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             comm = (entry / "comm").read_text().strip()
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
         pid, ppid, seconds = int(entry.name), int(fields[1]), (int(fields[11]) + int(fields[12])) / tick
-        if pid == server_pid or ppid == server_pid:
+        if pid in server_pids or ppid in server_pids:
             used["web server"] += seconds
         elif pid == os.getpid():
             used["load clients"] += seconds
-        elif comm.startswith("postgres"):
+        elif comm.startswith("postgres") and database and f" {database} " in command:
             used["database"] += seconds
     busy = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
     user, nice, system, _idle, _iowait, irq, softirq, steal = (int(value) for value in busy[:8])
@@ -251,29 +295,206 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-def verify() -> dict[str, int]:
+def verify(slug: str = SLUG) -> dict[str, int]:
     """Exactly N answers per item, from N different annotators; nothing left open."""
     from django.db.models import Count
 
     from annotation.models import Annotation, Assignment, Item
 
     submitted = (
-        Assignment.objects.filter(study__slug=SLUG, status="submitted")
+        Assignment.objects.filter(study__slug=slug, status="submitted")
         .values("item_id")
         .annotate(n=Count("pk"), people=Count("annotator", distinct=True))
         .order_by()
     )
     answers = {row["item_id"]: row["n"] for row in submitted}
     people = {row["item_id"]: row["people"] for row in submitted}
-    ids = list(Item.objects.filter(study__slug=SLUG).values_list("pk", flat=True))
+    ids = list(Item.objects.filter(study__slug=slug).values_list("pk", flat=True))
     return {
         "items": len(ids),
         "items with exactly N": sum(1 for pk in ids if answers.get(pk) == N and people.get(pk) == N),
         "over-assigned items": sum(1 for pk in ids if answers.get(pk, 0) > N),
         "under-assigned items": sum(1 for pk in ids if answers.get(pk, 0) < N),
-        "annotations": Annotation.objects.filter(assignment__study__slug=SLUG).count(),
-        "active assignments left": Assignment.objects.filter(study__slug=SLUG, status="active").count(),
+        "annotations": Annotation.objects.filter(assignment__study__slug=slug).count(),
+        "active assignments left": Assignment.objects.filter(study__slug=slug, status="active").count(),
     }
+
+
+def vacuum() -> None:
+    """What autovacuum does shortly after a bulk load (it is off on the development machines):
+    fresh statistics and a clean visibility map, so the planner uses the (study, slots_taken)
+    index instead of reading every item."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        for table in ("annotation_item", "annotation_assignment", "annotation_annotation", "annotation_studymember"):
+            cursor.execute(f"VACUUM ANALYZE {table}")
+
+
+def issue_tokens(names: list[str]) -> list[str]:
+    """An API token per bench annotator, issued directly (a login per client costs a PBKDF2 hash each,
+    which is not what this benchmark measures)."""
+    from django.contrib.auth import get_user_model
+
+    from accounts.services import issue_token
+
+    users = {user.username: user for user in get_user_model().objects.filter(username__in=names)}
+    return [issue_token(user=users[name], name="bench").key for name in names]
+
+
+def start_server(env: dict[str, str], workers: int, log: Path) -> tuple[subprocess.Popen, str]:
+    """A gunicorn instance (one "host") on a free port; (process, base URL) once it answers."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [
+            str(Path(sys.executable).with_name("gunicorn")),
+            "config.wsgi:application",
+            "--workers",
+            str(workers),
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--log-level",
+            "warning",
+            "--timeout",
+            "120",
+        ],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("wb"),
+    )
+    for _ in range(300):
+        try:
+            if request(base, "GET", "/accounts/login/")[0] == 200:
+                return server, base
+        except OSError:
+            pass
+        if server.poll() is not None:
+            break
+        time.sleep(0.1)
+    server.terminate()
+    raise SystemExit(f"gunicorn did not start; see {log}")
+
+
+def stop_servers(servers: list[subprocess.Popen]) -> None:
+    """Quick shutdown (SIGINT: the clients are done), and SIGKILL for a server still there after 30 s."""
+    for server in servers:
+        server.send_signal(signal.SIGINT)
+    for server in servers:
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=30)
+
+
+class Run:
+    """One labelling run: what the clients saw, how long it took, and the CPU it used by role."""
+
+    def __init__(self, name: str, tally: Tally, wall: float, cpu: dict[str, float], checks: dict[str, int]) -> None:
+        self.name, self.tally, self.wall, self.cpu, self.checks = name, tally, wall, cpu, checks
+
+    @property
+    def rate(self) -> float:
+        return self.tally.labels / self.wall
+
+    def per_label_ms(self, role: str) -> float:
+        return self.cpu[role] / max(self.tally.labels, 1) * 1000
+
+
+def label_run(
+    name: str,
+    bases: list[str],
+    tokens: list[str],
+    slug: str,
+    server_pids: set[int],
+    database: str | None,
+    think: tuple[float, float] | None = None,
+) -> Run:
+    """Every client labels `slug` until the API says 204; client k talks to host k mod len(bases)."""
+    tally = Tally()
+    threads = [
+        threading.Thread(target=annotate, args=(bases[k % len(bases)], token, tally, k, slug, think))
+        for k, token in enumerate(tokens)
+    ]
+    cpu_before = cpu_seconds(server_pids, database)
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - start
+    cpu_after = cpu_seconds(server_pids, database)
+    cpu = {
+        role: cpu_after[role] - cpu_before[role] for role in ("web server", "load clients", "database", "machine busy")
+    }
+    cpu["other processes"] = cpu["machine busy"] - cpu["web server"] - cpu["load clients"] - cpu["database"]
+    return Run(name, tally, wall, cpu, verify(slug))
+
+
+def print_latencies(tally: Tally) -> None:
+    for kind in ("next", "submit", "label"):
+        values = tally.latency[kind]
+        if not values:
+            print(f"  {kind:<7} no requests")
+            continue
+        print(
+            f"  {kind:<7} p50 {statistics.median(values) * 1000:7.1f} ms   p95 {percentile(values, 0.95) * 1000:7.1f} ms   "
+            f"max {max(values) * 1000:7.1f} ms   ({len(values):,} requests)"
+        )
+
+
+def print_cpu(run: Run) -> None:
+    cores = os.cpu_count()  # None where the number cannot be found out
+    core_seconds = "?" if cores is None else f"{cores * run.wall:.0f}"
+    print(
+        f"  CPU ({cores} cores x {run.wall:.0f} s = {core_seconds} core-s): "
+        + ", ".join(
+            f"{role} {run.cpu[role]:.0f} s" for role in ("web server", "load clients", "database", "other processes")
+        )
+        + f"; per label: web server {run.per_label_ms('web server'):.1f} ms, "
+        f"database {run.per_label_ms('database'):.1f} ms"
+    )
+
+
+def print_checks(run: Run, labels: int) -> bool:
+    errors = run.tally.errors
+    print(f"  errors: {sum(errors.values())}" + "".join(f"\n    {n} x {what}" for what, n in errors.most_common(10)))
+    print("  check: " + ", ".join(f"{name} {value:,}" for name, value in run.checks.items()))
+    exact = run.checks["items with exactly N"] == run.checks["items"] == labels // N
+    exact = exact and run.checks["annotations"] == labels
+    print(f"  exactly N={N} per item from N different annotators: {'yes' if exact else 'NO'}")
+    return exact and not errors and run.checks["over-assigned items"] == 0
+
+
+def implied_hosts(run: Run) -> None:
+    """What N hosts would do, from the CPU one label costs in the web server and in the database."""
+    web, db = run.per_label_ms("web server"), run.per_label_ms("database")
+    cores = os.cpu_count() or 1
+    if not web:
+        print("implied hosts: no web-server CPU was measured")
+        return
+    per_host = cores * 1000 / web
+    if not db:  # SQLite: the database works inside the web server's processes, on one host only
+        print(
+            f"implied by the CPU per label (web {web:.1f} ms, SQLite inside it): one host with {cores} cores "
+            f"serves at most {per_host:.0f} labels/s; more hosts need PostgreSQL"
+        )
+        return
+    db_limit = cores * 1000 / db
+    print(
+        f"implied by the CPU per label (web {web:.1f} ms, database {db:.1f} ms): a host with {cores} cores for "
+        f"the web serves at most {per_host:.0f} labels/s; a database with {cores} cores at most {db_limit:.0f} "
+        f"labels/s (its CPU alone; locks and I/O come on top)"
+    )
+    print(
+        "  N hosts: "
+        + ", ".join(f"{n} -> {min(n * per_host, db_limit):.0f} labels/s" for n in (1, 2, 4, 8))
+        + f"; the database is the limit from about {db_limit / per_host:.1f} hosts on"
+    )
 
 
 def main() -> None:
@@ -286,13 +507,22 @@ def main() -> None:
     )
     parser.add_argument("--annotators", type=int, default=50)
     parser.add_argument("--labels", type=int, default=3000, help="labels in the run (the study gets labels / N items)")
-    parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
+    parser.add_argument("--workers", type=int, default=4, help="gunicorn workers (per host)")
     parser.add_argument("--baseline-seconds", type=float, default=5.0)
     parser.add_argument(
         "--no-pool", action="store_true", help="PostgreSQL: a new connection per request (DATABASE_POOL=0)"
     )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--hosts", type=int, choices=[2], help="also run on 2 gunicorn instances (one database) and compare with 1"
+    )
+    mode.add_argument(
+        "--paced", type=int, metavar="CLIENTS", help="this many annotators with 3-8 s think time between labels"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and the bench study")
     args = parser.parse_args()
+    if args.paced:
+        args.annotators = args.paced
     items = args.labels // N
 
     folder = Path(tempfile.mkdtemp(prefix="claimlab-load-"))
@@ -317,134 +547,81 @@ def main() -> None:
     django.setup()
     from django.db import connection
 
+    slugs = [SLUG, f"{SLUG}-2"] if args.hosts else [SLUG]
     password = secrets.token_urlsafe(16)
-    names = setup_study(items, args.annotators, password)
-    if connection.vendor == "postgresql":
-        # What autovacuum does shortly after a bulk load (it is off on the development
-        # machines): fresh statistics and a clean visibility map, so the planner uses
-        # the (study, slots_taken) index instead of reading every item.
-        with connection.cursor() as cursor:
-            for table in (
-                "annotation_item",
-                "annotation_assignment",
-                "annotation_annotation",
-                "annotation_studymember",
-            ):
-                cursor.execute(f"VACUUM ANALYZE {table}")
-    connection.close()  # the server does the work from here on
+    for slug in slugs:  # one fresh study per run, the same size
+        names = setup_study(items, args.annotators, password, slug)
+    vacuum()
+    tokens = issue_tokens(names)
+    database = connection.settings_dict["NAME"] if connection.vendor == "postgresql" else None
+    connection.close()  # the servers do the work from here on
 
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [
-            str(Path(sys.executable).with_name("gunicorn")),
-            "config.wsgi:application",
-            "--workers",
-            str(args.workers),
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--log-level",
-            "warning",
-            "--timeout",
-            "120",
-        ],
-        env=env,
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=open(folder / "gunicorn.log", "wb"),
-    )
+    servers: list[subprocess.Popen] = []
+    runs: list[Run] = []
     try:
-        for _ in range(200):
-            try:
-                if request(base, "GET", "/accounts/login/")[0] == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.1)
-        else:
-            raise SystemExit(f"gunicorn did not start; see {folder / 'gunicorn.log'}")
-
-        def token_for(name: str) -> str:
-            status, data, _ = request(base, "POST", "/api/auth/token/", body={"username": name, "password": password})
-            if status != 201:  # a new token, created
-                raise SystemExit(f"token for {name}: HTTP {status} {data}")
-            return data["token"]
-
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(
-            max_workers=args.workers
-        ) as pool:  # each login checks a (slow, on purpose) password hash
-            tokens = list(pool.map(token_for, names))
-
-        cpu_base_before = cpu_seconds(server.pid)
-        base_start = time.perf_counter()
-        per_second_baseline = baseline(base, tokens, args.baseline_seconds)
-        base_requests = per_second_baseline * (time.perf_counter() - base_start)
-        base_cpu_ms = (cpu_seconds(server.pid)["web server"] - cpu_base_before["web server"]) / base_requests * 1000
-
-        tally = Tally()
-        threads = [threading.Thread(target=annotate, args=(base, token, tally, k)) for k, token in enumerate(tokens)]
-        cpu_before = cpu_seconds(server.pid)
-        start = time.perf_counter()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        wall = time.perf_counter() - start
-        cpu_after = cpu_seconds(server.pid)
+        first, base = start_server(env, args.workers, folder / "gunicorn-1.log")
+        servers.append(first)
+        per_second_baseline, baseline_p50 = baseline(base, tokens[:50], args.baseline_seconds)
+        runs.append(
+            label_run(
+                "1 host",
+                [base],
+                tokens,
+                SLUG,
+                {first.pid},
+                database,
+                think=THINK_SECONDS if args.paced else None,
+            )
+        )
+        if args.hosts:
+            second, second_base = start_server(env, args.workers, folder / "gunicorn-2.log")
+            servers.append(second)
+            runs.append(label_run("2 hosts", [base, second_base], tokens, slugs[1], {first.pid, second.pid}, database))
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        stop_servers(servers)
 
-    checks = verify()
-    rate = tally.labels / wall
-    tally.latency["label"]
     pooling = (
         ""
         if args.db != "postgres"
         else (" without a connection pool" if args.no_pool else " with the psycopg pool (DATABASE_POOL=1)")
     )
+    clients = f"{args.annotators} annotators over HTTP, " + (
+        f"{THINK_SECONDS[0]:g}-{THINK_SECONDS[1]:g} s think time between labels" if args.paced else "no think time"
+    )
     print(
         f"database: {'PostgreSQL' + pooling if args.db == 'postgres' else 'SQLite file (WAL) in ' + str(folder)}; "
-        f"gunicorn {args.workers} sync workers; {args.annotators} annotators over HTTP, no think time; "
-        f"{os.cpu_count()} cores (clients, server and database share them)"
+        f"gunicorn {args.workers} sync workers per host; {clients}; "
+        f"{os.cpu_count()} cores (clients, servers and database share them)"
     )
     print(
-        f"baseline: GET /api/studies/{SLUG}/ at {per_second_baseline:.0f} requests/s, "
-        f"{base_cpu_ms:.1f} ms of web-server CPU each (same server, same clients)"
+        f"baseline: GET /api/studies/{SLUG}/ at {per_second_baseline:.0f} requests/s from {len(tokens[:50])} clients, "
+        f"p50 {baseline_p50 * 1000:.1f} ms (same server, same clients)"
     )
-    print(
-        f"labels: {tally.labels:,} in {wall:.1f} s = {rate:.1f} labels/s "
-        f"(one label = {per_second_baseline / rate:.1f} baseline requests; it is 2 requests)"
-    )
-    for kind in ("next", "submit", "label"):
-        values = tally.latency[kind]
+    ok = True
+    for run in runs:
         print(
-            f"  {kind:<7} p50 {statistics.median(values) * 1000:7.1f} ms   p95 {percentile(values, 0.95) * 1000:7.1f} ms   "
-            f"max {max(values) * 1000:7.1f} ms   ({len(values):,} requests)"
+            f"{run.name}: {run.tally.labels:,} labels in {run.wall:.1f} s = {run.rate:.1f} labels/s "
+            + (
+                "(paced by the think time)"
+                if args.paced
+                else f"(one label = {per_second_baseline / run.rate:.1f} baseline requests; it is 2 requests)"
+            )
         )
-    cpu = {role: cpu_after[role] - cpu_before[role] for role in cpu_after}
-    cpu["other processes"] = cpu["machine busy"] - cpu["web server"] - cpu["load clients"] - cpu["database"]
-    cores = os.cpu_count()  # None where the number cannot be found out
-    core_seconds = "?" if cores is None else f"{cores * wall:.0f}"
-    print(
-        f"CPU during the run ({cores} cores x {wall:.0f} s = {core_seconds} core-s): "
-        + ", ".join(
-            f"{role} {cpu[role]:.0f} s" for role in ("web server", "load clients", "database", "other processes")
+        print_latencies(run.tally)
+        print_cpu(run)
+        ok = print_checks(run, items * N) and ok
+    if args.hosts:
+        one, two = runs
+        print(f"2 hosts / 1 host: {two.rate / one.rate:.2f} x the labels/s on this {os.cpu_count()}-core machine")
+        implied_hosts(one)
+    if args.paced:
+        p95 = percentile(runs[0].tally.latency["label"], 0.95)
+        print(
+            f"paced p95 per label: {p95 * 1000:.0f} ms = {p95 / baseline_p50:.1f} x the baseline request's p50; "
+            f"goal p95 < 300 ms: {'met' if p95 < 0.3 and ok else 'MISSED'}"
         )
-        + f"; per label: web server {cpu['web server'] / max(tally.labels, 1) * 1000:.1f} ms, "
-        f"database {cpu['database'] / max(tally.labels, 1) * 1000:.1f} ms"
-    )
-    print(
-        f"errors: {sum(tally.errors.values())}"
-        + "".join(f"\n  {count} x {what}" for what, count in tally.errors.most_common(10))
-    )
-    print("check: " + ", ".join(f"{name} {value:,}" for name, value in checks.items()))
-    exact = checks["items with exactly N"] == checks["items"] == items and checks["annotations"] == args.labels
-    print(f"exactly N={N} per item from N different annotators: {'yes' if exact else 'NO'}")
-    if args.db == "postgres":
-        met = rate >= 60 and not tally.errors and checks["over-assigned items"] == 0 and exact
+    elif args.db == "postgres" and not args.hosts:
+        met = runs[0].rate >= 60 and ok
         print(f"goal (PostgreSQL): >= 60 labels/s, zero errors, zero over-assignment: {'met' if met else 'MISSED'}")
     if not args.keep:
         import shutil
@@ -454,7 +631,7 @@ def main() -> None:
 
             from annotation.models import Study
 
-            Study.objects.filter(slug=SLUG).delete()
+            Study.objects.filter(slug__in=slugs).delete()
             get_user_model().objects.filter(username__in=names).delete()
         shutil.rmtree(folder, ignore_errors=True)
 

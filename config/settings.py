@@ -554,3 +554,27 @@ if CACHE_URL:
 # Every log record made during a request or a task carries its request_id (config/request_id.py).
 LOGGING["filters"] = {"request_id": {"()": "config.request_id.RequestIdFilter"}}
 LOGGING["handlers"]["console"]["filters"] = ["request_id"]
+
+# --- task queue on Redis (RQ): the scale-out choice beside the database backend -----------
+# TASKS_BACKEND=django_tasks_rq.RQBackend puts the tasks on Redis (REDIS_URL); `manage.py worker`
+# then runs an RQ worker (docs/deploy.md, "Workers on Redis (RQ)"). REDIS_URL also turns on the
+# verifier endpoints' shared concurrency limiter (metaeval/verifiers/limiter.py) on either backend.
+REDIS_URL = os.environ.get("REDIS_URL", "").strip()
+TASKS_ON_RQ = TASKS["default"]["BACKEND"] == "django_tasks_rq.RQBackend"
+if TASKS_ON_RQ:
+    if not REDIS_URL:
+        raise ImproperlyConfigured(
+            "TASKS_BACKEND=django_tasks_rq.RQBackend needs REDIS_URL (e.g. redis://127.0.0.1:6379/0)."
+        )
+    INSTALLED_APPS.append("django_rq")
+    RQ_QUEUES = {
+        name: {
+            "URL": REDIS_URL,
+            # RQ kills a task running longer than this (its default, 180 s, is too short for a big import).
+            "DEFAULT_TIMEOUT": max(1, _env_number("RQ_JOB_TIMEOUT", 3600)),
+        }
+        for name in TASKS["default"]["QUEUES"]
+    }
+# Seconds a verifier call's slot in the shared limiter is leased for (renewed every third of it while
+# the call runs): a killed worker's slots come back after at most this long.
+VERIFIER_SLOT_LEASE_SECONDS = max(1.0, _env_number("CLAIMLAB_VERIFIER_SLOT_LEASE_SECONDS", 30.0, integer=False))

@@ -1,53 +1,73 @@
-"""A throwaway redis-server on a free loopback port (Debian's `redis-server` package), for the cache tests."""
+"""A private Redis for the tests of the RQ backend and the shared limiter.
+
+Each test process starts its own `redis-server` (no disk, a free port on
+127.0.0.1): suites run side by side (pytest-xdist, other checkouts) never share
+a queue, and CI needs no Redis service of its own, only Debian's redis-server
+package. ``rq_backend`` switches this process's settings to the RQ backend on it.
+"""
 
 from __future__ import annotations
 
+import shutil
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import pytest
 import redis
 
-from .s3 import free_port
+QUEUE_TIMEOUT = 600  # RQ's per-task timeout in these tests: a big import on a slow machine fits easily
 
-REDIS_SERVER = "/usr/bin/redis-server"
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 @contextmanager
-def redis_server(folder: Path) -> Iterator[str]:
-    """Start redis-server without persistence; its URL. Stopped (and waited for) on leaving."""
-    port = free_port()
+def redis_server(folder: Path | None = None) -> Iterator[str]:
+    """A fresh redis-server for the block (working in `folder` if given); yields its URL."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server is not installed (Debian: apt-get install redis-server); the RQ tests need it")
+    port = _free_port()
     process = subprocess.Popen(
-        [
-            REDIS_SERVER,
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(folder),
-        ],
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        + (["--dir", str(folder)] if folder is not None else []),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.STDOUT,
     )
     url = f"redis://127.0.0.1:{port}/0"
     try:
+        client = redis.Redis.from_url(url)
         deadline = time.monotonic() + 20
         while True:
             try:
-                if redis.Redis.from_url(url).ping():
-                    break
+                client.ping()
+                break
             except redis.ConnectionError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise
-                time.sleep(0.05)
+                if process.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"redis-server on port {port} did not start (exit code {process.poll()})")
+                time.sleep(0.02)
+        client.close()
         yield url
     finally:
         process.terminate()
         process.wait(15)
+
+
+def rq_backend(settings: Any, url: str) -> None:
+    """Point this process's task backend (pytest-django's `settings`) at RQ on `url`, as the environment would."""
+    settings.REDIS_URL = url
+    settings.RQ_QUEUES = {name: {"URL": url, "DEFAULT_TIMEOUT": QUEUE_TIMEOUT} for name in ("default",)}
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]}}
+
+
+def rq_environment(url: str) -> dict[str, str]:
+    """The environment that makes a `manage.py` process use the RQ backend on `url`."""
+    return {"TASKS_BACKEND": "django_tasks_rq.RQBackend", "REDIS_URL": url, "RQ_JOB_TIMEOUT": str(QUEUE_TIMEOUT)}

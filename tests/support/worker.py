@@ -1,12 +1,14 @@
 """A real `manage.py worker` process against the test database, for the kill-and-resume tests.
 
-Both background-work kinds (verifier runs, import jobs) are tested the same way:
-start a worker, SIGKILL it mid-job, recover, start another. The helpers live
+Both background-work kinds (verifier runs, import jobs) are tested the same way,
+on both task backends (database, RQ): start a worker, SIGKILL it mid-job,
+recover, let another finish. The helpers live
 here so those tests start, wait for and stop workers identically.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -47,6 +49,39 @@ def start_db_worker(log: Path, env: dict[str, str]) -> subprocess.Popen:
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+
+
+def start_rq_worker(log: Path, redis_url: str, env: dict[str, str]) -> subprocess.Popen:
+    """The same `manage.py worker` with the RQ backend on `redis_url`: it runs an RQ worker."""
+    from .redis_server import rq_environment
+
+    return start_db_worker(log, {**rq_environment(redis_url), **env})
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (Linux /proc), children first."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children = [int(child) for child in (task / "children").read_text().split()]
+        except OSError:
+            continue
+        for child in children:
+            found += [child, *descendants(child)]
+    return found
+
+
+def kill(worker: subprocess.Popen) -> None:
+    """SIGKILL the worker and everything it started, as an OOM kill or a lost host would.
+
+    Its process group is not enough for RQ: the work horse an RQ worker forks
+    for each task starts a session of its own, and would finish the task.
+    """
+    for pid in descendants(worker.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait(15)
 
 
 def wait_for(

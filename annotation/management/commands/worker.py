@@ -1,21 +1,48 @@
-"""`manage.py worker`: django-tasks-db's `db_worker` with the same options, surviving lock contention."""
+"""`manage.py worker`: the worker for the configured task backend, with django-tasks-db's `db_worker` options.
+
+Database backend: `db_worker`, surviving lock contention. RQ backend: an RQ worker
+on the same queues (--batch: burst mode; --max-tasks and --worker-id as they are;
+--interval, --reload and the startup delay do not apply to RQ).
+"""
 
 from __future__ import annotations
 
+from argparse import ArgumentParser, ArgumentTypeError
 from typing import Any
 
+from django_tasks import task_backends
+from django_tasks.exceptions import InvalidTaskBackendError
 from django_tasks_db.management.commands import db_worker
 
-from annotation.worker import LockTolerantWorker
+from annotation.worker import LockTolerantWorker, is_rq, run_rq_worker
 
 
 class Command(db_worker.Command):
     help = (
         "Run background tasks (verifier runs, big imports and exports) like django-tasks-db's db_worker, "
-        "but riding out a database locked by another long write instead of exiting."
+        "but riding out a database locked by another long write instead of exiting; with the RQ backend "
+        "(TASKS_BACKEND=django_tasks_rq.RQBackend), an RQ worker on the same queues."
     )
 
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        super().add_arguments(parser)
+        # db_worker's --backend accepts database backends only; this command serves the RQ backend too.
+        for action in parser._actions:
+            if action.dest == "backend_name":
+                action.type = configured_backend
+
     def handle(self, *args: Any, **options: Any) -> None:
+        backend = task_backends[options["backend_name"]]
+        if is_rq(backend):
+            run_rq_worker(
+                backend,
+                queue_names=options["queue_name"].split(","),
+                burst=options["batch"],
+                max_jobs=options["max_tasks"],
+                name=options["worker_id"],
+                verbosity=options["verbosity"],
+            )
+            return
         # db_worker.Command.handle builds its worker from the module's `Worker`; swap in ours
         # for this call only (same options, same signals and reloader handling).
         original = db_worker.Worker
@@ -24,3 +51,12 @@ class Command(db_worker.Command):
             super().handle(*args, **options)
         finally:
             db_worker.Worker = original  # type: ignore[misc]
+
+
+def configured_backend(name: str) -> str:
+    """`name` when settings.TASKS defines a backend by that name (database or RQ)."""
+    try:
+        task_backends[name]
+    except InvalidTaskBackendError:
+        raise ArgumentTypeError(f"no task backend {name!r} in the TASKS setting") from None
+    return name

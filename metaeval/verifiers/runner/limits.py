@@ -1,7 +1,8 @@
 """How much a chunk asks at once: chunk size, requests in flight, clients, and how often it writes and beats.
 
 At most the verifier's concurrency of requests is in flight (an
-``asyncio.Semaphore``); retries and timeouts are the client's own
+``asyncio.Semaphore``), and with Redis configured every request also holds
+one of its endpoint's slots shared by all workers (``limiter.py``); retries and timeouts are the client's own
 (``client.make_client``). Finished outcomes go to a sink every
 ``FLUSH_SECONDS``, and a chunk whose calls all hang still reaches the sink
 (heartbeat, stop check) every ``HEARTBEAT_SECONDS``; when the sink says
@@ -20,6 +21,7 @@ import httpx2
 import openai
 from django.conf import settings
 
+from ..limiter import SharedSlots, shared_slots_for
 from ..presets.base import Message
 from .chunks import Outcome
 from .client import Answer, complete, make_client
@@ -45,13 +47,22 @@ def chunk_size(concurrency: int) -> int:
     return max(16, min(MAX_CHUNK, concurrency * CHUNK_WAVES))
 
 
-async def predict(client: openai.AsyncOpenAI, semaphore: asyncio.Semaphore, spec: RunSpec, job: Job) -> Outcome:
-    """The job's outcome, each of its requests taking a place under the semaphore."""
+async def predict(
+    client: openai.AsyncOpenAI,
+    semaphore: asyncio.Semaphore,
+    spec: RunSpec,
+    job: Job,
+    shared: SharedSlots | None = None,
+) -> Outcome:
+    """The job's outcome, each of its requests taking a place under the semaphore (and a shared slot)."""
     started = time.perf_counter()
 
     async def ask(messages: list[Message]) -> Answer:
         async with semaphore:
-            return await complete(client, spec, messages)
+            if shared is None:
+                return await complete(client, spec, messages)
+            async with shared.slot():
+                return await complete(client, spec, messages)
 
     assert spec.preset is not None
     if spec.preset.pairwise:
@@ -95,13 +106,18 @@ async def ask_all(
     # Several clients with small connection pools rather than one with a big pool: httpcore scans its whole
     # pool on every request, and with 64 connections that scan was a fifth of the runner's CPU (profiled).
     async with contextlib.AsyncExitStack() as stack:
+        shared = shared_slots_for(
+            spec.params.get("endpoint") or "", spec.target.max_concurrency if spec.target else None
+        )
+        if shared is not None:
+            await stack.enter_async_context(shared)
         clients = [
             await stack.enter_async_context(make_client(spec, transport))
             for _ in range(max(1, math.ceil(concurrency / CONNECTIONS_PER_CLIENT)))
         ]
 
         async def one(index: int, job: Job) -> None:
-            pending.append(await predict(clients[index % len(clients)], semaphore, spec, job))
+            pending.append(await predict(clients[index % len(clients)], semaphore, spec, job, shared))
 
         tasks = [asyncio.ensure_future(one(index, job)) for index, job in enumerate(jobs)]
 

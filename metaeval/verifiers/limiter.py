@@ -1,0 +1,164 @@
+"""An endpoint's concurrency cap shared by every worker: leased slots in Redis.
+
+An operator endpoint may carry a concurrency cap (``max_concurrency`` in
+CLAIMLAB_ENDPOINTS). Inside one chunk the runner's ``asyncio.Semaphore`` keeps
+to it, but four workers running four runs against the same endpoint would
+send four times the cap. With ``REDIS_URL`` set, every verifier call also
+takes one of the endpoint's slots here, whatever process it runs in.
+
+A slot is a member of a sorted set scored by its lease's expiry (Redis's own
+clock, so the hosts' clocks do not matter). Taking one first drops expired
+leases, then adds a lease if fewer than the cap are held, in one script, so
+two workers never both take the last slot. A holder renews its leases every
+third of the lease time; a worker killed mid-call stops renewing, and its
+slots come back once their leases run out (``VERIFIER_SLOT_LEASE_SECONDS``).
+Without Redis there is nothing to share: the in-process semaphore is the limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import uuid
+from collections.abc import AsyncIterator
+from types import TracebackType
+from typing import Any
+
+from django.conf import settings
+
+__all__ = ["SharedSlots", "shared_slots_for", "slots_key"]
+
+logger = logging.getLogger(__name__)
+
+#: Wait between tries for a slot: from the first value, doubling, up to the second (with jitter).
+POLL_SECONDS = (0.005, 0.1)
+
+_TAKE = """
+local now = redis.call('TIME')
+local t = tonumber(now[1]) + tonumber(now[2]) / 1000000
+local lease = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', t)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], t + lease, ARGV[3])
+redis.call('EXPIRE', KEYS[1], math.ceil(lease * 2))
+return 1
+"""
+
+_RENEW = """
+local now = redis.call('TIME')
+local t = tonumber(now[1]) + tonumber(now[2]) / 1000000
+local lease = tonumber(ARGV[1])
+local renewed = 0
+for i = 2, #ARGV do
+  renewed = renewed + redis.call('ZADD', KEYS[1], 'XX', 'CH', t + lease, ARGV[i])
+end
+redis.call('EXPIRE', KEYS[1], math.ceil(lease * 2))
+return renewed
+"""
+
+
+def slots_key(endpoint: str) -> str:
+    """The Redis key holding an endpoint's leased slots."""
+    return f"claimlab:verifier-slots:{endpoint}"
+
+
+class SharedSlots:
+    """At most ``limit`` calls in flight to one endpoint across all processes; ``async with slots.slot(): ...``.
+
+    Use it as an async context manager around the calls (it renews the
+    leases it holds and closes its connection on the way out).
+    """
+
+    def __init__(self, redis: Any, endpoint: str, limit: int, *, lease_seconds: float) -> None:
+        self.redis = redis
+        self.key = slots_key(endpoint)
+        self.limit = limit
+        self.lease_seconds = lease_seconds
+        self.held: set[str] = set()
+        self._take = redis.register_script(_TAKE)
+        self._renew = redis.register_script(_RENEW)
+        self._renewer: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> SharedSlots:
+        self._renewer = asyncio.ensure_future(self._renew_forever())
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._renewer is not None:
+            self._renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewer
+        try:
+            if self.held:  # calls cancelled mid-wait: give their slots back now, not at lease expiry
+                await self.redis.zrem(self.key, *self.held)
+        finally:
+            self.held.clear()
+            await self.redis.aclose()
+
+    async def try_take(self) -> str | None:
+        """A slot's token if one is free now, else None."""
+        token = uuid.uuid4().hex
+        if await self._take(keys=[self.key], args=[self.limit, self.lease_seconds, token]):
+            self.held.add(token)
+            return token
+        return None
+
+    async def take(self) -> str:
+        """Wait for a free slot and return its token."""
+        pause = POLL_SECONDS[0]
+        while True:
+            token = await self.try_take()
+            if token is not None:
+                return token
+            await asyncio.sleep(pause * random.uniform(0.5, 1.5))
+            pause = min(pause * 2, POLL_SECONDS[1])
+
+    async def give_back(self, token: str) -> None:
+        """Free a slot taken by this holder."""
+        self.held.discard(token)
+        await self.redis.zrem(self.key, token)
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold one slot while the body runs."""
+        token = await self.take()
+        try:
+            yield
+        finally:
+            await asyncio.shield(self.give_back(token))
+
+    async def renew(self) -> int:
+        """Extend every held lease by the lease time from now; how many were still there to extend."""
+        tokens = list(self.held)
+        if not tokens:
+            return 0
+        renewed = int(await self._renew(keys=[self.key], args=[self.lease_seconds, *tokens]))
+        if renewed < len(tokens):  # this process stalled past a lease: the slot may already be someone else's
+            logger.warning(
+                "%d of %d slots of %s had expired before renewal", len(tokens) - renewed, len(tokens), self.key
+            )
+        return renewed
+
+    async def _renew_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
+            try:
+                await self.renew()
+            except Exception as exc:  # Redis unreachable for a moment: the next turn tries again
+                logger.warning("renewing the slots of %s failed: %s", self.key, exc)
+
+
+def shared_slots_for(endpoint: str, limit: int | None) -> SharedSlots | None:
+    """The shared slots of an operator endpoint with a cap, when Redis is configured; else None."""
+    if not endpoint or not limit or not settings.REDIS_URL:
+        return None
+    import redis.asyncio
+
+    client = redis.asyncio.from_url(settings.REDIS_URL)
+    return SharedSlots(client, endpoint, int(limit), lease_seconds=float(settings.VERIFIER_SLOT_LEASE_SECONDS))

@@ -1,0 +1,205 @@
+"""On the RQ backend too, a worker killed mid-job loses nothing and does nothing twice.
+
+The database-backend kill tests (tests/annotation/test_job_kill.py) with the
+tasks on Redis: two `manage.py worker` processes run RQ workers; the one that
+took the big import (or export) gets SIGKILL mid-job. RQ itself never runs
+that task again (no retry is set: its abandoned job ends in the failed
+registry); the job row's stale heartbeat lets ``resume_stale_jobs`` queue it
+again through the configured backend, and the other worker, already
+running, finishes it: every item imported once, the export whole. A verifier
+run killed mid-chunk is resumed the same way (``resume_stale_runs``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import redis
+from django.core.management import call_command
+from django.db.models import Count
+from rq import Queue
+
+from annotation.models import ExportJob, ImportJob
+from annotation.services import import_items
+from annotation.tasks import run_export_job, run_import_job
+from metaeval.models import Prediction, VerifierRun
+from metaeval.verifiers.services import create_verifier, start_run
+from tests.conftest import verification_item
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.job_kill import (
+    JOB_STALE_SECONDS,
+    assert_export_whole,
+    assert_import_whole,
+    assert_killed_export_left_a_partial_file,
+    assert_killed_import_changed_nothing,
+    big_import_job,
+    export_ended,
+    export_is_writing,
+    import_ended,
+    import_is_staging,
+    labelled_export_job,
+)
+from tests.support.redis_server import redis_server, rq_backend
+from tests.support.worker import kill, start_rq_worker, stop, wait_for
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def redis_url():
+    with redis_server() as url:
+        yield url
+
+
+@pytest.fixture
+def rq(settings, redis_url, tmp_path):
+    """The RQ backend on an empty Redis for this process, and the var dir the workers share with it."""
+    redis.Redis.from_url(redis_url).flushdb()
+    rq_backend(settings, redis_url)
+    settings.VAR_DIR = tmp_path / "var"
+    return redis_url
+
+
+def start_worker(log: Path, redis_url: str) -> subprocess.Popen:
+    env = {"CLAIMLAB_VAR_DIR": str(log.parent / "var"), "CLAIMLAB_JOB_STALE_SECONDS": JOB_STALE_SECONDS}
+    return start_rq_worker(log, redis_url, env)
+
+
+def queued_tasks(redis_url: str) -> int:
+    return Queue("default", connection=redis.Redis.from_url(redis_url)).count
+
+
+def test_an_rq_worker_killed_mid_import_is_recovered_by_the_other_worker_exactly_once(verification_study, rq, tmp_path):
+    job, upload = big_import_job(verification_study)
+    run_import_job.enqueue(job.pk)
+    assert queued_tasks(rq) == 1  # on Redis, not in the database table
+
+    first = start_worker(tmp_path / "worker1.log", rq)
+    second = None
+    try:
+        since: list = []
+        wait_for(lambda: import_is_staging(job.pk, since), "the import to be staging", first, tmp_path / "worker1.log")
+        second = start_worker(tmp_path / "worker2.log", rq)  # idle: the only task is the first worker's
+        kill(first)
+        assert_killed_import_changed_nothing(job, upload)
+
+        call_command("resume_stale_jobs", "--stale-after", "0", stdout=open(os.devnull, "w"))
+        assert ImportJob.objects.get(pk=job.pk).status == ImportJob.Status.QUEUED
+        wait_for(lambda: import_ended(job.pk), "the re-queued import to end", second, tmp_path / "worker2.log", 300)
+    finally:
+        stop(first)
+        if second is not None:
+            stop(second)
+    assert_import_whole(job, upload)
+    assert queued_tasks(rq) == 0
+
+
+def test_an_rq_worker_killed_mid_export_is_recovered_by_the_other_worker_with_the_export_whole(
+    verification_study, rq, tmp_path
+):
+    job = labelled_export_job(verification_study)
+    run_export_job.enqueue(job.pk)
+
+    first = start_worker(tmp_path / "worker1.log", rq)
+    second = None
+    try:
+        wait_for(lambda: export_is_writing(job.pk), "the export to be writing", first, tmp_path / "worker1.log")
+        second = start_worker(tmp_path / "worker2.log", rq)
+        kill(first)
+        assert_killed_export_left_a_partial_file(job)
+
+        call_command("resume_stale_jobs", "--stale-after", "0", stdout=open(os.devnull, "w"))
+        assert ExportJob.objects.get(pk=job.pk).status == ExportJob.Status.QUEUED
+        wait_for(lambda: export_ended(job.pk), "the re-queued export to end", second, tmp_path / "worker2.log", 300)
+    finally:
+        stop(first)
+        if second is not None:
+            stop(second)
+    assert_export_whole(job)
+
+
+N_ITEMS = 40
+ANSWERED_BEFORE_KILL = 14
+CHUNK = 10
+CONCURRENCY = 4
+
+
+def test_an_rq_worker_killed_mid_verifier_run_is_resumed_on_the_other_worker_without_paying_twice(
+    verification_study, settings, rq, tmp_path
+):
+    """The verifier-run kill test (tests/verifiers_run/test_kill_resume.py) on RQ, with the endpoint capped
+    through the shared limiter: the dead worker's slots come back when their leases run out."""
+    import_items(
+        study=verification_study,
+        stream=io.BytesIO("".join(json.dumps(verification_item(f"v-{n:02d}")) + "\n" for n in range(N_ITEMS)).encode()),
+        fmt="jsonl",
+    )
+    with FakeOpenAI(latency=0.02) as server:
+        server.hold_after(ANSWERED_BEFORE_KILL)
+        endpoint = {
+            "base_url": server.base_url.rstrip("/"),
+            "key_env": "",
+            "models": [],
+            "max_concurrency": CONCURRENCY,
+        }
+        settings.VERIFIER_ENDPOINTS = {"test": endpoint}
+        verifier = create_verifier(
+            study=verification_study,
+            name="gpt",
+            preset="veriscore_ternary",
+            model="fake-model",
+            endpoint="test",
+            concurrency=CONCURRENCY,
+            timeout=30.0,
+            retries=0,
+        )
+        run = start_run(verifier=verifier)  # queued on Redis
+        env = {
+            "CLAIMLAB_VERIFIER_CHUNK_SIZE": str(CHUNK),
+            "CLAIMLAB_ENDPOINTS": json.dumps({"test": endpoint}),
+            "CLAIMLAB_VERIFIER_SLOT_LEASE_SECONDS": "2",
+            "CLAIMLAB_VAR_DIR": str(tmp_path / "var"),
+        }
+        first = start_rq_worker(tmp_path / "worker1.log", rq, env)
+        second = None
+        try:
+            wait_for(
+                lambda: Prediction.objects.filter(verifier=verifier).count() >= ANSWERED_BEFORE_KILL,
+                "the first answers to be stored",
+                first,
+                tmp_path / "worker1.log",
+            )
+            wait_for(lambda: server.requests > ANSWERED_BEFORE_KILL, "requests held", first, tmp_path / "worker1.log")
+            second = start_rq_worker(tmp_path / "worker2.log", rq, env)
+            kill(first)
+            stored_before = set(Prediction.objects.filter(verifier=verifier).values_list("item_id", flat=True))
+            assert len(stored_before) == ANSWERED_BEFORE_KILL
+            assert VerifierRun.objects.get(pk=run.pk).status == VerifierRun.Status.RUNNING
+
+            server.release()
+            call_command("resume_stale_runs", "--stale-after", "0", stdout=open(os.devnull, "w"))
+            wait_for(
+                lambda: not VerifierRun.objects.get(pk=run.pk).is_active,
+                "the resumed run to end",
+                second,
+                tmp_path / "worker2.log",
+            )
+        finally:
+            stop(first)
+            if second is not None:
+                stop(second)
+
+    run.refresh_from_db()
+    assert run.status == VerifierRun.Status.SUCCEEDED, run.error_message
+    assert (run.done, run.total, run.errors, run.generation) == (N_ITEMS, N_ITEMS, 0, 1)
+    predictions = Prediction.objects.filter(verifier=verifier)
+    assert predictions.count() == N_ITEMS
+    assert not predictions.values("item_id", "cache_key").annotate(n=Count("pk")).filter(n__gt=1).exists()
+    repeated = server.requests - N_ITEMS  # only the calls in flight at the kill were asked again
+    assert 0 < repeated <= CONCURRENCY
+    assert server.max_in_flight <= CONCURRENCY

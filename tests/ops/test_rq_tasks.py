@@ -1,0 +1,129 @@
+"""Imports, exports and verifier runs go through the RQ backend and `manage.py worker` works them.
+
+With the tasks on Redis (TASKS_BACKEND=django_tasks_rq.RQBackend), each kind is
+queued by its own service as in production, and the one documented worker
+command, given --batch, runs RQ's worker in burst mode: every task in a forked
+work horse, the verifier run's chunk tasks queueing each other, until the
+queue is empty. Nothing goes through the database backend's table.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+
+import pytest
+import redis
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
+from django_tasks import default_task_backend
+from django_tasks_db.models import DBTaskResult
+from rq import Queue
+from rq.registry import FailedJobRegistry, FinishedJobRegistry
+
+from annotation.models import ExportJob, ImportJob, Item
+from annotation.services import import_annotations, import_items
+from annotation.services.export_jobs import request_export
+from annotation.services.import_jobs import submit_import
+from annotation.tasks import run_export_job
+from metaeval.models import Prediction, VerifierRun
+from metaeval.verifiers.services import create_verifier, start_run
+from tests.conftest import verification_item
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.redis_server import redis_server, rq_backend
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(scope="module")
+def redis_url():
+    with redis_server() as url:
+        yield url
+
+
+@pytest.fixture
+def rq(settings, redis_url, tmp_path):
+    """The RQ backend on an empty Redis; RQ's worker installs signal handlers, put back afterwards."""
+    redis.Redis.from_url(redis_url).flushdb()
+    rq_backend(settings, redis_url)
+    settings.VAR_DIR = tmp_path / "var"
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield redis.Redis.from_url(redis_url)
+    for sig, handler in handlers.items():
+        signal.signal(sig, handler)
+
+
+def work(connection: redis.Redis) -> tuple[int, int]:
+    """Run `manage.py worker --batch` here; (tasks finished, tasks failed) on the default queue."""
+    queue = Queue("default", connection=connection)
+    assert queue.count > 0  # something is queued on Redis
+    call_command("worker", "--batch", "--no-reload", "--no-startup-delay", verbosity=0)
+    assert queue.count == 0
+    return FinishedJobRegistry(queue=queue).count, FailedJobRegistry(queue=queue).count
+
+
+def test_a_big_import_runs_on_rq(verification_study, settings, rq):
+    settings.IMPORT_INLINE_MAX_BYTES = 0  # every upload is a background job
+    records = "".join(json.dumps(verification_item(f"rq-{n}")) + "\n" for n in range(50))
+    job = submit_import(
+        study=verification_study, what="items", upload=SimpleUploadedFile("items.jsonl", records.encode())
+    )
+    assert ImportJob.objects.get(pk=job.pk).status == ImportJob.Status.QUEUED
+    assert work(rq) == (1, 0)
+    job.refresh_from_db()
+    assert (job.status, job.created, job.attempts, job.file_path) == (ImportJob.Status.SUCCEEDED, 50, 1, "")
+    assert Item.objects.filter(study=verification_study).count() == 50
+    assert not DBTaskResult.objects.exists()
+
+
+def test_an_export_runs_on_rq_and_its_result_is_readable_through_the_backend(verification_study, rq):
+    import_items(
+        study=verification_study,
+        stream=io.BytesIO("".join(json.dumps(verification_item(f"x-{n}")) + "\n" for n in range(5)).encode()),
+        fmt="jsonl",
+    )
+    labels = [{"item": f"x-{n}", "annotator": "w1", "label": "supported"} for n in range(5)]
+    import_annotations(
+        study=verification_study, stream=io.BytesIO("\n".join(map(json.dumps, labels)).encode()), fmt="jsonl"
+    )
+    job = request_export(study=verification_study, file_format="jsonl")
+    queued = run_export_job.enqueue(job.pk)  # a second task for the same job: it must not write twice
+    assert work(rq) == (2, 0)
+    job.refresh_from_db()
+    assert (job.status, job.rows, job.attempts) == (ExportJob.Status.SUCCEEDED, 5, 1)
+    with open(job.file_path, encoding="utf-8") as exported:
+        assert sorted(json.loads(line)["item"] for line in exported) == [f"x-{n}" for n in range(5)]
+    assert os.listdir(os.path.dirname(job.file_path)) == [os.path.basename(job.file_path)]
+    result = default_task_backend.get_result(queued.id)  # the task's outcome as django-tasks reports it
+    assert result.status == "SUCCESSFUL"
+    assert result.return_value == {"status": ExportJob.Status.SUCCEEDED, "rows": 5}
+
+
+def test_a_verifier_run_runs_on_rq_as_a_chain_of_chunk_tasks(verification_study, settings, rq):
+    import_items(
+        study=verification_study,
+        stream=io.BytesIO("".join(json.dumps(verification_item(f"v-{n}")) + "\n" for n in range(6)).encode()),
+        fmt="jsonl",
+    )
+    settings.VERIFIER_CHUNK_SIZE = 2  # six items: three chunk tasks, each queueing the next
+    settings.VERIFIER_ENDPOINTS = {"test": {"base_url": "", "key_env": "", "models": [], "max_concurrency": None}}
+    with FakeOpenAI() as server:
+        settings.VERIFIER_ENDPOINTS["test"]["base_url"] = server.base_url.rstrip("/")
+        verifier = create_verifier(
+            study=verification_study,
+            name="gpt",
+            preset="veriscore_ternary",
+            model="fake-model",
+            endpoint="test",
+            concurrency=2,
+            timeout=5.0,
+            retries=0,
+        )
+        run = start_run(verifier=verifier)
+        assert work(rq) == (3, 0)
+    run.refresh_from_db()
+    assert (run.status, run.done, run.total, run.errors) == (VerifierRun.Status.SUCCEEDED, 6, 6, 0)
+    assert Prediction.objects.filter(run=run).count() == 6
+    assert server.requests == 6
