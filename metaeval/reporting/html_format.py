@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from django.contrib.staticfiles import finders
+from django.core.paginator import Page
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
@@ -33,10 +34,10 @@ from .present import (
     veriscore_rows,
 )
 
-__all__ = ["DISAGREEMENT_LIMIT", "agreement_collapsed", "report_context", "report_html"]
+__all__ = ["DISAGREEMENTS_PER_PAGE", "agreement_collapsed", "report_context", "report_html"]
 
-#: The page lists this many disagreements; the JSON and CSV hold them all.
-DISAGREEMENT_LIMIT = 500
+#: Disagreements per page of the report page (``?page=``); the downloads hold them all.
+DISAGREEMENTS_PER_PAGE = 100
 STYLESHEETS = ("css/claimlab.css", "css/report.css")
 
 
@@ -83,9 +84,18 @@ def agreement_collapsed(report: dict[str, Any]) -> str:
 
 
 def report_context(
-    study: Study, report: dict[str, Any], *, chart_sources: dict[str, dict[str, str]], link_items: bool
+    study: Study,
+    report: dict[str, Any],
+    *,
+    chart_sources: dict[str, dict[str, str]],
+    link_items: bool,
+    disagreements: Page | None = None,
 ) -> dict[str, Any]:
-    """Template context for the report body; ``chart_sources[name] = {"svg": src, "pdf": href}``."""
+    """Template context for the report body; ``chart_sources[name] = {"svg": src, "pdf": href}``.
+
+    ``disagreements`` is the page of the disagreement list to show (the report page); without
+    it every disagreement is listed (the standalone file keeps all rows).
+    """
     agreement = report["agreement"]
     scores = report["scores"] if report["scores"] and report["scores"].get("available") is not False else None
     credibility = scores["credibility"] if scores else None
@@ -110,8 +120,8 @@ def report_context(
             credibility_rows(credibility) if credibility and credibility.get("available") is not False else None
         ),
         "ceiling_rows": ceiling_rows(report["human_ceiling"]),
-        "disagreements": report["disagreements"][:DISAGREEMENT_LIMIT],
-        "disagreements_cut": max(0, len(report["disagreements"]) - DISAGREEMENT_LIMIT),
+        "disagreements": disagreements.object_list if disagreements is not None else report["disagreements"],
+        "disagreements_page": disagreements,
         "charts": [
             {"name": name, "title": CHARTS[name][0], **chart_sources[name]}
             for name in chart_names(study)
