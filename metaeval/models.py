@@ -307,7 +307,9 @@ class ReportSnapshotPart(models.Model):
     """One chunk of a long list of a snapshot (e.g. rows 1,000-1,999 of the disagreements)."""
 
     snapshot = models.ForeignKey(ReportSnapshot, on_delete=models.CASCADE, related_name="parts")
-    section = models.CharField(max_length=40)
+    section = models.CharField(
+        max_length=400, help_text="The list's path in the report, e.g. scores/human/per_response."
+    )
     chunk = models.PositiveIntegerField()
     rows = models.JSONField()
 

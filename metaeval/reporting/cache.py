@@ -53,8 +53,12 @@ __all__ = [
 
 #: Bump when ``build_report``'s output changes shape, so older snapshots stop matching.
 CACHE_VERSION = "1"
-#: The report's lists that grow with the items: stored in chunks, loaded a page at a time.
-LIST_SECTIONS = ("disagreements",)
+#: The report's lists that grow with the items, stored in chunks and loaded only when needed:
+#: the disagreement list (a page at a time) and every score block's ``per_response`` rows
+#: (downloads only). In the stored report each is replaced, in place, by a ``PARTS`` marker.
+DISAGREEMENTS = "disagreements"
+PER_RESPONSE = "per_response"
+PARTS = "stored_in_parts"
 #: Rows per stored chunk of a long list (a page size must divide it).
 CHUNK_ROWS = 1000
 #: Snapshots kept per (study, options) and per study; older ones are deleted when one is stored.
@@ -69,8 +73,8 @@ MOVED = "moved:"
 class CachedReport:
     """A report and what it is: the data state it was built from, when, and whether that is now.
 
-    ``report`` lacks the ``LIST_SECTIONS`` when it came from ``page_report``; ``rows`` always holds
-    them (read a chunk at a time from a stored snapshot).
+    ``report`` has markers instead of the long lists when it came from ``page_report``; ``rows``
+    always holds the disagreement list (read a chunk at a time from a stored snapshot).
     """
 
     report: dict[str, Any]
@@ -161,7 +165,7 @@ def _built(study: Study, options: ReportOptions) -> tuple[dict[str, Any], str, f
 def _store(study: Study, options: ReportOptions, report: dict[str, Any], fingerprint: str, seconds: float) -> int:
     """Keep a built report (its long lists in chunks) and prune older snapshots; returns its id."""
     key = options_key(options)
-    main = {name: value for name, value in report.items() if name not in LIST_SECTIONS}
+    main, lists = _split(report)
     try:
         with transaction.atomic():
             snapshot = ReportSnapshot.objects.create(
@@ -176,8 +180,7 @@ def _store(study: Study, options: ReportOptions, report: dict[str, Any], fingerp
                 ReportSnapshotPart(
                     snapshot=snapshot, section=section, chunk=n // CHUNK_ROWS, rows=rows[n : n + CHUNK_ROWS]
                 )
-                for section in LIST_SECTIONS
-                for rows in [report.get(section) or []]
+                for section, rows in lists.items()
                 for n in range(0, len(rows), CHUNK_ROWS)
             )
     except IntegrityError:  # another request or task stored this very state first: same report
@@ -195,22 +198,52 @@ def _prune(study: Study, key: str) -> None:
         ReportSnapshot.objects.filter(pk__in=same + others).delete()
 
 
+def _split(report: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list]]:
+    """The report with its long lists replaced by markers (same key order), and the lists by section path."""
+    lists: dict[str, list] = {}
+
+    def walk(node: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, value in node.items():
+            here = (*path, name)
+            long = isinstance(value, list) and (name == PER_RESPONSE or here == (DISAGREEMENTS,))
+            if long:
+                section = "/".join(here)
+                lists[section] = value
+                out[name] = {PARTS: section, "n": len(value)}
+            else:
+                out[name] = walk(value, here) if isinstance(value, dict) else value
+        return out
+
+    return walk(report, ()), lists
+
+
 def _with_lists(snapshot_id: int, report: dict[str, Any]) -> dict[str, Any]:
-    """A stored main report with its long lists put back (every chunk, in order)."""
-    full = dict(report)
-    for section in LIST_SECTIONS:
-        parts = ReportSnapshotPart.objects.filter(snapshot_id=snapshot_id, section=section).order_by("chunk")
-        full[section] = [row for chunk in parts.values_list("rows", flat=True) for row in chunk]
-    return full
+    """A stored report with its long lists put back where their markers are (every chunk, in order)."""
+    parts: dict[str, list] = {}
+    for section, rows in (
+        ReportSnapshotPart.objects.filter(snapshot_id=snapshot_id)
+        .order_by("section", "chunk")
+        .values_list("section", "rows")
+    ):
+        parts.setdefault(section, []).extend(rows)
+
+    def walk(node: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, value in node.items():
+            if isinstance(value, dict) and PARTS in value and len(value) == 2:
+                out[name] = parts.get(value[PARTS], [])
+            else:
+                out[name] = walk(value) if isinstance(value, dict) else value
+        return out
+
+    return walk(report)
 
 
 def _lazy_lists(snapshot_id: int | None, report: dict[str, Any], full: dict[str, Any] | None) -> dict[str, ChunkedRows]:
-    """The long lists as sequences that read only the chunks a page needs (or the built lists, when at hand)."""
-    totals = {"disagreements": report["n_disagreements"]}
-    return {
-        section: ChunkedRows(snapshot_id, section, totals[section], full[section] if full is not None else None)
-        for section in LIST_SECTIONS
-    }
+    """The disagreement list as a sequence that reads only the chunks a page needs (or the built list, at hand)."""
+    rows = full[DISAGREEMENTS] if full is not None else None
+    return {DISAGREEMENTS: ChunkedRows(snapshot_id, DISAGREEMENTS, report["n_disagreements"], rows)}
 
 
 def current_report(study: Study, options: ReportOptions) -> CachedReport:

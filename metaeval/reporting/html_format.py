@@ -9,12 +9,15 @@ on its own.
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from django.contrib.staticfiles import finders
 from django.core.paginator import Page
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
 from annotation.models import Study
@@ -39,6 +42,8 @@ __all__ = ["DISAGREEMENTS_PER_PAGE", "agreement_collapsed", "report_context", "r
 #: Disagreements per page of the report page (``?page=``); the downloads hold them all.
 DISAGREEMENTS_PER_PAGE = 100
 STYLESHEETS = ("css/claimlab.css", "css/report.css")
+#: What ``reverse`` leaves unquoted in a path argument (django.urls.resolvers: RFC 3986 sub-delimiters and /~:@).
+URL_SAFE = "!$&'()*+,;=/~:@"
 
 
 def _score_context(block: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -83,6 +88,16 @@ def agreement_collapsed(report: dict[str, Any]) -> str:
     )
 
 
+def _linked(study: Study, entries: Sequence[dict[str, Any]], link_items: bool) -> list[dict[str, Any]]:
+    """The entries with their item page's URL: one ``reverse`` for all (a ``{% url %}`` per row cost
+    more than the rest of the page)."""
+    if not link_items:
+        return list(entries)
+    marker = "ITEM-ID-MARKER"
+    pattern = reverse("annotation:item_detail", args=[study.slug, marker])
+    return [{**entry, "url": pattern.replace(marker, quote(entry["item"], safe=URL_SAFE))} for entry in entries]
+
+
 def report_context(
     study: Study,
     report: dict[str, Any],
@@ -120,7 +135,9 @@ def report_context(
             credibility_rows(credibility) if credibility and credibility.get("available") is not False else None
         ),
         "ceiling_rows": ceiling_rows(report["human_ceiling"]),
-        "disagreements": disagreements.object_list if disagreements is not None else report["disagreements"],
+        "disagreements": _linked(
+            study, disagreements.object_list if disagreements is not None else report["disagreements"], link_items
+        ),
         "disagreements_page": disagreements,
         "charts": [
             {"name": name, "title": CHARTS[name][0], **chart_sources[name]}
