@@ -136,7 +136,7 @@ def report_context(
         ),
         "ceiling_rows": ceiling_rows(report["human_ceiling"]),
         "disagreements": _linked(
-            study, disagreements.object_list if disagreements is not None else report["disagreements"], link_items
+            study, disagreements if disagreements is not None else report["disagreements"], link_items
         ),
         "disagreements_page": disagreements,
         "charts": [
