@@ -41,10 +41,16 @@ def _options(request: AuthenticatedHttpRequest) -> ReportOptions:
         raise BadRequest(f"{exc.name}: {exc}") from None
 
 
-def _query(request: AuthenticatedHttpRequest, *, without: str = "page") -> str:
-    """The request's query string without ``without`` (the downloads and page links keep the other options)."""
+def _query(request: AuthenticatedHttpRequest, *, downloads: bool = False) -> str:
+    """The request's options as a query string, without ``page`` (the page links keep the other options).
+
+    For ``downloads`` with the page's own two sections switched on, so a download linked from the
+    page is the page's report, and the same cached one.
+    """
     query = request.GET.copy()
-    query.pop(without, None)
+    query.pop("page", None)
+    if downloads:
+        query["by_domain"] = query["binary"] = "true"
     return query.urlencode()
 
 
@@ -73,7 +79,11 @@ def report_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         for name in chart_names(study)
     }
     context = report_context(study, report, chart_sources=sources, link_items=True, disagreements=page)
-    return render(request, "metaeval/report.html", {**context, "cached": cached, "query": _query(request)})
+    return render(
+        request,
+        "metaeval/report.html",
+        {**context, "cached": cached, "query": _query(request), "download_query": _query(request, downloads=True)},
+    )
 
 
 @login_required
