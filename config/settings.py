@@ -497,3 +497,8 @@ ANYONE_CAN_CREATE_STUDIES = env_bool("CLAIMLAB_ANYONE_CAN_CREATE_STUDIES", False
 # imported during the request, so it is bounded here; bigger files go through the
 # import_items / import_annotations / import_predictions commands with --from.
 IMPORT_FROM_UPLOAD_MAX_BYTES = _env_number("IMPORT_FROM_UPLOAD_MAX_BYTES", 20 * 1024 * 1024)
+
+# --- Report cache (issue 15 §3; metaeval/reporting/cache.py) ---
+# A page view that finds only an older report queues one background rebuild; if that rebuild has not
+# stored its report after this many seconds (its worker may have died), the next view queues it again.
+REPORT_REFRESH_RETRY_SECONDS = _job_number("CLAIMLAB_REPORT_REFRESH_RETRY_SECONDS", 600.0, 0.0)

@@ -134,16 +134,24 @@ def report_table_tex(request: AuthenticatedHttpRequest, slug: str, table: str) -
 @login_required
 @require_GET
 def report_chart(request: AuthenticatedHttpRequest, slug: str, chart: str, ext: str) -> HttpResponse:
-    """One chart as SVG or PDF; revalidated on every view (ETag), redrawn only when the data changed."""
+    """One chart as SVG or PDF; revalidated on every view (ETag), redrawn only when the data changed.
+
+    Its options are the page's (the chart URL carries the page's reference rule), so the
+    annotator and verifier charts are drawn from the page's cached report when it is current.
+    """
     study = access_study(request.user, slug, role=Researcher)
     if chart not in CHARTS:
         raise Http404("No such chart.")
-    reference = _options(request).reference
-    etag = quote_etag(f"{selectors.report_fingerprint(study)}-{chart}-{reference}-{ext}-{CHART_VERSION}")
+    options = _options(request)
+    reference = options.reference
+    fingerprint = selectors.report_fingerprint(study)
+    etag = quote_etag(f"{fingerprint}-{chart}-{reference}-{ext}-{CHART_VERSION}")
     response = get_conditional_response(request, etag=etag)
     if response is None:
+        # the page's cached report of this very data state, when there is one: no bootstrap redone
+        report = cache.cached_current(study, options, fingerprint)
         try:
-            figure = chart_figure(study, chart, reference=reference)
+            figure = chart_figure(study, chart, reference=reference, report=report)
         except ChartNotApplicable as exc:
             raise Http404(str(exc)) from None
         response = HttpResponse(charts.render(figure, ext), content_type=charts.CHART_FORMATS[ext])

@@ -41,6 +41,7 @@ __all__ = [
     "CACHE_VERSION",
     "CHUNK_ROWS",
     "CachedReport",
+    "cached_current",
     "ChunkedRows",
     "current_report",
     "options_from_dict",
@@ -306,6 +307,15 @@ def page_report(study: Study, options: ReportOptions) -> CachedReport:
     )
 
 
+def cached_current(study: Study, options: ReportOptions, fingerprint: str) -> dict[str, Any] | None:
+    """The cached report of this data state, without its long lists, or None (never builds; the charts ask)."""
+    return (
+        ReportSnapshot.objects.filter(study=study, options_key=options_key(options), fingerprint=fingerprint)
+        .values_list("report", flat=True)
+        .first()
+    )
+
+
 def snapshot_status(study: Study, options: ReportOptions) -> dict[str, Any]:
     """Whether a report of the data as it is now is cached (the page's poll asks this; no build)."""
     fingerprint = selectors.report_fingerprint(study)
@@ -318,7 +328,7 @@ def snapshot_status(study: Study, options: ReportOptions) -> dict[str, Any]:
 
 
 def _retry_seconds() -> float:
-    return float(getattr(settings, "REPORT_REFRESH_RETRY_SECONDS", 600))
+    return float(settings.REPORT_REFRESH_RETRY_SECONDS)
 
 
 def request_refresh(study: Study, options: ReportOptions, fingerprint: str) -> bool:

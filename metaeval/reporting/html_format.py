@@ -165,7 +165,7 @@ def report_html(study: Study, report: dict[str, Any]) -> str:
     """A standalone HTML document: styles inlined, charts as data URIs, no links to the server."""
     sources = {}
     for name in chart_names(study):
-        figure = chart_figure(study, name, reference=report["options"]["reference"])
+        figure = chart_figure(study, name, reference=report["options"]["reference"], report=report)
         svg = charts.render(figure, "svg")
         sources[name] = {"svg": "data:image/svg+xml;base64," + base64.b64encode(svg).decode("ascii"), "pdf": ""}
     context = report_context(study, report, chart_sources=sources, link_items=False)

@@ -303,3 +303,20 @@ def test_a_participant_screened_out_makes_the_cached_report_stale(owner, loaded_
     Participant.objects.filter(pk=participant.pk).update(status="screened_out")
     assert selectors.report_fingerprint(loaded_verification_study) != before
     assert STALE in page(owner)
+
+
+def test_annotator_chart_is_drawn_from_the_pages_cached_report(owner, loaded_verification_study, monkeypatch):
+    from metaeval.reporting import charts as report_charts
+
+    page(owner, query="?reference=majority")
+    chart = reverse("metaeval:report_chart", args=["verif", "annotators", "svg"]) + "?reference=majority"
+
+    def recompute(*args, **kwargs):
+        raise AssertionError("the chart recomputed what the cached report holds")
+
+    monkeypatch.setattr(report_charts, "_annotators", recompute)
+    response = owner.get(chart)
+    assert response.status_code == 200 and b"<svg" in response.content
+    change_label(loaded_verification_study)  # no current report of the new data: drawn from the data
+    with pytest.raises(AssertionError, match="recomputed"):
+        owner.get(chart)
