@@ -286,7 +286,9 @@ class ReportSnapshot(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="report_snapshots")
     options_key = models.CharField(max_length=64)
     fingerprint = models.CharField(max_length=64)
-    report = models.JSONField(help_text="The report without its long lists (see ReportSnapshotPart).")
+    # JSON text, not a JSONField: PostgreSQL's jsonb reorders keys, and the report's key order is
+    # its row order in the CSV and on the page (a cached report must read exactly like a fresh one).
+    report = models.TextField(help_text="The report without its long lists (see ReportSnapshotPart), as JSON.")
     computed_at = models.DateTimeField()
     build_seconds = models.FloatField(default=0.0)
 
@@ -311,7 +313,7 @@ class ReportSnapshotPart(models.Model):
         max_length=400, help_text="The list's path in the report, e.g. scores/human/per_response."
     )
     chunk = models.PositiveIntegerField()
-    rows = models.JSONField()
+    rows = models.TextField(help_text="The chunk's rows as a JSON list (text: key order kept).")
 
     class Meta:
         ordering = ["snapshot", "section", "chunk"]

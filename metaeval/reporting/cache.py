@@ -116,7 +116,7 @@ class ChunkedRows(Sequence[dict[str, Any]]):
         parts = ReportSnapshotPart.objects.filter(
             snapshot_id=self.snapshot_id, section=self.section, chunk__in=list(chunks)
         ).order_by("chunk")
-        loaded = [row for part in parts.values_list("rows", flat=True) for row in part]
+        loaded = [row for part in parts.values_list("rows", flat=True) for row in json.loads(part)]
         offset = chunks.start * CHUNK_ROWS
         return loaded[start - offset : stop - offset : step]
 
@@ -173,13 +173,16 @@ def _store(study: Study, options: ReportOptions, report: dict[str, Any], fingerp
                 study=study,
                 options_key=key,
                 fingerprint=fingerprint,
-                report=main,
+                report=json.dumps(main, allow_nan=False),
                 computed_at=timezone.now(),
                 build_seconds=seconds,
             )
             ReportSnapshotPart.objects.bulk_create(
                 ReportSnapshotPart(
-                    snapshot=snapshot, section=section, chunk=n // CHUNK_ROWS, rows=rows[n : n + CHUNK_ROWS]
+                    snapshot=snapshot,
+                    section=section,
+                    chunk=n // CHUNK_ROWS,
+                    rows=json.dumps(rows[n : n + CHUNK_ROWS], allow_nan=False),
                 )
                 for section, rows in lists.items()
                 for n in range(0, len(rows), CHUNK_ROWS)
@@ -227,7 +230,7 @@ def _with_lists(snapshot_id: int, report: dict[str, Any]) -> dict[str, Any]:
         .order_by("section", "chunk")
         .values_list("section", "rows")
     ):
-        parts.setdefault(section, []).extend(rows)
+        parts.setdefault(section, []).extend(json.loads(rows))
 
     def walk(node: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -253,7 +256,7 @@ def current_report(study: Study, options: ReportOptions) -> CachedReport:
     key = options_key(options)
     snapshot = ReportSnapshot.objects.filter(study=study, options_key=key, fingerprint=fingerprint).first()
     if snapshot is not None:
-        full = _with_lists(snapshot.pk, snapshot.report)
+        full = _with_lists(snapshot.pk, json.loads(snapshot.report))
         return CachedReport(
             report=full,
             fingerprint=fingerprint,
@@ -296,24 +299,26 @@ def page_report(study: Study, options: ReportOptions) -> CachedReport:
         return _build_now(study, options)
     if not current:
         request_refresh(study, options, fingerprint)  # queued now, or already queued by an earlier view
+    report = json.loads(snapshot.report)
     return CachedReport(
-        report=snapshot.report,
+        report=report,
         fingerprint=snapshot.fingerprint,
         computed_at=snapshot.computed_at,
         current=current,
         snapshot_id=snapshot.pk,
         refreshing=not current,
-        rows=_lazy_lists(snapshot.pk, snapshot.report, None),
+        rows=_lazy_lists(snapshot.pk, report, None),
     )
 
 
 def cached_current(study: Study, options: ReportOptions, fingerprint: str) -> dict[str, Any] | None:
     """The cached report of this data state, without its long lists, or None (never builds; the charts ask)."""
-    return (
+    text = (
         ReportSnapshot.objects.filter(study=study, options_key=options_key(options), fingerprint=fingerprint)
         .values_list("report", flat=True)
         .first()
     )
+    return json.loads(text) if text is not None else None
 
 
 def snapshot_status(study: Study, options: ReportOptions) -> dict[str, Any]:

@@ -205,7 +205,7 @@ def test_long_lists_are_stored_in_chunks_and_pages_read_only_theirs(many_disagre
     monkeypatch.setattr(cache, "CHUNK_ROWS", 100)
     built = cache.current_report(many_disagreements, PAGE_OPTIONS)
     stored = ReportSnapshot.objects.get(pk=built.snapshot_id)
-    assert stored.report["disagreements"] == {cache.PARTS: "disagreements", "n": 230}
+    assert json.loads(stored.report)["disagreements"] == {cache.PARTS: "disagreements", "n": 230}
     assert sorted(stored.parts.filter(section="disagreements").values_list("chunk", flat=True)) == [0, 1, 2]
     served = cache.page_report(many_disagreements, PAGE_OPTIONS)
     assert served.current and served.rows["disagreements"][150:160] == built.report["disagreements"][150:160]
