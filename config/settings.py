@@ -578,3 +578,8 @@ if TASKS_ON_RQ:
 # Seconds a verifier call's slot in the shared limiter is leased for (renewed every third of it while
 # the call runs): a killed worker's slots come back after at most this long.
 VERIFIER_SLOT_LEASE_SECONDS = max(1.0, _env_number("CLAIMLAB_VERIFIER_SLOT_LEASE_SECONDS", 30.0, integer=False))
+
+# --- Report cache (issue 15 §3; metaeval/reporting/cache.py) ---
+# A page view that finds only an older report queues one background rebuild; if that rebuild has not
+# stored its report after this many seconds (its worker may have died), the next view queues it again.
+REPORT_REFRESH_RETRY_SECONDS = _job_number("CLAIMLAB_REPORT_REFRESH_RETRY_SECONDS", 600.0, 0.0)

@@ -1,4 +1,4 @@
-"""DRF face of the report: the same dict as the CLI's ``--format json``."""
+"""DRF face of the report: the same dict as the CLI's ``--format json``, from the report cache when current."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from annotation.permissions import IsStudyResearcher, StudyScoped
 
-from .reporting import build_report, options_from_query
+from .reporting import cache, options_from_query
 from .reporting.options import InvalidOption
 from .serializers import ReportSerializer
 
@@ -53,4 +53,4 @@ class StudyReport(StudyScoped, APIView):
             options = options_from_query(request.query_params)
         except InvalidOption as exc:
             raise ValidationError({exc.name: [str(exc)]}) from None
-        return Response(build_report(self.study, options))
+        return Response(cache.current_report(self.study, options).report)

@@ -271,3 +271,79 @@ class Prediction(models.Model):
 
     def __str__(self) -> str:
         return f"{self.verifier_id}/{self.item_id}: {self.label or self.parse_status or 'error'}"
+
+
+class ReportSnapshot(models.Model):
+    """A built report, kept so that a page view does not recompute every bootstrap (issue 15 §3).
+
+    Keyed by the study, the report options (``options_key``, a hash of their JSON) and the
+    data's fingerprint (``metaeval.selectors.report_fingerprint``): a snapshot is current
+    exactly when its fingerprint is the study's fingerprint now. ``report`` is the report
+    without its long lists, which live in ``ReportSnapshotPart`` rows, so a page loads only
+    the rows it shows. A study keeps only its latest few (``metaeval.reporting.cache``).
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="report_snapshots")
+    options_key = models.CharField(max_length=64)
+    fingerprint = models.CharField(max_length=64)
+    # JSON text, not a JSONField: PostgreSQL's jsonb reorders keys, and the report's key order is
+    # its row order in the CSV and on the page (a cached report must read exactly like a fresh one).
+    report = models.TextField(help_text="The report without its long lists (see ReportSnapshotPart), as JSON.")
+    computed_at = models.DateTimeField()
+    build_seconds = models.FloatField(default=0.0)
+
+    class Meta:
+        ordering = ["study", "-computed_at", "-id"]
+        indexes = [models.Index(fields=["study", "options_key", "computed_at"], name="report_snapshot_latest")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "options_key", "fingerprint"], name="report_snapshot_once_per_state"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"report of {self.study_id} at {self.computed_at:%Y-%m-%d %H:%M:%S}"
+
+
+class ReportSnapshotPart(models.Model):
+    """One chunk of a long list of a snapshot (e.g. rows 1,000-1,999 of the disagreements)."""
+
+    snapshot = models.ForeignKey(ReportSnapshot, on_delete=models.CASCADE, related_name="parts")
+    section = models.CharField(
+        max_length=400, help_text="The list's path in the report, e.g. scores/human/per_response."
+    )
+    chunk = models.PositiveIntegerField()
+    rows = models.TextField(help_text="The chunk's rows as a JSON list (text: key order kept).")
+
+    class Meta:
+        ordering = ["snapshot", "section", "chunk"]
+        constraints = [
+            models.UniqueConstraint(fields=["snapshot", "section", "chunk"], name="report_part_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.snapshot_id}: {self.section} #{self.chunk}"
+
+
+class ReportRefresh(models.Model):
+    """The background recomputation asked for a study's report with some options.
+
+    One row per (study, options): a page view that finds only a stale snapshot queues a
+    task only when it moves ``fingerprint``/``queued_at`` by a conditional UPDATE, so ten
+    reloads queue one task, and a task lost with its worker is queued again after
+    ``REPORT_REFRESH_RETRY_SECONDS``.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="report_refreshes")
+    options_key = models.CharField(max_length=64)
+    options = models.JSONField(help_text="ReportOptions.as_dict(), for the task.")
+    fingerprint = models.CharField(max_length=64, help_text="The data state the queued task was asked for.")
+    queued_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["study", "options_key"], name="report_refresh_once_per_options"),
+        ]
+
+    def __str__(self) -> str:
+        return f"refresh of {self.study_id} queued {self.queued_at:%Y-%m-%d %H:%M:%S}"

@@ -13,7 +13,7 @@ import hashlib
 import pandas as pd
 from django.db.models import Count, Max, Q, QuerySet, Sum
 
-from annotation.models import Annotation, Item, Study, StudyMember
+from annotation.models import Adjudication, Annotation, Item, Participant, Study, StudyMember
 from annotation.selectors import pseudonyms
 from annotation.selectors.participants import excluded_annotator_ids
 
@@ -154,19 +154,31 @@ def evidence_frame(study: Study, *, include_screened_out: bool = False) -> tuple
 def report_fingerprint(study: Study) -> str:
     """A short hash that changes whenever anything a report reads changes.
 
-    Used as an ETag so charts are revalidated on every view but re-drawn only
-    when the data moved: nothing stale is ever served. Counts and id sums
-    catch deletions and replacements, the latest ``updated_at`` catches
-    edits (every write path sets it), pseudonyms catch renames.
+    The chart ETags and the report cache (``metaeval.reporting.cache``) are keyed by it,
+    so nothing stale is ever served as current. Counts and id sums catch deletions and
+    replacements, the latest ``updated_at`` catches edits (every write path sets it),
+    pseudonyms catch renames. Every annotation counts (skipped ones and crowd participants'
+    too: which of them a report leaves out follows from the assignments' and participants'
+    states, both in the key), so one key serves every ``include_screened_out`` option.
+    Participants' statuses are counted because their services change them by UPDATE
+    (no ``updated_at``); adjudications feed the reference labels and the adjudication section.
     """
-    annotations = _annotations(study).aggregate(
+    annotations = Annotation.objects.filter(assignment__study=study).aggregate(
         n=Count("pk"), ids=Sum("pk"), last=Max("updated_at"), last_assignment=Max("assignment__updated_at")
     )
     items = Item.objects.filter(study=study).aggregate(n=Count("pk"), ids=Sum("pk"), last=Max("updated_at"))
-    names = sorted(StudyMember.objects.filter(study=study).values_list("user_id", "pseudonym"))
+    names = sorted(StudyMember.objects.filter(study=study).values_list("user_id", "pseudonym", "is_active"))
+    participants = sorted(
+        Participant.objects.filter(study=study).order_by().values_list("status").annotate(n=Count("pk"), ids=Sum("pk"))
+    )
+    adjudications = Adjudication.objects.filter(study=study).aggregate(
+        n=Count("pk"), ids=Sum("pk"), last=Max("updated_at")
+    )
     predictions = Prediction.objects.filter(verifier__study=study).aggregate(
         n=Count("pk"), ids=Sum("pk"), last=Max("updated_at")
     )
     verifiers = sorted(Verifier.objects.filter(study=study).values_list("pk", "name", "updated_at"))
-    key = repr((study.pk, study.updated_at, annotations, items, names, predictions, verifiers))
+    key = repr(
+        (study.pk, study.updated_at, annotations, items, names, participants, adjudications, predictions, verifiers)
+    )
     return hashlib.sha256(key.encode()).hexdigest()[:32]

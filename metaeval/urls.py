@@ -7,6 +7,7 @@ app_name = "metaeval"
 urlpatterns = [
     path("plan/", planning_views.plan_page, name="plan"),
     path("studies/<slug:slug>/report/", views.report_page, name="report"),
+    path("studies/<slug:slug>/report/status/", views.report_status, name="report_status"),
     re_path(
         r"^studies/(?P<slug>[-\w]+)/report\.(?P<fmt>json|csv|html|tex)$", views.report_download, name="report_download"
     ),

@@ -6,7 +6,8 @@ import json
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
-from django.http import Http404, HttpResponse
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import get_conditional_response, patch_cache_control
@@ -16,10 +17,10 @@ from django.views.decorators.http import require_GET
 from annotation.access import Researcher, access_study
 from annotation.http import AuthenticatedHttpRequest
 from metaeval import charts, selectors
-from metaeval.reporting import ReportOptions, build_report, options_from_query
+from metaeval.reporting import ReportOptions, cache, options_from_query
 from metaeval.reporting.charts import CHARTS, ChartNotApplicable, chart_figure, chart_names
 from metaeval.reporting.csv_format import report_csv
-from metaeval.reporting.html_format import report_context, report_html
+from metaeval.reporting.html_format import DISAGREEMENTS_PER_PAGE, report_context, report_html
 from metaeval.reporting.latex_format import TABLE_NAMES, report_tables, report_tex, table_tex
 from metaeval.reporting.options import InvalidOption
 
@@ -40,13 +41,34 @@ def _options(request: AuthenticatedHttpRequest) -> ReportOptions:
         raise BadRequest(f"{exc.name}: {exc}") from None
 
 
+def _query(request: AuthenticatedHttpRequest, *, downloads: bool = False) -> str:
+    """The request's options as a query string, without ``page`` (the page links keep the other options).
+
+    For ``downloads`` with the page's own two sections switched on, so a download linked from the
+    page is the page's report, and the same cached one.
+    """
+    query = request.GET.copy()
+    query.pop("page", None)
+    if downloads:
+        query["by_domain"] = query["binary"] = "true"
+    return query.urlencode()
+
+
 @login_required
 @require_GET
 def report_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
-    """The researcher's report: every section, charts as <img> of the SVG route."""
+    """The researcher's report, from the cache: every section, charts as <img> of the SVG route.
+
+    When the data changed since the cached report was made, the page shows that report
+    labelled with when it was computed while a background task makes the new one
+    (``reporting.cache.page_report``); the disagreement list is paginated (``?page=``).
+    """
     study = access_study(request.user, slug, role=Researcher)
     options = _options(request)
-    report = build_report(study, options)
+    cached = cache.page_report(study, options)
+    report = cached.report
+    paginator = Paginator(cached.rows["disagreements"], DISAGREEMENTS_PER_PAGE)
+    page = paginator.get_page(request.GET.get("page"))
     # only the annotator chart depends on the reference rule; its URL carries it
     rule = f"?reference={options.reference}" if options.reference else ""
     sources = {
@@ -56,8 +78,22 @@ def report_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         }
         for name in chart_names(study)
     }
-    context = report_context(study, report, chart_sources=sources, link_items=True)
-    return render(request, "metaeval/report.html", {**context, "query": request.GET.urlencode()})
+    context = report_context(study, report, chart_sources=sources, link_items=True, disagreements=page)
+    return render(
+        request,
+        "metaeval/report.html",
+        {**context, "cached": cached, "query": _query(request), "download_query": _query(request, downloads=True)},
+    )
+
+
+@login_required
+@require_GET
+def report_status(request: AuthenticatedHttpRequest, slug: str) -> JsonResponse:
+    """Whether the report of the data as it is now is ready (the page polls this while it shows an older one)."""
+    study = access_study(request.user, slug, role=Researcher)
+    response = JsonResponse(cache.snapshot_status(study, _options(request)))
+    patch_cache_control(response, private=True, no_store=True)
+    return response
 
 
 @login_required
@@ -65,7 +101,7 @@ def report_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
 def report_download(request: AuthenticatedHttpRequest, slug: str, fmt: str) -> HttpResponse:
     """The report as a JSON, CSV, standalone HTML or LaTeX (every table, booktabs) file (same options as the page)."""
     study = access_study(request.user, slug, role=Researcher)
-    report = build_report(study, _options(request))
+    report = cache.current_report(study, _options(request)).report
     if fmt == "json":
         body = json.dumps(report, indent=2, allow_nan=False)
     elif fmt == "csv":
@@ -86,7 +122,7 @@ def report_table_tex(request: AuthenticatedHttpRequest, slug: str, table: str) -
     study = access_study(request.user, slug, role=Researcher)
     if table not in TABLE_NAMES:
         raise Http404(f"No table {table!r}; a report has: {', '.join(TABLE_NAMES)}.")
-    report = build_report(study, _options(request))
+    report = cache.current_report(study, _options(request)).report
     tables = report_tables(report)
     if table not in tables:
         raise Http404(f"The {table} table has nothing to show in this study's report.")
@@ -98,16 +134,24 @@ def report_table_tex(request: AuthenticatedHttpRequest, slug: str, table: str) -
 @login_required
 @require_GET
 def report_chart(request: AuthenticatedHttpRequest, slug: str, chart: str, ext: str) -> HttpResponse:
-    """One chart as SVG or PDF; revalidated on every view (ETag), redrawn only when the data changed."""
+    """One chart as SVG or PDF; revalidated on every view (ETag), redrawn only when the data changed.
+
+    Its options are the page's (the chart URL carries the page's reference rule), so the
+    annotator and verifier charts are drawn from the page's cached report when it is current.
+    """
     study = access_study(request.user, slug, role=Researcher)
     if chart not in CHARTS:
         raise Http404("No such chart.")
-    reference = _options(request).reference
-    etag = quote_etag(f"{selectors.report_fingerprint(study)}-{chart}-{reference}-{ext}-{CHART_VERSION}")
+    options = _options(request)
+    reference = options.reference
+    fingerprint = selectors.report_fingerprint(study)
+    etag = quote_etag(f"{fingerprint}-{chart}-{reference}-{ext}-{CHART_VERSION}")
     response = get_conditional_response(request, etag=etag)
     if response is None:
+        # the page's cached report of this very data state, when there is one: no bootstrap redone
+        report = cache.cached_current(study, options, fingerprint)
         try:
-            figure = chart_figure(study, chart, reference=reference)
+            figure = chart_figure(study, chart, reference=reference, report=report)
         except ChartNotApplicable as exc:
             raise Http404(str(exc)) from None
         response = HttpResponse(charts.render(figure, ext), content_type=charts.CHART_FORMATS[ext])

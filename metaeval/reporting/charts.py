@@ -113,11 +113,23 @@ CHARTS: dict[str, tuple[str, Callable[[Study], Figure]]] = {
 }
 
 
-def chart_figure(study: Study, name: str, *, reference: str | None = None) -> Figure:
+def chart_figure(
+    study: Study, name: str, *, reference: str | None = None, report: Mapping[str, Any] | None = None
+) -> Figure:
     """The named chart of the study; KeyError for an unknown name.
 
     ``reference`` is the report's reference rule (None: the study's); only the annotator chart depends on it.
+    ``report``, a built report of the data as it is now (the report cache's), saves the two charts
+    that need bootstraps from recomputing them: they are drawn from its sections.
     """
+    if report is not None and name == "annotators" and report.get("annotator_quality"):
+        quality = report["annotator_quality"]
+        rows, flagged = annotator_rows(quality)
+        return charts.annotator_quality_figure(rows, flagged, quality["reference_rule"])
+    if report is not None and name == "verifiers" and "verifiers" in report:
+        if not report["verifiers"]:
+            raise ChartNotApplicable("the verifier chart is drawn for studies with verifiers")
+        return charts.verifier_figure(verifier_rows(report["verifiers"]))
     if name == "annotators":
         return _annotators(study, reference)
     return CHARTS[name][1](study)

@@ -9,11 +9,15 @@ on its own.
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from django.contrib.staticfiles import finders
+from django.core.paginator import Page
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
 from annotation.models import Study
@@ -33,11 +37,13 @@ from .present import (
     veriscore_rows,
 )
 
-__all__ = ["DISAGREEMENT_LIMIT", "agreement_collapsed", "report_context", "report_html"]
+__all__ = ["DISAGREEMENTS_PER_PAGE", "agreement_collapsed", "report_context", "report_html"]
 
-#: The page lists this many disagreements; the JSON and CSV hold them all.
-DISAGREEMENT_LIMIT = 500
+#: Disagreements per page of the report page (``?page=``); the downloads hold them all.
+DISAGREEMENTS_PER_PAGE = 100
 STYLESHEETS = ("css/claimlab.css", "css/report.css")
+#: What ``reverse`` leaves unquoted in a path argument (django.urls.resolvers: RFC 3986 sub-delimiters and /~:@).
+URL_SAFE = "!$&'()*+,;=/~:@"
 
 
 def _score_context(block: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -82,10 +88,29 @@ def agreement_collapsed(report: dict[str, Any]) -> str:
     )
 
 
+def _linked(study: Study, entries: Sequence[dict[str, Any]], link_items: bool) -> list[dict[str, Any]]:
+    """The entries with their item page's URL: one ``reverse`` for all (a ``{% url %}`` per row cost
+    more than the rest of the page)."""
+    if not link_items:
+        return list(entries)
+    marker = "ITEM-ID-MARKER"
+    pattern = reverse("annotation:item_detail", args=[study.slug, marker])
+    return [{**entry, "url": pattern.replace(marker, quote(entry["item"], safe=URL_SAFE))} for entry in entries]
+
+
 def report_context(
-    study: Study, report: dict[str, Any], *, chart_sources: dict[str, dict[str, str]], link_items: bool
+    study: Study,
+    report: dict[str, Any],
+    *,
+    chart_sources: dict[str, dict[str, str]],
+    link_items: bool,
+    disagreements: Page | None = None,
 ) -> dict[str, Any]:
-    """Template context for the report body; ``chart_sources[name] = {"svg": src, "pdf": href}``."""
+    """Template context for the report body; ``chart_sources[name] = {"svg": src, "pdf": href}``.
+
+    ``disagreements`` is the page of the disagreement list to show (the report page); without
+    it every disagreement is listed (the standalone file keeps all rows).
+    """
     agreement = report["agreement"]
     scores = report["scores"] if report["scores"] and report["scores"].get("available") is not False else None
     credibility = scores["credibility"] if scores else None
@@ -110,8 +135,10 @@ def report_context(
             credibility_rows(credibility) if credibility and credibility.get("available") is not False else None
         ),
         "ceiling_rows": ceiling_rows(report["human_ceiling"]),
-        "disagreements": report["disagreements"][:DISAGREEMENT_LIMIT],
-        "disagreements_cut": max(0, len(report["disagreements"]) - DISAGREEMENT_LIMIT),
+        "disagreements": _linked(
+            study, disagreements if disagreements is not None else report["disagreements"], link_items
+        ),
+        "disagreements_page": disagreements,
         "charts": [
             {"name": name, "title": CHARTS[name][0], **chart_sources[name]}
             for name in chart_names(study)
@@ -138,7 +165,7 @@ def report_html(study: Study, report: dict[str, Any]) -> str:
     """A standalone HTML document: styles inlined, charts as data URIs, no links to the server."""
     sources = {}
     for name in chart_names(study):
-        figure = chart_figure(study, name, reference=report["options"]["reference"])
+        figure = chart_figure(study, name, reference=report["options"]["reference"], report=report)
         svg = charts.render(figure, "svg")
         sources[name] = {"svg": "data:image/svg+xml;base64," + base64.b64encode(svg).decode("ascii"), "pdf": ""}
     context = report_context(study, report, chart_sources=sources, link_items=False)

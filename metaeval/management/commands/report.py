@@ -8,7 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.management.base import study_by_slug
-from metaeval.reporting import ReportOptions, build_report
+from metaeval.reporting import ReportOptions, cache
 from metaeval.reporting.csv_format import report_csv
 from metaeval.reporting.html_format import report_html
 from metaeval.reporting.latex_format import report_tex
@@ -50,7 +50,7 @@ class Command(BaseCommand):
             report_options = self._options(options)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        report = build_report(study, report_options)
+        report = cache.current_report(study, report_options).report  # exact: cached only when current
         self._write(study, report, options)
 
     def _options(self, options) -> ReportOptions:

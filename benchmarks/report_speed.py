@@ -1,0 +1,230 @@
+"""Report page speed with the report cache (issue 15 §3): cold, warm and stale views of a big study.
+
+Scenario: a verification study of 100,000 items x 3 annotators (300,000 labels, 70%
+agreement with a latent label, so about half the items are disagreements), loaded through
+the import services. Timed, in one run and one process, through Django's test client
+(the full request: session, access check, fingerprint, cache, template):
+
+* baseline: the pure statistics of ``benchmarks/agreement.py`` on a table of the same
+  size (``metaeval.stats.agreement_summary`` with 1,000-resample bootstrap CIs);
+* the fingerprint (``metaeval.selectors.report_fingerprint``) alone;
+* cold page: no cached report, the report is built in the request     [within 2x the statistics]
+* warm page: the cached report of the current data                      [< 150 ms]
+* a later page of the disagreement list, warm;
+* stale page: one label changed, the older report served at once and one refresh queued;
+* the background refresh (the task's body) and the page after it;
+* the JSON download, warm.
+
+Each warm figure is the median of ``--repeat`` requests (the best is printed too).
+
+    python benchmarks/report_speed.py [--items 100000] [--repeat 7] [--reuse]
+
+Uses the database in DATABASE_URL when set (its ``bench-report`` study is replaced unless
+``--reuse`` finds it complete), else a SQLite file in the temporary folder
+(``--sqlite PATH`` to keep one between runs). Runs with DEBUG=1, which also records every
+query: the production figures are a little lower.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+SLUG = "bench-report"
+LABELS = ["supported", "contradicted", "inconclusive"]
+ANNOTATORS = ["w1", "w2", "w3"]
+
+
+def configure(sqlite: str | None) -> None:
+    os.environ.setdefault("DEBUG", "1")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    if not os.environ.get("DATABASE_URL"):
+        path = Path(sqlite) if sqlite else Path(tempfile.mkdtemp(prefix="claimlab-report-")) / "db.sqlite3"
+        os.environ["DATABASE_URL"] = f"sqlite:///{path}"
+    import django
+
+    django.setup()
+
+
+def jsonl(records) -> io.BytesIO:
+    return io.BytesIO("".join(json.dumps(record) + "\n" for record in records).encode("utf-8"))
+
+
+def load_study(n_items: int, reuse: bool):
+    """The benchmark study with n_items x 3 labels (replaced unless --reuse finds it complete)."""
+    from annotation.models import Annotation, Study
+    from annotation.services import add_members, create_study, import_annotations, import_items
+
+    found = Study.objects.filter(slug=SLUG).first()
+    if found is not None and reuse and Annotation.objects.filter(assignment__study=found).count() == 3 * n_items:
+        print(f"reusing the study {SLUG!r} ({n_items:,} items, {3 * n_items:,} labels)")
+        return found
+    if found is not None:
+        found.delete()
+    rng = np.random.default_rng(7)
+    truth = rng.choice(3, size=n_items, p=[0.6, 0.25, 0.15])
+    agree = rng.random((n_items, 3)) < 0.7
+    codes = np.where(agree, truth[:, None], rng.integers(0, 3, size=(n_items, 3)))
+    domains = ["biography", "science", "history", "sports"]
+    study = create_study(slug=SLUG, name="Report speed", kind="verification", annotators_per_item=3)
+    start = time.perf_counter()
+    items = (
+        {
+            "id": f"c-{n:06d}",
+            "domain": domains[n % 4],
+            "claim": f"Claim number {n} is about a river in Paris.",
+            "context": "A sentence of context.",
+            "evidence": [
+                {"text": "A passage.", "title": "Doc", "url": f"https://example.org/{n}", "source_type": "news"}
+            ],
+        }
+        for n in range(n_items)
+    )
+    import_items(study=study, stream=jsonl(items), fmt="jsonl")
+    labels = (
+        {"item": f"c-{n:06d}", "annotator": ANNOTATORS[a], "label": LABELS[int(codes[n, a])]}
+        for n in range(n_items)
+        for a in range(3)
+    )
+    import_annotations(study=study, stream=jsonl(labels), fmt="jsonl")
+    print(f"loaded {n_items:,} items and {3 * n_items:,} labels in {time.perf_counter() - start:.1f} s")
+    from django.contrib.auth import get_user_model
+
+    get_user_model().objects.get_or_create(username="bench-researcher")
+    add_members(study=study, usernames=["bench-researcher"], role="researcher")
+    return study
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:9.0f} ms"
+
+
+def timed(fn: Callable[[], object]) -> tuple[float, object]:
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def repeated(repeat: int, fn: Callable[[], object]) -> tuple[float, float]:
+    """(median, best) seconds of `repeat` calls."""
+    times = [timed(fn)[0] for _ in range(repeat)]
+    return statistics.median(times), min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--items", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--reuse", action="store_true", help="keep a complete bench-report study from an earlier run")
+    parser.add_argument("--sqlite", metavar="PATH", help="SQLite file to use when DATABASE_URL is not set")
+    args = parser.parse_args()
+    configure(args.sqlite)
+
+    import agreement as stats_bench
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test import Client
+    from django.urls import reverse
+    from django_tasks_db.models import DBTaskResult
+
+    from annotation.models import Study
+    from annotation.services import import_annotations
+    from metaeval import selectors
+    from metaeval.models import ReportSnapshot
+    from metaeval.tasks import refresh_report
+
+    call_command("migrate", verbosity=0)
+    print(f"database: {connection.vendor} ({connection.settings_dict['NAME']})")
+    study = load_study(args.items, args.reuse)
+    with connection.cursor() as cursor:  # fresh planner statistics, as autovacuum keeps them in production
+        cursor.execute("ANALYZE")
+
+    frame = stats_bench.synthetic(args.items)
+    stats_bench.ours(stats_bench.synthetic(2_000), ci=True)  # warm imports outside the timer
+    t_stats, _ = timed(lambda: stats_bench.ours(frame, ci=True))
+
+    from django.contrib.auth import get_user_model
+
+    client = Client(HTTP_HOST="localhost")
+    client.force_login(get_user_model().objects.get(username="bench-researcher"))
+    url = reverse("metaeval:report", args=[SLUG])
+
+    def page(suffix: str = "", expect: str = "from the study's data as it is now") -> str:
+        response = client.get(url + suffix)
+        html = response.content.decode()
+        if response.status_code != 200 or expect not in html:
+            raise SystemExit(f"unexpected page {url + suffix}: {response.status_code}, {expect!r} missing")
+        return html
+
+    def row(what: str, seconds: float, extra: str = "") -> None:
+        print(f"  {what:<62} {ms(seconds)}{extra}", flush=True)
+
+    print(f"\n== report page of {args.items:,} items x 3 annotators ({3 * args.items:,} labels) ==", flush=True)
+    row("baseline: agreement statistics with CIs (benchmarks/agreement.py)", t_stats)
+    # a study object as a new request sees it
+    t_fp, t_fp_best = repeated(args.repeat, lambda: selectors.report_fingerprint(Study.objects.get(pk=study.pk)))
+    row(f"fingerprint (median of {args.repeat})", t_fp, f"   best {t_fp_best * 1000:.0f} ms")
+
+    ReportSnapshot.objects.filter(study=study).delete()
+    t_cold, _ = timed(page)
+    row("cold page (no cached report: build, store, render)", t_cold)
+    t_warm, t_warm_best = repeated(args.repeat, page)
+    row(f"warm page (median of {args.repeat})", t_warm, f"   best {t_warm_best * 1000:.0f} ms")
+    t_later, _ = repeated(args.repeat, lambda: page("?page=250"))
+    row("warm page 250 of the disagreement list (median)", t_later)
+    download = reverse("metaeval:report_download", args=[SLUG, "json"]) + "?by_domain=true&binary=true"
+    t_json, _ = repeated(3, lambda: client.get(download).content)
+    row("warm JSON download, every row (median of 3)", t_json)
+
+    queued_before = DBTaskResult.objects.filter(task_path="metaeval.tasks.refresh_report").count()
+    labels = selectors.label_frame(study)
+    mine = labels.loc[(labels["item"] == "c-000000") & (labels["annotator"] == "w1"), "label"].iloc[0]
+    changed = LABELS[(LABELS.index(mine) + 1) % len(LABELS)]
+    import_annotations(
+        study=study,
+        stream=jsonl([{"item": "c-000000", "annotator": "w1", "label": changed}]),
+        fmt="jsonl",
+        update=True,
+    )
+    t_stale, _ = timed(lambda: page(expect="Not the latest data."))
+    row("stale page after a label changed (queues the refresh)", t_stale)
+    t_stale_again, _ = repeated(args.repeat, lambda: page(expect="Not the latest data."))
+    row("stale page again (median; nothing more queued)", t_stale_again)
+    queued = DBTaskResult.objects.filter(task_path="metaeval.tasks.refresh_report").count() - queued_before
+    print(f"  refresh tasks queued by {1 + args.repeat} stale views: {queued}", flush=True)
+    print("  ratios")
+    verdict = "met" if t_cold <= 2 * t_stats else "MISSED"
+    print(f"    cold page / statistics       {t_cold / t_stats:7.2f}x   goal <= 2x: {verdict}")
+    print(f"    warm page / statistics       {t_warm / t_stats:7.3f}x")
+    print(f"    warm page / cold page        {t_warm / t_cold:7.4f}x")
+    print(f"    fingerprint / warm page      {t_fp / t_warm:7.2f}x")
+    print(f"    warm page under 150 ms: {'met' if t_warm < 0.150 else 'MISSED'} ({t_warm * 1000:.0f} ms)", flush=True)
+
+    task = DBTaskResult.objects.filter(task_path="metaeval.tasks.refresh_report").order_by("-enqueued_at").first()
+    if task is None:
+        raise SystemExit("no refresh task was queued")
+    study_id, options = task.args_kwargs["args"]
+    t_refresh, _ = timed(lambda: refresh_report.call(study_id, options))
+    DBTaskResult.objects.filter(pk=task.pk).delete()
+    row("background refresh (the task's body)", t_refresh)
+    t_after, _ = repeated(args.repeat, page)
+    row("page after the refresh (warm, median)", t_after)
+
+
+if __name__ == "__main__":
+    main()

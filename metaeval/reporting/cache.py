@@ -1,0 +1,379 @@
+"""The report cache: a report is built once per state of the study's data (issue 15 §3).
+
+A built report is stored as a ``ReportSnapshot`` keyed by (study, options, fingerprint),
+the fingerprint being ``metaeval.selectors.report_fingerprint``, the same key the chart
+ETags use. Two ways to read it:
+
+- ``current_report`` (downloads, API, CLI, charts): exact for the data now. The snapshot
+  of the current fingerprint when there is one, else built in the call and stored.
+- ``page_report`` (the report page): stale-while-revalidate. The current snapshot when
+  there is one; else the latest older one, marked not current, while ONE background task
+  (``metaeval.tasks.refresh_report``, deduplicated by ``ReportRefresh``) builds the new
+  one; with no snapshot at all it builds in the request. The page loads only the rows of
+  the long lists it shows (``ReportSnapshotPart`` chunks).
+
+Every report this module hands out went through a JSON round trip, so the page, the
+downloads and a fresh build see the same types (lists, string keys) whether cached or not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, overload
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from annotation.models import Study
+from metaeval import selectors
+from metaeval.models import ReportRefresh, ReportSnapshot, ReportSnapshotPart
+
+from .build import build_report
+from .options import ReportOptions
+
+__all__ = [
+    "CACHE_VERSION",
+    "CHUNK_ROWS",
+    "CachedReport",
+    "cached_current",
+    "ChunkedRows",
+    "current_report",
+    "options_from_dict",
+    "options_key",
+    "page_report",
+    "refresh_report",
+    "request_refresh",
+    "snapshot_status",
+]
+
+#: Bump when ``build_report``'s output changes shape, so older snapshots stop matching.
+CACHE_VERSION = "1"
+#: The report's lists that grow with the items, stored in chunks and loaded only when needed:
+#: the disagreement list (a page at a time) and every score block's ``per_response`` rows
+#: (downloads only). In the stored report each is replaced, in place, by a ``PARTS`` marker.
+DISAGREEMENTS = "disagreements"
+PER_RESPONSE = "per_response"
+PARTS = "stored_in_parts"
+#: Rows per stored chunk of a long list (a page size must divide it).
+CHUNK_ROWS = 1000
+#: Snapshots kept per (study, options) and per study; older ones are deleted when one is stored.
+KEEP_PER_OPTIONS = 2
+KEEP_PER_STUDY = 8
+#: The fingerprint of a report whose data moved while it was built: never equal to a real one,
+#: so such a report is only ever shown as an older report.
+MOVED = "moved:"
+
+
+@dataclass(frozen=True)
+class CachedReport:
+    """A report and what it is: the data state it was built from, when, and whether that is now.
+
+    ``report`` has markers instead of the long lists when it came from ``page_report``; ``rows``
+    always holds the disagreement list (read a chunk at a time from a stored snapshot).
+    """
+
+    report: dict[str, Any]
+    fingerprint: str
+    computed_at: datetime
+    current: bool
+    snapshot_id: int | None
+    rows: dict[str, ChunkedRows]
+    refreshing: bool = False
+    built_now: bool = False
+
+
+class ChunkedRows(Sequence[dict[str, Any]]):
+    """A snapshot's long list, read a chunk at a time on slicing (Django's Paginator slices it)."""
+
+    def __init__(self, snapshot_id: int | None, section: str, total: int, rows: list | None = None) -> None:
+        self.snapshot_id, self.section, self.total, self._rows = snapshot_id, section, total, rows
+
+    def __len__(self) -> int:
+        return self.total
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, int):
+            found = self[index : index + 1] if index >= 0 else self[self.total + index : self.total + index + 1]
+            if not found:
+                raise IndexError(index)
+            return found[0]
+        start, stop, step = index.indices(self.total)
+        if self._rows is not None:
+            return self._rows[start:stop:step]
+        if stop <= start:
+            return []
+        chunks = range(start // CHUNK_ROWS, (stop - 1) // CHUNK_ROWS + 1)
+        parts = ReportSnapshotPart.objects.filter(
+            snapshot_id=self.snapshot_id, section=self.section, chunk__in=list(chunks)
+        ).order_by("chunk")
+        loaded = [row for part in parts.values_list("rows", flat=True) for row in json.loads(part)]
+        offset = chunks.start * CHUNK_ROWS
+        return loaded[start - offset : stop - offset : step]
+
+
+def options_key(options: ReportOptions) -> str:
+    """The cache key of a report's options (with the cache version), a SHA-256 of their JSON."""
+    data = json.dumps({"cache_version": CACHE_VERSION, **options.as_dict()}, sort_keys=True)
+    return hashlib.sha256(data.encode()).hexdigest()
+
+
+def options_from_dict(data: dict[str, Any]) -> ReportOptions:
+    """``ReportOptions.as_dict()`` back into options (a task's argument is JSON)."""
+    values = dict(data)
+    if values.get("source_types") is not None:
+        values["source_types"] = tuple(values["source_types"])
+    values["exclude_source_types"] = tuple(values.get("exclude_source_types") or ())
+    return ReportOptions(**values)
+
+
+def _built(study: Study, options: ReportOptions) -> tuple[dict[str, Any], str, float]:
+    """Build the report; return it (JSON round-tripped), the fingerprint it belongs to, and seconds taken.
+
+    On PostgreSQL (outside a caller's transaction) the fingerprint and the build read one
+    REPEATABLE READ snapshot, so the pair is exact. Elsewhere the fingerprint is read before
+    and after: if the data moved meanwhile, the report is marked ``MOVED`` and never served
+    as current (SQLite here takes its write lock at BEGIN, so a long read transaction would
+    stop annotators).
+    """
+    start = time.perf_counter()
+    if connection.vendor == "postgresql" and not connection.in_atomic_block:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            fingerprint = selectors.report_fingerprint(study)
+            report = build_report(study, options)
+        after = fingerprint
+    else:
+        fingerprint = selectors.report_fingerprint(study)
+        report = build_report(study, options)
+        after = selectors.report_fingerprint(study)
+    report = json.loads(json.dumps(report, allow_nan=False))
+    if after != fingerprint:
+        fingerprint = MOVED + after
+    return report, fingerprint, time.perf_counter() - start
+
+
+def _store(study: Study, options: ReportOptions, report: dict[str, Any], fingerprint: str, seconds: float) -> int:
+    """Keep a built report (its long lists in chunks) and prune older snapshots; returns its id."""
+    key = options_key(options)
+    main, lists = _split(report)
+    try:
+        with transaction.atomic():
+            snapshot = ReportSnapshot.objects.create(
+                study=study,
+                options_key=key,
+                fingerprint=fingerprint,
+                report=json.dumps(main, allow_nan=False),
+                computed_at=timezone.now(),
+                build_seconds=seconds,
+            )
+            ReportSnapshotPart.objects.bulk_create(
+                ReportSnapshotPart(
+                    snapshot=snapshot,
+                    section=section,
+                    chunk=n // CHUNK_ROWS,
+                    rows=json.dumps(rows[n : n + CHUNK_ROWS], allow_nan=False),
+                )
+                for section, rows in lists.items()
+                for n in range(0, len(rows), CHUNK_ROWS)
+            )
+    except IntegrityError:  # another request or task stored this very state first: same report
+        return ReportSnapshot.objects.get(study=study, options_key=key, fingerprint=fingerprint).pk
+    _prune(study, key)
+    return snapshot.pk
+
+
+def _prune(study: Study, key: str) -> None:
+    """Bound the cache: the latest few snapshots per options, and per study."""
+    newest = ReportSnapshot.objects.filter(study=study).order_by("-computed_at", "-id")
+    same = list(newest.filter(options_key=key).values_list("pk", flat=True)[KEEP_PER_OPTIONS:])
+    others = list(newest.values_list("pk", flat=True)[KEEP_PER_STUDY:])
+    if same or others:
+        ReportSnapshot.objects.filter(pk__in=same + others).delete()
+
+
+def _split(report: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list]]:
+    """The report with its long lists replaced by markers (same key order), and the lists by section path."""
+    lists: dict[str, list] = {}
+
+    def walk(node: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, value in node.items():
+            here = (*path, name)
+            long = isinstance(value, list) and (name == PER_RESPONSE or here == (DISAGREEMENTS,))
+            if long:
+                section = "/".join(here)
+                lists[section] = value
+                out[name] = {PARTS: section, "n": len(value)}
+            else:
+                out[name] = walk(value, here) if isinstance(value, dict) else value
+        return out
+
+    return walk(report, ()), lists
+
+
+def _with_lists(snapshot_id: int, report: dict[str, Any]) -> dict[str, Any]:
+    """A stored report with its long lists put back where their markers are (every chunk, in order)."""
+    parts: dict[str, list] = {}
+    for section, rows in (
+        ReportSnapshotPart.objects.filter(snapshot_id=snapshot_id)
+        .order_by("section", "chunk")
+        .values_list("section", "rows")
+    ):
+        parts.setdefault(section, []).extend(json.loads(rows))
+
+    def walk(node: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, value in node.items():
+            if isinstance(value, dict) and PARTS in value and len(value) == 2:
+                out[name] = parts.get(value[PARTS], [])
+            else:
+                out[name] = walk(value) if isinstance(value, dict) else value
+        return out
+
+    return walk(report)
+
+
+def _lazy_lists(snapshot_id: int | None, report: dict[str, Any], full: dict[str, Any] | None) -> dict[str, ChunkedRows]:
+    """The disagreement list as a sequence that reads only the chunks a page needs (or the built list, at hand)."""
+    rows = full[DISAGREEMENTS] if full is not None else None
+    return {DISAGREEMENTS: ChunkedRows(snapshot_id, DISAGREEMENTS, report["n_disagreements"], rows)}
+
+
+def current_report(study: Study, options: ReportOptions) -> CachedReport:
+    """The report of the data as it is now, whole: the cached one if it is current, else built and stored."""
+    fingerprint = selectors.report_fingerprint(study)
+    key = options_key(options)
+    snapshot = ReportSnapshot.objects.filter(study=study, options_key=key, fingerprint=fingerprint).first()
+    if snapshot is not None:
+        full = _with_lists(snapshot.pk, json.loads(snapshot.report))
+        return CachedReport(
+            report=full,
+            fingerprint=fingerprint,
+            computed_at=snapshot.computed_at,
+            current=True,
+            snapshot_id=snapshot.pk,
+            rows=_lazy_lists(snapshot.pk, full, full),
+        )
+    return _build_now(study, options)
+
+
+def _build_now(study: Study, options: ReportOptions) -> CachedReport:
+    report, fingerprint, seconds = _built(study, options)
+    snapshot_id = _store(study, options, report, fingerprint, seconds)
+    return CachedReport(
+        report=report,
+        fingerprint=fingerprint,
+        computed_at=timezone.now(),
+        current=True,  # built in this call: the data as of this request
+        snapshot_id=snapshot_id,
+        built_now=True,
+        rows=_lazy_lists(snapshot_id, report, report),
+    )
+
+
+def page_report(study: Study, options: ReportOptions) -> CachedReport:
+    """The page's report: current if cached; else the latest older one (not current) and a refresh queued.
+
+    The returned ``report`` lacks the long lists; ``rows`` reads the chunks a page shows.
+    With nothing cached at all the report is built in the request (a cold start).
+    """
+    fingerprint = selectors.report_fingerprint(study)
+    key = options_key(options)
+    snapshots = ReportSnapshot.objects.filter(study=study, options_key=key)
+    snapshot = snapshots.filter(fingerprint=fingerprint).first()
+    current = snapshot is not None
+    if snapshot is None:
+        snapshot = snapshots.order_by("-computed_at", "-id").first()
+    if snapshot is None:
+        return _build_now(study, options)
+    if not current:
+        request_refresh(study, options, fingerprint)  # queued now, or already queued by an earlier view
+    report = json.loads(snapshot.report)
+    return CachedReport(
+        report=report,
+        fingerprint=snapshot.fingerprint,
+        computed_at=snapshot.computed_at,
+        current=current,
+        snapshot_id=snapshot.pk,
+        refreshing=not current,
+        rows=_lazy_lists(snapshot.pk, report, None),
+    )
+
+
+def cached_current(study: Study, options: ReportOptions, fingerprint: str) -> dict[str, Any] | None:
+    """The cached report of this data state, without its long lists, or None (never builds; the charts ask)."""
+    text = (
+        ReportSnapshot.objects.filter(study=study, options_key=options_key(options), fingerprint=fingerprint)
+        .values_list("report", flat=True)
+        .first()
+    )
+    return json.loads(text) if text is not None else None
+
+
+def snapshot_status(study: Study, options: ReportOptions) -> dict[str, Any]:
+    """Whether a report of the data as it is now is cached (the page's poll asks this; no build)."""
+    fingerprint = selectors.report_fingerprint(study)
+    found = (
+        ReportSnapshot.objects.filter(study=study, options_key=options_key(options), fingerprint=fingerprint)
+        .values_list("computed_at", flat=True)
+        .first()
+    )
+    return {"current": found is not None, "computed_at": found.isoformat() if found else None}
+
+
+def _retry_seconds() -> float:
+    return float(settings.REPORT_REFRESH_RETRY_SECONDS)
+
+
+def request_refresh(study: Study, options: ReportOptions, fingerprint: str) -> bool:
+    """Queue one background build of this report for this data state; False when one is already queued.
+
+    The ``ReportRefresh`` row moves by a conditional UPDATE (or is created once), so of many
+    concurrent page views exactly one queues the task; a task asked for longer ago than
+    ``REPORT_REFRESH_RETRY_SECONDS`` (its worker may have died) is queued again.
+    """
+    from metaeval.tasks import refresh_report as refresh_task  # the task module imports this one
+
+    key = options_key(options)
+    now = timezone.now()
+    rows = ReportRefresh.objects.filter(study=study, options_key=key)
+    moved = rows.exclude(fingerprint=fingerprint, queued_at__gt=now - timedelta(seconds=_retry_seconds())).update(
+        fingerprint=fingerprint, queued_at=now, options=options.as_dict()
+    )
+    if not moved:
+        if rows.exists():
+            return False
+        try:
+            with transaction.atomic():
+                ReportRefresh.objects.create(
+                    study=study, options_key=key, options=options.as_dict(), fingerprint=fingerprint, queued_at=now
+                )
+        except IntegrityError:  # a concurrent view created it: that one queues
+            return False
+    refresh_task.enqueue(study.pk, options.as_dict())
+    return True
+
+
+def refresh_report(study_id: int, options_data: dict[str, Any]) -> dict[str, Any]:
+    """The background build: store the report of the data as it is when the task runs (if not cached yet)."""
+    study = Study.objects.filter(pk=study_id).first()
+    if study is None:
+        return {"status": "study deleted"}
+    options = options_from_dict(options_data)
+    fingerprint = selectors.report_fingerprint(study)
+    if ReportSnapshot.objects.filter(study=study, options_key=options_key(options), fingerprint=fingerprint).exists():
+        return {"status": "already current", "fingerprint": fingerprint}
+    report, fingerprint, seconds = _built(study, options)
+    _store(study, options, report, fingerprint, seconds)
+    return {"status": "built", "fingerprint": fingerprint, "seconds": round(seconds, 3)}

@@ -1,0 +1,15 @@
+"""Background tasks of the report (django-tasks API, any backend)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django_tasks import task
+
+from .reporting import cache
+
+
+@task()
+def refresh_report(study_id: int, options: dict[str, Any]) -> dict[str, Any]:
+    """Build and cache a study's report after its data changed, so the page need not (issue 15 §3)."""
+    return cache.refresh_report(study_id, options)

@@ -1,0 +1,322 @@
+"""The report cache (issue 15 §3): built once per data state, stale pages labelled, one refresh, exact downloads."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.urls import reverse
+from django_tasks_db.models import DBTaskResult
+
+from annotation.models import Participant, StudyMember
+from annotation.services import add_members, create_study, import_annotations, import_items, update_study
+from annotation.services.adjudication import adjudicate, set_adjudication_settings, verdict_for
+from annotation.services.members import ensure_annotator_identities
+from metaeval import selectors
+from metaeval.models import ReportRefresh, ReportSnapshot
+from metaeval.reporting import ReportOptions, build_report, cache, options_from_query
+from metaeval.reporting.csv_format import report_csv
+from metaeval.tasks import refresh_report
+from metaeval.verifiers.services import create_verifier
+
+from ..conftest import jsonl, verification_item
+
+TASK = "metaeval.tasks.refresh_report"
+CURRENT = "from the study's data as it is now"
+STALE = "Not the latest data."
+PAGE_OPTIONS = options_from_query({}, by_domain=True, binary=True)
+
+
+@pytest.fixture
+def builds(monkeypatch):
+    """Counts the report builds the cache makes."""
+    calls: list[str] = []
+    real = cache.build_report
+
+    def counting(study, options=None):
+        calls.append(study.slug)
+        return real(study, options)
+
+    monkeypatch.setattr(cache, "build_report", counting)
+    return calls
+
+
+@pytest.fixture
+def owner(client, researcher, loaded_verification_study):
+    client.force_login(researcher)
+    return client
+
+
+def page(client, slug: str = "verif", query: str = "") -> str:
+    response = client.get(reverse("metaeval:report", args=[slug]) + query)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def change_label(study, item: str = "c-1", label: str = "contradicted") -> None:
+    """w1 changes their label on an item (c-1 then has two different labels: one more disagreement)."""
+    import_annotations(
+        study=study, stream=jsonl({"item": item, "annotator": "w1", "label": label}), fmt="jsonl", update=True
+    )
+
+
+def run_queued_refresh() -> None:
+    task = DBTaskResult.objects.get(task_path=TASK)
+    refresh_report.call(*task.args_kwargs["args"])
+    task.delete()
+
+
+def test_second_view_serves_the_cached_report_without_rebuilding(owner, builds):
+    first = page(owner)
+    second = page(owner)
+    assert builds == ["verif"]
+    assert CURRENT in first and CURRENT in second
+    assert "Disagreements (1 items)" in second
+    assert ReportSnapshot.objects.filter(study__slug="verif").count() == 1
+    assert not DBTaskResult.objects.filter(task_path=TASK).exists()
+
+
+def test_new_label_shows_the_older_report_labelled_and_queues_one_refresh(owner, builds, loaded_verification_study):
+    page(owner)
+    change_label(loaded_verification_study)
+    views = [page(owner) for _ in range(5)]
+    for html in views:
+        assert STALE in html and CURRENT not in html
+        assert "Disagreements (1 items)" in html  # the older report, as it was computed
+        assert 'src="/static/js/report_refresh.js"' in html
+    assert builds == ["verif"]  # no view rebuilt it
+    assert DBTaskResult.objects.filter(task_path=TASK).count() == 1
+
+    run_queued_refresh()
+    assert builds == ["verif", "verif"]
+    html = page(owner)
+    assert CURRENT in html and STALE not in html
+    assert "Disagreements (2 items)" in html
+    assert builds == ["verif", "verif"]
+    assert not DBTaskResult.objects.filter(task_path=TASK).exists()
+
+
+def test_refresh_is_queued_again_for_newer_data_or_after_the_retry_time(owner, loaded_verification_study, settings):
+    page(owner)
+    change_label(loaded_verification_study)
+    page(owner)
+    change_label(loaded_verification_study, item="c-3")
+    page(owner)  # a newer state than the queued task was asked for: queue it
+    assert DBTaskResult.objects.filter(task_path=TASK).count() == 2
+    settings.REPORT_REFRESH_RETRY_SECONDS = 0  # the queued task counts as lost
+    page(owner)
+    assert DBTaskResult.objects.filter(task_path=TASK).count() == 3
+    assert ReportRefresh.objects.count() == 1
+
+
+def test_status_says_when_the_new_report_is_ready(owner, loaded_verification_study):
+    status = reverse("metaeval:report_status", args=["verif"])
+    page(owner)
+    assert owner.get(status).json()["current"] is True
+    change_label(loaded_verification_study)
+    page(owner)
+    answer = owner.get(status).json()
+    assert answer == {"current": False, "computed_at": None}
+    run_queued_refresh()
+    assert owner.get(status).json()["current"] is True
+
+
+def test_downloads_are_always_made_from_the_current_data(owner, builds, loaded_verification_study):
+    page(owner)
+    change_label(loaded_verification_study)
+    assert STALE in page(owner)
+    query = "?by_domain=true&binary=true"  # the page's own options: its links carry them
+    body = owner.get(reverse("metaeval:report_download", args=["verif", "json"]) + query).content
+    report = json.loads(body)
+    assert report["n_disagreements"] == 2
+    fresh = build_report(loaded_verification_study, PAGE_OPTIONS)
+    assert body.decode() == json.dumps(fresh, indent=2, allow_nan=False)
+    csv_body = owner.get(reverse("metaeval:report_download", args=["verif", "csv"]) + query).content.decode()
+    assert csv_body == report_csv(json.loads(json.dumps(fresh)))
+    # the download stored the current report: the page is current again without the task
+    assert CURRENT in page(owner)
+    assert len(builds) == 2
+
+
+def test_a_cached_report_is_the_fresh_report(loaded_verification_study, builds):
+    options = ReportOptions(binary=True)
+    built = cache.current_report(loaded_verification_study, options)
+    again = cache.current_report(loaded_verification_study, options)
+    assert built.built_now and not again.built_now and len(builds) == 1
+    fresh = json.loads(json.dumps(build_report(loaded_verification_study, options)))
+    assert again.report == fresh and built.report == fresh
+    assert list(again.report) == list(fresh)  # same key order: the JSON download is byte for byte the same
+
+
+def test_page_links_carry_the_page_options(owner):
+    html = page(owner, query="?reference=majority&page=1")
+    link = reverse("metaeval:report_download", args=["verif", "json"])
+    found = re.search(rf'href="{re.escape(link)}\?([^"]*)"', html)
+    assert found is not None
+    query = found.group(1).replace("&amp;", "&")
+    assert "reference=majority" in query and "by_domain=true" in query and "binary=true" in query
+    assert "page=" not in query
+
+
+@pytest.fixture
+def many_disagreements(researcher):
+    """A study whose 230 items each have two different labels."""
+    study = create_study(slug="many", name="Many", kind="verification", annotators_per_item=2)
+    add_members(study=study, usernames=[researcher.username], role="researcher")
+    import_items(study=study, stream=jsonl(*(verification_item(f"c-{n:03d}") for n in range(230))), fmt="jsonl")
+    labels = [
+        {"item": f"c-{n:03d}", "annotator": who, "label": label}
+        for n in range(230)
+        for who, label in (("w1", "supported"), ("w2", "contradicted"))
+    ]
+    import_annotations(study=study, stream=jsonl(*labels), fmt="jsonl")
+    return study
+
+
+def test_disagreements_paginate_keep_the_options_and_show_every_row(client, researcher, many_disagreements):
+    client.force_login(researcher)
+    seen: list[str] = []
+    query = "?reference=majority"
+    for number in (1, 2, 3):
+        html = page(client, "many", f"{query}&page={number}")
+        section = html[html.index('id="disagreements"') :]
+        seen += re.findall(r'<a href="/studies/many/items/([^/"]+)/">', section)
+        assert f"page {number} of 3" in section
+        if number < 3:
+            assert f'href="?reference=majority&amp;page={number + 1}#disagreements"' in section
+        if number > 1:
+            assert f'href="?reference=majority&amp;page={number - 1}#disagreements"' in section
+    assert len(seen) == 230 and set(seen) == {f"c-{n:03d}" for n in range(230)}
+    assert "items 201 to 230 are shown" in html
+    assert "page 3 of 3" in page(client, "many", "?page=99")  # past the end: the last page
+    assert "page 1 of 3" in page(client, "many", "?page=x")
+
+
+def test_downloads_keep_every_row(client, researcher, many_disagreements):
+    client.force_login(researcher)
+    report = client.get(reverse("metaeval:report_download", args=["many", "json"])).json()
+    assert len(report["disagreements"]) == 230
+    document = client.get(reverse("metaeval:report_download", args=["many", "html"])).content.decode()
+    assert all(f"<td>c-{n:03d}</td>" in document for n in range(230))
+
+
+def test_long_lists_are_stored_in_chunks_and_pages_read_only_theirs(many_disagreements, monkeypatch):
+    monkeypatch.setattr(cache, "CHUNK_ROWS", 100)
+    built = cache.current_report(many_disagreements, PAGE_OPTIONS)
+    stored = ReportSnapshot.objects.get(pk=built.snapshot_id)
+    assert json.loads(stored.report)["disagreements"] == {cache.PARTS: "disagreements", "n": 230}
+    assert sorted(stored.parts.filter(section="disagreements").values_list("chunk", flat=True)) == [0, 1, 2]
+    served = cache.page_report(many_disagreements, PAGE_OPTIONS)
+    assert served.current and served.rows["disagreements"][150:160] == built.report["disagreements"][150:160]
+    assert cache.current_report(many_disagreements, PAGE_OPTIONS).report == built.report
+
+
+def test_another_researchers_study_is_refused(client, make_user, loaded_verification_study):
+    make_user("olga")
+    other = create_study(slug="other", name="Other", kind="verification")
+    add_members(study=other, usernames=["olga"], role="researcher")
+    client.force_login(StudyMember.objects.get(study=other).user)
+    for name, kwargs in (
+        ("metaeval:report", {}),
+        ("metaeval:report_status", {}),
+        ("metaeval:report_download", {"fmt": "json"}),
+        ("metaeval:report_table_tex", {"table": "agreement"}),
+    ):
+        assert client.get(reverse(name, kwargs={"slug": "verif", **kwargs})).status_code == 404
+    assert not ReportSnapshot.objects.filter(study=loaded_verification_study).exists()
+
+
+def test_report_that_moved_while_built_is_never_current(owner, loaded_verification_study, monkeypatch):
+    """Data changed during the build: the report is kept, but only ever shown as an older report."""
+    real = cache.build_report
+
+    def racing(study, options=None):
+        report = real(study, options)
+        change_label(loaded_verification_study)
+        return report
+
+    monkeypatch.setattr(cache, "build_report", racing)
+    page(owner)
+    monkeypatch.setattr(cache, "build_report", real)
+    assert ReportSnapshot.objects.get().fingerprint.startswith(cache.MOVED)
+    assert STALE in page(owner)
+    assert DBTaskResult.objects.filter(task_path=TASK).count() == 1
+
+
+def test_cache_keeps_only_the_latest_few(loaded_verification_study):
+    for n in range(4):
+        change_label(loaded_verification_study, label=("supported", "contradicted")[n % 2])
+        cache.current_report(loaded_verification_study, PAGE_OPTIONS)
+        cache.current_report(loaded_verification_study, ReportOptions(reference="majority"))
+    snapshots = ReportSnapshot.objects.filter(study=loaded_verification_study)
+    assert snapshots.count() == 2 * cache.KEEP_PER_OPTIONS
+    for n in range(cache.KEEP_PER_STUDY + 2):
+        cache.current_report(loaded_verification_study, ReportOptions(k=n + 1))
+    assert snapshots.count() == cache.KEEP_PER_STUDY
+
+
+def _adjudicate(study, researcher) -> None:
+    adjudicate(
+        item=study.items.get(external_id="c-2"), adjudicator=researcher, verdict=verdict_for(study, label="supported")
+    )
+
+
+def _rename(study, researcher) -> None:
+    member = StudyMember.objects.get(study=study, user=researcher)
+    member.pseudonym = "renamed"
+    member.save()
+
+
+CHANGES = {
+    "a label": lambda study, researcher: change_label(study),
+    "an item": lambda study, researcher: import_items(study=study, stream=jsonl(verification_item("c-9")), fmt="jsonl"),
+    "an adjudication": _adjudicate,
+    "a pseudonym": _rename,
+    "the reference rule": lambda study, researcher: set_adjudication_settings(
+        study=study, user=researcher, reference_rule="majority"
+    ),
+    "a study setting": lambda study, researcher: update_study(study=study, changes={"gold_in_agreement": False}),
+    "a verifier": lambda study, researcher: create_verifier(study=study, name="maj", kind="baseline_majority"),
+}
+
+
+@pytest.mark.parametrize("what", list(CHANGES))
+def test_every_change_a_report_reads_makes_the_cached_report_stale(owner, researcher, loaded_verification_study, what):
+    page(owner)
+    before = selectors.report_fingerprint(loaded_verification_study)
+    CHANGES[what](loaded_verification_study, researcher)
+    study = type(loaded_verification_study).objects.get(pk=loaded_verification_study.pk)
+    assert selectors.report_fingerprint(study) != before
+    assert STALE in page(owner)
+
+
+def test_a_participant_screened_out_makes_the_cached_report_stale(owner, loaded_verification_study):
+    """The participant services change a status by UPDATE, touching no ``updated_at``; the report counts them."""
+    ids = ensure_annotator_identities(study=loaded_verification_study, names=["crowd-1"])
+    member = StudyMember.objects.get(study=loaded_verification_study, user_id=ids["crowd-1"])
+    participant = Participant.objects.create(
+        study=loaded_verification_study, member=member, panel_id="P1", status="working"
+    )
+    page(owner)
+    before = selectors.report_fingerprint(loaded_verification_study)
+    Participant.objects.filter(pk=participant.pk).update(status="screened_out")
+    assert selectors.report_fingerprint(loaded_verification_study) != before
+    assert STALE in page(owner)
+
+
+def test_annotator_chart_is_drawn_from_the_pages_cached_report(owner, loaded_verification_study, monkeypatch):
+    from metaeval.reporting import charts as report_charts
+
+    page(owner, query="?reference=majority")
+    chart = reverse("metaeval:report_chart", args=["verif", "annotators", "svg"]) + "?reference=majority"
+
+    def recompute(*args, **kwargs):
+        raise AssertionError("the chart recomputed what the cached report holds")
+
+    monkeypatch.setattr(report_charts, "_annotators", recompute)
+    response = owner.get(chart)
+    assert response.status_code == 200 and b"<svg" in response.content
+    change_label(loaded_verification_study)  # no current report of the new data: drawn from the data
+    with pytest.raises(AssertionError, match="recomputed"):
+        owner.get(chart)
