@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import signal
 
 import pytest
@@ -27,6 +26,7 @@ from annotation.models import ExportJob, ImportJob, Item
 from annotation.services import import_annotations, import_items
 from annotation.services.export_jobs import request_export
 from annotation.services.import_jobs import submit_import
+from annotation.storage import files, stored_names
 from annotation.tasks import run_export_job
 from metaeval.models import Prediction, VerifierRun
 from metaeval.verifiers.services import create_verifier, start_run
@@ -93,9 +93,11 @@ def test_an_export_runs_on_rq_and_its_result_is_readable_through_the_backend(ver
     assert work(rq) == (2, 0)
     job.refresh_from_db()
     assert (job.status, job.rows, job.attempts) == (ExportJob.Status.SUCCEEDED, 5, 1)
-    with open(job.file_path, encoding="utf-8") as exported:
-        assert sorted(json.loads(line)["item"] for line in exported) == [f"x-{n}" for n in range(5)]
-    assert os.listdir(os.path.dirname(job.file_path)) == [os.path.basename(job.file_path)]
+    with files().open(job.file_path, "rb") as exported:
+        assert sorted(json.loads(line)["item"] for line in exported.read().decode().splitlines()) == [
+            f"x-{n}" for n in range(5)
+        ]
+    assert stored_names("exports") == [job.file_path]  # written once
     result = default_task_backend.get_result(queued.id)  # the task's outcome as django-tasks reports it
     assert result.status == "SUCCESSFUL"
     assert result.return_value == {"status": ExportJob.Status.SUCCEEDED, "rows": 5}
