@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from ..formats import RecordError
 from ..models import Annotation, Assignment, Item, StagedAnnotation, Study
 from ..rawsql import Names
+from .counters import recount_study
 from .errors import ImportFailed
 from .staging import stage_rows, temporary_table
 
@@ -123,6 +124,7 @@ def switch_annotations_live(
             )
         apply_updates()
         _recount_touched_slots(staging)
+        recount_study(study)
 
 
 def _taken_since(staging: AnnotationStaging) -> list[RecordError]:

@@ -15,6 +15,7 @@ from django.db import connection, transaction
 from ..formats import RecordError
 from ..models import Item, StagedItem, Study
 from ..rawsql import Names
+from .counters import recount_study
 from .errors import ImportFailed
 from .staging import stage_rows, temporary_table
 
@@ -107,6 +108,7 @@ def switch_live(staging: Staging, *, systems: list[str], now: datetime) -> None:
             locked.systems = systems
             locked.save(update_fields=["systems", "updated_at"])
             study.systems = systems
+        recount_study(study)  # new items, and updated ones may have moved domain or gained gold
 
 
 def _new_ids_taken_since(staging: Staging) -> list[RecordError]:

@@ -1,0 +1,98 @@
+"""The counts the home page and a study's overview show, kept as counters instead of counted per page.
+
+Why: counting a study's items and annotations on every view grew with the study
+(issue 15: the overview took 2 s at 100,000 items on PostgreSQL). The pages now
+read a few counter rows per study (models.DomainCount, models.AnnotatorCount).
+
+Why counters and not cached aggregates: a cache needs a version that changes with
+every label, and keeping that version exact costs the same write on every submit
+as the counter itself, plus a full recount whenever it changes.
+
+How they stay exact: every write that changes a count changes the counter in its
+own transaction, so a rollback takes both back.
+
+- A new answer (`answer_added`, called by services/answers.py, the one place that
+  creates annotations one at a time) adds one to the annotator's own row for the
+  item's domain. It locks the item row first and then counts the item's labels:
+  of two annotators giving an item its last labels at once, the second waits for
+  the first to commit and then sees its label, so exactly one of them counts the
+  item as complete.
+- Bulk writes (item and annotation imports, study copies) call `recount_study`
+  before they commit; they hold the study row locked already and move many rows,
+  so recounting from the rows costs little next to them and cannot drift.
+
+Hot rows: annotators never share a counter row (one row per study, annotator and
+domain), and the counter write is the submit's last statement, so the item's row
+lock (held by at most N annotators of that item) is the only wait added.
+Answers changed later (revisions), skips, flags, adjudications and removing a
+member change none of these counts; deleting a member is only allowed for one
+who was never given an item, and deletes cascade from studies and users.
+"""
+
+from __future__ import annotations
+
+from django.db import connection, transaction
+
+from ..models import Annotation, AnnotatorCount, Assignment, DomainCount, Item, Study
+from ..rawsql import execute, fetch_one, names
+
+
+def answer_added(*, study_id: int, item_id: int, user_id: int) -> None:
+    """Count a new annotation by `user_id` on `item_id`; call in the transaction that inserted it, as late as possible."""
+    item, assignment, annotation, study, counter = (
+        names(Item),
+        names(Assignment),
+        names(Annotation),
+        names(Study),
+        names(AnnotatorCount),
+    )
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""  # SQLite: the write lock serialises
+    row = fetch_one(f"SELECT {item.domain} FROM {item.table} WHERE {item.id} = %s{lock}", [item_id])
+    if row is None:
+        raise ValueError(f"no item {item_id} to count an annotation on")
+    # After the lock: the label count sees every answer committed on this item (see the module's docstring).
+    execute(
+        f"INSERT INTO {counter.table} ({counter.study}, {counter.user}, {counter.domain}, {counter.annotations}, "
+        f"{counter.complete}) SELECT %s, %s, %s, 1, CASE WHEN (SELECT COUNT(*) FROM {annotation.table} AS n "
+        f"JOIN {assignment.table} AS a ON a.{assignment.id} = n.{annotation.assignment} "
+        f"WHERE a.{assignment.item} = %s) = (SELECT s.{study.annotators_per_item} FROM {study.table} AS s "
+        f"WHERE s.{study.id} = %s) THEN 1 ELSE 0 END WHERE 1 = 1 "  # WHERE: SQLite's INSERT ... SELECT ... ON CONFLICT
+        f"ON CONFLICT ({counter.study}, {counter.user}, {counter.domain}) DO UPDATE SET "
+        f"{counter.annotations} = {counter.table}.{counter.annotations} + excluded.{counter.annotations}, "
+        f"{counter.complete} = {counter.table}.{counter.complete} + excluded.{counter.complete}",
+        [study_id, user_id, row[0], item_id, study_id],
+    )
+
+
+def recount_study(study: Study) -> None:
+    """Set the study's counters to what its rows hold now (after bulk writes, and by `manage.py recount_study`).
+
+    An item with all N labels is counted in the row of its annotation with the
+    highest assignment id (any one row would do: pages only show sums).
+    """
+    item, assignment, annotation = names(Item), names(Assignment), names(Annotation)
+    domains, counter = names(DomainCount), names(AnnotatorCount)
+    with transaction.atomic():
+        DomainCount.objects.filter(study=study).delete()
+        AnnotatorCount.objects.filter(study=study).delete()
+        execute(
+            f"INSERT INTO {domains.table} ({domains.study}, {domains.domain}, {domains.items}, {domains.gold}) "
+            f"SELECT %s, {item.domain}, COUNT(*), SUM(CASE WHEN {item.gold_label} <> '' THEN 1 ELSE 0 END) "
+            f"FROM {item.table} WHERE {item.study} = %s GROUP BY {item.domain}",
+            [study.pk, study.pk],
+        )
+        labelled = (
+            f"SELECT a.{assignment.item} AS item_id, COUNT(*) AS labels, MAX(a.{assignment.id}) AS last_id "
+            f"FROM {annotation.table} AS n JOIN {assignment.table} AS a ON a.{assignment.id} = n.{annotation.assignment} "
+            f"WHERE a.{assignment.study} = %s GROUP BY a.{assignment.item}"
+        )
+        execute(
+            f"INSERT INTO {counter.table} ({counter.study}, {counter.user}, {counter.domain}, {counter.annotations}, "
+            f"{counter.complete}) SELECT %s, a.{assignment.annotator}, i.{item.domain}, COUNT(*), "
+            f"SUM(CASE WHEN p.labels >= %s AND p.last_id = a.{assignment.id} THEN 1 ELSE 0 END) "
+            f"FROM {annotation.table} AS n JOIN {assignment.table} AS a ON a.{assignment.id} = n.{annotation.assignment} "
+            f"JOIN {item.table} AS i ON i.{item.id} = a.{assignment.item} "
+            f"JOIN ({labelled}) AS p ON p.item_id = a.{assignment.item} "
+            f"WHERE a.{assignment.study} = %s GROUP BY a.{assignment.annotator}, i.{item.domain}",
+            [study.pk, study.annotators_per_item, study.pk, study.pk],
+        )
