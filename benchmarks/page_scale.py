@@ -12,8 +12,8 @@ items within 1.5x of its time at 1,000 items.
 Items are generated realistic verification items bulk-loaded with
 `annotation.services.import_items`, and labels with `import_annotations`. Uses a
 fresh SQLite file (WAL) in a temporary folder, or the database in DATABASE_URL
-(its `bench-pages-*` studies and users are replaced, and removed afterwards
-unless --keep).
+(its `bench-pages-*` studies and users are removed afterwards unless --keep;
+a kept study with the same items and labels is reused by the next run).
 
     python benchmarks/page_scale.py [--small 1000] [--large 100000] [--repeat 10] [--keep]
 """
@@ -41,8 +41,12 @@ def make_study(slug: str, items_file: Path, labels_file: Path):
     from annotation.models import Study
     from annotation.services import add_members, create_study, import_annotations, import_items
 
-    Study.objects.filter(slug=slug).delete()
     researcher, _ = get_user_model().objects.get_or_create(username=f"{slug}-researcher")
+    kept = Study.objects.filter(slug=slug).first()
+    if kept is not None and reuse(kept, items_file):
+        print(f"reusing {slug} (left by an earlier run with --keep)", flush=True)
+        return kept, researcher
+    Study.objects.filter(slug=slug).delete()
     study = create_study(slug=slug, name=slug, kind="verification", annotators_per_item=3)
     add_members(study=study, usernames=[researcher.username], role="researcher")
     start = time.perf_counter()
@@ -54,6 +58,16 @@ def make_study(slug: str, items_file: Path, labels_file: Path):
     print(f"loaded {slug}: {items:,} items, {labels:,} labels in {time.perf_counter() - start:.1f} s", flush=True)
     analyze()
     return study, researcher
+
+
+def reuse(study, items_file: Path) -> bool:
+    """Whether a study kept by an earlier run holds this run's items, each with its 3 labels."""
+    from annotation.models import Annotation, Item
+
+    with items_file.open("rb") as stream:
+        size = sum(1 for _ in stream)
+    labels = Annotation.objects.filter(assignment__study=study).count()
+    return Item.objects.filter(study=study).count() == size and labels == 3 * size
 
 
 def time_page(client, url: str) -> float:
@@ -75,12 +89,17 @@ def main() -> None:
 
     folder = Path(tempfile.mkdtemp(prefix="claimlab-pages-"))
     setup_django(folder)
+    from django.conf import settings
     from django.db import connection
-    from django.test import Client
+    from django.test import Client, override_settings
     from django.test.utils import setup_test_environment
     from django.urls import reverse
 
     setup_test_environment()  # lets the test client's host in; DEBUG stays off (no query log)
+    # Pages name their css and js through the static files storage; without `collectstatic`
+    # the production manifest has no entries, so the plain storage names them here.
+    plain = {**settings.STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+    override_settings(STORAGES=plain).enable()
     database = "PostgreSQL (DATABASE_URL)" if connection.vendor == "postgresql" else f"SQLite file (WAL) in {folder}"
     print(f"database: {database}; {os.cpu_count()} cores", flush=True)
 
