@@ -78,7 +78,7 @@ class StudyProgress:
 
 
 def my_studies(user: User) -> list[StudyProgress]:
-    """The user's studies with their role and progress, in four queries whatever their number or size.
+    """The user's studies with their role and progress, in three queries whatever their number or size.
 
     Every count comes from the counter rows (services/counters.py), never from the items
     or annotations themselves, so the page does not grow with the studies.
