@@ -7,8 +7,9 @@ read a few counter rows per study (models.DomainCount, models.AnnotatorCount).
 Why counters and not cached aggregates: a cache needs a version that changes with
 every label, and keeping that version exact costs the same write on every submit
 as the counter itself, plus a full recount of the study whenever it changes.
-N (annotators per item), which decides "complete", cannot change once slots were
-handed out (studies.FROZEN_AFTER_ANNOTATION), so no setting change touches them.
+N (annotators per item), which decides "complete", cannot change once the study
+holds an annotation (studies.FROZEN_AFTER_ANNOTATION), and before that no item is
+complete whatever N is, so no setting change touches the counters.
 
 How they stay exact: every write that changes a count changes the counter in its
 own transaction, so a rollback takes both back.
