@@ -233,3 +233,29 @@ def test_the_data_migration_counts_existing_studies(make_user):
     assert expected.complete == 5 and sum(expected.annotators.values()) == 11
     recount_study(study)
     assert counted(study) == expected
+
+
+@pytest.mark.django_db(transaction=True)
+def test_counters_stay_exact_when_many_annotators_work_at_once(make_user):
+    """8 annotators claim and answer (now and then skipping) a 20-item study with N=3 until nothing is left."""
+    names = [f"w{k}" for k in range(8)]
+    users = [make_user(name) for name in names]
+    make_user("rita")
+    study = _study("crowd", items=20, annotators=names, n=3)
+
+    def work(user, seed: int) -> int:
+        rng = random.Random(seed)
+        answered = 0
+        while (assignment := claim_next(user=user, study=study)) is not None:
+            if rng.random() < 0.1:
+                skip(user=user, study=study, assignment_id=assignment.pk)
+                continue
+            submit(user=user, study=study, assignment_id=assignment.pk, answer=SubmittedAnswer(rng.choice(LABELS)))
+            answered += 1
+        return answered
+
+    answered = run_in_threads([lambda user=user, seed=seed: work(user, seed) for seed, user in enumerate(users)])
+    counts = study_counts(study)
+    assert counts["annotations"] == sum(answered) == 60
+    assert counts["items_complete"] == 20
+    _assert_exact(study)
