@@ -843,3 +843,47 @@ class ParticipantCheck(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} check of participant {self.participant_id}: {'pass' if self.correct else 'fail'}"
+
+
+class DomainCount(models.Model):
+    """Items and items with a gold label of one (study, domain): what the pages show without counting items.
+
+    Maintained by `services/counters.py` in the transaction of every write that adds or
+    changes items (imports, study copies); `manage.py recount_study` recomputes it.
+    Written only by imports, never by annotators, so it is no hot row.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="domain_counts")
+    domain = models.CharField(max_length=100, blank=True, default="")
+    items = models.PositiveIntegerField(default=0)
+    gold = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["study", "domain"]
+        constraints = [models.UniqueConstraint(fields=["study", "domain"], name="domain_count_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.study_id}:{self.domain or '-'}: {self.items} items"
+
+
+class AnnotatorCount(models.Model):
+    """Annotations one annotator gave on items of one domain, and the items their answers completed.
+
+    One row per (study, annotator, domain) so that annotators submitting at once each
+    update their own row and never wait on a shared one. `complete` counts the items
+    that reached N labels with an answer counted in this row: the study's items with
+    all N labels are the sum over its rows (no single row means anything alone).
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="annotator_counts")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    domain = models.CharField(max_length=100, blank=True, default="")
+    annotations = models.PositiveIntegerField(default=0)
+    complete = models.IntegerField(default=0)
+
+    class Meta:
+        ordering = ["study", "user", "domain"]
+        constraints = [models.UniqueConstraint(fields=["study", "user", "domain"], name="annotator_count_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.study_id}:{self.user_id}:{self.domain or '-'}: {self.annotations} annotations"

@@ -10,14 +10,16 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection
-from django.db.models import CharField, Count, F, Func, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import CharField, Count, Func, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 
 from ..access import Researcher, studies_for
 from ..models import (
     Annotation,
     AnnotationRevision,
+    AnnotatorCount,
     Assignment,
+    DomainCount,
     ExportJob,
     ImportJob,
     Item,
@@ -76,97 +78,80 @@ class StudyProgress:
 
 
 def my_studies(user: User) -> list[StudyProgress]:
-    """The user's studies with their role and progress, in five queries whatever their number."""
-    studies = list(
-        studies_for(user)
-        .annotate(
-            n_items=Count("items", distinct=True),
-        )
-        .order_by("-created_at", "slug")
-    )
+    """The user's studies with their role and progress, in three queries whatever their number or size.
+
+    Every count comes from the counter rows (services/counters.py), never from the items
+    or annotations themselves, so the page does not grow with the studies.
+    """
+    studies = list(studies_for(user).annotate(n_items=_counted_items()).order_by("-created_at", "slug"))
     ids = [study.pk for study in studies]
-    annotation_counts = dict(
-        Annotation.objects.filter(assignment__study_id__in=ids)
-        .values("assignment__study_id")
-        .annotate(n=Count("pk"))
-        .values_list("assignment__study_id", "n")
-    )
-    mine = dict(
-        Annotation.objects.filter(assignment__study_id__in=ids, assignment__annotator=user)
-        .values("assignment__study_id")
-        .annotate(n=Count("pk"))
-        .values_list("assignment__study_id", "n")
-    )
+    labels: dict[int, dict[str, Any]] = {
+        row["study_id"]: dict(row)
+        for row in AnnotatorCount.objects.filter(study_id__in=ids)
+        .values("study_id")
+        .annotate(
+            n_annotations=Sum("annotations"),
+            n_complete=Sum("complete"),
+            n_mine=Sum("annotations", filter=Q(user=user)),
+        )
+        .order_by()
+    }
     roles = dict(
         StudyMember.objects.filter(study_id__in=ids, user=user, is_active=True).values_list("study_id", "role")
     )
-    complete = items_complete(ids)
-    return [
-        StudyProgress(
-            study=study,
-            role=roles.get(study.pk, Researcher if user.is_staff else ""),
-            items=study.n_items,
-            annotations=annotation_counts.get(study.pk, 0),
-            expected=study.n_items * study.annotators_per_item,
-            mine=mine.get(study.pk, 0),
-            items_complete=complete.get(study.pk, 0),
+    rows = []
+    for study in studies:
+        counted = labels.get(study.pk, {})
+        rows.append(
+            StudyProgress(
+                study=study,
+                role=roles.get(study.pk, Researcher if user.is_staff else ""),
+                items=study.n_items,
+                annotations=counted.get("n_annotations") or 0,
+                expected=study.n_items * study.annotators_per_item,
+                mine=counted.get("n_mine") or 0,
+                items_complete=counted.get("n_complete") or 0,
+            )
         )
-        for study in studies
-    ]
+    return rows
 
 
-def items_complete(study_ids: list[int]) -> dict[int, int]:
-    """study id -> items holding all N labels (N = the study's annotators per item), in one query."""
-    labels = (
-        Annotation.objects.filter(assignment__item=OuterRef("pk"))
-        .order_by()
-        .values("assignment__item")
-        .annotate(n=Count("pk"))
-        .values("n")
+def _counted_items() -> Coalesce:
+    """A study's number of items, from its DomainCount rows (an expression for `.annotate`)."""
+    items = (
+        DomainCount.objects.filter(study=OuterRef("pk")).order_by().values("study").annotate(n=Sum("items")).values("n")
     )
-    return dict(
-        Item.objects.filter(study_id__in=study_ids)
-        .annotate(n_labels=Coalesce(Subquery(labels), 0))
-        .filter(n_labels__gte=F("study__annotators_per_item"))
-        .order_by()
-        .values("study_id")
-        .annotate(n=Count("pk"))
-        .values_list("study_id", "n")
-    )
+    return Coalesce(Subquery(items), 0)
 
 
 def studies_with_role(user: User) -> QuerySet[Study]:
     """The user's studies with `user_role` and `n_items`, for the API list."""
     role = StudyMember.objects.filter(study=OuterRef("pk"), user=user, is_active=True).values("role")[:1]
     user_role = Coalesce(Subquery(role), Value(Researcher)) if user.is_staff else Subquery(role)
-    studies = studies_for(user).annotate(n_items=Count("items", distinct=True), user_role=user_role)  # type: ignore[no-redef]  # django-stubs takes Study's declared user_role (set by access.py) for a clash; Django refuses only names of fields
+    studies = studies_for(user).annotate(n_items=_counted_items(), user_role=user_role)  # type: ignore[no-redef]  # django-stubs takes Study's declared user_role (set by access.py) for a clash; Django refuses only names of fields
     return studies.order_by("slug")
 
 
 def items_by_domain(study: Study) -> list[dict[str, Any]]:
-    """Per domain: items, items with a gold label, and annotations so far."""
-    rows = (
-        Item.objects.filter(study=study)
-        .values("domain")
-        .annotate(items=Count("pk"), gold=Count("pk", filter=~Q(gold_label="")))
-        .order_by("domain")
-    )
+    """Per domain: items, items with a gold label, and annotations so far (from the counter rows)."""
     annotations = dict(
-        Annotation.objects.filter(assignment__study=study)
-        .values("assignment__item__domain")
-        .annotate(n=Count("pk"))
-        .values_list("assignment__item__domain", "n")
+        AnnotatorCount.objects.filter(study=study)
+        .values("domain")
+        .annotate(n=Sum("annotations"))
+        .order_by()
+        .values_list("domain", "n")
     )
+    rows = DomainCount.objects.filter(study=study, items__gt=0).order_by("domain").values("domain", "items", "gold")
     return [{**row, "annotations": annotations.get(row["domain"], 0)} for row in rows]
 
 
 def study_members(study: Study) -> QuerySet[StudyMember]:
-    """Members with their number of annotations, researchers first."""
+    """Members with their number of annotations (from the counter rows), researchers first."""
     done = (
-        Annotation.objects.filter(assignment__study=study, assignment__annotator=OuterRef("user_id"))
+        AnnotatorCount.objects.filter(study=study, user=OuterRef("user_id"))
         .order_by()
-        .values("assignment__annotator")
-        .annotate(n=Count("pk"))
+        .values("user")
+        .annotate(n=Sum("annotations"))
         .values("n")
     )
     return (
@@ -178,16 +163,26 @@ def study_members(study: Study) -> QuerySet[StudyMember]:
 
 
 def study_counts(study: Study) -> dict[str, int]:
-    """Headline numbers of a study's overview."""
-    annotations = Annotation.objects.filter(assignment__study=study)
-    items = Item.objects.filter(study=study)
+    """Headline numbers of a study's overview, in four queries whatever the study's size.
+
+    Items and annotations come from the counter rows (services/counters.py);
+    `items_complete` is the items holding all N labels. Annotators and active
+    assignments are counted from their rows: they grow with the people at work,
+    not with the study (active assignments through the `assignment_leases` index).
+    """
+    labels = AnnotatorCount.objects.filter(study=study).aggregate(
+        n_annotations=Coalesce(Sum("annotations"), 0), n_complete=Coalesce(Sum("complete"), 0)
+    )
+    items = DomainCount.objects.filter(study=study).aggregate(n=Coalesce(Sum("items"), 0))["n"]
+    annotators = StudyMember.objects.filter(study=study, role=StudyMember.Role.ANNOTATOR).count()
+    active = Assignment.objects.filter(study=study, status=Assignment.Status.ACTIVE).count()
     return {
-        "items": items.count(),
-        "items_complete": items.filter(slots_taken__gte=study.annotators_per_item).count(),
-        "annotations": annotations.count(),
-        "expected": items.count() * study.annotators_per_item,
-        "annotators": StudyMember.objects.filter(study=study, role=StudyMember.Role.ANNOTATOR).count(),
-        "active_assignments": Assignment.objects.filter(study=study, status=Assignment.Status.ACTIVE).count(),
+        "items": items,
+        "items_complete": labels["n_complete"],
+        "annotations": labels["n_annotations"],
+        "expected": items * study.annotators_per_item,
+        "annotators": annotators,
+        "active_assignments": active,
     }
 
 
@@ -245,9 +240,8 @@ def export_inline_limit() -> int:
 
 def export_runs_in_background(study: Study) -> bool:
     """True when the study has too many annotations to export inside a request (docs/architecture.md, Mechanisms)."""
-    limit = export_inline_limit()
-    # Counting stops at limit + 1: the question is only "more than the limit?".
-    return Annotation.objects.filter(assignment__study=study).values("pk")[: limit + 1].count() > limit
+    annotations = AnnotatorCount.objects.filter(study=study).aggregate(n=Coalesce(Sum("annotations"), 0))["n"]
+    return annotations > export_inline_limit()
 
 
 def unknown_pseudonym(user_id: int) -> str:

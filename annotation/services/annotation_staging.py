@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from ..formats import RecordError
 from ..models import Annotation, Assignment, Item, StagedAnnotation, Study
 from ..rawsql import Names
+from .counters import labels_switched, lock_staged_items
 from .errors import ImportFailed
 from .staging import stage_rows, temporary_table
 
@@ -99,6 +100,7 @@ def switch_annotations_live(
         conflicts = _taken_since(staging)
         if conflicts:
             raise ImportFailed(conflicts)
+        lock_staged_items(staging.table)  # before the labels go in: see services/counters.py
         stamp = connection.ops.adapt_datetimefield_value(now)
         assignment_columns = ", ".join(getattr(assignment, name) for name in ASSIGNMENT_COLUMNS)
         staged_assignment = ", ".join(getattr(staged, name) for name in STAGED_ASSIGNMENT_COLUMNS)
@@ -121,6 +123,7 @@ def switch_annotations_live(
                 f"AND a.{assignment.annotator} = s.{staged.annotator_id} ORDER BY s.{staged.line}",
                 [Annotation.Source.IMPORT, stamp, stamp],
             )
+        labels_switched(study, staging.table)
         apply_updates()
         _recount_touched_slots(staging)
 

@@ -16,6 +16,7 @@ from django.db import connection
 
 from ..models import ANSWER_FIELDS, Annotation, AnnotationRevision, Assignment
 from ..rawsql import insert_returning_id
+from .counters import answer_added
 
 
 @dataclass
@@ -52,6 +53,7 @@ def record_answer(
     annotation = Annotation.objects.filter(assignment=assignment).first()
     if annotation is None:
         annotation = Annotation.objects.create(assignment=assignment, source=source, **_fields(values))
+        answer_added(study_id=assignment.study_id, item_id=assignment.item_id, user_id=assignment.annotator_id)
         return annotation, True
     old = annotation.snapshot()
     new = values.snapshot()
@@ -74,10 +76,12 @@ def record_first_answer(*, assignment: Assignment, values: AnswerValues, source:
     One INSERT, without looking for an existing answer first: the annotator
     submits many of these per minute (see annotation/rawsql.py). Should an
     answer exist after all, the unique assignment column refuses the row.
-    Call inside the caller's transaction.
+    Call inside the caller's transaction, as its last write: the counter row it
+    updates (services/counters.py) stays locked until the commit.
     """
     fields = {**_fields(values), "assignment_id": assignment.pk, "source": source, "created_at": now, "updated_at": now}
     pk = insert_returning_id(Annotation, fields)
+    answer_added(study_id=assignment.study_id, item_id=assignment.item_id, user_id=assignment.annotator_id)
     annotation = Annotation(pk=pk, **fields)
     annotation._state.adding = False
     annotation._state.db = connection.alias

@@ -15,6 +15,7 @@ from django.db import connection, transaction
 from ..formats import RecordError
 from ..models import Item, StagedItem, Study
 from ..rawsql import Names
+from .counters import items_switched, recount_study
 from .errors import ImportFailed
 from .staging import stage_rows, temporary_table
 
@@ -88,6 +89,9 @@ def switch_live(staging: Staging, *, systems: list[str], now: datetime) -> None:
         last = Item.objects.filter(study=study).order_by("-position").values_list("position", flat=True).first()
         stamp = connection.ops.adapt_datetimefield_value(now)
         columns = [getattr(item, name) for name in COPIED]
+        updates = _updates_any(staging)
+        if not updates:
+            items_switched(study, staging.table)
         with connection.cursor() as cursor:
             cursor.execute(
                 f"INSERT INTO {item.table} ({item.study}, {item.external_id}, {item.position}, {', '.join(columns)}, "
@@ -107,6 +111,16 @@ def switch_live(staging: Staging, *, systems: list[str], now: datetime) -> None:
             locked.systems = systems
             locked.save(update_fields=["systems", "updated_at"])
             study.systems = systems
+        if updates:
+            recount_study(study)  # updated items may have moved domain (their labels with them) or gained gold
+
+
+def _updates_any(staging: Staging) -> bool:
+    """Whether the import changes items that exist already (not only adds new ones)."""
+    staged = Names(StagedItem)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT 1 FROM {staging.table} WHERE {staged.target} IS NOT NULL LIMIT 1")
+        return cursor.fetchone() is not None
 
 
 def _new_ids_taken_since(staging: Staging) -> list[RecordError]:

@@ -25,6 +25,7 @@ from django.utils.text import slugify
 from ..models import Annotation, Assignment, Item, Study, StudyChange, StudyMember, new_seed
 from ..vocab import BINARY_SIDES, PREFERENCE_BOTH_BAD, PREFERENCE_TIE, default_binary_map, default_labels
 from .adjudication import ADJUDICATION_SETTINGS
+from .counters import recount_study
 from .errors import ServiceError
 from .members import _next_pseudonym
 
@@ -488,4 +489,5 @@ def duplicate_study(
                 Item.objects.bulk_create(batch)
                 batch = []
         Item.objects.bulk_create(batch)
+        recount_study(copy)
     return copy

@@ -22,7 +22,9 @@ from annotation.models import (
     Adjudication,
     Annotation,
     AnnotationRevision,
+    AnnotatorCount,
     Assignment,
+    DomainCount,
     ExportJob,
     ImportJob,
     Invite,
@@ -436,6 +438,27 @@ def test_a_participant_answers_a_check_item_once_and_checks_are_of_a_known_kind(
     violates("participant_check_kind", lambda: check(kind="quiz"))
     allowed(check)
     violates("participant_check_once", lambda: check(kind="qualification"), columns=("participant_id", "item_id"))
+
+
+# --- counters (services/counters.py) -------------------------------------------------
+
+
+def test_one_counter_row_per_study_and_domain_and_per_study_annotator_and_domain(study, other_study, users):
+    """The counter upserts rely on these: a second row for the same key would split the count."""
+    DomainCount.objects.create(study=study, domain="bio", items=1)
+    violates(
+        "domain_count_unique",
+        lambda: DomainCount.objects.create(study=study, domain="bio"),
+        columns=("study_id", "domain"),
+    )
+    allowed(lambda: DomainCount.objects.create(study=other_study, domain="bio"))
+    AnnotatorCount.objects.create(study=study, user=users[0], domain="bio", annotations=1)
+    violates(
+        "annotator_count_unique",
+        lambda: AnnotatorCount.objects.create(study=study, user=users[0], domain="bio"),
+        columns=("study_id", "user_id", "domain"),
+    )
+    allowed(lambda: AnnotatorCount.objects.create(study=study, user=users[0], domain="science"))
 
 
 # --- coverage -----------------------------------------------------------------------

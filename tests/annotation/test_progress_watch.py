@@ -15,6 +15,7 @@ from django.utils.html import escape
 from annotation.models import Annotation, Assignment, Item, Study, StudyMember
 from annotation.selectors import progress
 from annotation.services import add_members, create_study, import_items
+from annotation.services.counters import answer_added
 from tests.conftest import jsonl, verification_item
 
 from .test_workbench_pages import assert_csp_clean, cells
@@ -36,6 +37,7 @@ def _label(study: Study, item: Item, user, label: str, *, active_ms: int | None,
     )
     Annotation.objects.filter(pk=annotation.pk).update(created_at=timezone.now() - ago)  # auto_now_add otherwise
     Item.objects.filter(pk=item.pk).update(slots_taken=taken + 1)
+    answer_added(study_id=study.pk, item_id=item.pk, user_id=user.pk)  # as the submit service counts it
 
 
 @pytest.fixture

@@ -1,0 +1,167 @@
+"""Do the home page and a study's overview stay as fast when the study is 100 times bigger? (issue 15, point 3)
+
+Builds, in one run, a 1,000-item study and a 100,000-item study, each with 3
+annotators (imported, outside annotators) who labelled every item, so 3,000 and
+300,000 labels. Each study has its own researcher, whose home page lists only
+that study. Then times, through the Django test client (the whole request: the
+view, its queries and the template), the researcher's home page ("My studies")
+and the study's overview, median of 10 after 2 warm-up requests each,
+interleaved, and prints both and their ratio. The goal: each page at 100,000
+items within 1.5x of its time at 1,000 items. An extra row times the overview
+with its precision card's analysis stubbed out: that card (metaeval's
+study_precision) reads every label of the study, and is not one of the counts
+the counters keep.
+
+Items are generated realistic verification items bulk-loaded with
+`annotation.services.import_items`, and labels with `import_annotations`. Uses a
+fresh SQLite file (WAL) in a temporary folder, or the database in DATABASE_URL
+(its `bench-pages-*` studies and users are removed afterwards unless --keep;
+a kept study with the same items and labels is reused by the next run).
+
+    python benchmarks/page_scale.py [--small 1000] [--large 100000] [--repeat 10] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+# Run as a script, so this folder is on the path: the study builders are assignment_scale's.
+from assignment_scale import analyze, setup_django, write_items, write_labels
+
+#: "overview, no card": the overview with the precision card's analysis stubbed out (metaeval's
+#: study_precision reads every label of the study), to show what the rest of the page costs.
+PAGES = ("home page", "overview", "overview, no card")
+
+
+def make_study(slug: str, items_file: Path, labels_file: Path):
+    """A verification study (N=3) with its items and every item's 3 labels; returns (study, researcher)."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from annotation.models import Study
+    from annotation.services import add_members, create_study, import_annotations, import_items
+
+    researcher, _ = get_user_model().objects.get_or_create(username=f"{slug}-researcher")
+    kept = Study.objects.filter(slug=slug).first()
+    if kept is not None and reuse(kept, items_file):
+        print(f"reusing {slug} (left by an earlier run with --keep)", flush=True)
+        return kept, researcher
+    Study.objects.filter(slug=slug).delete()
+    study = create_study(slug=slug, name=slug, kind="verification", annotators_per_item=3)
+    add_members(study=study, usernames=[researcher.username], role="researcher")
+    start = time.perf_counter()
+    with items_file.open("rb") as stream:
+        items = import_items(study=study, stream=stream, fmt="jsonl").created
+    connection.close()  # a fresh session for the label import: see assignment_scale.make_study
+    with labels_file.open("rb") as stream:
+        labels = import_annotations(study=study, stream=stream, fmt="jsonl").created
+    print(f"loaded {slug}: {items:,} items, {labels:,} labels in {time.perf_counter() - start:.1f} s", flush=True)
+    analyze()
+    return study, researcher
+
+
+def reuse(study, items_file: Path) -> bool:
+    """Whether a study kept by an earlier run holds this run's items, each with its 3 labels."""
+    from annotation.models import Annotation, Item
+
+    with items_file.open("rb") as stream:
+        size = sum(1 for _ in stream)
+    labels = Annotation.objects.filter(assignment__study=study).count()
+    return Item.objects.filter(study=study).count() == size and labels == 3 * size
+
+
+def time_page(client, urls: dict[str, str], page: str) -> float:
+    from contextlib import nullcontext
+    from unittest import mock
+
+    stub = {"target_width": 0.1, "width": None, "items_needed": None, "n": 0, "measure": "", "reason": "stubbed"}
+    url = urls[page]
+    card = mock.patch("metaeval.templatetags.planning_tags.study_precision", return_value=stub)
+    with card if page == "overview, no card" else nullcontext():
+        start = time.perf_counter()
+        response = client.get(url, secure=True)
+        elapsed = time.perf_counter() - start
+    if response.status_code != 200:
+        raise SystemExit(f"{url}: HTTP {response.status_code}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--small", type=int, default=1_000)
+    parser.add_argument("--large", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=10, help="requests timed per page and study")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder (and the bench studies)")
+    args = parser.parse_args()
+
+    folder = Path(tempfile.mkdtemp(prefix="claimlab-pages-"))
+    setup_django(folder)
+    from django.conf import settings
+    from django.db import connection
+    from django.test import Client, override_settings
+    from django.test.utils import setup_test_environment
+    from django.urls import reverse
+
+    setup_test_environment()  # lets the test client's host in; DEBUG stays off (no query log)
+    # Pages name their css and js through the static files storage; without `collectstatic`
+    # the production manifest has no entries, so the plain storage names them here.
+    plain = {**settings.STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+    override_settings(STORAGES=plain).enable()
+    database = "PostgreSQL (DATABASE_URL)" if connection.vendor == "postgresql" else f"SQLite file (WAL) in {folder}"
+    print(f"database: {database}; {os.cpu_count()} cores", flush=True)
+
+    scenarios = []
+    for size in (args.small, args.large):
+        items_file, labels_file = folder / f"items-{size}.jsonl", folder / f"labels-{size}.jsonl"
+        write_items(items_file, size)
+        write_labels(labels_file, size, 1.0)
+        study, researcher = make_study(f"bench-pages-{size}", items_file, labels_file)
+        client = Client()
+        client.force_login(researcher)
+        urls = {
+            "home page": reverse("annotation:my_studies"),
+            "overview": reverse("annotation:study_detail", args=[study.slug]),
+            "overview, no card": reverse("annotation:study_detail", args=[study.slug]),
+        }
+        scenarios.append((size, client, urls))
+
+    timings: dict[tuple[int, str], list[float]] = {(size, page): [] for size, _, _ in scenarios for page in PAGES}
+    for _, client, urls in scenarios:  # warm-up: caches, first templates
+        for page in PAGES:
+            time_page(client, urls, page)
+            time_page(client, urls, page)
+    for _ in range(args.repeat):  # interleaved: whatever else the machine does weighs on both studies alike
+        for size, client, urls in scenarios:
+            for page in PAGES:
+                timings[(size, page)].append(time_page(client, urls, page))
+
+    print(f"\nmedian of {args.repeat} requests (Django test client, whole request); ratio against {args.small:,} items")
+    print(f"{'page':<18} {f'{args.small:,} items ms':>16} {f'{args.large:,} items ms':>18} {'ratio':>7}  goal <= 1.5")
+    for page in PAGES:
+        small = statistics.median(timings[(args.small, page)])
+        large = statistics.median(timings[(args.large, page)])
+        ratio = large / small
+        print(
+            f"{page:<18} {small * 1000:16.1f} {large * 1000:18.1f} {ratio:7.2f}  {'met' if ratio <= 1.5 else 'MISSED'}"
+        )
+
+    if not args.keep:
+        import shutil
+
+        from django.contrib.auth import get_user_model
+
+        from annotation.models import Study
+
+        Study.objects.filter(slug__startswith="bench-pages-").delete()
+        get_user_model().objects.filter(username__startswith="bench-pages-").delete()
+        get_user_model().objects.filter(username__startswith="ext-bench-pages-").delete()  # imported labellers
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
