@@ -14,9 +14,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.access import Researcher, access_study
 from annotation.http import AuthenticatedHttpRequest
 
-from .planning import PLAN_KINDS, PlanInputs, make_plan, plan_from_query
+from .planning import PLAN_KINDS, PlanInputs, make_plan, plan_from_query, study_precision
 from .reporting.options import InvalidOption
 
 
@@ -67,3 +68,21 @@ class Plan(APIView):
             return Response(make_plan(plan_from_query(request.query_params)))
         except InvalidOption as exc:
             raise ValidationError({exc.name: [str(exc)]}) from None
+
+
+#: The CI width the study page measures progress against.
+TARGET_WIDTH = 0.1
+
+
+@login_required
+@require_GET
+def precision_card(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    """The study page's "precision so far" card on its own.
+
+    It reads every label of the study (its interval is computed from them), so the study page
+    loads it after the page itself (static/js/precision_card.js) and stays as fast at 100,000
+    items as at 1,000 (issue 15); without JavaScript the page links here.
+    """
+    study = access_study(request.user, slug, role=Researcher)
+    context = {"study": study, "precision": study_precision(study, TARGET_WIDTH)}
+    return render(request, "metaeval/_study_precision.html", context)

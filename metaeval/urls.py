@@ -6,6 +6,7 @@ app_name = "metaeval"
 
 urlpatterns = [
     path("plan/", planning_views.plan_page, name="plan"),
+    path("studies/<slug:slug>/precision/", planning_views.precision_card, name="precision_card"),
     path("studies/<slug:slug>/report/", views.report_page, name="report"),
     path("studies/<slug:slug>/report/status/", views.report_status, name="report_status"),
     re_path(

@@ -33,6 +33,7 @@ def test_planning_page_study_card_and_annotator_quality_fit(screen_context, guar
     assert_fits(page, f"planning page, verification ({screen})")
     shoot(page, "plan-verification", screen)
     page.goto(reverse("annotation:study_detail", args=[study.slug]))
+    page.wait_for_selector("#precision-width")  # the card comes after the page
     page.locator("#precision").scroll_into_view_if_needed()
     assert "wide on 40 items" in page.locator("#precision").inner_text()
     assert_fits(page, f"study page ({screen})")

@@ -64,7 +64,10 @@ def test_study_page_shows_the_width_reached_and_items_still_needed(client, demo_
         0, planning.kappa_ci_items(0.1, precision["kappa"], precision_distribution(xsum_study)) - precision["n"]
     )
     client.force_login(demo_researcher)
-    html = client.get(reverse("annotation:study_detail", args=[xsum_study.slug])).content.decode()
+    page = client.get(reverse("annotation:study_detail", args=[xsum_study.slug])).content.decode()
+    card_url = reverse("metaeval:precision_card", args=[xsum_study.slug])
+    assert f'data-src="{card_url}"' in page  # loaded after the page: it reads every label
+    html = client.get(card_url).content.decode()
     assert f'id="precision-width">{precision["width"]:.3f}<' in html
     assert f'id="precision-needed">{precision["items_needed"]}<' in html or "within the target" in html
 
