@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import threading
@@ -32,6 +33,7 @@ import psycopg
 import pytest
 
 from .s3 import free_port
+from .worker import stop
 
 REPO = Path(__file__).resolve().parents[2]
 #: The PostgreSQL server when the run's own DATABASE_URL is not a PostgreSQL one (the SQLite pass).
@@ -165,6 +167,19 @@ class Machine:
         if self.process.poll() is not None:
             pytest.fail(f"{self.name} exited ({self.process.returncode}):\n{self.tail()}")
         return self.process
+
+    def stop(self) -> None:
+        """End the process: gunicorn's quick shutdown (SIGINT; the clients are done), a worker's warm one."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        if self.base:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(30)
+                return
+            except subprocess.TimeoutExpired:
+                pass
+        stop(self.process)
 
     def tail(self) -> str:
         return self.log.read_text(errors="replace")[-4000:] if self.log.exists() else "(no log)"
@@ -300,6 +315,7 @@ class Annotators:
         self.lock = threading.Lock()
         self.labels_by_host: Counter[str] = Counter()
         self.unexpected: Counter[str] = Counter()
+        self.retried: Counter[int] = Counter()
         self.threads = [threading.Thread(target=self._label, args=(k,), daemon=True) for k in range(len(tokens))]
 
     def start(self) -> None:
@@ -315,6 +331,10 @@ class Annotators:
     def labels(self) -> int:
         return sum(self.labels_by_host.values())
 
+    def _retried(self, status: int) -> None:
+        with self.lock:
+            self.retried[status] += 1
+
     def _note(self, what: str) -> None:
         with self.lock:
             self.unexpected[what[:160]] += 1
@@ -327,7 +347,9 @@ class Annotators:
                 if current is None:
                     status, data = call(base, "POST", f"/api/studies/{self.slug}/assignments/next", token)
                     if status != 200:
-                        if status != 204:  # 204: nothing for you now
+                        if status == 503:  # every claim lost a race: the API says to retry
+                            self._retried(status)
+                        elif status != 204:  # 204: nothing for you now
                             self._note(f"next {status}: {data}")
                         self.stop_event.wait(0.5)
                         continue
