@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import secrets
 import time
 import urllib.request
 from collections import Counter
@@ -41,6 +42,7 @@ from tests.support.scale_out import (
     Machine,
     Multipart,
     call,
+    end_all,
     production_environment,
     scratch_database,
     wait_for_job,
@@ -60,6 +62,7 @@ STALE_SECONDS = 2  # CLAIMLAB_JOB_STALE_SECONDS: a killed worker's job is stale 
 #: Run once by `manage.py shell -c`: the migration, then the accounts and the study (one process start, not two).
 SETUP = """
 import json
+import secrets
 from django.core.management import call_command
 call_command("migrate", interactive=False, verbosity=0)
 from django.contrib.auth import get_user_model
@@ -197,16 +200,23 @@ def test_two_hosts_two_workers_one_database_redis_and_bucket_share_nothing_on_di
                 researcher = issued["token"]
 
                 # Host A takes the upload of 50,000 items; a worker imports it from the bucket.
+                upload_id = f"scale-out-upload-{secrets.token_hex(6)}"  # as a load balancer would set it
                 status, job = call(
                     host_a.base,
                     "POST",
                     f"/api/studies/{SLUG}/items/import",
                     researcher,
                     Multipart("file", "items.jsonl", items_file(), "application/x-ndjson"),
+                    request_id=upload_id,
                 )
                 assert status == 202, job
                 job = wait_for_job(host_a.base, f"/api/studies/{SLUG}/imports/{job['id']}", researcher, machines)
                 assert (job["status"], job["created"]) == ("succeeded", N_ITEMS), job
+                # One request id from the upload on host A to the log of the worker that imported it.
+                assert [m.name for m in machines if upload_id in m.log.read_text()] in (
+                    ["host-a", "worker-1"],
+                    ["host-a", "worker-2"],
+                )
                 phase("50,000 items imported")
 
                 # Host B takes a file of earlier labels (a background import as well).
@@ -281,8 +291,7 @@ def test_two_hosts_two_workers_one_database_redis_and_bucket_share_nothing_on_di
                 assert complete >= N_LABELLED
                 phase("checked")
         finally:
-            for machine in machines:
-                machine.stop()
+            end_all(machines)
 
         # Nothing on one host's disk was needed by another: the files went through the bucket.
         for host in (host_a, host_b):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import threading
@@ -33,7 +32,7 @@ import psycopg
 import pytest
 
 from .s3 import free_port
-from .worker import stop
+from .worker import kill
 
 REPO = Path(__file__).resolve().parents[2]
 #: The PostgreSQL server when the run's own DATABASE_URL is not a PostgreSQL one (the SQLite pass).
@@ -80,7 +79,7 @@ def production_environment(database_url: str, extra: dict[str, str]) -> dict[str
         "SESSION_COOKIE_SECURE": "0",
         "CSRF_COOKIE_SECURE": "0",
         "SECURE_HSTS_SECONDS": "0",
-        "LOG_LEVEL": "WARNING",
+        "LOG_LEVEL": "INFO",  # the request ids in the hosts' and workers' logs are checked
         "DATABASE_URL": database_url,
         "DATABASE_POOL": "1",
         **extra,
@@ -168,18 +167,11 @@ class Machine:
             pytest.fail(f"{self.name} exited ({self.process.returncode}):\n{self.tail()}")
         return self.process
 
-    def stop(self) -> None:
-        """End the process: gunicorn's quick shutdown (SIGINT; the clients are done), a worker's warm one."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        if self.base:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(30)
-                return
-            except subprocess.TimeoutExpired:
-                pass
-        stop(self.process)
+    def end(self) -> None:
+        """SIGKILL the process and all it started: the run is over and nothing of theirs is kept (a graceful
+        shutdown of four processes costs several seconds on a loaded machine)."""
+        if self.process is not None and self.process.poll() is None:
+            kill(self.process)
 
     def tail(self) -> str:
         return self.log.read_text(errors="replace")[-4000:] if self.log.exists() else "(no log)"
@@ -203,11 +195,25 @@ class Machine:
         return sorted(str(path.relative_to(folder)) for path in folder.rglob("*") if path.is_file())
 
 
+def end_all(machines: list[Machine]) -> None:
+    for machine in machines:
+        machine.end()
+
+
 def call(
-    base: str, method: str, path: str, token: str | None = None, body: Any = None, timeout: float = 120
+    base: str,
+    method: str,
+    path: str,
+    token: str | None = None,
+    body: Any = None,
+    timeout: float = 120,
+    request_id: str = "",
 ) -> tuple[int, Any]:
-    """(status, decoded JSON body or None) of a JSON request; redirects are not followed."""
+    """(status, decoded JSON body or None) of a JSON request; redirects are not followed.
+    `request_id` is sent as the load balancer's X-Request-ID."""
     headers = {"Accept": "application/json"}
+    if request_id:
+        headers["X-Request-ID"] = request_id
     data = None
     if isinstance(body, Multipart):
         data, headers["Content-Type"] = body.encoded, body.content_type
