@@ -2,7 +2,7 @@
 
 Every process gets a folder of its own (working directory, CLAIMLAB_VAR_DIR, TMPDIR) and
 the same environment otherwise, as separate machines behind one load balancer would:
-one PostgreSQL database (a fresh one per run, migrated by `manage.py migrate`), one
+one PostgreSQL database (a fresh one per run, migrated by `migrate` in a `manage.py` process), one
 Redis (the RQ queue and the cache), one S3-compatible bucket (moto's server). The test
 talks to the hosts over HTTP only and reads the database through psycopg, never
 through its own Django connection, so it runs the same in the SQLite and the
@@ -332,6 +332,7 @@ class Annotators:
         self.stop_event.set()
         for thread in self.threads:
             thread.join(180)
+        assert not any(thread.is_alive() for thread in self.threads), "an annotator's request never came back"
 
     @property
     def labels(self) -> int:
