@@ -143,7 +143,9 @@ def test_preference_page_is_blinded_and_csp_clean(client, annotator, pref):
     assert 'name="csrfmiddlewaretoken"' in html and submit_url(pref, assignment) in html
     assert "<h3>Compare</h3>" in html  # instructions panel, rendered Markdown, below the page's headings
     assert html.count("<h1") == 1, "the annotate page has exactly one h1"
-    assert 'id="wb-config" type="application/json"' in html
+    # the workbench's settings ride in the item's own markup (a JSON script, never executed), so an
+    # item fetched ahead carries its own
+    assert '<script type="application/json">{"study": "' in html
     assert_csp_clean(html)
 
 
