@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any
 
+import redis.asyncio
 from django.conf import settings
 
 __all__ = ["SharedSlots", "shared_slots_for", "slots_key"]
@@ -158,7 +159,5 @@ def shared_slots_for(endpoint: str, limit: int | None) -> SharedSlots | None:
     """The shared slots of an operator endpoint with a cap, when Redis is configured; else None."""
     if not endpoint or not limit or not settings.REDIS_URL:
         return None
-    import redis.asyncio
-
     client = redis.asyncio.from_url(settings.REDIS_URL)
     return SharedSlots(client, endpoint, int(limit), lease_seconds=float(settings.VERIFIER_SLOT_LEASE_SECONDS))
