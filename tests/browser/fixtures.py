@@ -99,8 +99,13 @@ def context(browser, live_server, guard):
     context.set_default_timeout(10_000)
     context.add_init_script(RECORD_CSP)
 
+    closing = []
+
     def route(route) -> None:
         url = route.request.url
+        if closing:  # the test is over: nothing more reaches the server (see below)
+            route.abort()
+            return
         guard.requests.append(url)
         if urlsplit(url).hostname in LOCAL_HOSTS:
             route.continue_()
@@ -109,8 +114,28 @@ def context(browser, live_server, guard):
             route.abort()
 
     context.route("**/*", route)
+    in_flight: set = set()
+    context.on("request", lambda request: in_flight.add(request))
+    context.on("requestfinished", lambda request: in_flight.discard(request))
+    context.on("requestfailed", lambda request: in_flight.discard(request))
     yield context
+    finish_requests(context, in_flight, closing)
     context.close()
+
+
+def finish_requests(context, in_flight: set, closing: list) -> None:
+    """Let the pages' requests in flight end (up to 5 s), then refuse new ones, before the context closes.
+
+    The workbench fetches the next item in the background and gives it back with a beacon
+    when the page goes away; a request still running in the live server when the test's
+    database is flushed deadlocks PostgreSQL's TRUNCATE.
+    """
+    pages = context.pages
+    for _ in range(250):
+        if not in_flight or not pages:
+            break
+        pages[0].wait_for_timeout(20)  # lets Playwright deliver the requests' events
+    closing.append(True)
 
 
 @pytest.fixture

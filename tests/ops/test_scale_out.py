@@ -37,7 +37,7 @@ import pytest
 
 from tests.conftest import verification_item
 from tests.support.redis_server import redis_server, rq_environment
-from tests.support.s3 import BUCKET, keys, moto_server, s3_client, s3_environment
+from tests.support.s3 import keys, moto_server, s3_client, s3_environment
 from tests.support.scale_out import (
     Annotators,
     DiskWatch,
@@ -50,6 +50,9 @@ from tests.support.scale_out import (
     wait_for_job,
 )
 from tests.support.worker import kill
+
+#: A bucket of this test's own: moto keeps the buckets of earlier tests in the same process.
+BUCKET = f"claimlab-scale-{secrets.token_hex(4)}"
 
 pytestmark = [pytest.mark.scaleout, pytest.mark.slow]
 
@@ -162,12 +165,12 @@ def test_two_hosts_two_workers_one_database_redis_and_bucket_share_nothing_on_di
 
     with scratch_database() as database_url, redis_server(tmp_path) as redis_url, moto_server() as endpoint:
         bucket = s3_client(endpoint)
-        bucket.create_bucket(Bucket=BUCKET)
+        bucket.create_bucket(Bucket=BUCKET)  # its own: moto keeps other tests' buckets for the process
         env = production_environment(
             database_url,
             {
                 **rq_environment(redis_url),
-                **s3_environment(endpoint_url=endpoint),
+                **s3_environment(endpoint_url=endpoint, bucket=BUCKET),
                 "CLAIMLAB_JOB_STALE_SECONDS": str(STALE_SECONDS),
             },
         )
@@ -309,7 +312,9 @@ def test_two_hosts_two_workers_one_database_redis_and_bucket_share_nothing_on_di
             name for worker in workers for name in watch.seen[f"{worker.name}/var"] if name.endswith(".download")
         ]
         assert downloads  # the imports were read from a copy downloaded to the worker's own scratch
-        assert keys(bucket) == [urlsplit(redirect["location"]).path.removeprefix(f"/{BUCKET}/")]  # uploads deleted
+        assert keys(bucket, BUCKET) == [
+            urlsplit(redirect["location"]).path.removeprefix(f"/{BUCKET}/")
+        ]  # uploads deleted
     phase("stopped")
     print(
         f"scale-out phases (s since start): {phases}; {annotators.labels} API labels "
