@@ -66,6 +66,7 @@ def test_counters_equal_a_recount_after_every_kind_of_write(make_user):
     active = list(users)
     next_item = 10
     done: dict[str, int] = {}
+    refused: list[str] = []  # writes a service refused (e.g. a removed member's submit): they must change nothing
     for _ in range(70):
         operation = rng.choice(
             ["submit", "submit", "submit", "revise", "skip", "items", "labels", "adjudicate", "remove"]
@@ -109,9 +110,10 @@ def test_counters_equal_a_recount_after_every_kind_of_write(make_user):
             elif operation == "remove" and len(active) > 2:
                 gone = active.pop(rng.randrange(len(active)))
                 remove_member(study=study, member=StudyMember.objects.get(study=study, user=gone))
-        except (ImportFailed, ServiceError):
-            pass  # a refused write changes nothing: the counters are checked all the same
-        _assert_exact(study)
+        except (ImportFailed, ServiceError) as exc:
+            refused.append(f"{operation}: {exc}")
+        _assert_exact(study)  # after a refused write too
+    assert len(refused) < 35, refused  # most of the random writes went through
     totals = counted_from_rows(study)
     counts = study_counts(study)
     assert counts["annotations"] == sum(totals.annotators.values()) > 20
