@@ -31,7 +31,6 @@ import io
 import json
 import os
 import secrets
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,6 +38,9 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
+# Run as a script, so this folder is on the path: the server's environment and port are annotate_load's.
+from annotate_load import free_port, server_env
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -80,34 +82,6 @@ TIMING_SCRIPT = """
   });
 })();
 """
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def server_env(db: str, folder: Path) -> dict[str, str]:
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DEBUG": "0",
-        "SECRET_KEY": secrets.token_urlsafe(50),
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "SECURE_SSL_REDIRECT": "0",
-        "SESSION_COOKIE_SECURE": "0",
-        "CSRF_COOKIE_SECURE": "0",
-        "SECURE_HSTS_SECONDS": "0",
-        "LOG_LEVEL": "WARNING",
-        "CLAIMLAB_VAR_DIR": str(folder / "var"),
-        "STATIC_ROOT": str(folder / "static"),
-    }
-    if db == "postgres":
-        env["DATABASE_URL"] = os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/claimlab"
-    else:
-        env.pop("DATABASE_URL", None)
-    return env
 
 
 def setup_studies(items: int) -> dict[tuple[str, str], str]:
@@ -262,7 +236,7 @@ def main() -> None:
         sys.exit(f"{CHROMIUM} not found: install Debian's chromium package")
 
     folder = Path(tempfile.mkdtemp(prefix="claimlab-browser-"))
-    env = server_env(args.db, folder)
+    env = server_env(argparse.Namespace(db=args.db, no_pool=False), folder)
     for key in ("DJANGO_SETTINGS_MODULE", "DEBUG", "SECRET_KEY", "CLAIMLAB_VAR_DIR", "LOG_LEVEL", "STATIC_ROOT"):
         os.environ[key] = env[key]
     if "DATABASE_URL" in env:
