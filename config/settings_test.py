@@ -14,6 +14,8 @@ from config.settings import *
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES["staticfiles"]["BACKEND"] = "django.contrib.staticfiles.storage.StaticFilesStorage"
 LOGGING["handlers"]["console"]["formatter"] = "console"
+# Outermost: the browser fixtures close it between tests (tests/support/live_gate.py says why).
+MIDDLEWARE = ["tests.support.live_gate.LiveServerGate", *MIDDLEWARE]
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The test database is a file, not Django's in-memory default: the concurrency

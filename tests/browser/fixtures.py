@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.support.live_gate import close_and_drain, open_gate
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
@@ -42,6 +44,22 @@ document.addEventListener("securitypolicyviolation", function (event) {
   window.__cspViolations.push(event.violatedDirective + " " + (event.blockedURI || "inline"));
 });
 """
+
+
+@pytest.fixture(autouse=True)
+def _live_server_gate(request) -> Iterator[None]:
+    """Requests to the live server pass only while its test runs (tests/support/live_gate.py says why).
+
+    Every test opens it (the test client goes through it too); a test with the live server asks
+    for the database first, so that its flush comes after the gate is closed and drained."""
+    open_gate()
+    if "live_server" not in request.fixturenames:
+        yield
+        return
+    request.getfixturevalue("transactional_db")
+    yield
+    still_inside = close_and_drain()
+    assert still_inside == 0, f"{still_inside} request(s) still in the live server 10 s after the test ended"
 
 
 @pytest.fixture(scope="module")
