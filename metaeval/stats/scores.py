@@ -396,7 +396,10 @@ def _per_response(counts: pd.DataFrame, values: Mapping[str, np.ndarray]) -> lis
     for name in values:
         column = frame[name]
         frame[name] = column.astype(object).where(column.notna(), None)
-    return frame.to_dict(orient="records")
+    # Column lists zipped into records: what to_dict(orient="records") gives (Python scalars),
+    # several times faster on the 100,000 responses of a big study.
+    names = list(frame.columns)
+    return [dict(zip(names, row, strict=True)) for row in zip(*(frame[name].tolist() for name in names), strict=True)]
 
 
 def _boot(n_resamples: int, seed: int | None, confidence: float) -> Boot:
