@@ -363,6 +363,9 @@ class Annotation(models.Model):
         IMPORT = "import", "Import"
 
     assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="annotation")
+    # The assignment's study, copied: the report's data fingerprint (metaeval.selectors.report_fingerprint)
+    # reads a study's annotations from one index instead of joining every assignment of the study.
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="+", db_index=False)
     label = models.CharField(max_length=100)
     raw_label = models.CharField(max_length=200, blank=True, default="")
     preferred_system = models.CharField(max_length=200, blank=True, default="")
@@ -380,6 +383,7 @@ class Annotation(models.Model):
 
     class Meta:
         ordering = ["assignment_id"]
+        indexes = [models.Index(fields=["study", "updated_at", "id"], name="annotation_study_fingerprint")]
         constraints = [
             models.CheckConstraint(condition=~Q(label=""), name="annotation_label_not_empty"),
             models.CheckConstraint(
@@ -391,6 +395,12 @@ class Annotation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.assignment_id}: {self.label}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Copy the assignment's study when the caller did not (the services always do)."""
+        if self.study_id is None and self.assignment_id is not None:
+            self.study_id = self.assignment.study_id
+        super().save(*args, **kwargs)
 
     def snapshot(self) -> dict:
         """The answer as a plain dict, as kept in revisions."""

@@ -116,9 +116,9 @@ def switch_annotations_live(
             answer_columns = ", ".join(getattr(annotation, name) for name in ANSWER_COLUMNS)
             staged_answers = ", ".join(f"s.{getattr(staged, name)}" for name in ANSWER_COLUMNS)
             cursor.execute(
-                f"INSERT INTO {annotation.table} ({annotation.assignment}, {answer_columns}, {annotation.source}, "
-                f"{annotation.created_at}, {annotation.updated_at}) "
-                f"SELECT a.{assignment.id}, {staged_answers}, %s, %s, %s FROM {staging.table} AS s "
+                f"INSERT INTO {annotation.table} ({annotation.assignment}, {annotation.study}, {answer_columns}, "
+                f"{annotation.source}, {annotation.created_at}, {annotation.updated_at}) "
+                f"SELECT a.{assignment.id}, a.{assignment.study}, {staged_answers}, %s, %s, %s FROM {staging.table} AS s "
                 f"JOIN {assignment.table} AS a ON a.{assignment.item} = s.{staged.item_id} "
                 f"AND a.{assignment.annotator} = s.{staged.annotator_id} ORDER BY s.{staged.line}",
                 [Annotation.Source.IMPORT, stamp, stamp],

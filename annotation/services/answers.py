@@ -52,7 +52,9 @@ def record_answer(
     """
     annotation = Annotation.objects.filter(assignment=assignment).first()
     if annotation is None:
-        annotation = Annotation.objects.create(assignment=assignment, source=source, **_fields(values))
+        annotation = Annotation.objects.create(
+            assignment=assignment, study_id=assignment.study_id, source=source, **_fields(values)
+        )
         answer_added(study_id=assignment.study_id, item_id=assignment.item_id, user_id=assignment.annotator_id)
         return annotation, True
     old = annotation.snapshot()
@@ -79,7 +81,14 @@ def record_first_answer(*, assignment: Assignment, values: AnswerValues, source:
     Call inside the caller's transaction, as its last write: the counter row it
     updates (services/counters.py) stays locked until the commit.
     """
-    fields = {**_fields(values), "assignment_id": assignment.pk, "source": source, "created_at": now, "updated_at": now}
+    fields = {
+        **_fields(values),
+        "assignment_id": assignment.pk,
+        "study_id": assignment.study_id,
+        "source": source,
+        "created_at": now,
+        "updated_at": now,
+    }
     pk = insert_returning_id(Annotation, fields)
     answer_added(study_id=assignment.study_id, item_id=assignment.item_id, user_id=assignment.annotator_id)
     annotation = Annotation(pk=pk, **fields)

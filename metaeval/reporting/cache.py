@@ -177,16 +177,16 @@ def _store(study: Study, options: ReportOptions, report: dict[str, Any], fingerp
                 computed_at=timezone.now(),
                 build_seconds=seconds,
             )
-            ReportSnapshotPart.objects.bulk_create(
-                ReportSnapshotPart(
-                    snapshot=snapshot,
-                    section=section,
-                    chunk=n // CHUNK_ROWS,
-                    rows=json.dumps(rows[n : n + CHUNK_ROWS], allow_nan=False),
-                )
-                for section, rows in lists.items()
-                for n in range(0, len(rows), CHUNK_ROWS)
-            )
+            # One INSERT per chunk, not bulk_create: on PostgreSQL that sends the chunks as one text
+            # array, which psycopg quotes in Python (12 s of a 100,000-item report's 16 s cold build).
+            for section, rows in lists.items():
+                for n in range(0, len(rows), CHUNK_ROWS):
+                    ReportSnapshotPart.objects.create(
+                        snapshot=snapshot,
+                        section=section,
+                        chunk=n // CHUNK_ROWS,
+                        rows=json.dumps(rows[n : n + CHUNK_ROWS], allow_nan=False),
+                    )
     except IntegrityError:  # another request or task stored this very state first: same report
         return ReportSnapshot.objects.get(study=study, options_key=key, fingerprint=fingerprint).pk
     _prune(study, key)

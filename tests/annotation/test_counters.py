@@ -16,10 +16,11 @@ from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotation.models import AnnotatorCount, Assignment, DomainCount, Item, Study, StudyMember
+from annotation.models import Annotation, AnnotatorCount, Assignment, DomainCount, Item, Study, StudyMember
 from annotation.selectors import my_studies, study_counts
 from annotation.selectors.counters import counted, counted_from_rows
 from annotation.services import ImportFailed, ServiceError, add_members, create_study, import_annotations, import_items
@@ -35,8 +36,11 @@ DOMAINS = ("bio", "science", "history")
 
 
 def _assert_exact(study: Study) -> None:
+    """The counters equal a recount; and every answer carries its assignment's study (the report's fingerprint
+    reads answers by that copy, migrations 0016-0017)."""
     study.refresh_from_db()
     assert counted(study) == counted_from_rows(study)
+    assert not Annotation.objects.exclude(study_id=F("assignment__study_id")).exists()
 
 
 def _study(slug: str, *, items: int, annotators: list[str], n: int, researcher: str = "rita") -> Study:
@@ -235,6 +239,25 @@ def test_the_data_migration_counts_existing_studies(make_user):
     assert expected.complete == 5 and sum(expected.annotators.values()) == 11
     recount_study(study)
     assert counted(study) == expected
+
+
+@pytest.mark.django_db
+def test_the_migration_gives_existing_answers_their_assignments_study(make_user):
+    """0016's fill, run on answers whose study copy is wrong, puts each answer's assignment's study there."""
+    make_user("rita")
+    make_user("a1")
+    first = _study("first", items=3, annotators=["a1"], n=1)
+    second = _study("second", items=3, annotators=["a1"], n=1)
+    for study in (first, second):
+        rows = [{"item": f"c-{k:03d}", "annotator": "x", "label": "supported"} for k in range(3)]
+        import_annotations(study=study, stream=jsonl(*rows), fmt="jsonl")
+    Annotation.objects.update(study=first)  # the second study's answers now point at the wrong study
+    assert Annotation.objects.exclude(study_id=F("assignment__study_id")).count() == 3
+    migration = importlib.import_module("annotation.migrations.0016_annotation_study")
+    with connection.cursor() as cursor:
+        cursor.execute(migration.FILL)
+    assert not Annotation.objects.exclude(study_id=F("assignment__study_id")).exists()
+    assert Annotation.objects.filter(study=second).count() == 3
 
 
 @pytest.mark.django_db(transaction=True)

@@ -95,6 +95,7 @@ def test_insert_returning_id_stores_json_and_times_like_the_orm(verification_stu
         Annotation,
         {
             "assignment_id": assignment.pk,
+            "study_id": verification_study.pk,
             "label": "supported",
             "raw_label": "Supported",
             "preferred_system": "",
