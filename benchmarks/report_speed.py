@@ -151,7 +151,9 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     print(f"database: {connection.vendor} ({connection.settings_dict['NAME']})")
     study = load_study(args.items, args.reuse)
-    with connection.cursor() as cursor:  # planner statistics and visibility maps, as autovacuum keeps them in production
+    with (
+        connection.cursor() as cursor
+    ):  # planner statistics and visibility maps, as autovacuum keeps them in production
         cursor.execute("VACUUM ANALYZE" if connection.vendor == "postgresql" else "ANALYZE")
 
     frame = stats_bench.synthetic(args.items)
