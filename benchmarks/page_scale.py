@@ -10,7 +10,10 @@ interleaved, and prints both and their ratio. The goal: each page at 100,000
 items within 1.5x of its time at 1,000 items. An extra row times the overview's
 "precision so far" card, which the overview loads after itself: the card
 (metaeval's study_precision) computes an interval from every label of the study,
-so it grows with the study by nature and is kept off the page's own request.
+so it grows with the study by nature and is kept off the page's own request. Another
+times the researcher's progress page: its item table reads one page of items, but its
+per-annotator table (labels, times, gold accuracy, median active time) aggregates every
+label in the database, so it grows with the study too, more slowly.
 
 Items are generated realistic verification items bulk-loaded with
 `annotation.services.import_items`, and labels with `import_annotations`. Uses a
@@ -35,7 +38,7 @@ from assignment_scale import analyze, setup_django, write_items, write_labels
 
 #: "precision card": the overview's "precision so far" card, which the page loads after itself
 #: (its interval is computed from every label, so it grows with the study by nature).
-PAGES = ("home page", "overview", "precision card")
+PAGES = ("home page", "overview", "precision card", "progress page")
 
 
 def make_study(slug: str, items_file: Path, labels_file: Path):
@@ -121,6 +124,7 @@ def main() -> None:
             "home page": reverse("annotation:my_studies"),
             "overview": reverse("annotation:study_detail", args=[study.slug]),
             "precision card": reverse("metaeval:precision_card", args=[study.slug]),
+            "progress page": reverse("annotation:study_progress", args=[study.slug]),
         }
         scenarios.append((size, client, urls))
 
