@@ -91,11 +91,6 @@ class _Ratings:
     def shape(self) -> tuple[int, int, int]:
         return len(self.items), len(self.annotators), len(self.categories)
 
-    def per_item(self, values: np.ndarray) -> np.ndarray:
-        """Sum ``values`` (ratings x K) over each item's ratings: items x K."""
-        n_items, _, k = self.shape
-        return np.stack([np.bincount(self.item, values[:, t], minlength=n_items) for t in range(k)], axis=1)
-
     def per_annotator_label(self, weights: np.ndarray) -> np.ndarray:
         """Sum ``weights`` (one per rating) per (annotator, given label): annotators x K."""
         _, n_ann, k = self.shape
@@ -103,27 +98,57 @@ class _Ratings:
 
     @cached_property
     def counts(self) -> sparse.csr_matrix:
-        """Items x (annotator, given label): how often each item got each label from each annotator.
-
-        Why: the EM steps only ever need sums over an item's ratings of a value that depends on
-        (annotator, label), or sums over an (annotator, label)'s ratings of a value of the item.
-        Both are one sparse product with this matrix, instead of gathering and summing a
-        ratings x K array per step (a 100,000-item report spent seconds there)."""
+        """Items x (annotator, given label): how often each item got each label from each annotator."""
         n_items, n_ann, k = self.shape
         ones = np.ones(len(self.item))
-        return sparse.csr_matrix((ones, (self.item, self.annotator * k + self.label)), shape=(n_items, n_ann * k))
+        matrix = sparse.csr_matrix((ones, (self.item, self.annotator * k + self.label)), shape=(n_items, n_ann * k))
+        matrix.sum_duplicates()  # canonical rows (sorted, no repeats): equal rows are equal patterns
+        return matrix
 
-    def per_item_of(self, table: np.ndarray) -> np.ndarray:
-        """For ``table[a, j, l]`` (annotator, truth, given label): items x K sums over each item's ratings of
-        ``table[annotator, :, label]`` (what ``per_item(table[r.annotator, :, r.label])`` gives)."""
+    @cached_property
+    def patterns(self) -> tuple[sparse.csr_matrix, np.ndarray, np.ndarray]:
+        """The distinct rows of ``counts`` (who gave which label how often), their multiplicities,
+        and each item's row among them.
+
+        Why: in both EM models an item's posterior depends only on that row, so items with the
+        same row share one posterior, and the E and M steps can run once per distinct row, weighted
+        by how many items have it. Three annotators and three labels make at most 27 rows, however
+        many items there are (a 100,000-item report spent seconds here). Each step is then one sparse
+        product of this matrix with a (annotator, label) x K table."""
+        matrix = self.counts
+        data, indices, indptr = matrix.data, matrix.indices, matrix.indptr
+        seen: dict[bytes, int] = {}
+        inverse = np.empty(matrix.shape[0], dtype=np.int64)
+        first: list[int] = []
+        for row, (lo, hi) in enumerate(zip(indptr[:-1].tolist(), indptr[1:].tolist(), strict=True)):
+            key = indices[lo:hi].tobytes() + data[lo:hi].tobytes()  # 4 + 8 bytes per entry: unambiguous
+            number = seen.setdefault(key, len(first))
+            if number == len(first):
+                first.append(row)
+            inverse[row] = number
+        return matrix[first], np.bincount(inverse, minlength=len(first)).astype(float), inverse
+
+    def per_pattern_of(self, table: np.ndarray) -> np.ndarray:
+        """For ``table[a, j, l]`` (annotator, truth, given label): patterns x K sums over each pattern's
+        ratings of ``table[annotator, :, label]``."""
         n_ann, k, _ = table.shape
-        return np.asarray(self.counts @ table.transpose(0, 2, 1).reshape(n_ann * k, k))
+        return np.asarray(self.patterns[0] @ table.transpose(0, 2, 1).reshape(n_ann * k, k))
 
     def per_annotator_label_of(self, post: np.ndarray) -> np.ndarray:
-        """For items x K ``post``: ``out[a, l, j]`` = the sum of ``post[item, j]`` over annotator a's ratings
-        with label l (what ``per_annotator_label(post[r.item, j])`` gives for each j)."""
+        """For patterns x K ``post``: ``out[a, l, j]`` = the sum of ``post[item, j]`` over annotator a's
+        ratings with label l, over every item (each pattern counted as often as items have it)."""
         _, n_ann, k = self.shape
-        return np.asarray(self.counts.T @ post).reshape(n_ann, k, k)
+        rows, weights, _ = self.patterns
+        return np.asarray(rows.T @ (post * weights[:, None])).reshape(n_ann, k, k)
+
+    def item_mean(self, post: np.ndarray) -> np.ndarray:
+        """The mean over items of patterns x K ``post``."""
+        weights = self.patterns[1]
+        return weights @ post / weights.sum()
+
+    def per_item(self, post: np.ndarray) -> np.ndarray:
+        """Patterns x K ``post`` as items x K."""
+        return post[self.patterns[2]]
 
 
 def _encode(df: pd.DataFrame, categories: Sequence[Hashable] | None, item: str, annotator: str, label: str) -> _Ratings:
@@ -151,8 +176,9 @@ def _encode(df: pd.DataFrame, categories: Sequence[Hashable] | None, item: str, 
     )
 
 
-def _normalise_log(log_joint: np.ndarray) -> tuple[np.ndarray, float]:
-    """Posteriors from unnormalised log joints, and the summed log-likelihood."""
+def _normalise_log(log_joint: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, float]:
+    """Posteriors from unnormalised log joints (one row per pattern), and the log-likelihood summed
+    over items (each pattern's ``weights`` times)."""
     # Column by column: with few categories, NumPy's reductions along the short axis of an
     # items x K array are several times slower than K elementwise passes (the EM loops call
     # this hundreds of times on a big study). exp(x - norm) = exp(x - top) / total: one exp.
@@ -165,18 +191,18 @@ def _normalise_log(log_joint: np.ndarray) -> tuple[np.ndarray, float]:
     for column in shifted.T[1:]:
         total += column
     shifted /= total[:, None]
-    return shifted, float((top + np.log(total)).sum())
+    return shifted, float((top + np.log(total)) @ weights)
 
 
 def _ds_e_step(r: _Ratings, priors: np.ndarray, errors: np.ndarray) -> tuple[np.ndarray, float]:
     """Posteriors T[i, j] and the log-likelihood; errors[a, j, l] = P(a says l | truth j)."""
     log_err = np.log(np.clip(errors, _EPS, None))  # a x j x l: log P(says l | truth j)
-    return _normalise_log(np.log(np.clip(priors, _EPS, None))[None, :] + r.per_item_of(log_err))
+    return _normalise_log(np.log(np.clip(priors, _EPS, None))[None, :] + r.per_pattern_of(log_err), r.patterns[1])
 
 
 def _ds_m_step(r: _Ratings, post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Class priors and row-normalised confusion matrices from soft labels."""
-    priors = post.mean(axis=0)
+    """Class priors and row-normalised confusion matrices from soft labels (one row per pattern)."""
+    priors = r.item_mean(post)
     errors = r.per_annotator_label_of(post).transpose(0, 2, 1)  # a x j x l: soft counts of (truth j, says l)
     sums = errors.sum(axis=2, keepdims=True)
     errors = np.divide(errors, sums, out=np.zeros_like(errors), where=sums > 0)
@@ -196,7 +222,8 @@ def dawid_skene(
     """Dawid-Skene EM: confusion matrix per annotator, posterior per item."""
     r = _encode(df, categories, item, annotator, label)
     items, anns, cats = r.items, r.annotators, r.categories
-    shares = r.per_item(np.eye(len(cats))[r.label])
+    n_ann, k = len(anns), len(cats)
+    shares = np.asarray(r.patterns[0] @ np.tile(np.eye(k), (n_ann, 1)))  # patterns x K: votes per label
     post = shares / shares.sum(axis=1, keepdims=True)
     loglik = -np.inf
     converged = False
@@ -218,7 +245,7 @@ def dawid_skene(
     return AggregationFit(
         method="dawid_skene",
         categories=cats,
-        posteriors=pd.DataFrame(post, index=items, columns=list(cats)),
+        posteriors=pd.DataFrame(r.per_item(post), index=items, columns=list(cats)),
         annotator_accuracy=pd.Series(accuracy, index=anns, name="accuracy"),
         log_likelihood=loglik,
         n_iter=n_iter,
@@ -237,11 +264,12 @@ def _mace_fit(
     loglik = -np.inf
     per_label = r.per_annotator_label(np.ones(len(r.item)))  # a x l: ratings given
     ratings = per_label.sum(axis=1)
-    post = np.zeros((r.shape[0], k))
+    post = np.zeros((len(r.patterns[1]), k))
     for n_iter in range(1, max_iter + 1):
         # P(label l | truth t) for annotator a: theta*[l == t] + (1 - theta) * spam[a, l]
         emit = theta[:, None, None] * eye[None] + (1 - theta)[:, None, None] * spam[:, None, :]
-        post, new_loglik = _normalise_log(np.log(1.0 / k) + r.per_item_of(np.log(np.clip(emit, _EPS, None))))
+        log_emit = np.log(np.clip(emit, _EPS, None))
+        post, new_loglik = _normalise_log(np.log(1.0 / k) + r.per_pattern_of(log_emit), r.patterns[1])
         # expected "told the truth" mass of each rating: P(T = l | data) * theta / emit(l | l),
         # summed per (annotator, label l): the posterior of truth l over those ratings, times a x l factors
         truthful = theta[:, None] / np.clip(np.einsum("att->at", emit), _EPS, None)  # a x l
@@ -283,12 +311,12 @@ def mace(
     assert best is not None
     post, theta, spam, loglik, n_iter, converged = best
     # accuracy = theta + (1 - theta) * P(a spammed label happens to be the truth)
-    hit = np.einsum("al,l->a", spam, post.mean(axis=0))
+    hit = np.einsum("al,l->a", spam, r.item_mean(post))
     accuracy = theta + (1 - theta) * hit
     return AggregationFit(
         method="mace_em",
         categories=cats,
-        posteriors=pd.DataFrame(post, index=items, columns=list(cats)),
+        posteriors=pd.DataFrame(r.per_item(post), index=items, columns=list(cats)),
         annotator_accuracy=pd.Series(accuracy, index=anns, name="accuracy"),
         log_likelihood=loglik,
         n_iter=n_iter,

@@ -96,6 +96,23 @@ def test_mace_em_competence_and_labels_match_crowdkit_em_on_xsum(xsum_long, refe
     assert fit.method == "mace_em"
 
 
+@pytest.mark.parametrize("model", [dawid_skene, mace])
+def test_a_copy_of_every_item_changes_no_estimate(xsum_long, model):
+    """Both fits are maximum likelihood without per-item parameters, so doubling the data (every item
+    again under another id) moves no annotator's estimate, and each copy gets its original's
+    posterior (the fits run once per distinct rating pattern and hand each item its pattern's
+    posterior; the crowd-kit comparisons above check the weighting against an outside reference)."""
+    copy = xsum_long.assign(item=xsum_long["item"].astype(str) + "-copy")
+    once = model(xsum_long, ["yes", "no"])
+    twice = model(pd.concat([xsum_long, copy], ignore_index=True), ["yes", "no"])
+    assert np.abs(twice.annotator_accuracy - once.annotator_accuracy).max() < 1e-4
+    originals = twice.posteriors.loc[once.posteriors.index.astype(str)].to_numpy()
+    copies = twice.posteriors.loc[once.posteriors.index.astype(str) + "-copy"].to_numpy()
+    assert np.array_equal(originals, copies)
+    assert np.abs(originals - once.posteriors.to_numpy()).max() < 1e-3
+    assert twice.log_likelihood == pytest.approx(2 * once.log_likelihood, rel=1e-4)
+
+
 def test_mace_finds_the_spammer():
     rng = np.random.default_rng(1)
     truth = rng.integers(0, 2, 300)
