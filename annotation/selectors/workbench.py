@@ -21,7 +21,7 @@ PROGRESS_COUNT_LIMIT = 1000
 def annotator_progress(user: User, study: Study) -> dict[str, int | bool]:
     """{"done": answered, "total": answered + open + still available to this user, "total_exact": bool}.
 
-    Two queries, neither of which grows with the study: the user's own
+    One statement that does not grow with the study: the user's own
     assignments (grouped in one pass), and the study's unfinished items read
     from the (study, slots_taken) index but only up to PROGRESS_COUNT_LIMIT
     beyond the ones the user already had. Counting every open item of a
@@ -32,24 +32,31 @@ def annotator_progress(user: User, study: Study) -> dict[str, int | bool]:
     """
     n = study.annotators_per_item
     A, IT = names(Assignment), names(Item)
-    counts = fetch_one(
-        f"SELECT COUNT(CASE WHEN a.{A.status} = %s THEN 1 END), COUNT(CASE WHEN a.{A.status} = %s THEN 1 END), "
-        f"COUNT(CASE WHEN i.{IT.slots_taken} < %s THEN 1 END) FROM {A.table} a JOIN {IT.table} i ON i.{IT.id} = a.{A.item} "
-        f"WHERE a.{A.study} = %s AND a.{A.annotator} = %s",
-        (Assignment.Status.SUBMITTED, Assignment.Status.ACTIVE, n, study.pk, user.pk),
+    # One statement: the user's own counts, and the unfinished items read from the top of the
+    # (study, slots_taken) index, as claims do (right after a bulk change and before (auto)vacuum,
+    # the bottom holds the dead versions), up to the limit past the ones the user already had.
+    row = fetch_one(
+        f"WITH mine AS (SELECT COUNT(CASE WHEN a.{A.status} = %s THEN 1 END) AS done, "
+        f"COUNT(CASE WHEN a.{A.status} = %s THEN 1 END) AS active, "
+        f"COUNT(CASE WHEN i.{IT.slots_taken} < %s THEN 1 END) AS had "
+        f"FROM {A.table} a JOIN {IT.table} i ON i.{IT.id} = a.{A.item} WHERE a.{A.study} = %s AND a.{A.annotator} = %s) "
+        f"SELECT done, active, had, (SELECT COUNT(*) FROM (SELECT i.{IT.id} FROM {IT.table} i "
+        f"WHERE i.{IT.study} = %s AND i.{IT.slots_taken} < %s ORDER BY i.{IT.slots_taken} DESC "
+        f"LIMIT (SELECT had FROM mine) + %s) unfinished) FROM mine",
+        (
+            Assignment.Status.SUBMITTED,
+            Assignment.Status.ACTIVE,
+            n,
+            study.pk,
+            user.pk,
+            study.pk,
+            n,
+            PROGRESS_COUNT_LIMIT + 1,
+        ),
     )
-    assert counts is not None  # an aggregate without GROUP BY always returns one row
-    done, active, had_unfinished = counts
+    assert row is not None  # an aggregate without GROUP BY always returns one row
+    done, active, had_unfinished, unfinished = row
     limit = PROGRESS_COUNT_LIMIT + had_unfinished
-    # Read from the top of the (study, slots_taken) index, as claims do: right after a
-    # bulk change and before (auto)vacuum, the bottom holds the dead versions.
-    open_count = fetch_one(
-        f"SELECT COUNT(*) FROM (SELECT i.{IT.id} FROM {IT.table} i WHERE i.{IT.study} = %s AND i.{IT.slots_taken} < %s "
-        f"ORDER BY i.{IT.slots_taken} DESC LIMIT %s) unfinished",
-        (study.pk, n, limit + 1),
-    )
-    assert open_count is not None  # COUNT(*) always returns one row
-    (unfinished,) = open_count
     exact = unfinished <= limit
     available = max(min(unfinished, limit) - had_unfinished, 0)
     return {"done": done, "total": done + active + available, "total_exact": exact}
