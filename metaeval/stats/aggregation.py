@@ -20,6 +20,10 @@ annotator allowed, as in Dawid & Skene's own data):
 Both return per-item posteriors, the most likely label, and convergence
 information (iterations, whether ``tol`` was reached, final log-likelihood),
 so a report can say when a fit did not converge.
+
+Neither model has a parameter per item, so the EM steps run once per distinct
+rating pattern (who gave which label how often), weighted by how many items
+share it, and each item takes its pattern's posterior (``_Ratings.patterns``).
 """
 
 from __future__ import annotations
