@@ -44,7 +44,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -125,6 +125,22 @@ class _Busy(Exception):
     """Every candidate is being claimed by someone else right now: retry, do not say "nothing left"."""
 
 
+#: PostgreSQL's SQLSTATEs for a transaction it rolled back to break a deadlock or a serialisation conflict.
+RETRYABLE_SQLSTATES = {"40P01", "40001"}
+
+
+def _lost_race(exc: Exception) -> bool:
+    """Whether a claim's failure is a race another claim won: a constraint said no, every candidate was
+    locked, or PostgreSQL chose this transaction as a deadlock's victim.
+
+    Why deadlocks: two claims on one item (one taking over an expired lease, one taking a fresh slot)
+    can each wait for the other's uncommitted row in the (item, slot) unique index. PostgreSQL rolls
+    one of them back whole, so it is retried like any lost race."""
+    if isinstance(exc, IntegrityError | _Busy):
+        return True
+    return isinstance(exc, OperationalError) and getattr(exc.__cause__, "sqlstate", None) in RETRYABLE_SQLSTATES
+
+
 def claim_next(
     *, user: User, study: Study, now: datetime | None = None, ahead_of: int | None = None
 ) -> Assignment | None:
@@ -151,9 +167,11 @@ def claim_next(
                     assignment = _keep_own_lease(user, study, now)
                 else:
                     assignment = _claim(user, study, now)
-        except (IntegrityError, _Busy) as exc:
-            # A lost race (a constraint said no, or every candidate was locked): the
-            # transaction is rolled back with its locks; wait a moment and look again.
+        except (IntegrityError, _Busy, OperationalError) as exc:
+            # A lost race (see _lost_race): the transaction is rolled back with its locks;
+            # wait a moment and look again. Any other database error is not ours to retry.
+            if not _lost_race(exc):
+                raise
             logger.debug(
                 "claim by user %s in study %s lost a race (attempt %d of %d): %s",
                 user.pk,
