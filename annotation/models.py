@@ -218,7 +218,8 @@ class Item(models.Model):
     Preference: {"source", "question", "lists": {system: [claim, ...]}}.
     """
 
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
+    # No index of its own: every index below starts with study (item_study_recent serves the report's fingerprint).
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items", db_index=False)
     external_id = models.CharField(max_length=200)
     position = models.PositiveIntegerField(default=0, help_text="Order in which it was imported.")
     domain = models.CharField(max_length=100, blank=True, default="")
@@ -242,6 +243,7 @@ class Item(models.Model):
             models.Index(fields=["study", "domain"], name="item_study_domain"),
             models.Index(fields=["study", "position"], name="item_study_position"),
             models.Index(fields=["study", "slots_taken"], name="item_study_slots"),
+            models.Index(fields=["study", "updated_at"], name="item_study_recent"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["study", "external_id"], name="item_external_id_unique"),
@@ -275,7 +277,8 @@ class Assignment(models.Model):
         SUBMITTED = "submitted", "Submitted"
         SKIPPED = "skipped", "Skipped"
 
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments")
+    # No index of its own: every index below starts with study (assignment_study_recent serves the fingerprint).
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments", db_index=False)
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
     slot = models.PositiveSmallIntegerField(null=True, blank=True)
@@ -303,6 +306,7 @@ class Assignment(models.Model):
         indexes = [
             models.Index(fields=["study", "annotator", "status"], name="assignment_queue"),
             models.Index(fields=["study", "status", "lease_expires_at"], name="assignment_leases"),
+            models.Index(fields=["study", "updated_at"], name="assignment_study_recent"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["item", "annotator"], name="assignment_once_per_annotator"),

@@ -238,6 +238,10 @@ def _save_answer(
                 )
             messages.error(request, f"Your answer was not saved: {exc}.")
             return redirect("annotation:annotate", slug=study.slug)
+        except ClaimContention as exc:
+            if background:  # workbench.js keeps the answer and sends it again
+                return JsonResponse({"saved": False, "error": str(exc)}, status=503, headers={"Retry-After": "1"})
+            form.add_error(None, str(exc))
         except ServiceError as exc:
             form.add_error(None, str(exc))
         else:

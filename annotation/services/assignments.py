@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -84,7 +84,8 @@ class NotAllowed(ServiceError):
 
 
 class ClaimContention(ServiceError):
-    """Every attempt to claim lost a race; the client should retry (HTTP 503), not conclude it is done."""
+    """Every attempt to claim (or to store an answer or skip) lost a race; the client should retry (HTTP 503),
+    not conclude it is done."""
 
 
 def lease_length() -> timedelta:
@@ -138,7 +139,35 @@ def _lost_race(exc: Exception) -> bool:
     one of them back whole, so it is retried like any lost race."""
     if isinstance(exc, IntegrityError | _Busy):
         return True
-    return isinstance(exc, OperationalError) and getattr(exc.__cause__, "sqlstate", None) in RETRYABLE_SQLSTATES
+    return isinstance(exc, OperationalError) and _deadlock_victim(exc)
+
+
+def _deadlock_victim(exc: OperationalError) -> bool:
+    return getattr(exc.__cause__, "sqlstate", None) in RETRYABLE_SQLSTATES
+
+
+def _retrying_deadlocks(write: Callable[[], Assignment], *, what: str, user: User, study: Study) -> Assignment:
+    """Run `write` (its own transaction) again when PostgreSQL rolled it back to break a deadlock.
+
+    Why: an answer or a skip locks its assignment and then its item (the counters,
+    the freed slot), while a claim locks an item and then waits on the assignments
+    of that item's other annotators, so under load PostgreSQL may pick one of them
+    as a deadlock's victim. The victim's transaction is rolled back whole, so
+    running it again is safe; the workbench's background sender retries a 503 too.
+    """
+    for attempt in range(CLAIM_ATTEMPTS):
+        try:
+            return write()
+        except OperationalError as exc:
+            if not _deadlock_victim(exc):
+                raise
+            logger.info(
+                "%s by user %s in study %s was a deadlock's victim (attempt %d)", what, user.pk, study.slug, attempt + 1
+            )
+            time.sleep(random.uniform(0.001, 0.005) * (attempt + 1))
+    raise ClaimContention(
+        f"too many annotators are working on this item at this moment; the {what} was not saved, send it again"
+    )
 
 
 def claim_next(
@@ -531,6 +560,14 @@ def submit(
     when identical, left alone, so a double click is harmless.
     """
     now = now or timezone.now()
+    return _retrying_deadlocks(
+        lambda: _submit_once(user, study, assignment_id, answer, source, now), what="answer", user=user, study=study
+    )
+
+
+def _submit_once(
+    user: User, study: Study, assignment_id: int, answer: SubmittedAnswer, source: str, now: datetime
+) -> Assignment:
     with transaction.atomic():
         assignment = _own_assignment(user, study, assignment_id)
         if assignment.status == Status.SKIPPED:
@@ -553,6 +590,10 @@ def submit(
 def skip(*, user: User, study: Study, assignment_id: int, now: datetime | None = None) -> Assignment:
     """Give the item back: its slot is freed for someone else, and never served to this user again."""
     now = now or timezone.now()
+    return _retrying_deadlocks(lambda: _skip_once(user, study, assignment_id, now), what="skip", user=user, study=study)
+
+
+def _skip_once(user: User, study: Study, assignment_id: int, now: datetime) -> Assignment:
     with transaction.atomic():
         assignment = _own_assignment(user, study, assignment_id)
         if assignment.status == Status.SKIPPED:

@@ -215,3 +215,88 @@ def test_a_claim_that_postgresql_picks_as_a_deadlock_victim_is_retried_and_other
     error = OperationalError("database error")
     error.__cause__ = _DatabaseError(sqlstate) if sqlstate else None
     assert assignments._lost_race(error) is retried
+
+
+def _deadlock() -> OperationalError:
+    error = OperationalError("deadlock detected")
+    error.__cause__ = _DatabaseError("40P01")
+    return error
+
+
+def _counting_deadlocks(monkeypatch, times: int) -> list[int]:
+    """The answer's counter step (which locks the item after the assignment) fails `times` times as a
+    deadlock's victim would, after the annotation row is written, so a retry has to start clean."""
+    from annotation.services import answers
+
+    calls: list[int] = []
+    real = answers.answer_added
+
+    def answer_added(**kwargs):
+        calls.append(1)
+        if len(calls) <= times:
+            raise _deadlock()
+        return real(**kwargs)
+
+    monkeypatch.setattr(answers, "answer_added", answer_added)
+    return calls
+
+
+def test_an_answer_picked_as_a_deadlock_victim_is_stored_once_on_the_retry(monkeypatch):
+    """A submit locks its assignment, then its item; a claim locks an item, then waits on its assignments:
+    on PostgreSQL under load (the crowd test, now and then) the submit can be the victim. It is sent again."""
+    from annotation.models import AnnotatorCount
+
+    study, (user,) = make_preference_study("victim", 2, 1, ["solo"])
+    assignment = claim_next(user=user, study=study)
+    calls = _counting_deadlocks(monkeypatch, times=2)
+    submit(user=user, study=study, assignment_id=assignment.pk, answer=SubmittedAnswer(choice="left_slight"))
+    assert len(calls) == 3
+    assert Annotation.objects.filter(assignment=assignment).count() == 1
+    assert Assignment.objects.get(pk=assignment.pk).status == "submitted"
+    assert list(AnnotatorCount.objects.filter(study=study).values_list("annotations", "complete")) == [(1, 1)]
+
+
+def test_an_answer_that_keeps_losing_says_so_and_stores_nothing(monkeypatch):
+    study, (user,) = make_preference_study("loser", 2, 1, ["solo"])
+    assignment = claim_next(user=user, study=study)
+    _counting_deadlocks(monkeypatch, times=assignments.CLAIM_ATTEMPTS)
+    with pytest.raises(ClaimContention, match="not saved, send it again"):
+        submit(user=user, study=study, assignment_id=assignment.pk, answer=SubmittedAnswer(choice="left_slight"))
+    assert not Annotation.objects.filter(assignment=assignment).exists()
+    assert Assignment.objects.get(pk=assignment.pk).status == "active"  # still theirs to answer
+
+
+def test_an_answer_failing_for_another_database_reason_is_not_retried(monkeypatch):
+    from annotation.services import answers
+
+    study, (user,) = make_preference_study("cancelled", 2, 1, ["solo"])
+    assignment = claim_next(user=user, study=study)
+    calls: list[int] = []
+
+    def cancelled(**kwargs):
+        calls.append(1)
+        error = OperationalError("canceling statement due to statement timeout")
+        error.__cause__ = _DatabaseError("57014")
+        raise error
+
+    monkeypatch.setattr(answers, "answer_added", cancelled)
+    with pytest.raises(OperationalError, match="statement timeout"):
+        submit(user=user, study=study, assignment_id=assignment.pk, answer=SubmittedAnswer(choice="left_slight"))
+    assert len(calls) == 1
+    assert not Annotation.objects.exists()
+
+
+def test_a_background_answer_that_keeps_losing_is_a_503_the_page_sends_again(monkeypatch, client):
+    study, (user,) = make_preference_study("bg-loser", 2, 1, ["solo"])
+    assignment = claim_next(user=user, study=study)
+    _counting_deadlocks(monkeypatch, times=assignments.CLAIM_ATTEMPTS)
+    client.force_login(user)
+    response = client.post(
+        f"/studies/{study.slug}/annotate/{assignment.pk}/",
+        {"choice": "left_slight", "justification": "fuller list"},
+        headers={"X-Claimlab-Workbench": "1"},
+    )
+    assert response.status_code == 503, response.content
+    assert response["Retry-After"] == "1"
+    assert "send it again" in response.json()["error"]
+    assert not Annotation.objects.exists()

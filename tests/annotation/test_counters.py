@@ -120,7 +120,7 @@ def test_counters_equal_a_recount_after_every_kind_of_write(make_user):
     assert len(refused) < 35, refused  # most of the random writes went through
     totals = counted_from_rows(study)
     counts = study_counts(study)
-    assert counts["annotations"] == sum(totals.annotators.values()) >= 15  # removals delete a member's answers
+    assert counts["annotations"] == sum(totals.annotators.values()) >= 15  # of 70 random writes, a quarter answers
     assert counts["items"] == Item.objects.filter(study=study).count()
     assert counts["items_complete"] == totals.complete > 0
     assert done, "no annotation import ran"

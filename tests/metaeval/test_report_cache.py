@@ -268,8 +268,13 @@ def _rename(study, researcher) -> None:
     member.save()
 
 
+def _gold(study, researcher) -> None:
+    import_items(study=study, stream=jsonl(verification_item("c-2", gold="supported")), fmt="jsonl", update=True)
+
+
 CHANGES = {
     "a label": lambda study, researcher: change_label(study),
+    "a gold label": _gold,
     "an item": lambda study, researcher: import_items(study=study, stream=jsonl(verification_item("c-9")), fmt="jsonl"),
     "an adjudication": _adjudicate,
     "a pseudonym": _rename,
@@ -320,3 +325,29 @@ def test_annotator_chart_is_drawn_from_the_pages_cached_report(owner, loaded_ver
     change_label(loaded_verification_study)  # no current report of the new data: drawn from the data
     with pytest.raises(AssertionError, match="recomputed"):
         owner.get(chart)
+
+
+def test_the_fingerprint_reads_no_more_rows_for_a_bigger_study(loaded_verification_study):
+    """Counters and one index step per table: the same queries, whatever the study's size (issue 15 §3)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as small:
+        selectors.report_fingerprint(loaded_verification_study)
+    import_items(
+        study=loaded_verification_study,
+        stream=jsonl(*(verification_item(f"more-{n}") for n in range(200))),
+        fmt="jsonl",
+    )
+    import_annotations(
+        study=loaded_verification_study,
+        stream=jsonl(*({"item": f"more-{n}", "annotator": "w3", "label": "supported"} for n in range(200))),
+        fmt="jsonl",
+    )
+    with CaptureQueriesContext(connection) as big:
+        selectors.report_fingerprint(loaded_verification_study)
+    assert len(big) == len(small)
+    # the answers' and items' counts come from the counters, not from counting their rows
+    big_tables = ('"annotation_annotation"', '"annotation_item"', '"annotation_assignment"')
+    counted = [q["sql"] for q in big if "COUNT(" in q["sql"].upper() and any(t in q["sql"] for t in big_tables)]
+    assert not counted
