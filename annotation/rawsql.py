@@ -5,7 +5,9 @@ Why not the ORM there: profiling the API's next + submit turn showed about
 querysets (filter resolution, `as_sql`, cloning), not into the database. An
 annotator's turn runs ~20 short statements, so on the load benchmark
 (benchmarks/annotate_load.py) the ORM alone capped throughput. Everything
-else in Claimlab keeps using the ORM.
+else in Claimlab keeps using the ORM, but for the size of the adjudication
+queue (selectors/adjudication.queue_size): an aggregate of an aggregate, which
+the ORM cannot express.
 
 What this module keeps from the ORM so that hand-written SQL cannot drift
 from the models: table and column names come from `_meta`, values read are

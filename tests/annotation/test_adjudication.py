@@ -24,6 +24,7 @@ from annotation.selectors.adjudication import (
     adjudication_summary,
     item_for_adjudication,
     queue_item_ids,
+    queue_size,
 )
 from annotation.services import ImportFailed, ServiceError, add_members, import_annotations, import_items
 from annotation.services.adjudication import (
@@ -35,7 +36,7 @@ from annotation.services.adjudication import (
 from metaeval.reporting import ReportOptions, build_report
 from metaeval.reporting.csv_format import report_csv
 from metaeval.verifiers.selectors import human_reference
-from tests.conftest import csv_bytes, jsonl, preference_item
+from tests.conftest import csv_bytes, jsonl, preference_item, verification_item
 
 pytestmark = pytest.mark.django_db
 
@@ -83,6 +84,34 @@ def test_audit_rule_draws_a_seeded_share(loaded_verification_study):
     assert queue_item_ids(study) == first
     set_adjudication_settings(study=study, user=None, audit_share=1.0)
     assert len(queue_item_ids(study)) == 3
+
+
+@pytest.mark.parametrize(
+    ("rule", "share"), [("no_unanimity", 0.1), ("no_majority", 0.1), ("flagged", 0.1), ("audit", 0.37)]
+)
+def test_the_reports_queue_size_counts_what_the_queue_lists(verification_study, rule, share):
+    """The report's count (in SQL) against the queue itself (in Python), on 60 items with 0 to 3 random
+    labels from 3 labels, some assignments skipped and some flagged: every kind of item for every rule."""
+    import random
+
+    study = verification_study
+    rng = random.Random(7)
+    import_items(study=study, stream=jsonl(*(verification_item(f"q-{n}") for n in range(60))), fmt="jsonl")
+    labels = ["supported", "contradicted", "inconclusive"]
+    rows = [
+        {"item": f"q-{n}", "annotator": f"w{k}", "label": rng.choice(labels[: rng.randint(1, 3)])}
+        for n in range(60)
+        for k in range(rng.randint(0, 3))
+    ]
+    import_annotations(study=study, stream=jsonl(*rows), fmt="jsonl")
+    answered = list(Assignment.objects.filter(study=study).order_by("pk").values_list("pk", flat=True))
+    Assignment.objects.filter(pk__in=rng.sample(answered, 15)).update(status=Assignment.Status.SKIPPED)
+    Assignment.objects.filter(pk__in=rng.sample(answered, 9)).update(flagged=True, flag_reason="odd")
+    set_adjudication_settings(study=study, user=None, rule=rule, audit_share=share)
+    study.refresh_from_db()
+    listed = queue_item_ids(study)
+    assert 0 < len(listed) < 60  # the draw gives the rule something to tell apart
+    assert queue_size(study) == len(listed)
 
 
 def test_settings_are_checked_and_recorded(loaded_verification_study, researcher):
