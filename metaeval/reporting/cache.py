@@ -137,7 +137,7 @@ def options_from_dict(data: dict[str, Any]) -> ReportOptions:
 
 
 def _built(study: Study, options: ReportOptions) -> tuple[dict[str, Any], str, float]:
-    """Build the report; return it (JSON round-tripped), the fingerprint it belongs to, and seconds taken.
+    """Build the report; return it (as built, not yet JSON), the fingerprint it belongs to, and seconds taken.
 
     On PostgreSQL (outside a caller's transaction) the fingerprint and the build read one
     REPEATABLE READ snapshot, so the pair is exact. Elsewhere the fingerprint is read before
@@ -157,36 +157,61 @@ def _built(study: Study, options: ReportOptions) -> tuple[dict[str, Any], str, f
         fingerprint = selectors.report_fingerprint(study)
         report = build_report(study, options)
         after = selectors.report_fingerprint(study)
-    report = json.loads(json.dumps(report, allow_nan=False))
     if after != fingerprint:
         fingerprint = MOVED + after
     return report, fingerprint, time.perf_counter() - start
 
 
-def _store(study: Study, options: ReportOptions, report: dict[str, Any], fingerprint: str, seconds: float) -> int:
+@dataclass(frozen=True)
+class _Encoded:
+    """A built report as it is stored: JSON text of the report with markers, and of each long list's chunks.
+
+    Why: a report of 100,000 items is about 60 MB of JSON (mostly the per-response score rows).
+    It is encoded once, for storing; what is handed out is decoded from that same text (the
+    types every cached report has), and only as far as the caller needs: the page reads the
+    report with markers, a download the whole.
+    """
+
+    main: str
+    chunks: dict[str, list[str]]
+
+    @classmethod
+    def of(cls, report: dict[str, Any]) -> _Encoded:
+        main, lists = _split(report)
+        return cls(
+            main=json.dumps(main, allow_nan=False),
+            chunks={
+                section: [
+                    json.dumps(rows[n : n + CHUNK_ROWS], allow_nan=False) for n in range(0, len(rows), CHUNK_ROWS)
+                ]
+                for section, rows in lists.items()
+            },
+        )
+
+    def whole(self) -> dict[str, Any]:
+        """The report with its long lists in place."""
+        lists = {section: [row for text in texts for row in json.loads(text)] for section, texts in self.chunks.items()}
+        return _put_back(json.loads(self.main), lists)
+
+
+def _store(study: Study, options: ReportOptions, encoded: _Encoded, fingerprint: str, seconds: float) -> int:
     """Keep a built report (its long lists in chunks) and prune older snapshots; returns its id."""
     key = options_key(options)
-    main, lists = _split(report)
     try:
         with transaction.atomic():
             snapshot = ReportSnapshot.objects.create(
                 study=study,
                 options_key=key,
                 fingerprint=fingerprint,
-                report=json.dumps(main, allow_nan=False),
+                report=encoded.main,
                 computed_at=timezone.now(),
                 build_seconds=seconds,
             )
             # One INSERT per chunk, not bulk_create: on PostgreSQL that sends the chunks as one text
             # array, which psycopg quotes in Python (12 s of a 100,000-item report's 16 s cold build).
-            for section, rows in lists.items():
-                for n in range(0, len(rows), CHUNK_ROWS):
-                    ReportSnapshotPart.objects.create(
-                        snapshot=snapshot,
-                        section=section,
-                        chunk=n // CHUNK_ROWS,
-                        rows=json.dumps(rows[n : n + CHUNK_ROWS], allow_nan=False),
-                    )
+            for section, texts in encoded.chunks.items():
+                for chunk, text in enumerate(texts):
+                    ReportSnapshotPart.objects.create(snapshot=snapshot, section=section, chunk=chunk, rows=text)
     except IntegrityError:  # another request or task stored this very state first: same report
         return ReportSnapshot.objects.get(study=study, options_key=key, fingerprint=fingerprint).pk
     _prune(study, key)
@@ -231,6 +256,11 @@ def _with_lists(snapshot_id: int, report: dict[str, Any]) -> dict[str, Any]:
         .values_list("section", "rows")
     ):
         parts.setdefault(section, []).extend(json.loads(rows))
+    return _put_back(report, parts)
+
+
+def _put_back(report: dict[str, Any], parts: dict[str, list]) -> dict[str, Any]:
+    """The report with each marker replaced by its list (``_split`` undone)."""
 
     def walk(node: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -265,12 +295,16 @@ def current_report(study: Study, options: ReportOptions) -> CachedReport:
             snapshot_id=snapshot.pk,
             rows=_lazy_lists(snapshot.pk, full, full),
         )
-    return _build_now(study, options)
+    return _build_now(study, options, whole=True)
 
 
-def _build_now(study: Study, options: ReportOptions) -> CachedReport:
-    report, fingerprint, seconds = _built(study, options)
-    snapshot_id = _store(study, options, report, fingerprint, seconds)
+def _build_now(study: Study, options: ReportOptions, *, whole: bool) -> CachedReport:
+    """Build and store the report; hand it out whole (downloads) or with markers, as ``page_report`` does."""
+    built, fingerprint, seconds = _built(study, options)
+    encoded = _Encoded.of(built)
+    del built  # tens of MB at 100,000 items; what is handed out is decoded from `encoded`
+    snapshot_id = _store(study, options, encoded, fingerprint, seconds)
+    report = encoded.whole() if whole else json.loads(encoded.main)
     return CachedReport(
         report=report,
         fingerprint=fingerprint,
@@ -278,7 +312,7 @@ def _build_now(study: Study, options: ReportOptions) -> CachedReport:
         current=True,  # built in this call: the data as of this request
         snapshot_id=snapshot_id,
         built_now=True,
-        rows=_lazy_lists(snapshot_id, report, report),
+        rows=_lazy_lists(snapshot_id, report, report if whole else None),
     )
 
 
@@ -296,7 +330,7 @@ def page_report(study: Study, options: ReportOptions) -> CachedReport:
     if snapshot is None:
         snapshot = snapshots.order_by("-computed_at", "-id").first()
     if snapshot is None:
-        return _build_now(study, options)
+        return _build_now(study, options, whole=False)
     if not current:
         request_refresh(study, options, fingerprint)  # queued now, or already queued by an earlier view
     report = json.loads(snapshot.report)
@@ -375,5 +409,5 @@ def refresh_report(study_id: int, options_data: dict[str, Any]) -> dict[str, Any
     if ReportSnapshot.objects.filter(study=study, options_key=options_key(options), fingerprint=fingerprint).exists():
         return {"status": "already current", "fingerprint": fingerprint}
     report, fingerprint, seconds = _built(study, options)
-    _store(study, options, report, fingerprint, seconds)
+    _store(study, options, _Encoded.of(report), fingerprint, seconds)
     return {"status": "built", "fingerprint": fingerprint, "seconds": round(seconds, 3)}
