@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
 from django.core.paginator import Paginator
@@ -16,6 +14,7 @@ from django.views.decorators.http import require_GET
 
 from annotation.access import Researcher, access_study
 from annotation.http import AuthenticatedHttpRequest
+from annotation.models import Study
 from metaeval import charts, selectors
 from metaeval.reporting import ReportOptions, cache, options_from_query
 from metaeval.reporting.charts import CHARTS, ChartNotApplicable, chart_figure, chart_names
@@ -101,18 +100,21 @@ def report_status(request: AuthenticatedHttpRequest, slug: str) -> JsonResponse:
 def report_download(request: AuthenticatedHttpRequest, slug: str, fmt: str) -> HttpResponse:
     """The report as a JSON, CSV, standalone HTML or LaTeX (every table, booktabs) file (same options as the page)."""
     study = access_study(request.user, slug, role=Researcher)
-    report = cache.current_report(study, _options(request)).report
     if fmt == "json":
-        body = json.dumps(report, indent=2, allow_nan=False)
-    elif fmt == "csv":
-        body = report_csv(report)
-    elif fmt == "tex":
-        body = report_tex(report)
+        body = cache.current_report_json(study, _options(request))
     else:
-        body = report_html(study, report)
+        body = _report_file(study, cache.current_report(study, _options(request)).report, fmt)
     response = HttpResponse(body, content_type=DOWNLOAD_TYPES[fmt])
     response["Content-Disposition"] = f'attachment; filename="{study.slug}-report.{fmt}"'
     return response
+
+
+def _report_file(study: Study, report: dict, fmt: str) -> str:
+    if fmt == "csv":
+        return report_csv(report)
+    if fmt == "tex":
+        return report_tex(report)
+    return report_html(study, report)
 
 
 @login_required

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -44,6 +46,7 @@ __all__ = [
     "cached_current",
     "ChunkedRows",
     "current_report",
+    "current_report_json",
     "options_from_dict",
     "options_key",
     "page_report",
@@ -296,6 +299,57 @@ def current_report(study: Study, options: ReportOptions) -> CachedReport:
             rows=_lazy_lists(snapshot.pk, full, full),
         )
     return _build_now(study, options, whole=True)
+
+
+def current_report_json(study: Study, options: ReportOptions) -> str:
+    """The JSON download of the current report: indented, its long lists as stored (one line each).
+
+    Why not ``json.dumps(current_report(...).report)``: at 100,000 items that decodes and
+    re-encodes about 60 MB of rows (5.6 s and some 300 MB of Python objects per download);
+    here the stored chunks are joined as they are. Parses to exactly ``current_report``'s report.
+    """
+    fingerprint = selectors.report_fingerprint(study)
+    snapshot = (
+        ReportSnapshot.objects.filter(study=study, options_key=options_key(options), fingerprint=fingerprint)
+        .only("pk", "report")
+        .first()
+    )
+    snapshot_id: int | None
+    if snapshot is not None:
+        snapshot_id, main = snapshot.pk, json.loads(snapshot.report)
+    else:
+        built = _build_now(study, options, whole=False)
+        snapshot_id, main = built.snapshot_id, built.report
+    texts: dict[str, list[str]] = {}
+    for section, rows in (
+        ReportSnapshotPart.objects.filter(snapshot_id=snapshot_id)
+        .order_by("section", "chunk")
+        .values_list("section", "rows")
+    ):
+        texts.setdefault(section, []).append(rows)
+    # Each marker becomes a placeholder string, the report is indented around them, and each
+    # placeholder is then replaced by its list: the chunks' texts without their brackets, joined.
+    token = f"\x00{secrets.token_hex(8)}\x00"  # no string in the data can be mistaken for it
+
+    def placeholder(node: dict[str, Any]) -> dict[str, Any]:
+        return {
+            name: (
+                f"{token}{value[PARTS]}"
+                if isinstance(value, dict) and PARTS in value and len(value) == 2
+                else placeholder(value)
+                if isinstance(value, dict)
+                else value
+            )
+            for name, value in node.items()
+        }
+
+    def joined(section: str) -> str:
+        rows = [text[1:-1] for text in texts.get(section, []) if text != "[]"]
+        return "[" + ", ".join(rows) + "]"
+
+    indented = json.dumps(placeholder(main), indent=2, allow_nan=False)
+    marker = re.escape(json.dumps(token)[:-1])  # the placeholder as JSON writes it, without its closing quote
+    return re.sub(marker + r'([^"]*)"', lambda found: joined(json.loads(f'"{found.group(1)}"')), indented)
 
 
 def _build_now(study: Study, options: ReportOptions, *, whole: bool) -> CachedReport:
