@@ -150,6 +150,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         }
     )
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Django's backend with batches sized for server-side binding (config/postgresql/base.py).
+    DATABASES["default"]["ENGINE"] = "config.postgresql"
     DATABASES["default"].setdefault("OPTIONS", {})
     if env_bool("DATABASE_POOL", False):
         DATABASES["default"]["OPTIONS"]["pool"] = True

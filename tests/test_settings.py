@@ -82,7 +82,7 @@ def test_database_url_selects_postgresql_and_tasks_use_the_database_backend(tmp_
     namespace = settings_under(env, tmp_path / "var")
     db = namespace["DATABASES"]["default"]
     assert [db["ENGINE"], db["NAME"], db["HOST"], db["PORT"], namespace["TASKS"]["default"]["BACKEND"]] == [
-        "django.db.backends.postgresql",
+        "config.postgresql",  # Django's, with batches sized for server-side binding
         "claimlab",
         "db.internal",
         6543,

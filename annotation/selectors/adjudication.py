@@ -127,14 +127,17 @@ def adjudication_queue(study: Study, user: User) -> list[QueueEntry]:
     """The queue as a list: each item's label counts, its adjudications, and whether `user` did it."""
     ids = queue_item_ids(study)
     labels = _labels_by_item(study)
-    done: dict[int, int] = Counter(Adjudication.objects.filter(item_id__in=ids).values_list("item_id", flat=True))
-    mine = set(Adjudication.objects.filter(item_id__in=ids, adjudicator=user).values_list("item_id", flat=True))
-    meta = dict(Item.objects.filter(pk__in=ids).values_list("pk", "external_id"))
-    domains = dict(Item.objects.filter(pk__in=ids).values_list("pk", "domain"))
+    # Read by study, not by `IN (ids)`: a queue can hold more items than one statement can bind.
+    adjudications = Adjudication.objects.filter(study=study)
+    done: dict[int, int] = Counter(adjudications.values_list("item_id", flat=True))
+    mine = set(adjudications.filter(adjudicator=user).values_list("item_id", flat=True))
+    meta = {
+        pk: (external_id, domain) for pk, external_id, domain in study.items.values_list("pk", "external_id", "domain")
+    }
     return [
         QueueEntry(
-            item=meta[pk],
-            domain=domains[pk],
+            item=meta[pk][0],
+            domain=meta[pk][1],
             labels=dict(Counter(labels.get(pk, [])).most_common()),
             adjudications=done.get(pk, 0),
             mine=pk in mine,

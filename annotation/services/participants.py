@@ -90,12 +90,19 @@ def find_link(token: str) -> ParticipantLink | None:
     return ParticipantLink.objects.select_related("study").filter(token=token).first()
 
 
+#: Check items per list: a participant sees each one, so real lists are short; the bound keeps the
+#: lookup within one statement's parameters.
+MAX_CHECK_ITEMS = 1000
+
+
 def _gold_ids(study: Study, ids: Any, field: str) -> list[str]:
     if isinstance(ids, str):
         ids = [part.strip() for part in re.split(r"[,\s]+", ids) if part.strip()]
     if not isinstance(ids, list) or not all(isinstance(value, str) for value in ids):
         raise ServiceError(f"{field}: give a list of item ids")
     ids = list(dict.fromkeys(ids))
+    if len(ids) > MAX_CHECK_ITEMS:
+        raise ServiceError(f"{field}: at most {MAX_CHECK_ITEMS:,} items (got {len(ids):,})")
     gold = dict(Item.objects.filter(study=study, external_id__in=ids).values_list("external_id", "gold_label"))
     missing = [value for value in ids if value not in gold]
     if missing:

@@ -115,6 +115,7 @@ def test_the_participant_cap_admits_that_many_people():
         ({"items_per_participant": 0}, "must be at least 1"),
         ({"code_completed": "", "redirect_url": ""}, "needs a completion code or a redirect URL"),
         ({"colour": "red"}, "unknown setting(s): colour"),
+        ({"attention_items": [f"x-{n}" for n in range(1001)]}, "attention_items: at most 1,000 items (got 1,001)"),
     ],
 )
 def test_bad_link_settings_are_refused_naming_the_problem_and_nothing_changes(changes, message):
