@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -63,6 +63,7 @@ from .answers import AnswerValues, record_answer, record_first_answer
 from .errors import ServiceError
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: Fresh items considered per claim; the annotator's keyed-hash order picks among them.
 CANDIDATES = 32
@@ -146,11 +147,11 @@ def _deadlock_victim(exc: OperationalError) -> bool:
     return getattr(exc.__cause__, "sqlstate", None) in RETRYABLE_SQLSTATES
 
 
-def _retrying_deadlocks(write: Callable[[], Assignment], *, what: str, user: User, study: Study) -> Assignment:
+def _retrying_deadlocks(write: Callable[[], T], *, what: str, user: User, study: Study) -> T:
     """Run `write` (its own transaction) again when PostgreSQL rolled it back to break a deadlock.
 
-    Why: an answer or a skip locks its assignment and then its item (the counters,
-    the freed slot), while a claim locks an item and then waits on the assignments
+    Why: an answer, a skip or a release locks its assignment and then its item (the
+    counters, the freed slot), while a claim locks an item and then waits on the assignments
     of that item's other annotators, so under load PostgreSQL may pick one of them
     as a deadlock's victim. The victim's transaction is rolled back whole, so
     running it again is safe; the workbench's background sender retries a 503 too.
@@ -245,14 +246,21 @@ def release_ahead(*, user: User, study: Study, assignment_id: int, updated_at: d
     The row is deleted and the slot freed, as if it had never been claimed: unlike a skip, the
     item may come back to this annotator later. Only when it is still exactly as handed out
     (`updated_at` unchanged) and is not the user's oldest active assignment, so an item on
-    someone's screen is never taken away. False when nothing was released.
+    someone's screen is never taken away. False when nothing was released (its lease then runs out).
     """
-    with transaction.atomic():
-        item_id = sql.delete_unseen_ahead(assignment_id, study.pk, user.pk, updated_at)
-        if item_id is None:
-            return False
-        sql.give_slot_back(item_id)
-    return True
+
+    def release() -> bool:
+        with transaction.atomic():
+            item_id = sql.delete_unseen_ahead(assignment_id, study.pk, user.pk, updated_at)
+            if item_id is None:
+                return False
+            sql.give_slot_back(item_id)
+        return True
+
+    try:
+        return _retrying_deadlocks(release, what="release", user=user, study=study)
+    except ClaimContention:
+        return False
 
 
 def _keep_own_lease(user: User, study: Study, now: datetime) -> Assignment:

@@ -270,3 +270,30 @@ def test_the_release_route_needs_the_stamp_and_frees_only_the_unseen_one(client)
     assert client.post(url, {}).status_code == 400
     assert client.post(url, {"updated_at": ahead.updated_at.isoformat()}).json() == {"released": True}
     assert list(Assignment.objects.filter(annotator=a1).values_list("pk", flat=True)) == [current.pk]
+
+
+def test_a_release_picked_as_a_deadlock_victim_is_done_on_the_retry(monkeypatch):
+    """Release deletes the assignment, then frees the item's slot: the same order as a submit, so it can be
+    a deadlock's victim on PostgreSQL too. The first attempt is rolled back whole (the row is back)."""
+    from django.db import OperationalError
+
+    from annotation.services import assignment_sql
+
+    study, (a1, *_) = make_study(items=2, n=1)
+    current = claim_next(user=a1, study=study)
+    ahead = claim_next(user=a1, study=study, ahead_of=current.pk)
+    real, calls = assignment_sql.give_slot_back, []
+
+    def give_slot_back(item_id: int) -> int:
+        calls.append(item_id)
+        if len(calls) == 1:
+            error = OperationalError("deadlock detected")
+            error.__cause__ = type("Cause", (Exception,), {"sqlstate": "40P01"})()
+            raise error
+        return real(item_id)
+
+    monkeypatch.setattr(assignment_sql, "give_slot_back", give_slot_back)
+    assert release_ahead(user=a1, study=study, assignment_id=ahead.pk, updated_at=ahead.updated_at)
+    assert calls == [ahead.item_id, ahead.item_id]
+    assert not Assignment.objects.filter(pk=ahead.pk).exists()
+    assert Item.objects.get(pk=ahead.item_id).slots_taken == 0
