@@ -10,7 +10,9 @@ interleaved, and prints both and their ratio. The goal: each page at 100,000
 items within 1.5x of its time at 1,000 items. An extra row times the overview's
 "precision so far" card, which the overview loads after itself: the card
 (metaeval's study_precision) computes an interval from every label of the study,
-so it grows with the study by nature and is kept off the page's own request. Another
+so it grows with the study by nature and is kept off the page's own request; it is
+kept in the cache until the study's data changes, so it is timed twice: a reload
+with nothing new, and the first view after a change (recomputed). Another
 times the researcher's progress page: its item table reads one page of items, but its
 per-annotator table (labels, times, gold accuracy, median active time) aggregates every
 label in the database, so it grows with the study too, more slowly.
@@ -37,8 +39,10 @@ from pathlib import Path
 from assignment_scale import analyze, setup_django, write_items, write_labels
 
 #: "precision card": the overview's "precision so far" card, which the page loads after itself
-#: (its interval is computed from every label, so it grows with the study by nature).
-PAGES = ("home page", "overview", "precision card", "progress page")
+#: (its interval is computed from every label, so it grows with the study by nature). It is kept
+#: until the study's data changes: "precision card" times a reload with nothing new (read back),
+#: "precision card, new data" the first view after a change (recomputed; the cache is emptied).
+PAGES = ("home page", "overview", "precision card", "precision card, new data", "progress page")
 
 
 def make_study(slug: str, items_file: Path, labels_file: Path):
@@ -80,6 +84,10 @@ def reuse(study, items_file: Path) -> bool:
 
 def time_page(client, urls: dict[str, str], page: str) -> float:
     url = urls[page]
+    if page.endswith("new data"):
+        from django.core.cache import cache
+
+        cache.clear()  # as after a new label: the card's key has moved on
     start = time.perf_counter()
     response = client.get(url, secure=True)
     elapsed = time.perf_counter() - start
@@ -124,6 +132,7 @@ def main() -> None:
             "home page": reverse("annotation:my_studies"),
             "overview": reverse("annotation:study_detail", args=[study.slug]),
             "precision card": reverse("metaeval:precision_card", args=[study.slug]),
+            "precision card, new data": reverse("metaeval:precision_card", args=[study.slug]),
             "progress page": reverse("annotation:study_progress", args=[study.slug]),
         }
         scenarios.append((size, client, urls))
@@ -139,13 +148,13 @@ def main() -> None:
                 timings[(size, page)].append(time_page(client, urls, page))
 
     print(f"\nmedian of {args.repeat} requests (Django test client, whole request); ratio against {args.small:,} items")
-    print(f"{'page':<18} {f'{args.small:,} items ms':>16} {f'{args.large:,} items ms':>18} {'ratio':>7}  goal <= 1.5")
+    print(f"{'page':<25} {f'{args.small:,} items ms':>16} {f'{args.large:,} items ms':>18} {'ratio':>7}  goal <= 1.5")
     for page in PAGES:
         small = statistics.median(timings[(args.small, page)])
         large = statistics.median(timings[(args.large, page)])
         ratio = large / small
         print(
-            f"{page:<18} {small * 1000:16.1f} {large * 1000:18.1f} {ratio:7.2f}  {'met' if ratio <= 1.5 else 'MISSED'}"
+            f"{page:<25} {small * 1000:16.1f} {large * 1000:18.1f} {ratio:7.2f}  {'met' if ratio <= 1.5 else 'MISSED'}"
         )
 
     if not args.keep:

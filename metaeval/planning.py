@@ -3,7 +3,8 @@
 ``plan_from_query`` parses one set of inputs for the page, the API and
 ``manage.py plan`` alike (a bad value raises ``InvalidOption`` naming it);
 ``make_plan`` answers with JSON-ready numbers and the method behind each.
-``study_precision`` is the study page's "CI width so far, items still needed".
+``study_precision`` is the study page's "CI width so far, items still needed"
+(``cached_study_precision`` keeps it until the study's labels change).
 The arithmetic is ``metaeval.stats.planning``.
 """
 
@@ -13,13 +14,18 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from django.core.cache import cache
+
 from annotation.models import Study
 from metaeval import selectors, stats
 from metaeval.reporting.agreement import agreement_table
 from metaeval.reporting.options import InvalidOption
 from metaeval.stats import planning
 
-__all__ = ["PlanInputs", "make_plan", "plan_from_query", "study_precision", "PLAN_KINDS"]
+__all__ = ["PlanInputs", "make_plan", "plan_from_query", "study_precision", "cached_study_precision", "PLAN_KINDS"]
+
+#: How long an unchanged study's precision is kept (a changed study has a new key at once).
+PRECISION_CACHE_SECONDS = 24 * 3600
 
 PLAN_KINDS = ("preference", "verification")
 SIGN_TEST_METHOD = (
@@ -185,3 +191,19 @@ def study_precision(study: Study, target_width: float = 0.1) -> dict[str, Any]:
         out["reason"] = str(exc)
     out["kappa"] = kappa
     return out
+
+
+def cached_study_precision(study: Study, target_width: float = 0.1) -> dict[str, Any]:
+    """``study_precision``, kept in the cache under the study's report fingerprint.
+
+    Why: it reads every label (1.7 s at 100,000 items x 3 on PostgreSQL), while the fingerprint
+    (``metaeval.selectors.report_fingerprint``: exact for everything ``label_frame`` reads, and
+    constant time) says whether anything changed; the overview's card reloads with nothing new
+    read it back. Any new label, member or setting gives a new key, so nothing stale is shown.
+    """
+    key = f"study-precision:{study.pk}:{target_width}:{selectors.report_fingerprint(study)}"
+    found = cache.get(key)
+    if found is None:
+        found = study_precision(study, target_width)
+        cache.set(key, found, timeout=PRECISION_CACHE_SECONDS)
+    return found

@@ -103,3 +103,27 @@ def test_preference_study_precision_counts_decisive_items(db):
     assert precision["share"] == pytest.approx(share)
     assert precision["width"] == pytest.approx(planning.preference_ci_width(len(decisive), share))
     assert precision["items_needed"] == planning.preference_ci_items(0.1, share) - len(decisive)
+
+
+def test_the_precision_card_is_kept_until_the_study_changes(loaded_verification_study, monkeypatch):
+    """Read back while nothing changed (no label read); recomputed, to the fresh value, after a new label."""
+    from annotation.services import import_annotations
+    from metaeval import selectors
+    from metaeval.planning import cached_study_precision
+    from tests.conftest import jsonl
+
+    study = loaded_verification_study
+    reads: list[int] = []
+    real = selectors.label_frame
+
+    def counted(*args, **kwargs):
+        reads.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(selectors, "label_frame", counted)
+    first = cached_study_precision(study, 0.1)
+    assert cached_study_precision(study, 0.1) == first and len(reads) == 1
+    import_annotations(study=study, stream=jsonl({"item": "c-2", "annotator": "w3", "label": "supported"}), fmt="jsonl")
+    after = cached_study_precision(study, 0.1)
+    assert len(reads) == 2 and after != first
+    assert after == study_precision(study, 0.1)
