@@ -8,7 +8,10 @@ the import services. Timed, in one run and one process, through Django's test cl
 * baseline: the pure statistics of ``benchmarks/agreement.py`` on a table of the same
   size (``metaeval.stats.agreement_summary`` with 1,000-resample bootstrap CIs);
 * the fingerprint (``metaeval.selectors.report_fingerprint``) alone;
-* cold page: no cached report, the report is built in the request     [within 2x the statistics]
+* cold: no cached report; past REPORT_INLINE_MAX_LABELS the first view says the report is
+  being computed and queues its build: the view, the build (the task's body) and the view
+  after it, until the report is on screen                              [within 2x the statistics]
+  (and, for comparison, the page building it in the request, as below that limit);
 * warm page: the cached report of the current data                      [< 150 ms]
 * a later page of the disagreement list, warm;
 * stale page: one label changed, the older report served at once and one refresh queued;
@@ -182,9 +185,27 @@ def main() -> None:
     t_fp, t_fp_best = repeated(args.repeat, lambda: selectors.report_fingerprint(Study.objects.get(pk=study.pk)))
     row(f"fingerprint (median of {args.repeat})", t_fp, f"   best {t_fp_best * 1000:.0f} ms")
 
+    from django.test import override_settings
+
+    # A study's first report: past REPORT_INLINE_MAX_LABELS the page says it is being computed and
+    # the background task builds it; the cold figure is the time until the report is on screen.
     ReportSnapshot.objects.filter(study=study).delete()
-    t_cold, _ = timed(page)
-    row("cold page (no cached report: build, store, render)", t_cold)
+    t_pending, _ = timed(lambda: page(expect="The report is being computed."))
+    row("first view: 'the report is being computed' (build queued)", t_pending)
+    first = DBTaskResult.objects.filter(task_path="metaeval.tasks.refresh_report").order_by("-enqueued_at").first()
+    if first is None:
+        raise SystemExit("no background build was queued for the first report")
+    t_first_build, _ = timed(lambda: refresh_report.call(*first.args_kwargs["args"]))
+    DBTaskResult.objects.filter(pk=first.pk).delete()
+    row("  the first report, built in the background (the task's body)", t_first_build)
+    t_shown, _ = timed(page)
+    row("  the page once it is built (what the waiting page reloads to)", t_shown)
+    t_cold = t_pending + t_first_build + t_shown
+    row("cold: until the first report is on screen (the three above)", t_cold)
+    ReportSnapshot.objects.filter(study=study).delete()
+    with override_settings(REPORT_INLINE_MAX_LABELS=10**9):
+        t_inline, _ = timed(page)
+    row("cold page built in the request (a limit above the study's labels)", t_inline)
     t_warm, t_warm_best = repeated(args.repeat, page)
     row(f"warm page (median of {args.repeat})", t_warm, f"   best {t_warm_best * 1000:.0f} ms")
     t_later, _ = repeated(args.repeat, lambda: page("?page=250"))
@@ -211,7 +232,7 @@ def main() -> None:
     print(f"  refresh tasks queued by {1 + args.repeat} stale views: {queued}", flush=True)
     print("  ratios")
     verdict = "met" if t_cold <= 2 * t_stats else "MISSED"
-    print(f"    cold page / statistics       {t_cold / t_stats:7.2f}x   goal <= 2x: {verdict}")
+    print(f"    cold / statistics            {t_cold / t_stats:7.2f}x   goal <= 2x: {verdict}")
     print(f"    warm page / statistics       {t_warm / t_stats:7.3f}x")
     print(f"    warm page / cold page        {t_warm / t_cold:7.4f}x")
     print(f"    fingerprint / warm page      {t_fp / t_warm:7.2f}x")

@@ -593,3 +593,7 @@ VERIFIER_SLOT_LEASE_SECONDS = max(1.0, _env_number("CLAIMLAB_VERIFIER_SLOT_LEASE
 # A page view that finds only an older report queues one background rebuild; if that rebuild has not
 # stored its report after this many seconds (its worker may have died), the next view queues it again.
 REPORT_REFRESH_RETRY_SECONDS = _job_number("CLAIMLAB_REPORT_REFRESH_RETRY_SECONDS", 600.0, 0.0)
+# A study's very first report is built in the page's request up to this many labels (about a second);
+# a bigger study's is built in the background while the page says so, so no request waits on it
+# (or is cut off by the web server's timeout).
+REPORT_INLINE_MAX_LABELS = int(_job_number("CLAIMLAB_REPORT_INLINE_MAX_LABELS", 50_000, 0))

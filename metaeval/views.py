@@ -60,11 +60,15 @@ def report_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
 
     When the data changed since the cached report was made, the page shows that report
     labelled with when it was computed while a background task makes the new one
-    (``reporting.cache.page_report``); the disagreement list is paginated (``?page=``).
+    (``reporting.cache.page_report``); a big study's very first report is made that way too,
+    the page saying so meanwhile. The disagreement list is paginated (``?page=``).
     """
     study = access_study(request.user, slug, role=Researcher)
     options = _options(request)
     cached = cache.page_report(study, options)
+    if cached.pending:  # a big study's first report, being built in the background
+        context = {"study": study, "query": _query(request), "download_query": _query(request, downloads=True)}
+        return render(request, "metaeval/report_pending.html", context)
     report = cached.report
     paginator = Paginator(cached.rows["disagreements"], DISAGREEMENTS_PER_PAGE)
     page = paginator.get_page(request.GET.get("page"))

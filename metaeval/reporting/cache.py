@@ -9,8 +9,10 @@ ETags use. Two ways to read it:
 - ``page_report`` (the report page): stale-while-revalidate. The current snapshot when
   there is one; else the latest older one, marked not current, while ONE background task
   (``metaeval.tasks.refresh_report``, deduplicated by ``ReportRefresh``) builds the new
-  one; with no snapshot at all it builds in the request. The page loads only the rows of
-  the long lists it shows (``ReportSnapshotPart`` chunks).
+  one. With no snapshot at all, the first report is built in the request up to
+  ``REPORT_INLINE_MAX_LABELS`` labels; a bigger study's is built by that same background task
+  while the page says so (``pending``). The page loads only the rows of the long lists it
+  shows (``ReportSnapshotPart`` chunks).
 
 Every report this module hands out went through a JSON round trip, so the page, the
 downloads and a fresh build see the same types (lists, string keys) whether cached or not.
@@ -30,9 +32,10 @@ from typing import Any, overload
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Sum
 from django.utils import timezone
 
-from annotation.models import Study
+from annotation.models import AnnotatorCount, Study
 from metaeval import selectors
 from metaeval.models import ReportRefresh, ReportSnapshot, ReportSnapshotPart
 
@@ -89,6 +92,7 @@ class CachedReport:
     rows: dict[str, ChunkedRows]
     refreshing: bool = False
     built_now: bool = False
+    pending: bool = False  # no report of this study yet: the first one is being built in the background
 
 
 class ChunkedRows(Sequence[dict[str, Any]]):
@@ -384,7 +388,10 @@ def page_report(study: Study, options: ReportOptions) -> CachedReport:
     if snapshot is None:
         snapshot = snapshots.order_by("-computed_at", "-id").first()
     if snapshot is None:
-        return _build_now(study, options, whole=False)
+        if _labels(study) <= settings.REPORT_INLINE_MAX_LABELS:
+            return _build_now(study, options, whole=False)
+        request_refresh(study, options, fingerprint)  # queued now, or already queued by an earlier view
+        return _pending(fingerprint)
     if not current:
         request_refresh(study, options, fingerprint)  # queued now, or already queued by an earlier view
     report = json.loads(snapshot.report)
@@ -396,6 +403,25 @@ def page_report(study: Study, options: ReportOptions) -> CachedReport:
         snapshot_id=snapshot.pk,
         refreshing=not current,
         rows=_lazy_lists(snapshot.pk, report, None),
+    )
+
+
+def _labels(study: Study) -> int:
+    """The study's answers, from the maintained counters (constant time)."""
+    return AnnotatorCount.objects.filter(study=study).aggregate(n=Sum("annotations"))["n"] or 0
+
+
+def _pending(fingerprint: str) -> CachedReport:
+    """What the page shows of a study whose first report is still being built: nothing yet."""
+    return CachedReport(
+        report={},
+        fingerprint=fingerprint,
+        computed_at=timezone.now(),
+        current=False,
+        snapshot_id=None,
+        refreshing=True,
+        pending=True,
+        rows={DISAGREEMENTS: ChunkedRows(None, DISAGREEMENTS, 0, [])},
     )
 
 

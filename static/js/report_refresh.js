@@ -3,7 +3,8 @@
  * #report-stale carries data-status-url (JSON: {"current": bool, "computed_at": ...}).
  * Every few seconds, while the tab is visible, the server is asked; once the report of
  * the data as it is now is ready, the notice says so with a link that shows it (the page
- * does not reload by itself: the researcher may be reading). No inline script, no eval
+ * does not reload by itself: the researcher may be reading). On the page of a study's first
+ * report (data-reload: nothing is shown yet) it reloads to show it. No inline script, no eval
  * (CSP script-src 'self'); without this file the notice's reload link does the same.
  */
 (function () {
@@ -18,6 +19,7 @@
   var timer = null;
 
   function ready() {
+    if (notice.hasAttribute("data-reload")) { window.location.reload(); return; }  /* nothing shown yet to keep */
     var link = document.createElement("a");
     link.href = window.location.href;
     link.id = "report-reload";

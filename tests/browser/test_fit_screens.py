@@ -1,4 +1,5 @@
-"""Pages that fit their screen: the annotate pages, the report and the progress page at 1280x800 and 390x844.
+"""Pages that fit their screen: the annotate pages, the report (and its "being computed" page) and the
+progress page at 1280x800 and 390x844.
 
 Each page is checked for horizontal scrolling of the whole page
 (``scrollWidth <= innerWidth``), for every control being reachable inside the
@@ -78,6 +79,34 @@ def test_report_tables_scroll_inside_their_cards(screen_context, guard, screen, 
     assert_fits(page, f"verifiers page ({screen})")
     shoot(page, "verifiers", screen)
     assert guard.page_errors == [] and guard.external_requests == []
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("screen", ["laptop", "phone"])
+def test_a_big_studys_first_report_page_waits_fits_and_shows_the_report_when_built(
+    screen_context, guard, screen, annotator, researcher, settings
+):
+    """Past REPORT_INLINE_MAX_LABELS the first view says the report is being computed (nothing waits on the
+    build); once the background task has built it, the page's poll reloads it into the report."""
+    from django_tasks_db.models import DBTaskResult
+
+    from metaeval.tasks import refresh_report
+
+    settings.REPORT_INLINE_MAX_LABELS = 0
+    study = verification(annotator, researcher)
+    page = screen_context(screen)
+    page.clock.install()
+    log_in(page, researcher.username, reverse("metaeval:report", args=[study.slug]))
+    assert "The report is being computed." in page.locator("#report-stale").inner_text()
+    assert page.locator("#agreement").count() == 0
+    assert_fits(page, f"report being computed ({screen})")
+    shoot(page, "report-being-computed", screen)
+    task = DBTaskResult.objects.get(task_path="metaeval.tasks.refresh_report")
+    refresh_report.call(*task.args_kwargs["args"])
+    page.clock.run_for(4_000)  # the page's first poll: ready, so it reloads itself
+    page.locator("#agreement").first.wait_for()
+    assert page.locator("#report-freshness").is_visible()
+    assert guard.page_errors == [] and guard.console_errors == [] and guard.external_requests == []
 
 
 @pytest.mark.django_db(transaction=True)

@@ -371,3 +371,27 @@ def test_the_fingerprint_reads_no_more_rows_for_a_bigger_study(loaded_verificati
     big_tables = ('"annotation_annotation"', '"annotation_item"', '"annotation_assignment"')
     counted = [q["sql"] for q in big if "COUNT(" in q["sql"].upper() and any(t in q["sql"] for t in big_tables)]
     assert not counted
+
+
+def test_a_big_studys_first_report_is_built_in_the_background_while_the_page_says_so(owner, builds, settings):
+    """Past REPORT_INLINE_MAX_LABELS (the fixture's study has 6 labels) no request builds: the page says
+    the report is being computed and queues one build; once the task has run, the page shows the report."""
+    settings.REPORT_INLINE_MAX_LABELS = 5
+    first = page(owner)
+    assert "The report is being computed." in first and 'data-reload="1"' in first
+    assert 'id="agreement"' not in first and builds == []
+    assert "The report is being computed." in page(owner)  # a second view queues nothing more
+    assert DBTaskResult.objects.filter(task_path=TASK).count() == 1
+    status = reverse("metaeval:report_status", args=["verif"])
+    assert owner.get(status).json()["current"] is False
+    run_queued_refresh()
+    assert builds == ["verif"]
+    assert owner.get(status).json()["current"] is True
+    shown = page(owner)
+    assert CURRENT in shown and 'id="agreement"' in shown and "being computed" not in shown and len(builds) == 1
+
+
+def test_a_small_studys_first_report_is_built_in_the_request(owner, builds, settings):
+    settings.REPORT_INLINE_MAX_LABELS = 6  # exactly the study's labels: still built at once
+    assert CURRENT in page(owner) and builds == ["verif"]
+    assert not DBTaskResult.objects.filter(task_path=TASK).exists()
