@@ -29,7 +29,7 @@ from typing import Any
 import redis.asyncio
 from django.conf import settings
 
-__all__ = ["SharedSlots", "shared_slots_for", "slots_key"]
+__all__ = ["SharedSlots", "redis_client", "shared_slots_for", "slots_key"]
 
 logger = logging.getLogger(__name__)
 
@@ -155,9 +155,21 @@ class SharedSlots:
                 logger.warning("renewing the slots of %s failed: %s", self.key, exc)
 
 
+#: Seconds a call to the limiter's Redis may take before it fails (connecting or waiting for an answer):
+#: a Redis that stops answering makes a verifier call fail with an error instead of waiting forever.
+REDIS_TIMEOUT_SECONDS = 10.0
+
+
+def redis_client(url: str) -> Any:
+    """An asyncio Redis client for the limiter, with bounded waits (REDIS_TIMEOUT_SECONDS)."""
+    return redis.asyncio.from_url(
+        url, socket_timeout=REDIS_TIMEOUT_SECONDS, socket_connect_timeout=REDIS_TIMEOUT_SECONDS
+    )
+
+
 def shared_slots_for(endpoint: str, limit: int | None) -> SharedSlots | None:
     """The shared slots of an operator endpoint with a cap, when Redis is configured; else None."""
     if not endpoint or not limit or not settings.REDIS_URL:
         return None
-    client = redis.asyncio.from_url(settings.REDIS_URL)
+    client = redis_client(settings.REDIS_URL)
     return SharedSlots(client, endpoint, int(limit), lease_seconds=float(settings.VERIFIER_SLOT_LEASE_SECONDS))

@@ -21,7 +21,7 @@ import redis.asyncio
 from django.conf import settings as django_settings
 
 from metaeval.models import Prediction, VerifierRun
-from metaeval.verifiers.limiter import SharedSlots, slots_key
+from metaeval.verifiers.limiter import SharedSlots, redis_client, slots_key
 from metaeval.verifiers.runner.orchestration import run_to_completion
 from metaeval.verifiers.services import start_run
 from tests.support.fake_openai import FakeOpenAI
@@ -100,7 +100,7 @@ def test_without_redis_each_run_keeps_only_to_its_own_cap(claims_study, settings
 
 
 def slots(url: str, limit: int, lease: float) -> SharedSlots:
-    return SharedSlots(redis.asyncio.from_url(url), "test", limit, lease_seconds=lease)
+    return SharedSlots(redis_client(url), "test", limit, lease_seconds=lease)
 
 
 def test_a_killed_holders_slots_come_back_when_their_leases_run_out(empty_redis):
@@ -108,10 +108,10 @@ def test_a_killed_holders_slots_come_back_when_their_leases_run_out(empty_redis)
         [
             sys.executable,
             "-c",
-            "import asyncio, sys, redis.asyncio\n"
-            "from metaeval.verifiers.limiter import SharedSlots\n"
+            "import asyncio, sys\n"
+            "from metaeval.verifiers.limiter import SharedSlots, redis_client\n"
             "async def main():\n"
-            f"    async with SharedSlots(redis.asyncio.from_url({empty_redis!r}), 'test', 2, lease_seconds=1.0) as s:\n"
+            f"    async with SharedSlots(redis_client({empty_redis!r}), 'test', 2, lease_seconds=1.0) as s:\n"
             "        await s.take(); await s.take(); print('held', flush=True); await asyncio.sleep(3600)\n"
             "asyncio.run(main())\n",
         ],
@@ -126,10 +126,11 @@ def test_a_killed_holders_slots_come_back_when_their_leases_run_out(empty_redis)
             async with slots(empty_redis, 2, 1.0) as mine:
                 while_held = await mine.try_take()
                 holder.kill()
-                holder.wait(15)
+                await asyncio.to_thread(holder.wait, 15)  # not blocking the loop (and its lease renewals)
                 return while_held, await asyncio.wait_for(mine.take(), 30)
 
-        while_held, after = asyncio.run(after_the_kill())
+        # every Redis call is bounded (redis_client), and so is the whole: a hang fails here, with its cause
+        while_held, after = asyncio.run(asyncio.wait_for(after_the_kill(), 90))
     finally:
         holder.kill()
         holder.wait(15)
