@@ -16,7 +16,6 @@ from django.db.models import Count, Max, Q, QuerySet, Sum
 from annotation.models import (
     Adjudication,
     Annotation,
-    AnnotatorCount,
     Assignment,
     DomainCount,
     Item,
@@ -24,7 +23,7 @@ from annotation.models import (
     Study,
     StudyMember,
 )
-from annotation.selectors import pseudonyms
+from annotation.selectors import annotation_count, pseudonyms
 from annotation.selectors.participants import excluded_annotator_ids
 
 from .evidence import read_judgements
@@ -192,8 +191,7 @@ def report_fingerprint(study: Study) -> str:
     # (study, updated_at) index. Counts catch deletions; any insert or edit moves the latest
     # `updated_at`. Answered assignments are never active (an answer ends the assignment;
     # nothing makes one active again), so a claim or a lease renewal does not move the key.
-    counts = AnnotatorCount.objects.filter(study=study).aggregate(n=Sum("annotations"))
-    annotations = (counts["n"], _latest_change(Annotation.objects.filter(study=study)))
+    annotations = (annotation_count(study), _latest_change(Annotation.objects.filter(study=study)))
     answered = _latest_change(Assignment.objects.filter(study=study).exclude(status=Assignment.Status.ACTIVE))
     items = (
         DomainCount.objects.filter(study=study).aggregate(n=Sum("items"), gold=Sum("gold")),

@@ -104,10 +104,11 @@ def report_status(request: AuthenticatedHttpRequest, slug: str) -> JsonResponse:
 def report_download(request: AuthenticatedHttpRequest, slug: str, fmt: str) -> HttpResponse:
     """The report as a JSON, CSV, standalone HTML or LaTeX (every table, booktabs) file (same options as the page)."""
     study = access_study(request.user, slug, role=Researcher)
+    options = _options(request)
     if fmt == "json":
-        body = cache.current_report_json(study, _options(request))
+        body = cache.current_report_json(study, options)
     else:
-        body = _report_file(study, cache.current_report(study, _options(request)).report, fmt)
+        body = _report_file(study, cache.current_report(study, options).report, fmt)
     response = HttpResponse(body, content_type=DOWNLOAD_TYPES[fmt])
     response["Content-Disposition"] = f'attachment; filename="{study.slug}-report.{fmt}"'
     return response

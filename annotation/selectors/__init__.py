@@ -238,10 +238,14 @@ def export_inline_limit() -> int:
     return settings.EXPORT_INLINE_MAX_ROWS
 
 
+def annotation_count(study: Study) -> int:
+    """The study's answers, from the counter rows (services/counters.py): constant time whatever its size."""
+    return AnnotatorCount.objects.filter(study=study).aggregate(n=Coalesce(Sum("annotations"), 0))["n"]
+
+
 def export_runs_in_background(study: Study) -> bool:
     """True when the study has too many annotations to export inside a request (docs/architecture.md, Mechanisms)."""
-    annotations = AnnotatorCount.objects.filter(study=study).aggregate(n=Coalesce(Sum("annotations"), 0))["n"]
-    return annotations > export_inline_limit()
+    return annotation_count(study) > export_inline_limit()
 
 
 def unknown_pseudonym(user_id: int) -> str:

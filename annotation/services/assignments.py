@@ -138,37 +138,58 @@ def _lost_race(exc: Exception) -> bool:
     Why deadlocks: two claims on one item (one taking over an expired lease, one taking a fresh slot)
     can each wait for the other's uncommitted row in the (item, slot) unique index. PostgreSQL rolls
     one of them back whole, so it is retried like any lost race."""
-    if isinstance(exc, IntegrityError | _Busy):
-        return True
-    return isinstance(exc, OperationalError) and _deadlock_victim(exc)
+    return isinstance(exc, IntegrityError | _Busy) or _deadlock_victim(exc)
 
 
-def _deadlock_victim(exc: OperationalError) -> bool:
-    return getattr(exc.__cause__, "sqlstate", None) in RETRYABLE_SQLSTATES
+def _deadlock_victim(exc: Exception) -> bool:
+    """Whether PostgreSQL rolled this transaction back to break a deadlock (or a serialisation conflict).
+
+    Why answers, skips and releases meet it too: they lock their assignment and then its item (the
+    counters, the freed slot), while a claim locks an item and then waits on that item's other
+    assignments, so under load PostgreSQL may pick either as the victim."""
+    return isinstance(exc, OperationalError) and getattr(exc.__cause__, "sqlstate", None) in RETRYABLE_SQLSTATES
 
 
-def _retrying_deadlocks(write: Callable[[], T], *, what: str, user: User, study: Study) -> T:
-    """Run `write` (its own transaction) again when PostgreSQL rolled it back to break a deadlock.
+def _retrying(
+    write: Callable[[], T], *, lost: Callable[[Exception], bool], what: str, user: User, study: Study, gave_up: str
+) -> T:
+    """Run `write` (its own transaction) again, after a short pause, while it fails by losing a race (`lost`).
 
-    Why: an answer, a skip or a release locks its assignment and then its item (the
-    counters, the freed slot), while a claim locks an item and then waits on the assignments
-    of that item's other annotators, so under load PostgreSQL may pick one of them
-    as a deadlock's victim. The victim's transaction is rolled back whole, so
-    running it again is safe; the workbench's background sender retries a 503 too.
+    A lost transaction is rolled back whole, with its locks, so running it again is safe; any other
+    error is not ours to retry. After CLAIM_ATTEMPTS losses, ClaimContention (`gave_up`): the API
+    answers 503 with Retry-After, and the workbench's background sender tries again.
     """
     for attempt in range(CLAIM_ATTEMPTS):
         try:
             return write()
-        except OperationalError as exc:
-            if not _deadlock_victim(exc):
+        except (IntegrityError, _Busy, OperationalError) as exc:
+            if not lost(exc):
                 raise
-            logger.info(
-                "%s by user %s in study %s was a deadlock's victim (attempt %d)", what, user.pk, study.slug, attempt + 1
+            logger.debug(
+                "%s by user %s in study %s lost a race (attempt %d of %d): %s",
+                what,
+                user.pk,
+                study.slug,
+                attempt + 1,
+                CLAIM_ATTEMPTS,
+                type(exc).__name__,
             )
             time.sleep(random.uniform(0.001, 0.005) * (attempt + 1))
-    raise ClaimContention(
-        f"too many annotators are working on this item at this moment; the {what} was not saved, send it again"
+    logger.warning(
+        "%s by user %s in study %s gave up after %d lost races; the client is told to retry",
+        what,
+        user.pk,
+        study.slug,
+        CLAIM_ATTEMPTS,
+        extra={"study": study.slug, "attempts": CLAIM_ATTEMPTS},
     )
+    raise ClaimContention(gave_up)
+
+
+def _retrying_deadlocks(write: Callable[[], T], *, what: str, user: User, study: Study) -> T:
+    """An answer, skip or release, run again when it was a deadlock's victim (`_deadlock_victim`)."""
+    gave_up = f"too many annotators are working on this item at this moment; the {what} was not saved, send it again"
+    return _retrying(write, lost=_deadlock_victim, what=what, user=user, study=study, gave_up=gave_up)
 
 
 def claim_next(
@@ -183,46 +204,30 @@ def claim_next(
     A paused study hands nothing out ahead.
     """
     now = now or timezone.now()
-    for attempt in range(CLAIM_ATTEMPTS):
-        try:
-            with transaction.atomic():
-                _check_can_annotate(user, study, lock=True, paused_ok=True)
-                assignment: Assignment | None
-                if ahead_of is not None:
-                    if not sql.renew_own_lease(ahead_of, user.pk, now + lease_length(), now):
-                        raise LeaseLost("the item on your screen is no longer assigned to you")
-                    paused = study.status == Study.Status.PAUSED
-                    assignment = None if paused else _claim(user, study, now, exclude_id=ahead_of)
-                elif study.status == Study.Status.PAUSED:
-                    assignment = _keep_own_lease(user, study, now)
-                else:
-                    assignment = _claim(user, study, now)
-        except (IntegrityError, _Busy, OperationalError) as exc:
-            # A lost race (see _lost_race): the transaction is rolled back with its locks;
-            # wait a moment and look again. Any other database error is not ours to retry.
-            if not _lost_race(exc):
-                raise
-            logger.debug(
-                "claim by user %s in study %s lost a race (attempt %d of %d): %s",
-                user.pk,
-                study.slug,
-                attempt + 1,
-                CLAIM_ATTEMPTS,
-                type(exc).__name__,
-            )
-            time.sleep(random.uniform(0.001, 0.005) * (attempt + 1))
-            continue
-        if assignment is not None:
-            assignment.study = study  # callers render it; spare a query
-        return assignment
-    logger.warning(
-        "claim by user %s in study %s gave up after %d lost races; the client is told to retry",
-        user.pk,
-        study.slug,
-        CLAIM_ATTEMPTS,
-        extra={"study": study.slug, "attempts": CLAIM_ATTEMPTS},
+
+    def claim() -> Assignment | None:
+        with transaction.atomic():
+            _check_can_annotate(user, study, lock=True, paused_ok=True)
+            if ahead_of is not None:
+                if not sql.renew_own_lease(ahead_of, user.pk, now + lease_length(), now):
+                    raise LeaseLost("the item on your screen is no longer assigned to you")
+                paused = study.status == Study.Status.PAUSED
+                return None if paused else _claim(user, study, now, exclude_id=ahead_of)
+            if study.status == Study.Status.PAUSED:
+                return _keep_own_lease(user, study, now)
+            return _claim(user, study, now)
+
+    assignment = _retrying(
+        claim,
+        lost=_lost_race,
+        what="claim",
+        user=user,
+        study=study,
+        gave_up="too many annotators are claiming at this moment; try again in a second",
     )
-    raise ClaimContention("too many annotators are claiming at this moment; try again in a second")
+    if assignment is not None:
+        assignment.study = study  # callers render it; spare a query
+    return assignment
 
 
 def next_after_submit(user: User, study: Study, holding: int | None) -> tuple[Assignment | None, bool]:

@@ -32,10 +32,10 @@ from typing import Any, overload
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Sum
 from django.utils import timezone
 
-from annotation.models import AnnotatorCount, Study
+from annotation.models import Study
+from annotation.selectors import annotation_count
 from metaeval import selectors
 from metaeval.models import ReportRefresh, ReportSnapshot, ReportSnapshotPart
 
@@ -388,7 +388,7 @@ def page_report(study: Study, options: ReportOptions) -> CachedReport:
     if snapshot is None:
         snapshot = snapshots.order_by("-computed_at", "-id").first()
     if snapshot is None:
-        if _labels(study) <= settings.REPORT_INLINE_MAX_LABELS:
+        if annotation_count(study) <= settings.REPORT_INLINE_MAX_LABELS:
             return _build_now(study, options, whole=False)
         request_refresh(study, options, fingerprint)  # queued now, or already queued by an earlier view
         return _pending(fingerprint)
@@ -404,11 +404,6 @@ def page_report(study: Study, options: ReportOptions) -> CachedReport:
         refreshing=not current,
         rows=_lazy_lists(snapshot.pk, report, None),
     )
-
-
-def _labels(study: Study) -> int:
-    """The study's answers, from the maintained counters (constant time)."""
-    return AnnotatorCount.objects.filter(study=study).aggregate(n=Sum("annotations"))["n"] or 0
 
 
 def _pending(fingerprint: str) -> CachedReport:

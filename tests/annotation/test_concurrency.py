@@ -32,6 +32,7 @@ from annotation.services.assignments import (
     submit,
 )
 from tests.conftest import jsonl, preference_item
+from tests.support.deadlock import database_error, deadlock
 from tests.support.threads import run_in_threads
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -202,25 +203,11 @@ def test_double_submit_from_two_threads_stores_one_annotation():
     assert not AnnotationRevision.objects.exists()
 
 
-class _DatabaseError(Exception):
-    def __init__(self, sqlstate: str) -> None:
-        super().__init__(sqlstate)
-        self.sqlstate = sqlstate
-
-
 @pytest.mark.parametrize(("sqlstate", "retried"), [("40P01", True), ("40001", True), ("57014", False), (None, False)])
 def test_a_claim_that_postgresql_picks_as_a_deadlock_victim_is_retried_and_other_errors_are_not(sqlstate, retried):
     """The deadlock between a takeover and a fresh claim on one item (test above, on PostgreSQL, now and
     then) rolls one claim back whole: that one is retried; a cancelled statement (57014) is not a race."""
-    error = OperationalError("database error")
-    error.__cause__ = _DatabaseError(sqlstate) if sqlstate else None
-    assert assignments._lost_race(error) is retried
-
-
-def _deadlock() -> OperationalError:
-    error = OperationalError("deadlock detected")
-    error.__cause__ = _DatabaseError("40P01")
-    return error
+    assert assignments._lost_race(database_error("database error", sqlstate)) is retried
 
 
 def _counting_deadlocks(monkeypatch, times: int) -> list[int]:
@@ -234,7 +221,7 @@ def _counting_deadlocks(monkeypatch, times: int) -> list[int]:
     def answer_added(**kwargs):
         calls.append(1)
         if len(calls) <= times:
-            raise _deadlock()
+            raise deadlock()
         return real(**kwargs)
 
     monkeypatch.setattr(answers, "answer_added", answer_added)
@@ -275,9 +262,7 @@ def test_an_answer_failing_for_another_database_reason_is_not_retried(monkeypatc
 
     def cancelled(**kwargs):
         calls.append(1)
-        error = OperationalError("canceling statement due to statement timeout")
-        error.__cause__ = _DatabaseError("57014")
-        raise error
+        raise database_error("canceling statement due to statement timeout", "57014")
 
     monkeypatch.setattr(answers, "answer_added", cancelled)
     with pytest.raises(OperationalError, match="statement timeout"):

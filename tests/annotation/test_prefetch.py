@@ -275,9 +275,8 @@ def test_the_release_route_needs_the_stamp_and_frees_only_the_unseen_one(client)
 def test_a_release_picked_as_a_deadlock_victim_is_done_on_the_retry(monkeypatch):
     """Release deletes the assignment, then frees the item's slot: the same order as a submit, so it can be
     a deadlock's victim on PostgreSQL too. The first attempt is rolled back whole (the row is back)."""
-    from django.db import OperationalError
-
     from annotation.services import assignment_sql
+    from tests.support.deadlock import deadlock
 
     study, (a1, *_) = make_study(items=2, n=1)
     current = claim_next(user=a1, study=study)
@@ -287,9 +286,7 @@ def test_a_release_picked_as_a_deadlock_victim_is_done_on_the_retry(monkeypatch)
     def give_slot_back(item_id: int) -> int:
         calls.append(item_id)
         if len(calls) == 1:
-            error = OperationalError("deadlock detected")
-            error.__cause__ = type("Cause", (Exception,), {"sqlstate": "40P01"})()
-            raise error
+            raise deadlock()
         return real(item_id)
 
     monkeypatch.setattr(assignment_sql, "give_slot_back", give_slot_back)
