@@ -183,6 +183,8 @@ def test_disagreements_paginate_keep_the_options_and_show_every_row(client, rese
         section = html[html.index('id="disagreements"') :]
         seen += re.findall(r'<a href="/studies/many/items/([^/"]+)/">', section)
         assert f"page {number} of 3" in section
+        # one pager, in the disagreement list (it was once repeated in three other sections)
+        assert html.count('aria-label="Pages of disagreements"') == 1 == section.count("Pages of disagreements")
         if number < 3:
             assert f'href="?reference=majority&amp;page={number + 1}#disagreements"' in section
         if number > 1:
