@@ -281,6 +281,8 @@ class ReportSnapshot(models.Model):
     exactly when its fingerprint is the study's fingerprint now. ``report`` is the report
     without its long lists, which live in ``ReportSnapshotPart`` rows, so a page loads only
     the rows it shows. A study keeps only its latest few (``metaeval.reporting.cache``).
+    A big study's first report is stored twice while it is built: first its counts and
+    agreement sections (``complete`` False, shown on the page only), then whole, in its place.
     """
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="report_snapshots")
@@ -291,6 +293,9 @@ class ReportSnapshot(models.Model):
     report = models.TextField(help_text="The report without its long lists (see ReportSnapshotPart), as JSON.")
     computed_at = models.DateTimeField()
     build_seconds = models.FloatField(default=0.0)
+    complete = models.BooleanField(
+        default=True, help_text="False for the first sections of a report still being built (the page's only)."
+    )
 
     class Meta:
         ordering = ["study", "-computed_at", "-id"]

@@ -61,7 +61,8 @@ def report_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     When the data changed since the cached report was made, the page shows that report
     labelled with when it was computed while a background task makes the new one
     (``reporting.cache.page_report``); a big study's very first report is made that way too,
-    the page saying so meanwhile. The disagreement list is paginated (``?page=``).
+    the page saying so meanwhile, then showing its counts and agreement (``cached.partial``)
+    until the rest is there. The disagreement list is paginated (``?page=``).
     """
     study = access_study(request.user, slug, role=Researcher)
     options = _options(request)
@@ -80,6 +81,7 @@ def report_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
             for fmt in charts.CHART_FORMATS
         }
         for name in chart_names(study)
+        if not cached.partial  # drawn from the whole report: they come with it
     }
     context = report_context(study, report, chart_sources=sources, link_items=True, disagreements=page)
     return render(

@@ -9,6 +9,7 @@ counted) and collapse to the preferred system, ties excluded (docs/architecture.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -91,32 +92,47 @@ def _summary(
     given: pd.Series,
     off_scale: list[str],
 ) -> dict[str, Any]:
-    collapse = binary_collapse(study) if binary else None
-    n = study.annotators_per_item
-    kwargs: dict[str, Any] = {
+    out = stats.agreement_summary(table, **_summary_options(study, options))
+    out["fleiss_kappa"]["left_out_causes"] = left_out_causes(given, table, study.annotators_per_item, off_scale)
+    if binary:
+        out["binary"] = _binary_summary(table, study, options, given=given, off_scale=off_scale)
+    return out
+
+
+def _summary_options(study: Study, options: ReportOptions) -> dict[str, Any]:
+    return {
         "ordinal": study.is_preference,
         "n_resamples": options.n_resamples,
         "ci": options.n_resamples > 0,
         "confidence": options.confidence,
         "seed": options.seed,
-        "n_raters": n,
+        "n_raters": study.annotators_per_item,
     }
-    out = stats.agreement_summary(table, **kwargs)
-    out["fleiss_kappa"]["left_out_causes"] = left_out_causes(given, table, n, off_scale)
+
+
+def _binary_summary(
+    table: stats.RatingTable, study: Study, options: ReportOptions, *, given: pd.Series, off_scale: list[str]
+) -> dict[str, Any]:
+    """Agreement on the study's binary collapse of its labels, or why there is none."""
+    collapse = binary_collapse(study)
     if collapse is None:
-        if binary:
-            out["binary"] = unavailable("the study declares no binary collapse of its labels")
-        return out
+        return unavailable("the study declares no binary collapse of its labels")
     mapping, cats = collapse
     collapsed = table.collapse(mapping, cats)
-    out["binary"] = stats.agreement_summary(collapsed, **{**kwargs, "ordinal": False})
-    out["binary"]["collapse"] = mapping
+    out = stats.agreement_summary(collapsed, **{**_summary_options(study, options), "ordinal": False})
+    out["collapse"] = mapping
     dropped = off_scale + [label for label, target in mapping.items() if target is None]
-    out["binary"]["fleiss_kappa"]["left_out_causes"] = left_out_causes(given, collapsed, n, dropped)
+    out["fleiss_kappa"]["left_out_causes"] = left_out_causes(given, collapsed, study.annotators_per_item, dropped)
     return out
 
 
-def agreement_sections(frame: pd.DataFrame, study: Study, options: ReportOptions) -> dict[str, Any]:
+def agreement_sections(
+    frame: pd.DataFrame,
+    study: Study,
+    options: ReportOptions,
+    *,
+    on_overall: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
     """``agreement``, ``binary`` and ``by_domain`` (the latter two when asked for), and ``human_ceiling``.
 
     Fleiss' kappa uses the items that carry all ``annotators_per_item``
@@ -124,26 +140,33 @@ def agreement_sections(frame: pd.DataFrame, study: Study, options: ReportOptions
     alpha use every item with two or more. The human ceiling scores each
     annotator against the majority of the others: the bar a verifier is
     later held to, and the annotator a low kappa may come from.
+
+    ``on_overall`` is handed the sections as soon as the agreement on all labels and the
+    human ceiling are computed (``binary`` and ``by_domain`` still None): each of those
+    costs another bootstrap, four more with four domains.
     """
     table, off_scale = agreement_table(frame, study)
     given = frame.groupby("item").size()
     cats = categories_for(study)
     off_labels = sorted({str(label) for label in frame["label"].unique() if label not in cats})
-    summary = partial(_summary, study=study, options=options, binary=options.binary, given=given, off_scale=off_labels)
-    full = summary(table)
-    binary = full.pop("binary", None)
+    summary = partial(_summary, study=study, options=options, given=given, off_scale=off_labels)
+    full = summary(table, binary=False)
     full["n_labels_off_scale"] = off_scale
     out: dict[str, Any] = {
         "agreement": full,
-        "binary": binary if options.binary else None,
+        "binary": None,
         "by_domain": None,
         "human_ceiling": stats.json_ready(stats.human_ceiling(table)),
     }
+    if on_overall is not None:
+        on_overall(dict(out))
+    if options.binary:
+        out["binary"] = _binary_summary(table, study, options, given=given, off_scale=off_labels)
     if options.by_domain:
         domain_of = frame.drop_duplicates("item").set_index("item")["domain"]
         item_domains = domain_of.reindex(table.item_index).to_numpy()
         out["by_domain"] = {
-            str(domain): summary(table.select_items(item_domains == domain))
+            str(domain): summary(table.select_items(item_domains == domain), binary=options.binary)
             for domain in sorted(set(item_domains.tolist()))
         }
     return out

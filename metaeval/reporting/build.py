@@ -7,9 +7,12 @@ which rows feed which section.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from annotation.models import Study
+from annotation.selectors import item_totals
 from annotation.selectors.adjudication import adjudication_summary
 from annotation.selectors.participants import exclusion_rule
 from metaeval import selectors
@@ -25,7 +28,7 @@ from .preference import preference_section
 from .scores import scores_section
 from .verifier_reference import verifiers_vs_reference
 
-__all__ = ["build_report", "GOLD_RULE", "GOLD_INCLUDED_RULE", "gold_rule"]
+__all__ = ["build_report", "FIRST_SECTIONS_PENDING", "GOLD_RULE", "GOLD_INCLUDED_RULE", "gold_rule"]
 
 GOLD_RULE = (
     "items with a gold label are quality-control items: they are left out of agreement, preference "
@@ -35,6 +38,22 @@ GOLD_INCLUDED_RULE = (
     "items with a gold label count like every other item in agreement, preference analysis, the "
     "disagreement list and the factuality scores (a study setting: gold items in agreement)"
 )
+
+
+#: What the first sections of a report (``on_first_sections``) hold in place of the sections that
+#: come later (``binary`` and ``by_domain`` are None in them too): nothing, in the whole report's key order.
+FIRST_SECTIONS_PENDING: dict[str, Any] = {
+    "preference": None,
+    "reference": None,
+    "annotator_quality": None,
+    "scores": None,
+    "disagreements": [],
+    "n_disagreements": None,
+    "adjudication": None,
+    "verifiers": None,
+    "pairwise_judges": None,
+    "verifiers_vs_reference": None,
+}
 
 
 def gold_rule(study: Study) -> str:
@@ -47,12 +66,29 @@ def _annotators(labels) -> list[dict[str, Any]]:
     return [{"annotator": str(name), "n_annotations": int(n)} for name, n in sorted(counts.items())]
 
 
-def build_report(study: Study, options: ReportOptions | None = None) -> dict[str, Any]:
-    """The study's full meta-evaluation report (issue 4's JSON shape, with more keys)."""
+def _hand_over_first(
+    hand_over: Callable[[dict[str, Any]], None], counts: dict[str, Any], agreement: dict[str, Any]
+) -> None:
+    hand_over({**counts, **agreement, **FIRST_SECTIONS_PENDING})
+
+
+def build_report(
+    study: Study,
+    options: ReportOptions | None = None,
+    *,
+    on_first_sections: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """The study's full meta-evaluation report (issue 4's JSON shape, with more keys).
+
+    ``on_first_sections`` is handed the counts, the agreement on all labels and the human
+    ceiling as soon as they are computed (one bootstrap; the later sections as in
+    ``FIRST_SECTIONS_PENDING``), so a big study's first report can show them while the rest
+    (binary and per-domain agreement, reference, quality, scores, disagreements...) is computed.
+    """
     options = options or ReportOptions()
     crowd = options.include_screened_out
     labels = selectors.label_frame(study, include_gold=True, include_screened_out=crowd)
-    items = selectors.item_frame(study)
+    n_items, n_items_gold = item_totals(study)  # the item frame is read after the first sections
     agreed = labels if study.gold_in_agreement else labels.loc[labels["gold_label"] == ""]
     report: dict[str, Any] = {
         "study": study.slug,
@@ -62,9 +98,9 @@ def build_report(study: Study, options: ReportOptions | None = None) -> dict[str
         "systems": list(study.systems),
         "annotators_per_item": study.annotators_per_item,
         "options": options.as_dict(),
-        "n_items": len(items),
+        "n_items": n_items,
         "n_items_annotated": int(labels["item"].nunique()),
-        "n_items_gold": int((items["gold_label"] != "").sum()),
+        "n_items_gold": n_items_gold,
         "gold_rule": gold_rule(study),
         "gold_in_agreement": study.gold_in_agreement,
         "participants_rule": exclusion_rule(study, include_screened_out=crowd),
@@ -72,8 +108,10 @@ def build_report(study: Study, options: ReportOptions | None = None) -> dict[str
         "n_annotations": len(labels),
         "annotators": _annotators(labels),
     }
-    report.update(agreement_sections(agreed, study, options))
+    on_overall = partial(_hand_over_first, on_first_sections, report) if on_first_sections else None
+    report.update(agreement_sections(agreed, study, options, on_overall=on_overall))
     report["preference"] = preference_section(agreed, study, options)
+    items = selectors.item_frame(study)
     evidence = selectors.evidence_frame(study, include_screened_out=crowd) if not study.is_preference else None
     reference, report["reference"], report["annotator_quality"] = reference_and_quality(labels, items, study, options)
     report["scores"] = (

@@ -11,8 +11,10 @@ ETags use. Two ways to read it:
   (``metaeval.tasks.refresh_report``, deduplicated by ``ReportRefresh``) builds the new
   one. With no snapshot at all, the first report is built in the request up to
   ``REPORT_INLINE_MAX_LABELS`` labels; a bigger study's is built by that same background task
-  while the page says so (``pending``). The page loads only the rows of the long lists it
-  shows (``ReportSnapshotPart`` chunks).
+  while the page says so (``pending``); that build stores the counts and agreement sections
+  first (a snapshot with ``complete`` False, a few seconds in), which the page shows, saying the
+  rest is on its way, until the whole report replaces them. Nothing else ever reads such a
+  snapshot. The page loads only the rows of the long lists it shows (``ReportSnapshotPart`` chunks).
 
 Every report this module hands out went through a JSON round trip, so the page, the
 downloads and a fresh build see the same types (lists, string keys) whether cached or not.
@@ -22,8 +24,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import secrets
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,13 +43,14 @@ from annotation.selectors import annotation_count
 from metaeval import selectors
 from metaeval.models import ReportRefresh, ReportSnapshot, ReportSnapshotPart
 
-from .build import build_report
+from .build import FIRST_SECTIONS_PENDING, build_report
 from .options import ReportOptions
 
 __all__ = [
     "CACHE_VERSION",
     "CHUNK_ROWS",
     "CachedReport",
+    "FIRST_SECTIONS_PENDING",
     "cached_current",
     "ChunkedRows",
     "current_report",
@@ -75,6 +80,8 @@ KEEP_PER_STUDY = 8
 #: so such a report is only ever shown as an older report.
 MOVED = "moved:"
 
+logger = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class CachedReport:
@@ -93,6 +100,7 @@ class CachedReport:
     refreshing: bool = False
     built_now: bool = False
     pending: bool = False  # no report of this study yet: the first one is being built in the background
+    partial: bool = False  # only the first sections of the study's first report: the rest is being built
 
 
 class ChunkedRows(Sequence[dict[str, Any]]):
@@ -143,27 +151,78 @@ def options_from_dict(data: dict[str, Any]) -> ReportOptions:
     return ReportOptions(**values)
 
 
-def _built(study: Study, options: ReportOptions) -> tuple[dict[str, Any], str, float]:
+def _complete(study: Study, options: ReportOptions):
+    """The study's whole stored reports of these options (what everything but the page's first view reads)."""
+    return ReportSnapshot.objects.filter(study=study, options_key=options_key(options), complete=True)
+
+
+class _FirstSections:
+    """Stores a report's first sections (counts, agreement) while the rest of it is built.
+
+    Why a thread on PostgreSQL: there the build is one REPEATABLE READ transaction, and nothing
+    written in it is seen before the whole build commits; a connection of the thread's own
+    commits the first sections at once (and the write overlaps the rest of the build).
+    Elsewhere they are stored in line, and only if the data has not moved since the build's
+    fingerprint was read (no snapshot there to make the pair exact).
+    """
+
+    def __init__(self, study: Study, options: ReportOptions, fingerprint: str, start: float, *, own_connection: bool):
+        self.study, self.options, self.fingerprint, self.start = study, options, fingerprint, start
+        self.own_connection = own_connection
+        self.thread: threading.Thread | None = None
+
+    def __call__(self, first: dict[str, Any]) -> None:
+        encoded = _Encoded.of(first)
+        seconds = time.perf_counter() - self.start
+        if not self.own_connection:
+            if selectors.report_fingerprint(self.study) == self.fingerprint:
+                _store(self.study, self.options, encoded, self.fingerprint, seconds, complete=False)
+            return
+        self.thread = threading.Thread(target=self._store_apart, args=(encoded, seconds), daemon=True)
+        self.thread.start()
+
+    def _store_apart(self, encoded: _Encoded, seconds: float) -> None:
+        try:
+            _store(self.study, self.options, encoded, self.fingerprint, seconds, complete=False)
+        except Exception:  # the whole report still comes; only the early view of it is lost
+            logger.exception("could not store the first sections of the report of study %s", self.study.pk)
+        finally:
+            connection.close()  # this thread's own connection
+
+    def wait(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+
+
+def _built(study: Study, options: ReportOptions, *, first_sections: bool = False) -> tuple[dict[str, Any], str, float]:
     """Build the report; return it (as built, not yet JSON), the fingerprint it belongs to, and seconds taken.
 
     On PostgreSQL (outside a caller's transaction) the fingerprint and the build read one
     REPEATABLE READ snapshot, so the pair is exact. Elsewhere the fingerprint is read before
     and after: if the data moved meanwhile, the report is marked ``MOVED`` and never served
     as current (SQLite here takes its write lock at BEGIN, so a long read transaction would
-    stop annotators).
+    stop annotators). With ``first_sections`` the counts and agreement sections are stored as
+    soon as they are computed (``_FirstSections``), for the page to show meanwhile.
     """
     start = time.perf_counter()
+    hook: _FirstSections | None = None
     if connection.vendor == "postgresql" and not connection.in_atomic_block:
         with transaction.atomic():
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             fingerprint = selectors.report_fingerprint(study)
-            report = build_report(study, options)
+            if first_sections:
+                hook = _FirstSections(study, options, fingerprint, start, own_connection=True)
+            report = build_report(study, options, on_first_sections=hook)
         after = fingerprint
     else:
         fingerprint = selectors.report_fingerprint(study)
-        report = build_report(study, options)
+        if first_sections:
+            hook = _FirstSections(study, options, fingerprint, start, own_connection=False)
+        report = build_report(study, options, on_first_sections=hook)
         after = selectors.report_fingerprint(study)
+    if hook is not None:
+        hook.wait()  # stored before the whole report, which takes its place
     if after != fingerprint:
         fingerprint = MOVED + after
     return report, fingerprint, time.perf_counter() - start
@@ -201,28 +260,43 @@ class _Encoded:
         return _put_back(json.loads(self.main), lists)
 
 
-def _store(study: Study, options: ReportOptions, encoded: _Encoded, fingerprint: str, seconds: float) -> int:
-    """Keep a built report (its long lists in chunks) and prune older snapshots; returns its id."""
+def _store(
+    study: Study, options: ReportOptions, encoded: _Encoded, fingerprint: str, seconds: float, *, complete: bool = True
+) -> int:
+    """Keep a built report (its long lists in chunks) and prune older snapshots; returns its id.
+
+    A whole report takes the place of the first sections of the same data state; first
+    sections never take the place of anything.
+    """
     key = options_key(options)
-    try:
-        with transaction.atomic():
-            snapshot = ReportSnapshot.objects.create(
-                study=study,
-                options_key=key,
-                fingerprint=fingerprint,
-                report=encoded.main,
-                computed_at=timezone.now(),
-                build_seconds=seconds,
-            )
-            # One INSERT per chunk, not bulk_create: on PostgreSQL that sends the chunks as one text
-            # array, which psycopg quotes in Python (12 s of a 100,000-item report's 16 s cold build).
-            for section, texts in encoded.chunks.items():
-                for chunk, text in enumerate(texts):
-                    ReportSnapshotPart.objects.create(snapshot=snapshot, section=section, chunk=chunk, rows=text)
-    except IntegrityError:  # another request or task stored this very state first: same report
-        return ReportSnapshot.objects.get(study=study, options_key=key, fingerprint=fingerprint).pk
-    _prune(study, key)
-    return snapshot.pk
+    same_state = ReportSnapshot.objects.filter(study=study, options_key=key, fingerprint=fingerprint)
+    for _attempt in range(2):
+        try:
+            with transaction.atomic():
+                if complete:
+                    same_state.filter(complete=False).delete()
+                snapshot = ReportSnapshot.objects.create(
+                    study=study,
+                    options_key=key,
+                    fingerprint=fingerprint,
+                    report=encoded.main,
+                    computed_at=timezone.now(),
+                    build_seconds=seconds,
+                    complete=complete,
+                )
+                # One INSERT per chunk, not bulk_create: on PostgreSQL that sends the chunks as one text
+                # array, which psycopg quotes in Python (12 s of a 100,000-item report's 16 s cold build).
+                for section, texts in encoded.chunks.items():
+                    for chunk, text in enumerate(texts):
+                        ReportSnapshotPart.objects.create(snapshot=snapshot, section=section, chunk=chunk, rows=text)
+        except IntegrityError:  # another request or task stored this very state first
+            stored = same_state.values_list("pk", "complete").first()
+            if stored is not None and (stored[1] or not complete):
+                return stored[0]  # the same report, or first sections we need not store
+            continue  # another build's first sections came in between: they give way on the retry
+        _prune(study, key)
+        return snapshot.pk
+    raise RuntimeError(f"could not store the report of study {study.pk}")  # pragma: no cover - a retry always wins
 
 
 def _prune(study: Study, key: str) -> None:
@@ -284,14 +358,14 @@ def _put_back(report: dict[str, Any], parts: dict[str, list]) -> dict[str, Any]:
 def _lazy_lists(snapshot_id: int | None, report: dict[str, Any], full: dict[str, Any] | None) -> dict[str, ChunkedRows]:
     """The disagreement list as a sequence that reads only the chunks a page needs (or the built list, at hand)."""
     rows = full[DISAGREEMENTS] if full is not None else None
-    return {DISAGREEMENTS: ChunkedRows(snapshot_id, DISAGREEMENTS, report["n_disagreements"], rows)}
+    total = report["n_disagreements"] or 0  # None in a report's first sections: the list comes later
+    return {DISAGREEMENTS: ChunkedRows(snapshot_id, DISAGREEMENTS, total, rows)}
 
 
 def current_report(study: Study, options: ReportOptions) -> CachedReport:
     """The report of the data as it is now, whole: the cached one if it is current, else built and stored."""
     fingerprint = selectors.report_fingerprint(study)
-    key = options_key(options)
-    snapshot = ReportSnapshot.objects.filter(study=study, options_key=key, fingerprint=fingerprint).first()
+    snapshot = _complete(study, options).filter(fingerprint=fingerprint).first()
     if snapshot is not None:
         full = _with_lists(snapshot.pk, json.loads(snapshot.report))
         return CachedReport(
@@ -313,11 +387,7 @@ def current_report_json(study: Study, options: ReportOptions) -> str:
     here the stored chunks are joined as they are. Parses to exactly ``current_report``'s report.
     """
     fingerprint = selectors.report_fingerprint(study)
-    snapshot = (
-        ReportSnapshot.objects.filter(study=study, options_key=options_key(options), fingerprint=fingerprint)
-        .only("pk", "report")
-        .first()
-    )
+    snapshot = _complete(study, options).filter(fingerprint=fingerprint).only("pk", "report").first()
     snapshot_id: int | None
     if snapshot is not None:
         snapshot_id, main = snapshot.pk, json.loads(snapshot.report)
@@ -378,21 +448,29 @@ def page_report(study: Study, options: ReportOptions) -> CachedReport:
     """The page's report: current if cached; else the latest older one (not current) and a refresh queued.
 
     The returned ``report`` lacks the long lists; ``rows`` reads the chunks a page shows.
-    With nothing cached at all the report is built in the request (a cold start).
+    With nothing cached at all the report is built in the request (a cold start), or for a big
+    study in the background: meanwhile the page says so, then shows its first sections (``partial``).
     """
     fingerprint = selectors.report_fingerprint(study)
-    key = options_key(options)
-    snapshots = ReportSnapshot.objects.filter(study=study, options_key=key)
+    snapshots = _complete(study, options)
     snapshot = snapshots.filter(fingerprint=fingerprint).first()
     current = snapshot is not None
     if snapshot is None:
         snapshot = snapshots.order_by("-computed_at", "-id").first()
+    partial = False
     if snapshot is None:
         if annotation_count(study) <= settings.REPORT_INLINE_MAX_LABELS:
             return _build_now(study, options, whole=False)
         request_refresh(study, options, fingerprint)  # queued now, or already queued by an earlier view
-        return _pending(fingerprint)
-    if not current:
+        snapshot = (
+            ReportSnapshot.objects.filter(study=study, options_key=options_key(options), complete=False)
+            .order_by("-computed_at", "-id")
+            .first()
+        )
+        if snapshot is None:
+            return _pending(fingerprint)
+        partial, current = True, snapshot.fingerprint == fingerprint
+    elif not current:
         request_refresh(study, options, fingerprint)  # queued now, or already queued by an earlier view
     report = json.loads(snapshot.report)
     return CachedReport(
@@ -401,7 +479,8 @@ def page_report(study: Study, options: ReportOptions) -> CachedReport:
         computed_at=snapshot.computed_at,
         current=current,
         snapshot_id=snapshot.pk,
-        refreshing=not current,
+        refreshing=partial or not current,
+        partial=partial,
         rows=_lazy_lists(snapshot.pk, report, None),
     )
 
@@ -422,23 +501,32 @@ def _pending(fingerprint: str) -> CachedReport:
 
 def cached_current(study: Study, options: ReportOptions, fingerprint: str) -> dict[str, Any] | None:
     """The cached report of this data state, without its long lists, or None (never builds; the charts ask)."""
-    text = (
-        ReportSnapshot.objects.filter(study=study, options_key=options_key(options), fingerprint=fingerprint)
-        .values_list("report", flat=True)
-        .first()
-    )
+    text = _complete(study, options).filter(fingerprint=fingerprint).values_list("report", flat=True).first()
     return json.loads(text) if text is not None else None
 
 
 def snapshot_status(study: Study, options: ReportOptions) -> dict[str, Any]:
-    """Whether a report of the data as it is now is cached (the page's poll asks this; no build)."""
+    """What the page could show now (its poll asks this; no build).
+
+    ``current``: a whole report of the data as it is now is cached (``computed_at`` says when);
+    ``whole``: some whole report is; ``first_sections``: the first sections of one being built are.
+    """
     fingerprint = selectors.report_fingerprint(study)
-    found = (
-        ReportSnapshot.objects.filter(study=study, options_key=options_key(options), fingerprint=fingerprint)
-        .values_list("computed_at", flat=True)
-        .first()
+    stored = ReportSnapshot.objects.filter(study=study, options_key=options_key(options)).values_list(
+        "fingerprint", "complete", "computed_at"
     )
-    return {"current": found is not None, "computed_at": found.isoformat() if found else None}
+    found = None
+    whole = first_sections = False
+    for state, complete, computed_at in stored:  # a few rows: the cache keeps the latest per options
+        whole, first_sections = whole or complete, first_sections or not complete
+        if complete and state == fingerprint:
+            found = computed_at
+    return {
+        "current": found is not None,
+        "computed_at": found.isoformat() if found else None,
+        "whole": whole,
+        "first_sections": first_sections,
+    }
 
 
 def _retry_seconds() -> float:
@@ -475,14 +563,19 @@ def request_refresh(study: Study, options: ReportOptions, fingerprint: str) -> b
 
 
 def refresh_report(study_id: int, options_data: dict[str, Any]) -> dict[str, Any]:
-    """The background build: store the report of the data as it is when the task runs (if not cached yet)."""
+    """The background build: store the report of the data as it is when the task runs (if not cached yet).
+
+    For the study's first report of these options, its first sections are stored on the way (the
+    page shows them meanwhile); later refreshes need not, the page shows the older whole report.
+    """
     study = Study.objects.filter(pk=study_id).first()
     if study is None:
         return {"status": "study deleted"}
     options = options_from_dict(options_data)
     fingerprint = selectors.report_fingerprint(study)
-    if ReportSnapshot.objects.filter(study=study, options_key=options_key(options), fingerprint=fingerprint).exists():
+    stored = _complete(study, options)
+    if stored.filter(fingerprint=fingerprint).exists():
         return {"status": "already current", "fingerprint": fingerprint}
-    report, fingerprint, seconds = _built(study, options)
+    report, fingerprint, seconds = _built(study, options, first_sections=not stored.exists())
     _store(study, options, _Encoded.of(report), fingerprint, seconds)
     return {"status": "built", "fingerprint": fingerprint, "seconds": round(seconds, 3)}

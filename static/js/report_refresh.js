@@ -3,9 +3,11 @@
  * #report-stale carries data-status-url (JSON: {"current": bool, "computed_at": ...}).
  * Every few seconds, while the tab is visible, the server is asked; once the report of
  * the data as it is now is ready, the notice says so with a link that shows it (the page
- * does not reload by itself: the researcher may be reading). On the page of a study's first
- * report (data-reload: nothing is shown yet) it reloads to show it. No inline script, no eval
- * (CSP script-src 'self'); without this file the notice's reload link does the same.
+ * does not reload by itself: the researcher may be reading). On the pages of a study's first
+ * report it reloads by itself, asking every second or so: data-reload="pending" (nothing shown
+ * yet) as soon as its first sections or the whole report are stored, data-reload="partial" (the
+ * first sections shown) once the whole report is. No inline script, no eval (CSP script-src
+ * 'self'); without this file the notice's reload link does the same.
  */
 (function () {
   "use strict";
@@ -15,11 +17,19 @@
   if (!notice || !status || !window.fetch) { return; }
 
   var url = notice.getAttribute("data-status-url");
-  var delay = 3000;
+  var reload = notice.getAttribute("data-reload");  /* a first report: nothing shown yet to keep */
+  var delay = reload ? 1000 : 3000;
+  var longest = reload ? 5000 : 30000;
   var timer = null;
 
+  function shows(answer) {
+    if (reload === "pending") { return answer.current || answer.whole || answer.first_sections; }
+    if (reload === "partial") { return answer.current || answer.whole; }
+    return answer.current;
+  }
+
   function ready() {
-    if (notice.hasAttribute("data-reload")) { window.location.reload(); return; }  /* nothing shown yet to keep */
+    if (reload) { window.location.reload(); return; }
     var link = document.createElement("a");
     link.href = window.location.href;
     link.id = "report-reload";
@@ -38,8 +48,8 @@
     fetch(url, { credentials: "same-origin", headers: { "Accept": "application/json" } })
       .then(function (response) { return response.ok ? response.json() : null; })
       .then(function (answer) {
-        if (answer && answer.current) { ready(); return; }
-        delay = Math.min(delay * 1.5, 30000);  /* a long build: ask less and less often */
+        if (answer && shows(answer)) { ready(); return; }
+        delay = Math.min(delay * 1.5, longest);  /* a long build: ask less and less often */
         schedule();
       })
       .catch(function () { delay = 30000; schedule(); });

@@ -84,13 +84,33 @@ def test_report_tables_scroll_inside_their_cards(screen_context, guard, screen, 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("screen", ["laptop", "phone"])
 def test_a_big_studys_first_report_page_waits_fits_and_shows_the_report_when_built(
-    screen_context, guard, screen, annotator, researcher, settings
+    screen_context, guard, screen, annotator, researcher, settings, monkeypatch
 ):
     """Past REPORT_INLINE_MAX_LABELS the first view says the report is being computed (nothing waits on the
-    build); once the background task has built it, the page's poll reloads it into the report."""
+    build); once the background task has stored its first sections, the page's poll reloads it into
+    them (counts, agreement), and once the whole report is built, into the report."""
     from django_tasks_db.models import DBTaskResult
 
+    from metaeval.reporting import cache
     from metaeval.tasks import refresh_report
+
+    real_build = cache.build_report
+
+    def first_sections_on_screen(report_study, options=None, *, on_first_sections=None):
+        def first(sections):
+            on_first_sections(sections)
+            on_first_sections.wait()  # stored (on PostgreSQL by a connection of its own)
+            page.clock.run_for(2_000)  # the waiting page's poll: first sections stored, so it reloads
+            page.locator("#agreement").first.wait_for()
+            notice = page.locator("#report-stale").inner_text()
+            assert "The rest of the report is being computed." in notice
+            assert page.locator("#scores").count() == 0 and page.locator("#charts").count() == 0
+            assert_fits(page, f"report, first sections ({screen})")
+            shoot(page, "report-first-sections", screen)
+
+        return real_build(report_study, options, on_first_sections=first)
+
+    monkeypatch.setattr(cache, "build_report", first_sections_on_screen)
 
     settings.REPORT_INLINE_MAX_LABELS = 0
     study = verification(annotator, researcher)
@@ -103,9 +123,9 @@ def test_a_big_studys_first_report_page_waits_fits_and_shows_the_report_when_bui
     shoot(page, "report-being-computed", screen)
     task = DBTaskResult.objects.get(task_path="metaeval.tasks.refresh_report")
     refresh_report.call(*task.args_kwargs["args"])
-    page.clock.run_for(4_000)  # the page's first poll: ready, so it reloads itself
-    page.locator("#agreement").first.wait_for()
-    assert page.locator("#report-freshness").is_visible()
+    page.clock.run_for(6_000)  # the first sections' poll: the whole report is ready, so it reloads itself
+    page.locator("#report-freshness").wait_for()
+    assert page.locator("#scores").count() == 1
     assert guard.page_errors == [] and guard.console_errors == [] and guard.external_requests == []
 
 

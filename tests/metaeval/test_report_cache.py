@@ -34,9 +34,9 @@ def builds(monkeypatch):
     calls: list[str] = []
     real = cache.build_report
 
-    def counting(study, options=None):
+    def counting(study, options=None, **kwargs):
         calls.append(study.slug)
-        return real(study, options)
+        return real(study, options, **kwargs)
 
     monkeypatch.setattr(cache, "build_report", counting)
     return calls
@@ -117,7 +117,7 @@ def test_status_says_when_the_new_report_is_ready(owner, loaded_verification_stu
     change_label(loaded_verification_study)
     page(owner)
     answer = owner.get(status).json()
-    assert answer == {"current": False, "computed_at": None}
+    assert answer == {"current": False, "computed_at": None, "whole": True, "first_sections": False}
     run_queued_refresh()
     assert owner.get(status).json()["current"] is True
 
@@ -253,8 +253,8 @@ def test_report_that_moved_while_built_is_never_current(owner, loaded_verificati
     """Data changed during the build: the report is kept, but only ever shown as an older report."""
     real = cache.build_report
 
-    def racing(study, options=None):
-        report = real(study, options)
+    def racing(study, options=None, **kwargs):
+        report = real(study, options, **kwargs)
         change_label(loaded_verification_study)
         return report
 
@@ -380,7 +380,7 @@ def test_a_big_studys_first_report_is_built_in_the_background_while_the_page_say
     the report is being computed and queues one build; once the task has run, the page shows the report."""
     settings.REPORT_INLINE_MAX_LABELS = 5
     first = page(owner)
-    assert "The report is being computed." in first and 'data-reload="1"' in first
+    assert "The report is being computed." in first and 'data-reload="pending"' in first
     assert 'id="agreement"' not in first and builds == []
     assert "The report is being computed." in page(owner)  # a second view queues nothing more
     assert DBTaskResult.objects.filter(task_path=TASK).count() == 1
@@ -397,3 +397,156 @@ def test_a_small_studys_first_report_is_built_in_the_request(owner, builds, sett
     settings.REPORT_INLINE_MAX_LABELS = 6  # exactly the study's labels: still built at once
     assert CURRENT in page(owner) and builds == ["verif"]
     assert not DBTaskResult.objects.filter(task_path=TASK).exists()
+
+
+@pytest.fixture
+def first_sections_seen(owner, monkeypatch):
+    """What the page and the status showed while a report's first sections were stored and the rest not yet."""
+    seen: dict[str, object] = {}
+    real = cache.build_report
+    status = reverse("metaeval:report_status", args=["verif"])
+
+    def staged(study, options=None, *, on_first_sections=None):
+        def first(report):
+            on_first_sections(report)
+            seen["page"] = page(owner)
+            seen["status"] = owner.get(status).json()
+            seen["cached_current"] = cache.cached_current(study, PAGE_OPTIONS, selectors.report_fingerprint(study))
+
+        return real(study, options, on_first_sections=first if on_first_sections else None)
+
+    monkeypatch.setattr(cache, "build_report", staged)
+    return seen
+
+
+def test_a_big_studys_first_report_shows_its_counts_and_agreement_before_the_rest(
+    owner, settings, first_sections_seen, loaded_verification_study
+):
+    """The background build stores the first sections; the page shows them and says the rest is coming."""
+    settings.REPORT_INLINE_MAX_LABELS = 5
+    assert "The report is being computed." in page(owner)
+    run_queued_refresh()
+    shown = first_sections_seen["page"]
+    assert "The rest of the report is being computed." in shown and 'data-reload="partial"' in shown
+    assert 'id="agreement"' in shown and 'id="ceiling"' in shown and "Fleiss" in shown
+    assert "report_refresh.js" in shown and "Binary collapse" not in shown and 'id="domains"' not in shown
+    # what comes later is not shown as empty: no charts, scores or quality yet, the list "being computed"
+    assert 'id="charts"' not in shown and 'id="scores"' not in shown and 'id="annotator-quality"' not in shown
+    assert "Being computed: the list comes with the rest" in shown and "No item with differing labels" not in shown
+    assert first_sections_seen["status"] == {
+        "current": False,
+        "computed_at": None,
+        "whole": False,
+        "first_sections": True,
+    }
+    assert first_sections_seen["cached_current"] is None  # charts never draw from first sections
+    # the whole report took their place
+    assert list(ReportSnapshot.objects.values_list("complete", flat=True)) == [True]
+    whole = page(owner)
+    assert CURRENT in whole and 'id="scores"' in whole and "being computed" not in whole.lower()
+
+
+def test_first_sections_are_the_whole_reports_own(owner, settings, first_sections_seen, loaded_verification_study):
+    """Same numbers as the whole report, same key order; the later sections are empty placeholders."""
+    settings.REPORT_INLINE_MAX_LABELS = 5
+    captured: list[dict] = []
+    real = cache._store
+
+    def keeping(study, options, encoded, fingerprint, seconds, *, complete=True):
+        captured.append({"complete": complete, "report": json.loads(encoded.main)})
+        return real(study, options, encoded, fingerprint, seconds, complete=complete)
+
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(cache, "_store", keeping)
+    try:
+        page(owner)
+        run_queued_refresh()
+    finally:
+        monkeypatch.undo()
+    first, whole = captured
+    assert (first["complete"], whole["complete"]) == (False, True)
+    assert list(first["report"]) == list(whole["report"])
+    later = set(cache.FIRST_SECTIONS_PENDING)
+    for key, value in first["report"].items():
+        if key in later or key in ("binary", "by_domain"):  # binary and per-domain agreement come later too
+            assert value in (None, {cache.PARTS: "disagreements", "n": 0})
+        else:
+            assert value == whole["report"][key], key
+    assert whole["report"]["scores"] and whole["report"]["n_disagreements"] == 1
+
+
+def test_a_build_that_died_after_its_first_sections(owner, settings, loaded_verification_study, monkeypatch):
+    """The page keeps showing the first sections and queues the build again after the retry time;
+    downloads never serve them: they build the whole report."""
+    settings.REPORT_INLINE_MAX_LABELS = 5
+    real = cache.build_report
+
+    def dying(study, options=None, *, on_first_sections=None):
+        def first(report):
+            on_first_sections(report)
+            raise RuntimeError("worker killed")
+
+        return real(study, options, on_first_sections=first)
+
+    page(owner)
+    monkeypatch.setattr(cache, "build_report", dying)
+    with pytest.raises(RuntimeError, match="worker killed"):
+        run_queued_refresh()
+    monkeypatch.setattr(cache, "build_report", real)
+    assert "The rest of the report is being computed." in page(owner)
+    DBTaskResult.objects.filter(task_path=TASK).delete()
+    settings.REPORT_REFRESH_RETRY_SECONDS = 0  # the lost task counts as lost
+    assert "The rest of the report is being computed." in page(owner)
+    assert DBTaskResult.objects.filter(task_path=TASK).count() == 1  # queued again
+    download = owner.get(reverse("metaeval:report_download", args=["verif", "json"]) + "?by_domain=true&binary=true")
+    assert download.json()["scores"] and download.json()["n_disagreements"] == 1
+    assert list(ReportSnapshot.objects.values_list("complete", flat=True)) == [True]  # in their place
+    assert CURRENT in page(owner)
+
+
+def test_later_refreshes_show_the_older_whole_report_not_first_sections(owner, builds, loaded_verification_study):
+    """Only a study's first report is stored in two steps: after that the older whole report is shown."""
+    page(owner)
+    change_label(loaded_verification_study)
+    assert STALE in page(owner)
+    run_queued_refresh()
+    assert not ReportSnapshot.objects.filter(complete=False).exists()
+    assert CURRENT in page(owner)
+
+
+def _seen_from_another_connection() -> list[bool]:
+    """The stored snapshots' ``complete`` flags as another request would see them (a connection of its own)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    def read() -> list[bool]:
+        try:
+            return list(ReportSnapshot.objects.values_list("complete", flat=True))
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(read).result()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_first_sections_are_committed_while_the_rest_is_built(loaded_verification_study, monkeypatch):
+    """On PostgreSQL the build is one REPEATABLE READ transaction, whose writes nobody sees before it ends:
+    the first sections are stored on a connection of their own, so other requests see them at once
+    (elsewhere they are stored in line). Then the whole report takes their place."""
+    seen: list[list[bool]] = []
+    real = cache.build_report
+
+    def staged(study, options=None, *, on_first_sections=None):
+        def first(report):
+            on_first_sections(report)
+            on_first_sections.wait()
+            seen.append(_seen_from_another_connection())
+
+        return real(study, options, on_first_sections=first)
+
+    monkeypatch.setattr(cache, "build_report", staged)
+    assert cache.refresh_report(loaded_verification_study.pk, PAGE_OPTIONS.as_dict())["status"] == "built"
+    assert seen == [[False]]
+    assert _seen_from_another_connection() == [True]
