@@ -11,10 +11,11 @@ the import services. Timed, in one run and one process, through Django's test cl
 * cold: no cached report; past REPORT_INLINE_MAX_LABELS the first view says the report is
   being computed and queues its build. The build (the task's body, run in a thread here as a
   worker would) stores the counts and agreement sections first, which the page shows while the
-  rest is computed: the first view, the time until those first sections are stored (polled
-  every 20 ms, as the page's script polls every second), and the page showing them, until
-  the first sections are on screen                                     [within 2x the statistics]
-  and the first view, the whole build and the view after it, until the whole report is
+  rest is computed: the first view, the time until those first sections are stored (watched
+  every 20 ms), the wait until the page's script next asks (``report_refresh.js``: every
+  0.25 s for 20 asks, then each wait 1.5x the last), and the page showing them, until the first sections
+  are on screen                                                        [within 2x the statistics]
+  and the first view, the whole build, the first sections page's next poll and the view after it, until the whole report is
   (and, for comparison, the page building it in the request, as below that limit);
 * warm page: the cached report of the current data                      [< 150 ms]
 * a later page of the disagreement list, warm;
@@ -133,6 +134,17 @@ def repeated(repeat: int, fn: Callable[[], object]) -> tuple[float, float]:
     return statistics.median(times), min(times)
 
 
+def next_poll(ready: float) -> float:
+    """When the waiting page's script (static/js/report_refresh.js) first asks at or after `ready` seconds:
+    every 0.25 s for 20 asks, then each wait 1.5x the last, at most 5 s."""
+    at, wait, asked = 0.0, 0.25, 0
+    while at + wait < ready:
+        at, asked = at + wait, asked + 1
+        if asked >= 20:
+            wait = min(wait * 1.5, 5.0)
+    return at + wait
+
+
 def first_report_in_background(
     build: Callable[[], object], *, stored: Callable[[], bool], partial_page: Callable[[], str]
 ) -> tuple[float, float, float]:
@@ -244,14 +256,17 @@ def main() -> None:
     )
     DBTaskResult.objects.filter(pk=first.pk).delete()
     row("  its first sections (counts, agreement) stored by the build", t_first_sections)
+    t_poll = next_poll(t_first_sections)
+    row("  the page's script asks and sees them (its next poll)", t_poll)
     row("  the page showing them (while the build goes on beside it)", t_partial)
-    t_cold_first = t_pending + t_first_sections + t_partial
+    t_cold_first = t_pending + t_poll + t_partial
     row("cold: until the first sections are on screen (the three above)", t_cold_first)
     row("  the whole first report, built in the background (the task's body)", t_first_build)
     t_shown, _ = timed(page)
     row("  the page once it is built (what the page reloads to)", t_shown)
-    t_cold = t_pending + t_first_build + t_shown
-    row("cold: until the whole report is on screen (view, build, view)", t_cold)
+    t_whole_poll = t_poll + t_partial + next_poll(max(0.0, t_first_build - t_poll - t_partial))
+    t_cold = t_pending + t_whole_poll + t_shown
+    row("cold: until the whole report is on screen (view, build, polls, view)", t_cold)
     ReportSnapshot.objects.filter(study=study).delete()
     with override_settings(REPORT_INLINE_MAX_LABELS=10**9):
         t_inline, _ = timed(page)
