@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import io
 import re
+import textwrap
 from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -119,6 +120,21 @@ def render(figure: Figure, fmt: str) -> bytes:
         figure.savefig(buffer, format="pdf", metadata={"CreationDate": None, "ModDate": None})
         return buffer.getvalue()
     raise ValueError(f"unknown chart format {fmt!r}; use {' or '.join(CHART_FORMATS)}")
+
+
+#: A row label (a verifier's or annotator's name) wraps at this many characters, on at most two lines.
+TICK_LABEL_WIDTH = 28
+
+
+def _row_label(name: str) -> str:
+    """A name short enough to leave the plot its width: a model name with its prompt easily runs to 70
+    characters, which left constrained layout no room for the axes (the chart came out collapsed)."""
+    return "\n".join(textwrap.wrap(name, TICK_LABEL_WIDTH, max_lines=2, placeholder="…")) or name
+
+
+def _wrapped_title(title: str) -> str:
+    """A title that stays inside a 6.4-inch figure (a reference rule's name made one run off its edge)."""
+    return textwrap.fill(title, 56)
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -235,7 +251,7 @@ VerifierRow = tuple[str, "float | None", "tuple[float, float] | None", "float | 
 def verifier_figure(rows: Sequence[VerifierRow]) -> Figure:
     """Each verifier's Cohen kappa against the human majority (dot, 95% interval) beside the
     human ceiling on the same items (grey diamond): the comparison meta-evaluation papers plot."""
-    figure = _figure(6.4, max(2.2, 1.1 + 0.45 * len(rows)))
+    figure = _figure(6.4, max(2.4, 1.2 + 0.5 * len(rows)))
     title = "Verifiers against the human majority (Cohen's kappa)"
     if not any(kappa is not None for _, kappa, _, _ in rows):
         return _empty(figure, title, "No verifier has a defined kappa yet")
@@ -248,7 +264,7 @@ def verifier_figure(rows: Sequence[VerifierRow]) -> Figure:
             ax.text(kappa, y - 0.28, f"{kappa:.2f}", ha="center", va="bottom", fontsize=7, color=ACCENT)
         if ceiling is not None:
             ax.plot([ceiling], [y], "D", color="#6b7280", markersize=5)
-    ax.set_yticks(range(len(rows)), [name for name, _, _, _ in rows])
+    ax.set_yticks(range(len(rows)), [_row_label(name) for name, _, _, _ in rows])
     ax.set_ylim(len(rows) - 0.5, -0.7)
     # A kappa may come without an interval (too few items to resample): the axis still starts at -0.1.
     ax.set_xlim(min([-0.1, *(ci[0] for _, _, ci, _ in rows if ci is not None)]), 1.0)
@@ -258,8 +274,10 @@ def verifier_figure(rows: Sequence[VerifierRow]) -> Figure:
         ax.plot([], [], "D", color="#6b7280", linestyle="none", label="human ceiling, same items")
     else:
         ax.plot([], [], " ", label="no human ceiling: it needs two or more human labels per item")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, frameon=False)
-    ax.set_title(title)
+    figure.legend(
+        fontsize=7, loc="outside lower center", ncols=2, frameon=False
+    )  # laid out with the figure: never cut off
+    figure.suptitle(_wrapped_title(title))  # centred on the figure, not on axes pushed right by long names
     ax.spines[["top", "right"]].set_visible(False)
     return figure
 
@@ -267,7 +285,7 @@ def verifier_figure(rows: Sequence[VerifierRow]) -> Figure:
 def annotator_quality_figure(rows: Sequence[VerifierRow], flagged: Sequence[str], rule: str) -> Figure:
     """Each annotator's Cohen kappa with the reference (dot, 95% interval) and with the majority of
     the others (grey diamond); flagged annotators' names are marked with a star."""
-    figure = _figure(6.4, max(2.2, 1.1 + 0.45 * len(rows)))
+    figure = _figure(6.4, max(2.4, 1.2 + 0.5 * len(rows)))
     title = f"Annotators against the reference ({rule}), Cohen's kappa"
     if not any(kappa is not None for _, kappa, _, _ in rows):
         return _empty(figure, title, "No annotator has a defined kappa yet")
@@ -280,7 +298,7 @@ def annotator_quality_figure(rows: Sequence[VerifierRow], flagged: Sequence[str]
             ax.text(kappa, y - 0.28, f"{kappa:.2f}", ha="center", va="bottom", fontsize=7, color=ACCENT)
         if others is not None:
             ax.plot([others], [y], "D", color="#6b7280", markersize=5)
-    ax.set_yticks(range(len(rows)), [f"{name} *" if name in flagged else name for name, _, _, _ in rows])
+    ax.set_yticks(range(len(rows)), [_row_label(f"{name} *" if name in flagged else name) for name, _, _, _ in rows])
     ax.set_ylim(len(rows) - 0.5, -0.7)
     ax.set_xlim(min([-0.1, *(ci[0] for _, _, ci, _ in rows if ci is not None)]), 1.0)
     ax.axvline(0, color="#b8bec9", linewidth=0.8)
@@ -288,7 +306,9 @@ def annotator_quality_figure(rows: Sequence[VerifierRow], flagged: Sequence[str]
     ax.plot([], [], "D", color="#6b7280", linestyle="none", label="with the majority of the others")
     if flagged:
         ax.plot([], [], " ", label="* flagged: far below the rest")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, frameon=False)
-    ax.set_title(title)
+    figure.legend(
+        fontsize=7, loc="outside lower center", ncols=2, frameon=False
+    )  # laid out with the figure: never cut off
+    figure.suptitle(_wrapped_title(title))  # centred on the figure, not on axes pushed right by long names
     ax.spines[["top", "right"]].set_visible(False)
     return figure

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import io
+from typing import cast
 
 import pandas as pd
 from django.db import connection
+from django.db.backends.postgresql.operations import DatabaseOperations as PostgresOperations
 from django.db.models import Count, Max, Q, QuerySet, Sum
 
 from annotation.models import (
@@ -85,10 +87,11 @@ def _frame(rows: QuerySet, columns: list[str], *, numbers: tuple[str, ...]) -> p
     if connection.vendor != "postgresql":
         return pd.DataFrame.from_records(list(rows), columns=columns)
     sql, params = rows.query.sql_with_params()
+    # compose_sql binds the parameters client side (COPY takes none), quoting them as psycopg does
+    query = cast(PostgresOperations, connection.ops).compose_sql(sql, params)
     data = io.BytesIO()
     with connection.cursor() as cursor:
-        # compose_sql binds the parameters client side (COPY takes none), quoting them as psycopg does
-        with cursor.cursor.copy(f"COPY ({connection.ops.compose_sql(sql, params)}) TO STDOUT (FORMAT CSV)") as copy:
+        with cursor.cursor.copy(f"COPY ({query}) TO STDOUT (FORMAT CSV)") as copy:
             for block in copy:
                 data.write(block)
     if not data.getbuffer().nbytes:

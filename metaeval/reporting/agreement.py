@@ -148,10 +148,7 @@ def agreement_sections(
     table, off_scale = agreement_table(frame, study)
     # Labels each item received: with every label on the scale, the table's own counts (one label per
     # item and annotator); grouping 300,000 item ids again cost 0.12 s of a big report's first sections.
-    if off_scale:
-        given = frame.groupby("item").size()
-    else:
-        given = pd.Series(table.ratings_per_item, index=table.item_index)
+    given = frame.groupby("item").size() if off_scale else pd.Series(table.ratings_per_item, index=table.item_index)
     cats = categories_for(study)
     off_labels = sorted({str(label) for label in frame["label"].unique() if label not in cats})
     summary = partial(_summary, study=study, options=options, given=given, off_scale=off_labels)

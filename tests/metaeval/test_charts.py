@@ -65,3 +65,34 @@ def test_output_is_stable_for_the_same_data():
     assert charts.render(figure(), "pdf") == charts.render(figure(), "pdf")
     with pytest.raises(ValueError, match="unknown chart format"):
         charts.render(figure(), "png")
+
+
+LONG_NAME = "gpt-4o-mini-2024-07-18 with the VeriScore ternary prompt & a long name"
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda: charts.verifier_figure([(LONG_NAME, 0.5, (0.3, 0.7), None), ("llm-x", 0.2, (0.05, 0.4), None)]),
+        lambda: charts.annotator_quality_figure(
+            [(LONG_NAME, 0.5, (0.3, 0.7), 0.4), ("w2", 0.2, None, 0.3)], [LONG_NAME], "adjudicated_else_majority"
+        ),
+    ],
+    ids=["verifiers", "annotators"],
+)
+def test_long_names_leave_the_plot_its_width_and_nothing_runs_off_the_figure(draw):
+    """A 70-character model name once collapsed the plot ("constrained_layout not applied"), and the legend
+    and a long title ran off the figure's edge."""
+    import warnings
+
+    figure = draw()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the collapse is only ever said as a warning
+        charts.render(figure, "svg")
+    renderer = figure._get_renderer()
+    page = figure.bbox
+    (ax,) = figure.axes
+    assert ax.get_window_extent(renderer).width > 0.4 * page.width
+    for text in [figure.legends[0], figure._suptitle, *ax.get_yticklabels()]:
+        box = text.get_window_extent(renderer)
+        assert page.x0 - 1 <= box.x0 and box.x1 <= page.x1 + 1, text
