@@ -12,6 +12,7 @@ import hashlib
 import io
 from typing import cast
 
+import numpy as np
 import pandas as pd
 from django.db import connection
 from django.db.backends.postgresql.operations import DatabaseOperations as PostgresOperations
@@ -106,11 +107,15 @@ def label_frame(study: Study, *, include_gold: bool = False, include_screened_ou
 
     Items with a gold label are left out unless ``include_gold``: they are
     quality-control items and do not count towards agreement (issue 3).
+    In the items' import order, each item's labels by annotator pseudonym: the bootstrap
+    resamples items by their place in the table (and annotator pairs are listed by theirs),
+    so without an order the same labels read in another order (imported differently, moved
+    on disk by an edit, another database's plan) gave slightly different intervals.
     """
     rows = _annotations(study, include_screened_out=include_screened_out)
     if not include_gold:
         rows = rows.filter(assignment__item__gold_label="")
-    values = rows.order_by().values_list(
+    values = rows.order_by("assignment__item__position", "assignment__item_id", "assignment__annotator_id").values_list(
         "assignment__item__external_id",
         "assignment__annotator_id",
         "label",
@@ -123,6 +128,11 @@ def label_frame(study: Study, *, include_gold: bool = False, include_screened_ou
     )
     frame = _frame(values, LABEL_COLUMNS, numbers=("annotator", "position"))
     names = pseudonyms(study)
+    present = pd.unique(frame["annotator"]).tolist()  # former members too (``user-<id>``)
+    rank = {uid: n for n, uid in enumerate(sorted(present, key=lambda uid: (names[uid], uid)))}
+    by_name = np.fromiter((rank[uid] for uid in frame["annotator"]), dtype=np.int64, count=len(frame))
+    # stable: items of the same position stay in the database's (position, id) order
+    frame = frame.iloc[np.lexsort((by_name, frame["position"].to_numpy()))].reset_index(drop=True)
     frame["annotator"] = [names[uid] for uid in frame["annotator"]]
     return frame
 

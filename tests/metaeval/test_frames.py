@@ -63,3 +63,24 @@ def test_an_empty_study_reads_as_empty_frames_with_their_columns(db):
     assert selectors.label_frame(study).empty and list(selectors.label_frame(study).columns) == LABEL_COLUMNS
     assert selectors.item_frame(study).empty and list(selectors.item_frame(study).columns) == ITEM_COLUMNS
     assert not Item.objects.filter(study=study).exists()
+
+
+def test_the_same_labels_give_the_same_intervals_whatever_order_they_came_in(db):
+    """The bootstrap resamples items by their place in the table: the labels are read in the items' import
+    order, so the same labels imported in another order (or moved on disk) give the same intervals."""
+    from metaeval.reporting import ReportOptions, build_report
+
+    choices = ["supported", "contradicted", "inconclusive"]
+    labels = [
+        {"item": f"c-{n:02d}", "annotator": who, "label": choices[(n * (k + 1)) % 3 if n % 4 else 0]}
+        for n in range(60)
+        for k, who in enumerate(("w1", "w2", "w3"))
+    ]
+    reports = []
+    for slug, order in (("in-order", labels), ("reversed", labels[::-1])):
+        study = create_study(slug=slug, name=slug, kind="verification", annotators_per_item=3)
+        import_items(study=study, stream=jsonl(*(verification_item(f"c-{n:02d}") for n in range(60))), fmt="jsonl")
+        import_annotations(study=study, stream=jsonl(*order), fmt="jsonl")
+        reports.append(build_report(study, ReportOptions(n_resamples=200))["agreement"])
+    assert reports[0] == reports[1]
+    assert reports[0]["fleiss_kappa"]["ci"] is not None
