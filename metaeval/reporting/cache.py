@@ -36,6 +36,7 @@ from typing import Any, overload
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from annotation.models import Study
@@ -151,7 +152,7 @@ def options_from_dict(data: dict[str, Any]) -> ReportOptions:
     return ReportOptions(**values)
 
 
-def _complete(study: Study, options: ReportOptions):
+def _complete(study: Study, options: ReportOptions) -> QuerySet[ReportSnapshot]:
     """The study's whole stored reports of these options (what everything but the page's first view reads)."""
     return ReportSnapshot.objects.filter(study=study, options_key=options_key(options), complete=True)
 
