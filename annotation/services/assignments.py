@@ -316,9 +316,10 @@ def _fresh_slot(
     if not rows:
         return None
     key = str(user.pk)
-    rows.sort(key=lambda row: (-row[2], queue_position(study.seed, key, row[1])))
+    positions = {pk: queue_position(study.seed, key, external_id) for pk, external_id, _ in rows}
+    rows.sort(key=lambda row: (-row[2], positions[row[0]]))
     if connection.vendor == "postgresql":
-        assignment = _fresh_slot_in_one_statement(user, study, rows, expires, now)
+        assignment = _fresh_slot_in_one_statement(user, study, rows, positions, expires, now)
         if assignment is not None:
             return assignment
     for item in _lock_candidates([pk for pk, _, _ in rows], n):
@@ -336,18 +337,21 @@ def _fresh_slot(
 
 
 def _fresh_slot_in_one_statement(
-    user: User, study: Study, rows: list[tuple[int, str, int]], expires: datetime, now: datetime
+    user: User,
+    study: Study,
+    rows: list[tuple[int, str, int]],
+    positions: dict[int, int],
+    expires: datetime,
+    now: datetime,
 ) -> Assignment | None:
     """PostgreSQL: lock, bump, pick the slot and insert in one statement (sql.claim_first_free_slot).
 
-    The keyed hashes (queue position, side coin) are computed here, where the seed's BLAKE2b is;
-    None only when a counter needed repair, and the step-by-step path then repairs it.
+    The keyed hashes (queue positions, by item id, and side coins) are computed here, where the
+    seed's BLAKE2b is; the coins only where there are two systems to place (they place nothing
+    else). None only when a counter needed repair, and the step-by-step path then repairs it.
     """
-    key = str(user.pk)
-    candidates = [
-        (pk, queue_position(study.seed, key, external_id), side_coin(study.seed, external_id))
-        for pk, external_id, _ in rows
-    ]
+    two = len(study.systems) == 2
+    candidates = [(pk, positions[pk], side_coin(study.seed, external_id) if two else 0) for pk, external_id, _ in rows]
     values = _assignment_values(user, study, expires, now)
     try:
         item, assignment_id, slot, left_system = sql.claim_first_free_slot(
@@ -364,7 +368,7 @@ def _fresh_slot_in_one_statement(
             "item_id": item.pk,
             "slot": slot,
             "left_system": left_system,
-            "queue_position": queue_position(study.seed, key, item.external_id),
+            "queue_position": positions[item.pk],
         },
     )
     assignment._state.adding = False
