@@ -335,28 +335,25 @@ class SubmitAssignment(AssignmentScoped, AssignmentServiceView):
         request=SubmitAnswerSerializer, responses={200: SubmitResultSerializer, **_errors(400, 403, 404, 409)}
     )
     def post(self, request: Request, assignment_id: int) -> Response:
-        answer = SubmitAnswerSerializer(data=request.data)
-        answer.is_valid(raise_exception=True)
+        answer = SubmitAnswerSerializer.validated(request.data)
         user = logged_in_user(request)
         done = assignments.submit(
             user=user,
             study=self.study,
             assignment_id=self.assignment.pk,
-            answer=answer.answer(),
+            answer=SubmitAnswerSerializer.answer(answer),
             source=Annotation.Source.API,
         )
-        if not answer.validated_data["next"]:
+        if not answer["next"]:
             return self.result(done)
         data = answer_result(done, annotator_progress(user, self.study))
         try:
-            following, holding_lost = assignments.next_after_submit(
-                user, self.study, answer.validated_data.get("holding")
-            )
+            following, holding_lost = assignments.next_after_submit(user, self.study, answer.get("holding"))
         except (assignments.ClaimContention, assignments.NotAllowed):
             # The answer is stored; `next` is left out and the client asks `assignments/next`, which says why.
             return Response(data)
         data["next"] = None if following is None else next_in_result(following, display_payload(following))
-        if "holding" in answer.validated_data:
+        if "holding" in answer:
             data["holding_lost"] = holding_lost
         return Response(data)
 

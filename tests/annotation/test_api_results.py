@@ -1,5 +1,6 @@
 """The annotating API's plain-dict answers (annotation/api_results.py) equal what the serializers that
-document them (annotation/serializers.py) give for the same objects, on both kinds of study."""
+document them (annotation/serializers.py) give for the same objects, on both kinds of study; and the
+plain check of a submitted answer (serializers._plain_answer) gives what SubmitAnswerSerializer gives."""
 
 from __future__ import annotations
 
@@ -7,12 +8,19 @@ import json
 
 import pytest
 from django.urls import reverse
+from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import JSONRenderer
 
 from annotation.api_results import answer_result, next_in_result, next_result
 from annotation.models import Annotation
 from annotation.selectors.workbench import annotator_progress, display_payload
-from annotation.serializers import AnswerResultSerializer, NextAssignmentSerializer, SubmitResultSerializer
+from annotation.serializers import (
+    AnswerResultSerializer,
+    NextAssignmentSerializer,
+    SubmitAnswerSerializer,
+    SubmitResultSerializer,
+    _plain_answer,
+)
 from annotation.services import assignments
 from annotation.services.assignments import SubmittedAnswer, claim_next, flag, skip, submit
 from tests.support.assignment_study import make_study
@@ -87,3 +95,56 @@ def test_a_submit_whose_claim_lost_its_races_leaves_next_out(client, monkeypatch
     body = reply.json()
     assert "next" not in body and body["assignment"]["status"] == "submitted"
     assert Annotation.objects.filter(assignment_id=current.pk).exists()
+
+
+PLAIN_ANSWERS = [
+    {"label": "supported"},
+    {"label": "  supported ", "next": True},
+    {"label": "supported", "next": False, "active_ms": 1234, "rationale": "the passage says so"},
+    {"label": "supported", "next": True, "holding": 7, "active_ms": None},
+    {"label": "", "justification": " why "},
+    {"choice": "left_strong", "justification": "clearer", "next": True},
+    {"choice": "tie", "rationale": "same", "justification": "same"},
+]
+#: Answers the plain check leaves to the serializer: accepted with coercion, or refused with its message.
+SERIALIZER_ANSWERS = [
+    {"label": "supported", "next": "true"},
+    {"label": "supported", "active_ms": "12"},
+    {"label": "supported", "active_ms": True},
+    {"label": 5},
+    {"label": "soutenu \u00e9vident"},
+    {"label": "a\x00b"},
+    {"label": "supported", "evidence": [{"index": 0, "judgement": "supports"}]},
+    {"label": "supported", "unknown": 1},
+    {"choice": "sideways"},
+    {"choice": ""},
+    {"label": "supported", "active_ms": -1},
+    {"label": "supported", "holding": 3},
+    {"label": "supported", "next": True, "holding": 0},
+    {"label": "supported", "next": True, "holding": True},
+    {"rationale": "one", "justification": "another"},
+    [{"label": "supported"}],
+    "supported",
+]
+
+
+@pytest.mark.parametrize("data", PLAIN_ANSWERS)
+def test_a_plain_answer_is_validated_as_the_serializer_does(data):
+    serializer = SubmitAnswerSerializer(data=data)
+    assert serializer.is_valid(), serializer.errors
+    assert _plain_answer(data) == dict(serializer.validated_data)
+    assert SubmitAnswerSerializer.answer(_plain_answer(data)) == SubmitAnswerSerializer.answer(
+        serializer.validated_data
+    )
+
+
+@pytest.mark.parametrize("data", SERIALIZER_ANSWERS)
+def test_anything_else_is_left_to_the_serializer(data):
+    assert _plain_answer(data) is None
+    serializer = SubmitAnswerSerializer(data=data)
+    if serializer.is_valid():
+        assert SubmitAnswerSerializer.validated(data) == serializer.validated_data
+    else:
+        with pytest.raises(ValidationError) as refused:
+            SubmitAnswerSerializer.validated(data)
+        assert refused.value.detail == serializer.errors
