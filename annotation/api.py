@@ -19,6 +19,7 @@ from .access import access_export_job, access_item
 from .adapters.labelstudio_export import labelstudio_response
 from .adapters.uploads import import_upload_from, system_names
 from .api_errors import bad_request
+from .api_results import answer_result, next_in_result, next_result
 from .exports import CONTENT_TYPES, export_chunks, export_file_response, export_filename
 from .http import logged_in_user
 from .models import Annotation, Assignment, ImportJob, Item
@@ -297,8 +298,7 @@ class AssignmentServiceView(StudyScoped, APIView):
         return super().handle_exception(exc)
 
     def result(self, assignment: Assignment) -> Response:
-        progress = annotator_progress(logged_in_user(self.request), self.study)
-        return Response(AnswerResultSerializer({"assignment": assignment, "progress": progress}).data)
+        return Response(answer_result(assignment, annotator_progress(logged_in_user(self.request), self.study)))
 
 
 class NextAssignment(AssignmentServiceView):
@@ -319,12 +319,7 @@ class NextAssignment(AssignmentServiceView):
         assignment = assignments.claim_next(user=user, study=self.study)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        data = {
-            "assignment": assignment,
-            "item": display_payload(assignment),
-            "progress": annotator_progress(user, self.study),
-        }
-        return Response(NextAssignmentSerializer(data).data)
+        return Response(next_result(assignment, display_payload(assignment), annotator_progress(user, self.study)))
 
 
 class SubmitAssignment(AssignmentScoped, AssignmentServiceView):
@@ -340,30 +335,27 @@ class SubmitAssignment(AssignmentScoped, AssignmentServiceView):
         request=SubmitAnswerSerializer, responses={200: SubmitResultSerializer, **_errors(400, 403, 404, 409)}
     )
     def post(self, request: Request, assignment_id: int) -> Response:
-        answer = SubmitAnswerSerializer(data=request.data)
-        answer.is_valid(raise_exception=True)
+        answer = SubmitAnswerSerializer.validated(request.data)
         user = logged_in_user(request)
         done = assignments.submit(
             user=user,
             study=self.study,
             assignment_id=self.assignment.pk,
-            answer=answer.answer(),
+            answer=SubmitAnswerSerializer.answer(answer),
             source=Annotation.Source.API,
         )
-        if not answer.validated_data["next"]:
+        if not answer["next"]:
             return self.result(done)
-        data: dict = {"assignment": done, "progress": annotator_progress(user, self.study)}
+        data = answer_result(done, annotator_progress(user, self.study))
         try:
-            following, holding_lost = assignments.next_after_submit(
-                user, self.study, answer.validated_data.get("holding")
-            )
+            following, holding_lost = assignments.next_after_submit(user, self.study, answer.get("holding"))
         except (assignments.ClaimContention, assignments.NotAllowed):
             # The answer is stored; `next` is left out and the client asks `assignments/next`, which says why.
-            return Response(SubmitResultSerializer(data).data)
-        data["next"] = None if following is None else {"assignment": following, "item": display_payload(following)}
-        if "holding" in answer.validated_data:
+            return Response(data)
+        data["next"] = None if following is None else next_in_result(following, display_payload(following))
+        if "holding" in answer:
             data["holding_lost"] = holding_lost
-        return Response(SubmitResultSerializer(data).data)
+        return Response(data)
 
 
 class SkipAssignment(AssignmentScoped, AssignmentServiceView):

@@ -307,6 +307,12 @@ class Assignment(models.Model):
             models.Index(fields=["study", "annotator", "status"], name="assignment_queue"),
             models.Index(fields=["study", "status", "lease_expires_at"], name="assignment_leases"),
             models.Index(fields=["study", "updated_at"], name="assignment_study_recent"),
+            # Only the active ones (a few per annotator), for a claim's read of own and expired leases:
+            # the planner takes it even with statistics from before the study's first claim (a new study,
+            # or the load benchmark), where it would otherwise step through all the study's assignments.
+            models.Index(
+                fields=["study", "lease_expires_at"], condition=models.Q(status="active"), name="assignment_active"
+            ),
         ]
         constraints = [
             models.UniqueConstraint(fields=["item", "annotator"], name="assignment_once_per_annotator"),

@@ -102,13 +102,18 @@ def execute(sql: str, params: Sequence[Any] = ()) -> int:
         return cursor.rowcount
 
 
-def insert_returning_id(model: type[models.Model], values: dict[str, Any]) -> int:
-    """INSERT one row from {field name or attname (`study_id`): Python value}; its new primary key."""
+def insert_statement(model: type[models.Model], values: dict[str, Any]) -> tuple[str, list[Any]]:
+    """The INSERT of one row from {field name or attname (`study_id`): Python value}, and its parameters."""
     fields = [(_concrete_field(model, name), value) for name, value in values.items()]
     columns = ", ".join(quote(field.column) for field, _ in fields)
     params = [field.get_db_prep_save(value, connection) for field, value in fields]
     placeholders = ", ".join(["%s"] * len(fields))
-    sql = f"INSERT INTO {table(model)} ({columns}) VALUES ({placeholders})"
+    return f"INSERT INTO {table(model)} ({columns}) VALUES ({placeholders})", params
+
+
+def insert_returning_id(model: type[models.Model], values: dict[str, Any]) -> int:
+    """INSERT one row from {field name or attname (`study_id`): Python value}; its new primary key."""
+    sql, params = insert_statement(model, values)
     with connection.cursor() as cursor:
         if connection.features.can_return_columns_from_insert:
             cursor.execute(f"{sql} RETURNING {quote(model._meta.pk.column)}", params)

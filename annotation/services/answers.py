@@ -15,8 +15,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 
 from ..models import ANSWER_FIELDS, Annotation, AnnotationRevision, Assignment
-from ..rawsql import insert_returning_id
-from .counters import answer_added
+from .counters import answer_added, insert_locking_item
 
 
 @dataclass
@@ -89,8 +88,10 @@ def record_first_answer(*, assignment: Assignment, values: AnswerValues, source:
         "created_at": now,
         "updated_at": now,
     }
-    pk = insert_returning_id(Annotation, fields)
-    answer_added(study_id=assignment.study_id, item_id=assignment.item_id, user_id=assignment.annotator_id)
+    pk, domain = insert_locking_item(fields, assignment.item_id)
+    answer_added(
+        study_id=assignment.study_id, item_id=assignment.item_id, user_id=assignment.annotator_id, domain=domain
+    )
     annotation = Annotation(pk=pk, **fields)
     annotation._state.adding = False
     annotation._state.db = connection.alias

@@ -24,6 +24,8 @@ ACTIVE, SUBMITTED, SKIPPED = Assignment.Status.ACTIVE, Assignment.Status.SUBMITT
 ITEM_FIELDS = ("id", "study", "external_id", "payload", "slots_taken")
 ITEM_ROWS = ModelRows(Item, ITEM_FIELDS, alias="i")
 ASSIGNMENT_ROWS = ModelRows(Assignment, alias="a")
+#: An UPDATE's RETURNING list names its table, not an alias (SQLite has no alias there).
+SUBMITTED_ROWS = ModelRows(Assignment)
 
 
 def _for_update(*, skip_locked: bool = False, of: str = "") -> str:
@@ -50,22 +52,55 @@ def annotator_member_id(study_id: int, user_id: int, *, lock: bool) -> int | Non
     return row[0] if row else None
 
 
-def own_or_expired(
-    study_id: int, user_id: int, now: datetime, limit: int, *, exclude_id: int | None = None
-) -> list[tuple[int, int, int, int, str]]:
-    """(id, annotator, item, slot, left system) of active assignments: the user's own first (oldest
-    first, so the item on screen comes before the one fetched ahead), then leases that ran out on
-    items the user has not had, oldest first. `exclude_id` leaves out one of the user's own."""
-    A = names(Assignment)
-    return fetch_all(
-        f"SELECT a.{A.id}, a.{A.annotator}, a.{A.item}, a.{A.slot}, a.{A.left_system} FROM {A.table} a "
-        f"WHERE a.{A.study} = %s AND a.{A.status} = %s AND a.{A.id} <> %s AND (a.{A.annotator} = %s OR "
+def claim_candidates(
+    study_id: int, user_id: int, now: datetime, n: int, limit: int, *, exclude_id: int | None = None
+) -> tuple[list[tuple[int, int, int, int, str]], list[tuple[int, str, int]]]:
+    """Both reads a claim starts with, in one round trip: (own or expired, fresh).
+
+    Own or expired: (id, annotator, item, slot, left system) of active assignments, the user's own
+    first (oldest first, so the item on screen comes before the one fetched ahead), then leases that
+    ran out on items the user has not had, oldest first; `exclude_id` leaves out one of the user's own.
+    Fresh: (id, external id, slots taken) of unfinished items the user has not had, most slots taken
+    first, read from the top of the (study, slots_taken) index. At most `limit` of each.
+    Why one statement: a claim needs the fresh ones whenever it has neither own nor expired (almost
+    always), and a round trip costs both the web server and the database more than this bounded read.
+    """
+    A, IT = names(Assignment), names(Item)
+    rows = fetch_all(
+        # The NULLs of each part stand at the UNION's level, where PostgreSQL types them from the other part;
+        # the outer ORDER BY repeats the first part's own (a UNION keeps no order of its parts).
+        f"SELECT 0, o.{A.id}, o.{A.annotator}, o.{A.item}, o.{A.slot}, o.{A.left_system}, NULL, NULL, o.k1, o.k2, o.k3 "
+        f"FROM (SELECT a.{A.id}, a.{A.annotator}, a.{A.item}, a.{A.slot}, a.{A.left_system}, "
+        f"CASE WHEN a.{A.annotator} = %s THEN 0 ELSE 1 END AS k1, "
+        f"CASE WHEN a.{A.annotator} = %s THEN a.{A.id} ELSE 0 END AS k2, a.{A.lease_expires_at} AS k3 "
+        f"FROM {A.table} a WHERE a.{A.study} = %s AND a.{A.status} = %s AND a.{A.id} <> %s AND (a.{A.annotator} = %s OR "
         f"(a.{A.lease_expires_at} < %s AND NOT EXISTS (SELECT 1 FROM {A.table} b "
-        f"WHERE b.{A.item} = a.{A.item} AND b.{A.annotator} = %s))) "
-        f"ORDER BY CASE WHEN a.{A.annotator} = %s THEN 0 ELSE 1 END, "
-        f"CASE WHEN a.{A.annotator} = %s THEN a.{A.id} ELSE 0 END, a.{A.lease_expires_at}, a.{A.id} LIMIT %s",
-        (study_id, ACTIVE, exclude_id or 0, user_id, db_datetime(now), user_id, user_id, user_id, limit),
+        f"WHERE b.{A.item} = a.{A.item} AND b.{A.annotator} = %s))) ORDER BY k1, k2, k3, a.{A.id} LIMIT %s) o "
+        f"UNION ALL SELECT 1, f.{IT.id}, NULL, NULL, NULL, NULL, f.{IT.external_id}, f.{IT.slots_taken}, NULL, NULL, NULL "
+        f"FROM (SELECT i.{IT.id}, i.{IT.external_id}, i.{IT.slots_taken} FROM {IT.table} i "
+        f"WHERE i.{IT.study} = %s AND i.{IT.slots_taken} < %s AND NOT EXISTS (SELECT 1 FROM {A.table} b "
+        f"WHERE b.{A.item} = i.{IT.id} AND b.{A.annotator} = %s) "
+        f"ORDER BY i.{IT.slots_taken} DESC LIMIT %s) f "
+        f"ORDER BY 1, 9, 10, 11, 2",
+        (
+            user_id,
+            user_id,
+            study_id,
+            ACTIVE,
+            exclude_id or 0,
+            user_id,
+            db_datetime(now),
+            user_id,
+            limit,
+            study_id,
+            n,
+            user_id,
+            limit,
+        ),
     )
+    own_or_expired = [(row[1], row[2], row[3], row[4], row[5]) for row in rows if row[0] == 0]
+    fresh = [(row[1], row[6], row[7]) for row in rows if row[0] == 1]
+    return own_or_expired, fresh
 
 
 def renew_own_lease(assignment_id: int, user_id: int, expires: datetime, now: datetime) -> int:
@@ -148,25 +183,48 @@ def locked_for_answer(assignment_id: int, study_id: int, user_id: int) -> tuple[
     return _with_item(row), bool(row[-1])
 
 
+def submit_own_active(assignment_id: int, study_id: int, user_id: int, now: datetime) -> Assignment | None:
+    """Mark the user's own active assignment submitted, while they are an active annotator of the
+    study: the assignment as now stored, with its item; None when any of that does not hold.
+
+    One round trip for the common submit on PostgreSQL, in place of `locked_for_answer` then
+    `mark_submitted`; the UPDATE locks the row as they did. (SQLite's RETURNING cannot name the
+    item joined in FROM, so there the item is a second read.) On None the caller takes the
+    step-by-step path, which says which condition failed (or revises an answered assignment).
+    """
+    A, IT, M = names(Assignment), names(Item), names(StudyMember)
+    joined = connection.vendor == "postgresql"
+    row = fetch_one(
+        f"UPDATE {A.table} SET {A.status} = %s, {A.submitted_at} = %s, {A.lease_expires_at} = NULL, "
+        f"{A.updated_at} = %s "
+        + (f"FROM {IT.table} i WHERE i.{IT.id} = {A.table}.{A.item} AND " if joined else "WHERE ")
+        + f"{A.table}.{A.id} = %s AND {A.table}.{A.study} = %s AND {A.table}.{A.annotator} = %s "
+        f"AND {A.table}.{A.status} = %s AND EXISTS (SELECT 1 FROM {M.table} m WHERE m.{M.study} = {A.table}.{A.study} "
+        f"AND m.{M.user} = %s AND m.{M.role} = %s AND m.{M.is_active}) "
+        f"RETURNING {SUBMITTED_ROWS.select}" + (f", {ITEM_ROWS.select}" if joined else ""),
+        (
+            SUBMITTED,
+            db_datetime(now),
+            db_datetime(now),
+            assignment_id,
+            study_id,
+            user_id,
+            ACTIVE,
+            user_id,
+            StudyMember.Role.ANNOTATOR,
+        ),
+    )
+    if row is None:
+        return None
+    assignment = SUBMITTED_ROWS.instance(row)
+    assignment.item = ITEM_ROWS.instance(row, SUBMITTED_ROWS.width) if joined else item(assignment.item_id)
+    return assignment
+
+
 def _with_item(row: Sequence[Any]) -> Assignment:
     assignment = ASSIGNMENT_ROWS.instance(row)
     assignment.item = ITEM_ROWS.instance(row, ASSIGNMENT_ROWS.width)
     return assignment
-
-
-def fresh_candidates(study_id: int, user_id: int, n: int, limit: int) -> list[tuple[int, str, int]]:
-    """(id, external id, slots taken) of unfinished items the user has not had, most slots taken first.
-
-    Reads the (study, slots_taken) index from the top and stops after `limit` rows.
-    """
-    A, IT = names(Assignment), names(Item)
-    return fetch_all(
-        f"SELECT i.{IT.id}, i.{IT.external_id}, i.{IT.slots_taken} FROM {IT.table} i "
-        f"WHERE i.{IT.study} = %s AND i.{IT.slots_taken} < %s AND NOT EXISTS (SELECT 1 FROM {A.table} b "
-        f"WHERE b.{A.item} = i.{IT.id} AND b.{A.annotator} = %s) "
-        f"ORDER BY i.{IT.slots_taken} DESC LIMIT %s",
-        (study_id, n, user_id, limit),
-    )
 
 
 def first_unlocked_item(ordered_ids: Sequence[int], n: int) -> Item | None:

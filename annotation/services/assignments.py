@@ -285,9 +285,11 @@ def _keep_own_lease(user: User, study: Study, now: datetime) -> Assignment:
 
 def _claim(user: User, study: Study, now: datetime, *, exclude_id: int | None = None) -> Assignment | None:
     expires = now + lease_length()
-    # One query for both: the user's own active assignment (sorted first), then
-    # leases that ran out on items the user has not had, oldest first.
-    rows = sql.own_or_expired(study.pk, user.pk, now, CANDIDATES, exclude_id=exclude_id)
+    # One query for all: the user's own active assignment (sorted first), then leases that ran
+    # out on items the user has not had, oldest first; and the fresh candidates, for when neither is.
+    rows, fresh = sql.claim_candidates(
+        study.pk, user.pk, now, study.annotators_per_item, CANDIDATES, exclude_id=exclude_id
+    )
     if rows and rows[0][1] == user.pk:
         own_id = rows.pop(0)[0]
         if sql.renew_lease(own_id, expires, now):
@@ -298,10 +300,12 @@ def _claim(user: User, study: Study, now: datetime, *, exclude_id: int | None = 
         # Reclaim, conditionally: of two reclaimers (or the owner renewing), exactly one wins.
         if sql.close_expired(assignment_id, now):
             return _create(user, study, sql.item(item_id), slot, left_system, expires, now)
-    return _fresh_slot(user, study, expires, now)
+    return _fresh_slot(user, study, fresh, expires, now)
 
 
-def _fresh_slot(user: User, study: Study, expires: datetime, now: datetime) -> Assignment | None:
+def _fresh_slot(
+    user: User, study: Study, rows: list[tuple[int, str, int]], expires: datetime, now: datetime
+) -> Assignment | None:
     """A new slot on an item with the most slots taken among those the user has not had.
 
     Scans the (study, slots_taken) index from the top and stops after
@@ -309,13 +313,13 @@ def _fresh_slot(user: User, study: Study, expires: datetime, now: datetime) -> A
     equally far along, the annotator's keyed-hash queue position decides.
     """
     n = study.annotators_per_item
-    rows = sql.fresh_candidates(study.pk, user.pk, n, CANDIDATES)
     if not rows:
         return None
     key = str(user.pk)
-    rows.sort(key=lambda row: (-row[2], queue_position(study.seed, key, row[1])))
+    positions = {pk: queue_position(study.seed, key, external_id) for pk, external_id, _ in rows}
+    rows.sort(key=lambda row: (-row[2], positions[row[0]]))
     if connection.vendor == "postgresql":
-        assignment = _fresh_slot_in_one_statement(user, study, rows, expires, now)
+        assignment = _fresh_slot_in_one_statement(user, study, rows, positions, expires, now)
         if assignment is not None:
             return assignment
     for item in _lock_candidates([pk for pk, _, _ in rows], n):
@@ -333,18 +337,21 @@ def _fresh_slot(user: User, study: Study, expires: datetime, now: datetime) -> A
 
 
 def _fresh_slot_in_one_statement(
-    user: User, study: Study, rows: list[tuple[int, str, int]], expires: datetime, now: datetime
+    user: User,
+    study: Study,
+    rows: list[tuple[int, str, int]],
+    positions: dict[int, int],
+    expires: datetime,
+    now: datetime,
 ) -> Assignment | None:
     """PostgreSQL: lock, bump, pick the slot and insert in one statement (sql.claim_first_free_slot).
 
-    The keyed hashes (queue position, side coin) are computed here, where the seed's BLAKE2b is;
-    None only when a counter needed repair, and the step-by-step path then repairs it.
+    The keyed hashes (queue positions, by item id, and side coins) are computed here, where the
+    seed's BLAKE2b is; the coins only where there are two systems to place (they place nothing
+    else). None only when a counter needed repair, and the step-by-step path then repairs it.
     """
-    key = str(user.pk)
-    candidates = [
-        (pk, queue_position(study.seed, key, external_id), side_coin(study.seed, external_id))
-        for pk, external_id, _ in rows
-    ]
+    two = len(study.systems) == 2
+    candidates = [(pk, positions[pk], side_coin(study.seed, external_id) if two else 0) for pk, external_id, _ in rows]
     values = _assignment_values(user, study, expires, now)
     try:
         item, assignment_id, slot, left_system = sql.claim_first_free_slot(
@@ -361,7 +368,7 @@ def _fresh_slot_in_one_statement(
             "item_id": item.pk,
             "slot": slot,
             "left_system": left_system,
-            "queue_position": queue_position(study.seed, key, item.external_id),
+            "queue_position": positions[item.pk],
         },
     )
     assignment._state.adding = False
@@ -578,10 +585,31 @@ def submit(
     )
 
 
+def _submit_own_active(user: User, study: Study, assignment_id: int, now: datetime) -> Assignment | None:
+    """The common submit in one statement: the user's own active assignment, marked submitted (locked).
+
+    None when it is not that (answered, skipped, lost, someone else's, the user no longer an
+    annotator, the study neither open nor paused): `_own_assignment` then says why, or finds
+    the answered assignment that a repeated submit revises.
+    """
+    if study.status not in (Study.Status.OPEN, Study.Status.PAUSED):
+        return None
+    assignment = sql.submit_own_active(assignment_id, study.pk, user.pk, now)
+    if assignment is not None:
+        assignment.study = study
+    return assignment
+
+
 def _submit_once(
     user: User, study: Study, assignment_id: int, answer: SubmittedAnswer, source: str, now: datetime
 ) -> Assignment:
     with transaction.atomic():
+        submitted = _submit_own_active(user, study, assignment_id, now)
+        if submitted is not None:
+            # Checked after the UPDATE: a refused answer raises, and the rollback takes the UPDATE back.
+            values = answer_values(study, submitted, answer)
+            record_first_answer(assignment=submitted, values=values, source=source, now=now)
+            return submitted
         assignment = _own_assignment(user, study, assignment_id)
         if assignment.status == Status.SKIPPED:
             raise LeaseLost("you skipped this item; it cannot be answered now")

@@ -40,25 +40,54 @@ who was never given an item, and deletes cascade from studies and users.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import connection, transaction
 
 from ..models import Annotation, AnnotatorCount, Assignment, DomainCount, Item, StagedAnnotation, StagedItem, Study
-from ..rawsql import execute, fetch_one, names
+from ..rawsql import execute, fetch_one, insert_returning_id, insert_statement, names
 
 
-def answer_added(*, study_id: int, item_id: int, user_id: int) -> None:
-    """Count a new annotation by `user_id` on `item_id`; call in the transaction that inserted it, as late as possible."""
-    item, assignment, annotation, study, counter = (
-        names(Item),
-        names(Assignment),
-        names(Annotation),
-        names(Study),
-        names(AnnotatorCount),
+def insert_locking_item(values: dict[str, Any], item_id: int) -> tuple[int, str]:
+    """INSERT an annotation (values as `rawsql.insert_returning_id`) and lock its item for `answer_added`:
+    (the annotation's id, the item's domain), to pass on as `answer_added(domain=...)`.
+
+    PostgreSQL: one statement for both (the submit's hot path). The label count must not be in it:
+    a statement that waited for the lock still sees the data of when it started.
+    """
+    if not connection.features.has_select_for_update:
+        return insert_returning_id(Annotation, values), _locked_domain(item_id)
+    item, annotation = names(Item), names(Annotation)
+    insert, params = insert_statement(Annotation, values)
+    row = fetch_one(
+        f"WITH x AS ({insert} RETURNING {annotation.id}) SELECT x.{annotation.id}, i.{item.domain} "
+        f"FROM {item.table} i, x WHERE i.{item.id} = %s FOR UPDATE OF i",
+        [*params, item_id],
     )
-    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""  # SQLite: the write lock serialises
+    if row is None:
+        raise ValueError(f"no item {item_id} to count an annotation on")
+    return row[0], row[1]
+
+
+def _locked_domain(item_id: int) -> str:
+    """The item's domain, its row locked (SQLite: the transaction's write lock serialises instead)."""
+    item = names(Item)
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
     row = fetch_one(f"SELECT {item.domain} FROM {item.table} WHERE {item.id} = %s{lock}", [item_id])
     if row is None:
         raise ValueError(f"no item {item_id} to count an annotation on")
+    return row[0]
+
+
+def answer_added(*, study_id: int, item_id: int, user_id: int, domain: str | None = None) -> None:
+    """Count a new annotation by `user_id` on `item_id`; call in the transaction that inserted it, as late as possible.
+
+    `domain`: the item's, from `insert_locking_item` in this transaction (the item is locked then);
+    without it the item is locked here.
+    """
+    assignment, annotation, study, counter = names(Assignment), names(Annotation), names(Study), names(AnnotatorCount)
+    if domain is None:
+        domain = _locked_domain(item_id)
     # After the lock: the label count sees every answer committed on this item (see the module's docstring).
     execute(
         f"INSERT INTO {counter.table} ({counter.study}, {counter.user}, {counter.domain}, {counter.annotations}, "
@@ -69,7 +98,7 @@ def answer_added(*, study_id: int, item_id: int, user_id: int) -> None:
         f"ON CONFLICT ({counter.study}, {counter.user}, {counter.domain}) DO UPDATE SET "
         f"{counter.annotations} = {counter.table}.{counter.annotations} + excluded.{counter.annotations}, "
         f"{counter.complete} = {counter.table}.{counter.complete} + excluded.{counter.complete}",
-        [study_id, user_id, row[0], item_id, study_id],
+        [study_id, user_id, domain, item_id, study_id],
     )
 
 

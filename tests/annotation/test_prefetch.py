@@ -17,6 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from accounts.services import issue_token
 from annotation.models import Annotation, Assignment, Item
 from annotation.randomisation import left_system_for, queue_position
 from annotation.services.assignments import (
@@ -294,3 +295,27 @@ def test_a_release_picked_as_a_deadlock_victim_is_done_on_the_retry(monkeypatch)
     assert calls == [ahead.item_id, ahead.item_id]
     assert not Assignment.objects.filter(pk=ahead.pk).exists()
     assert Item.objects.get(pk=ahead.item_id).slots_taken == 0
+
+
+#: Statements of one label through the API with `next` (token auth, a fresh slot claimed), by database:
+#: the token; the assignment and its study (permission); the submit transaction (its UPDATE ... RETURNING,
+#: the annotation with its item locked, the counter); the progress; the claim transaction (the member
+#: lock, the candidates, the one-statement claim). BEGIN and COMMIT count. SQLite reads the item apart,
+#: locks nothing and claims step by step.
+STATEMENTS_PER_LABEL = {"postgresql": 13, "sqlite": 18}
+
+
+def test_api_submit_with_next_costs_a_known_number_of_statements(client):
+    """A change that adds a round trip to the hot path must say so here (benchmarks/annotate_load.py)."""
+    study, (a1, *_) = make_study(items=20, n=3, slug="stmts")
+    key = issue_token(user=a1, name="bench").key
+    headers = {"HTTP_AUTHORIZATION": f"Token {key}"}
+    current = client.post(reverse("api-assignment-next", args=[study.slug]), **headers).json()["assignment"]["id"]
+    for _ in range(2):  # the second label is the measured one (the first wrote the token's last use)
+        with CaptureQueriesContext(connection) as label:
+            reply = client.post(
+                submit_url(current), {"label": "supported", "next": True}, content_type="application/json", **headers
+            )
+        assert reply.status_code == 200, reply.content
+        current = reply.json()["next"]["assignment"]["id"]
+    assert len(label) == STATEMENTS_PER_LABEL[connection.vendor], [query["sql"][:80] for query in label]
