@@ -256,9 +256,13 @@ def export_runs_in_background(study: Study) -> bool:
     return annotation_count(study) > export_inline_limit()
 
 
+#: What a former member's pseudonym starts with, before their user id (`unknown_pseudonym`).
+UNKNOWN_PSEUDONYM_PREFIX = "user-"
+
+
 def unknown_pseudonym(user_id: int) -> str:
     """The name of someone who holds answers but is no longer a member (as exports show them)."""
-    return f"user-{user_id}"
+    return f"{UNKNOWN_PSEUDONYM_PREFIX}{user_id}"
 
 
 class Pseudonyms(dict[int, str]):

@@ -84,3 +84,17 @@ def test_the_same_labels_give_the_same_intervals_whatever_order_they_came_in(db)
         reports.append(build_report(study, ReportOptions(n_resamples=200))["agreement"])
     assert reports[0] == reports[1]
     assert reports[0]["fleiss_kappa"]["ci"] is not None
+
+
+def test_a_former_members_labels_carry_the_name_exports_give_them(tricky_study):
+    from annotation.models import StudyMember
+    from annotation.selectors import pseudonyms
+
+    member = StudyMember.objects.get(study=tricky_study, pseudonym="w2")
+    user_id = member.user_id
+    member.delete()
+    frame = selectors.label_frame(tricky_study, include_gold=True)
+    assert set(frame["annotator"]) == {"w1", f"user-{user_id}"}
+    assert pseudonyms(tricky_study)[user_id] == f"user-{user_id}"  # as exports and pages name them
+    first = frame.loc[frame["item"] == frame["item"].iloc[0], "annotator"].tolist()
+    assert first == sorted(first)  # each item's labels by name
