@@ -67,9 +67,14 @@ def report_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     study = access_study(request.user, slug, role=Researcher)
     options = _options(request)
     cached = cache.page_report(study, options)
-    if cached.pending:  # a big study's first report, being built in the background
-        context = {"study": study, "query": _query(request), "download_query": _query(request, downloads=True)}
-        return render(request, "metaeval/report_pending.html", context)
+    page_context = {
+        "study": study,
+        "cached": cached,
+        "query": _query(request),
+        "download_query": _query(request, downloads=True),
+    }
+    if cached.pending:  # a big study's first report, being built in the background: nothing to show yet
+        return render(request, "metaeval/report.html", page_context)
     report = cached.report
     paginator = Paginator(cached.rows["disagreements"], DISAGREEMENTS_PER_PAGE)
     page = paginator.get_page(request.GET.get("page"))
@@ -84,11 +89,7 @@ def report_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         if not cached.partial  # drawn from the whole report: they come with it
     }
     context = report_context(study, report, chart_sources=sources, link_items=True, disagreements=page)
-    return render(
-        request,
-        "metaeval/report.html",
-        {**context, "cached": cached, "query": _query(request), "download_query": _query(request, downloads=True)},
-    )
+    return render(request, "metaeval/report.html", {**context, **page_context})
 
 
 @login_required

@@ -173,7 +173,7 @@ def study_counts(study: Study) -> dict[str, int]:
     labels = AnnotatorCount.objects.filter(study=study).aggregate(
         n_annotations=Coalesce(Sum("annotations"), 0), n_complete=Coalesce(Sum("complete"), 0)
     )
-    items = DomainCount.objects.filter(study=study).aggregate(n=Coalesce(Sum("items"), 0))["n"]
+    items, _gold = item_totals(study)
     annotators = StudyMember.objects.filter(study=study, role=StudyMember.Role.ANNOTATOR).count()
     active = Assignment.objects.filter(study=study, status=Assignment.Status.ACTIVE).count()
     return {
