@@ -83,7 +83,7 @@ def left_out_causes(given: pd.Series, table: stats.RatingTable, n_raters: int, d
     }
 
 
-def _summary(
+def _summaries(
     table: stats.RatingTable,
     study: Study,
     options: ReportOptions,
@@ -91,11 +91,29 @@ def _summary(
     binary: bool,
     given: pd.Series,
     off_scale: list[str],
-) -> dict[str, Any]:
-    out = stats.agreement_summary(table, **_summary_options(study, options))
+    on_summary: Callable[[dict[str, Any]], None] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The agreement on ``table`` and (``binary``) on its binary collapse, or why there is none.
+
+    Both come from one bootstrap when the collapse keeps every item (``_Collapsed.bootstrap``).
+    ``on_summary`` is handed the agreement on ``table`` before the collapse's is assembled.
+    """
+    collapsed = _Collapsed.of(table, study, options, given=given, off_scale=off_scale) if binary else None
+    distributions = _Collapsed.bootstrap(table, collapsed, study, options)
+    out = stats.agreement_summary(table, **_summary_options(study, options), distributions=distributions[0])
     out["fleiss_kappa"]["left_out_causes"] = left_out_causes(given, table, study.annotators_per_item, off_scale)
-    if binary:
-        out["binary"] = _binary_summary(table, study, options, given=given, off_scale=off_scale)
+    if on_summary is not None:
+        on_summary(out)
+    if not binary:
+        return out, None
+    return out, collapsed.summary(distributions[1]) if collapsed is not None else unavailable(NO_BINARY_COLLAPSE)
+
+
+def _summary(table: stats.RatingTable, study: Study, options: ReportOptions, **given: Any) -> dict[str, Any]:
+    """``_summaries`` as one section, the binary collapse's under ``binary`` (as each domain shows them)."""
+    out, collapsed = _summaries(table, study, options, **given)
+    if collapsed is not None:
+        out["binary"] = collapsed
     return out
 
 
@@ -110,20 +128,61 @@ def _summary_options(study: Study, options: ReportOptions) -> dict[str, Any]:
     }
 
 
-def _binary_summary(
-    table: stats.RatingTable, study: Study, options: ReportOptions, *, given: pd.Series, off_scale: list[str]
-) -> dict[str, Any]:
-    """Agreement on the study's binary collapse of its labels, or why there is none."""
-    collapse = binary_collapse(study)
-    if collapse is None:
-        return unavailable("the study declares no binary collapse of its labels")
-    mapping, cats = collapse
-    collapsed = table.collapse(mapping, cats)
-    out = stats.agreement_summary(collapsed, **{**_summary_options(study, options), "ordinal": False})
-    out["collapse"] = mapping
-    dropped = off_scale + [label for label, target in mapping.items() if target is None]
-    out["fleiss_kappa"]["left_out_causes"] = left_out_causes(given, collapsed, study.annotators_per_item, dropped)
-    return out
+NO_BINARY_COLLAPSE = "the study declares no binary collapse of its labels"
+
+
+class _Collapsed:
+    """A table's binary collapse (``binary_collapse``) and what its agreement summary says of it."""
+
+    def __init__(
+        self,
+        table: stats.RatingTable,
+        mapping: dict[str, str | None],
+        study: Study,
+        options: ReportOptions,
+        *,
+        given: pd.Series,
+        dropped: list[str],
+    ) -> None:
+        self.table, self.mapping, self.study, self.options = table, mapping, study, options
+        self.given, self.dropped = given, dropped
+
+    @classmethod
+    def of(
+        cls, table: stats.RatingTable, study: Study, options: ReportOptions, *, given: pd.Series, off_scale: list[str]
+    ) -> _Collapsed | None:
+        collapse = binary_collapse(study)
+        if collapse is None:
+            return None
+        mapping, cats = collapse
+        dropped = off_scale + [label for label, target in mapping.items() if target is None]
+        return cls(table.collapse(mapping, cats), mapping, study, options, given=given, dropped=dropped)
+
+    @staticmethod
+    def bootstrap(
+        table: stats.RatingTable, collapsed: _Collapsed | None, study: Study, options: ReportOptions
+    ) -> list[dict[str, Any] | None]:
+        """Bootstrap distributions of both tables drawn once, or [None, None] where each draws its own.
+
+        Drawn once only when the collapse keeps every item: a collapse that drops items (a
+        preference study's all-tie items) resamples fewer items, as its own bootstrap does.
+        """
+        if options.n_resamples <= 0 or collapsed is None or not collapsed.table.item_index.equals(table.item_index):
+            return [None, None]
+        n_raters = study.annotators_per_item
+        requests = [
+            stats.BootstrapRequest(table, stats.summary_statistics(ordinal=study.is_preference), n_raters),
+            stats.BootstrapRequest(collapsed.table, stats.summary_statistics(), n_raters),
+        ]
+        return list(stats.bootstrap_distributions(requests, n_resamples=options.n_resamples, seed=options.seed))
+
+    def summary(self, distributions: dict[str, Any] | None) -> dict[str, Any]:
+        options = {**_summary_options(self.study, self.options), "ordinal": False}
+        out = stats.agreement_summary(self.table, **options, distributions=distributions)
+        out["collapse"] = self.mapping
+        causes = left_out_causes(self.given, self.table, self.study.annotators_per_item, self.dropped)
+        out["fleiss_kappa"]["left_out_causes"] = causes
+        return out
 
 
 def agreement_sections(
@@ -142,8 +201,8 @@ def agreement_sections(
     later held to, and the annotator a low kappa may come from.
 
     ``on_overall`` is handed the sections as soon as the agreement on all labels and the
-    human ceiling are computed (``binary`` and ``by_domain`` still None): each of those
-    costs another bootstrap, four more with four domains.
+    human ceiling are computed (``binary`` and ``by_domain`` still None). The binary collapse
+    shares the bootstrap of the labels it collapses; each domain costs another (on fewer items).
     """
     table, off_scale = agreement_table(frame, study)
     # Labels each item received: with every label on the scale, the table's own counts (one label per
@@ -152,18 +211,18 @@ def agreement_sections(
     cats = categories_for(study)
     off_labels = sorted({str(label) for label in frame["label"].unique() if label not in cats})
     summary = partial(_summary, study=study, options=options, given=given, off_scale=off_labels)
-    full = summary(table, binary=False)
-    full["n_labels_off_scale"] = off_scale
-    out: dict[str, Any] = {
-        "agreement": full,
-        "binary": None,
-        "by_domain": None,
-        "human_ceiling": stats.json_ready(stats.human_ceiling(table)),
-    }
-    if on_overall is not None:
-        on_overall(dict(out))
-    if options.binary:
-        out["binary"] = _binary_summary(table, study, options, given=given, off_scale=off_labels)
+    out: dict[str, Any] = {"agreement": None, "binary": None, "by_domain": None, "human_ceiling": None}
+
+    def overall(full: dict[str, Any]) -> None:
+        full["n_labels_off_scale"] = off_scale
+        out["agreement"] = full
+        out["human_ceiling"] = stats.json_ready(stats.human_ceiling(table))
+        if on_overall is not None:
+            on_overall(dict(out))
+
+    _, out["binary"] = _summaries(
+        table, study, options, binary=options.binary, given=given, off_scale=off_labels, on_summary=overall
+    )
     if options.by_domain:
         domain_of = frame.drop_duplicates("item").set_index("item")["domain"]
         item_domains = domain_of.reindex(table.item_index).to_numpy()

@@ -34,7 +34,14 @@ from .agreement import (
     randolph_kappa,
 )
 from .annotator_quality import FLAG_RULE, annotator_quality, kappa_with_ci
-from .bootstrap import BOOTSTRAP_STATISTICS, bootstrap_ci, bootstrap_distribution, percentile_ci
+from .bootstrap import (
+    BOOTSTRAP_STATISTICS,
+    BootstrapRequest,
+    bootstrap_ci,
+    bootstrap_distribution,
+    bootstrap_distributions,
+    percentile_ci,
+)
 from .classification import (
     CLASSIFICATION_METRICS,
     classification_bootstrap,
@@ -61,7 +68,7 @@ from .scores import (
     veriscore_f1_at_k,
     veriscore_k,
 )
-from .summary import agreement_summary
+from .summary import agreement_summary, summary_statistics
 from .system_correlation import system_correlation
 from .table import RatingTable, build_table, collapse_labels
 from .verifier import (
@@ -91,8 +98,11 @@ __all__ = [
     "RatingTable",
     "VERISCORE_BINARY",
     "agreement_summary",
+    "summary_statistics",
     "bootstrap_ci",
     "bootstrap_distribution",
+    "bootstrap_distributions",
+    "BootstrapRequest",
     "build_table",
     "claim_scores",
     "classification_bootstrap",

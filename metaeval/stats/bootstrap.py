@@ -18,6 +18,7 @@ coincidence matrix is such a sum).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,7 +29,9 @@ from .table import RatingTable
 __all__ = [
     "BOOTSTRAP_STATISTICS",
     "kernel_for",
+    "BootstrapRequest",
     "bootstrap_distribution",
+    "bootstrap_distributions",
     "percentile_ci",
     "bootstrap_ci",
 ]
@@ -73,6 +76,16 @@ def kernel_for(
     raise ValueError(f"no bootstrap for {name!r}; known: {', '.join(BOOTSTRAP_STATISTICS)}")
 
 
+@dataclass(frozen=True)
+class BootstrapRequest:
+    """The statistics wanted on one table, parametrised as its point estimates are."""
+
+    table: RatingTable
+    statistics: Sequence[str]
+    n_raters: int | None = None
+    values: Sequence[float] | None = None
+
+
 def bootstrap_distribution(
     table: RatingTable,
     statistics: Sequence[str],
@@ -87,31 +100,100 @@ def bootstrap_distribution(
     NaN marks a resample on which the statistic is undefined (e.g. every
     resampled rating in one category).
     """
+    request = BootstrapRequest(table, statistics, n_raters, values)
+    return bootstrap_distributions([request], n_resamples=n_resamples, seed=seed)[0]
+
+
+def bootstrap_distributions(
+    requests: Sequence[BootstrapRequest], *, n_resamples: int = 1000, seed: int | None = 0
+) -> list[dict[str, np.ndarray]]:
+    """Each request's statistics on the same resamples of items: what ``bootstrap_distribution`` gives per table.
+
+    Why together: a report asks for the agreement of the same items on all labels and on
+    their binary collapse, and drawing and counting the resamples, not the statistics, is
+    nearly all of a bootstrap's time (0.9 s of 1 s at 100,000 items). The tables must hold
+    the same items in the same order (a collapse that leaves every item a rating does).
+    Each result is bit for bit the one of its table bootstrapped alone: items are mapped to
+    their combination of the tables' count rows, and each chunk's frequencies of those are
+    summed back per table in integers before the table's own matrix product.
+    """
     if n_resamples < 1:
         raise ValueError("n_resamples must be at least 1")
-    names = list(dict.fromkeys(statistics))
-    if not names:  # e.g. one annotator per item: no coefficient is defined, so none has an interval
-        return {}
-    kernels = {name: kernel_for(table, name, n_raters=n_raters, values=values) for name in names}
-    n = table.n_items
+    if not requests:
+        return []
+    tables = [request.table for request in requests]
+    if any(not table.item_index.equals(tables[0].item_index) for table in tables[1:]):
+        raise ValueError("tables bootstrapped together must hold the same items in the same order")
+    wanted = [list(dict.fromkeys(request.statistics)) for request in requests]
+    n = tables[0].n_items
     if n == 0:
-        return {name: np.full(n_resamples, np.nan) for name in names}
-    rows, inverse = table.patterns
-    n_patterns = len(rows)
-    blocks = [kernels[name].features(rows) for name in names]
-    bounds = np.cumsum([0] + [b.shape[1] for b in blocks])
-    features = np.hstack(blocks)
-    sums = np.empty((n_resamples, features.shape[1]))
+        return [{name: np.full(n_resamples, np.nan) for name in names} for names in wanted]
+    plans = [_TablePlan.of(request, names) for request, names in zip(requests, wanted, strict=True) if names]
+    if not plans:  # e.g. one annotator per item: no coefficient is defined, so none has an interval
+        return [{} for _ in requests]
+    if len(plans) == 1:
+        joint, n_joint, back = plans[0].inverse, plans[0].n_patterns, [None]
+    else:
+        combos, joint = _combinations([plan.inverse for plan in plans], [plan.n_patterns for plan in plans])
+        n_joint = len(combos)
+        # joint pattern -> the table's own pattern, as a 0/1 matrix: frequencies sum back exactly
+        back = [np.eye(plan.n_patterns, dtype=np.int64)[combos[:, i]] for i, plan in enumerate(plans)]
+    sums = [np.empty((n_resamples, plan.features.shape[1])) for plan in plans]
     rng = np.random.default_rng(seed)
     chunk = max(1, min(n_resamples, _CHUNK_ELEMENTS // n))
     for start in range(0, n_resamples, chunk):
         b = min(chunk, n_resamples - start)
         idx = rng.integers(0, n, size=(b, n))
-        pid = inverse[idx]
-        pid += (np.arange(b, dtype=np.int64) * n_patterns)[:, None]
-        freq = np.bincount(pid.ravel(), minlength=b * n_patterns).reshape(b, n_patterns)
-        sums[start : start + b] = freq.astype(np.float64) @ features
-    return {name: kernels[name].combine(sums[:, bounds[i] : bounds[i + 1]]) for i, name in enumerate(names)}
+        pid = joint[idx]
+        pid += (np.arange(b, dtype=np.int64) * n_joint)[:, None]
+        freq = np.bincount(pid.ravel(), minlength=b * n_joint).reshape(b, n_joint)
+        for plan, total, to_own in zip(plans, sums, back, strict=True):
+            own = freq if to_own is None else freq @ to_own
+            total[start : start + b] = own.astype(np.float64) @ plan.features
+    results = iter(plan.combine(total) for plan, total in zip(plans, sums, strict=True))
+    return [next(results) if names else {} for names in wanted]
+
+
+def _combinations(ids: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct combinations of per-item ids (rows) and each item's combination: (C x tables, n ids)."""
+    if float(np.prod(np.array(sizes, dtype=np.float64))) < 2**62:
+        # one mixed-radix key per item: a 1-D unique, much cheaper than np.unique over rows
+        key = np.zeros_like(ids[0])
+        for column, size in zip(ids, sizes, strict=True):
+            key = key * size + column
+        keys, joint = np.unique(key, return_inverse=True)
+        combos = np.empty((len(keys), len(ids)), dtype=np.int64)
+        for i in range(len(ids) - 1, -1, -1):
+            keys, combos[:, i] = np.divmod(keys, sizes[i])
+        return combos, joint.reshape(-1)
+    combos, joint = np.unique(np.column_stack(ids), axis=0, return_inverse=True)
+    return combos, joint.reshape(-1)
+
+
+@dataclass
+class _TablePlan:
+    """One table's part of a joint bootstrap: its items' count-row ids and the stacked features of its kernels."""
+
+    inverse: np.ndarray
+    n_patterns: int
+    features: np.ndarray
+    kernels: dict[str, Kernel]
+    bounds: np.ndarray
+
+    @classmethod
+    def of(cls, request: BootstrapRequest, names: list[str]) -> _TablePlan:
+        table = request.table
+        kernels = {name: kernel_for(table, name, n_raters=request.n_raters, values=request.values) for name in names}
+        rows, inverse = table.patterns
+        blocks = [kernels[name].features(rows) for name in names]
+        bounds = np.cumsum([0] + [block.shape[1] for block in blocks])
+        return cls(inverse, len(rows), np.hstack(blocks), kernels, bounds)
+
+    def combine(self, sums: np.ndarray) -> dict[str, np.ndarray]:
+        return {
+            name: kernel.combine(sums[:, self.bounds[i] : self.bounds[i + 1]])
+            for i, (name, kernel) in enumerate(self.kernels.items())
+        }
 
 
 def percentile_ci(distribution: np.ndarray, confidence: float = 0.95) -> tuple[float, float] | None:

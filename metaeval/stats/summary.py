@@ -28,12 +28,12 @@ from .agreement import (
     percent_agreement,
     randolph_kappa,
 )
-from .bootstrap import bootstrap_ci, percentile_ci
+from .bootstrap import BOOTSTRAP_STATISTICS, bootstrap_ci, percentile_ci
 from .cohen_bootstrap import cohen_bootstrap, cohen_bootstrap_unavailable
 from .estimate import Estimate, json_ready
 from .table import RatingTable, as_table
 
-__all__ = ["agreement_summary"]
+__all__ = ["agreement_summary", "summary_statistics"]
 
 
 PairBoot = dict[Weights, tuple[np.ndarray, np.ndarray]] | str | None
@@ -71,6 +71,12 @@ def _pairs(
     return [p.to_dict() for p in pairs], mean.to_dict()
 
 
+def summary_statistics(*, ordinal: bool = False) -> list[str]:
+    """The coefficients ``agreement_summary`` gives a bootstrap interval when they are defined."""
+    ordinal_only = {"krippendorff_alpha_ordinal", "krippendorff_alpha_interval"}
+    return [name for name in BOOTSTRAP_STATISTICS if ordinal or name not in ordinal_only]
+
+
 def agreement_summary(
     data: RatingTable | pd.DataFrame,
     categories: Sequence[Hashable] | None = None,
@@ -84,6 +90,7 @@ def agreement_summary(
     seed: int | None = 0,
     collapse: Mapping[Hashable, Hashable | None] | None = None,
     collapse_key: str = "binary",
+    distributions: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """All agreement coefficients, with bootstrap intervals where defined.
 
@@ -106,7 +113,9 @@ def agreement_summary(
     if ordinal:
         est["krippendorff_alpha_ordinal"] = krippendorff_alpha(table, level="ordinal")
         est["krippendorff_alpha_interval"] = krippendorff_alpha(table, level="interval", values=values)
-    if ci:
+    if ci and distributions is not None:
+        est = {name: _with_ci(e, distributions[name], confidence, seed) for name, e in est.items()}
+    elif ci:
         wanted = [name for name, e in est.items() if e.defined]
         intervals = bootstrap_ci(
             table, wanted, n_resamples=n_resamples, confidence=confidence, seed=seed, n_raters=n_raters, values=values

@@ -197,3 +197,29 @@ def test_csv_carries_scores_and_credibility(study):
     )
     assert float(fact["value"]) == pytest.approx(0.5)
     assert any(r["section"] == "scores_gold" and r["statistic"] == "veriscore_k" for r in rows)
+
+
+def test_binary_agreement_comes_from_the_same_resamples_and_equals_its_own(study, monkeypatch):
+    """The collapse's intervals are drawn with the labels' own (one bootstrap), and are what they are alone."""
+    import metaeval.stats.summary as summary_module
+    from metaeval import stats
+    from metaeval.reporting.agreement import agreement_table, binary_collapse
+
+    def no_own_bootstrap(*args, **kwargs):
+        raise AssertionError("a summary drew its own resamples")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(summary_module, "bootstrap_ci", no_own_bootstrap)
+        report = build_report(study, ReportOptions(binary=True))
+    table, _ = agreement_table(selectors.label_frame(study, include_gold=True), study)
+    mapping, categories = binary_collapse(study)
+    collapsed = table.collapse(mapping, categories)
+    assert collapsed.item_index.equals(table.item_index)  # no item left without a rating: one bootstrap for both
+    alone = stats.agreement_summary(collapsed, n_raters=2, n_resamples=1000, seed=0)
+    defined = [name for name in stats.summary_statistics() if alone[name]["value"] is not None]
+    assert defined and all(alone[name]["ci"] is not None for name in defined)
+    for name in stats.summary_statistics():
+        shown = dict(report["binary"][name])
+        shown.pop("left_out_causes", None)  # the report's note on Fleiss' kappa
+        assert shown == alone[name], name
+    assert report["binary"]["collapse"] == mapping

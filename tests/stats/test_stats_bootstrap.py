@@ -111,3 +111,53 @@ def test_interval_width_shrinks_with_confidence(xsum_table):
 def test_unknown_statistic_is_an_error(xsum_table):
     with pytest.raises(ValueError, match="no bootstrap"):
         stats.bootstrap_ci(xsum_table, ["cohen_kappa"])
+
+
+def _relabelled(xsum, share: float, seed: int):
+    """The XSum labels with a share of them flipped: other count rows on the very same items."""
+    flip = np.random.default_rng(seed).random(len(xsum)) < share
+    labels = np.where(flip, xsum["label"].map({"yes": "no", "no": "yes"}), xsum["label"])
+    return xsum.assign(label=labels)
+
+
+def test_tables_bootstrapped_together_get_what_each_gets_alone(xsum, xsum_table):
+    """Bit for bit: one draw of resamples for several tables of the same items changes none of them."""
+    columns = {"item": ["bbcid", "system"], "annotator": "worker_id"}
+    flipped = stats.build_table(_relabelled(xsum, 0.3, seed=3), ["yes", "no"], **columns)
+    one_category = xsum_table.collapse({"yes": "any", "no": "any"})  # every coefficient undefined: NaN throughout
+    assert flipped.item_index.equals(xsum_table.item_index) and one_category.item_index.equals(xsum_table.item_index)
+    names = list(stats.BOOTSTRAP_STATISTICS)
+    requests = [
+        stats.BootstrapRequest(xsum_table, names, n_raters=3),
+        stats.BootstrapRequest(flipped, ["fleiss_kappa", "gwet_ac1"], n_raters=3),
+        stats.BootstrapRequest(one_category, ["krippendorff_alpha", "percent_agreement"]),
+        stats.BootstrapRequest(flipped, []),
+    ]
+    together = stats.bootstrap_distributions(requests, n_resamples=120, seed=9)
+    assert together[3] == {}
+    assert np.isnan(together[2]["krippendorff_alpha"]).all()
+    for request, joint in zip(requests[:3], together, strict=False):
+        alone = stats.bootstrap_distribution(
+            request.table, request.statistics, n_resamples=120, seed=9, n_raters=request.n_raters
+        )
+        assert list(joint) == list(alone)
+        for name in alone:
+            np.testing.assert_array_equal(joint[name], alone[name], err_msg=name)
+    # the flipped table is not a function of the first: each drew other count rows, yet the same resamples
+    assert not np.array_equal(together[0]["fleiss_kappa"], together[1]["fleiss_kappa"])
+
+
+def test_tables_bootstrapped_together_must_hold_the_same_items(xsum_table):
+    fewer = xsum_table.select_items(np.arange(xsum_table.n_items) % 2 == 0)
+    requests = [stats.BootstrapRequest(xsum_table, ["fleiss_kappa"]), stats.BootstrapRequest(fewer, ["fleiss_kappa"])]
+    with pytest.raises(ValueError, match="same items in the same order"):
+        stats.bootstrap_distributions(requests, n_resamples=10)
+
+
+def test_combinations_of_count_rows_are_the_same_by_key_or_by_rows():
+    ids = [np.array([0, 2, 1, 2, 0, 2]), np.array([1, 0, 1, 0, 1, 1])]
+    by_key = bootstrap_module._combinations(ids, [3, 2])
+    by_rows = bootstrap_module._combinations(ids, [2**40, 2**40])  # a key space too big for one int64 key
+    for combos, joint in (by_key, by_rows):
+        assert combos.tolist() == [[0, 1], [1, 1], [2, 0], [2, 1]]
+        assert joint.tolist() == [0, 2, 1, 2, 0, 3]
