@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 __all__ = ["disagreements"]
-
-
-def _pattern(counts: list[int]) -> str:
-    return "-".join(str(c) for c in sorted(counts, reverse=True))
 
 
 def disagreements(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -23,36 +18,44 @@ def disagreements(frame: pd.DataFrame) -> list[dict[str, Any]]:
     label or None. Ordered by how split the item is (share of its most
     common label, lowest first), then by import order.
 
-    One pass over plain arrays (an item's rows are contiguous once sorted by
-    position and item): a pandas group per item cost seconds at 50,000 items.
+    Counted with arrays (an item's rows are contiguous once sorted by position and item, and
+    each item's label counts are one row of a matrix): a Counter per item cost 0.5 s at
+    100,000 items, a pandas group per item seconds. Only the entries are built in Python.
     """
     if frame.empty:
         return []
-    distinct = frame.groupby("item", sort=False)["label"].nunique()
-    split = distinct.index[distinct.to_numpy() > 1]
-    rows = frame.loc[frame["item"].isin(split)].sort_values(["position", "item", "annotator"])
-    if rows.empty:
-        return []
+    rows = frame[["position", "item", "annotator", "label", "domain"]].sort_values(["position", "item", "annotator"])
     items = rows["item"].to_numpy()
-    annotators = rows["annotator"].astype(str).to_numpy()
-    labels = rows["label"].astype(str).to_numpy()
-    domains = rows["domain"].to_numpy()
-    positions = rows["position"].to_numpy()
-    starts = [0, *(np.flatnonzero(items[1:] != items[:-1]) + 1).tolist()]
-    ends = [*starts[1:], len(rows)]
-    out: list[tuple[float, int, dict[str, Any]]] = []
-    for lo, hi in zip(starts, ends, strict=True):
-        group = labels[lo:hi].tolist()
-        counts = Counter(group)
-        label, top = counts.most_common(1)[0]
-        n = hi - lo
-        entry = {
-            "item": str(items[lo]),
-            "domain": str(domains[lo]),
-            "labels": dict(zip(annotators[lo:hi].tolist(), group, strict=True)),
-            "pattern": _pattern(list(counts.values())),
-            "majority": label if 2 * top > n else None,
+    starts = np.flatnonzero(np.r_[True, items[1:] != items[:-1]])
+    group = np.cumsum(np.r_[True, items[1:] != items[:-1]]) - 1
+    codes, names = pd.factorize(rows["label"].astype(str))
+    counts = np.zeros((len(starts), len(names)), dtype=np.int64)
+    np.add.at(counts, (group, codes), 1)
+    split = np.flatnonzero((counts > 0).sum(axis=1) > 1)
+    if not len(split):
+        return []
+    counts = counts[split]
+    top, n = counts.max(axis=1), counts.sum(axis=1)
+    positions = rows["position"].to_numpy()[starts[split]]
+    order = np.lexsort((positions, top / n))
+    majority = np.where(2 * top > n, counts.argmax(axis=1), -1).tolist()
+    shapes, shape_of = np.unique(-np.sort(-counts, axis=1), axis=0, return_inverse=True)  # "2-1", "1-1-1", ...
+    shape_names = ["-".join(str(c) for c in shape if c) for shape in shapes.tolist()]
+    patterns = [shape_names[i] for i in shape_of.reshape(-1).tolist()]
+    first = starts[split]  # each split item's first row, in the item order
+    lows, highs = first.tolist(), np.r_[starts, len(rows)][split + 1].tolist()
+    item_names = rows["item"].to_numpy()[first].astype(str).tolist()
+    domains = rows["domain"].to_numpy()[first].astype(str).tolist()
+    annotators = rows["annotator"].astype(str).tolist()
+    labels = rows["label"].astype(str).tolist()
+    label_names = [str(name) for name in names]
+    return [
+        {
+            "item": item_names[k],
+            "domain": domains[k],
+            "labels": dict(zip(annotators[lows[k] : highs[k]], labels[lows[k] : highs[k]], strict=True)),
+            "pattern": patterns[k],
+            "majority": label_names[majority[k]] if majority[k] >= 0 else None,
         }
-        out.append((top / n, int(positions[lo]), entry))
-    out.sort(key=lambda t: (t[0], t[1]))
-    return [entry for _, _, entry in out]
+        for k in order.tolist()
+    ]
