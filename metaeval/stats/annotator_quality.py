@@ -76,14 +76,33 @@ def kappa_with_ci(
     return Estimate(value, None, n, ci=(float(lo), float(hi)))
 
 
-def _loo_majority(codes: pd.DataFrame, who: Hashable, k: int) -> pd.Series:
-    """Per item, the strict majority of the annotators other than ``who`` (missing when they tie)."""
-    others = codes.drop(columns=[who]).to_numpy()
+def _loo_majority(grid: np.ndarray, who: int, k: int) -> np.ndarray:
+    """Per item (row of ``grid``), the strict majority code of the annotators other than column ``who`` (-1 if none)."""
+    others = np.delete(grid, who, axis=1)
     counts = np.stack([(others == c).sum(axis=1) for c in range(k)], axis=1)
     rated = counts.sum(axis=1)
-    top = counts.max(axis=1)
-    maj = np.where((rated > 0) & (2 * top > rated), counts.argmax(axis=1), -1)
-    return pd.Series(maj, index=codes.index)
+    top = counts.max(axis=1, initial=0)
+    return np.where((rated > 0) & (2 * top > rated), counts.argmax(axis=1), -1)
+
+
+def _aligned(labels: pd.Series | None, items: pd.Index, code_of: dict[Hashable, int]) -> np.ndarray:
+    """Label codes of ``items`` from ``labels`` (item -> label), -1 where it has none in the categories."""
+    if labels is None:
+        return np.full(len(items), -1)
+    codes = labels.map(code_of).dropna()
+    return codes.reindex(items).fillna(-1).to_numpy().astype(int)
+
+
+def _label_grid(rows: pd.DataFrame, code_of: dict[Hashable, int]) -> tuple[np.ndarray, pd.Index, pd.Index]:
+    """Items x annotators label codes (-1: no label), items and annotators sorted; an annotator's first
+    label of an item counts. Why not ``pivot_table``: its grouping cost 0.1 s at 100,000 items."""
+    item_code, items = pd.factorize(rows["item"], sort=True)
+    annotator_code, annotators = pd.factorize(rows["annotator"], sort=True)
+    cell = item_code.astype(np.int64) * len(annotators) + annotator_code
+    _, first = np.unique(cell, return_index=True)
+    grid = np.full((len(items), len(annotators)), -1)
+    grid.flat[cell[first]] = rows["label"].map(code_of).to_numpy()[first]
+    return grid, pd.Index(items), pd.Index(annotators)
 
 
 def annotator_quality(
@@ -106,33 +125,26 @@ def annotator_quality(
     k = len(cats)
     code_of = {c: i for i, c in enumerate(cats)}
     rows = df.loc[df["label"].isin(cats), ["item", "annotator", "label"]]
-    codes = rows.assign(code=rows["label"].map(code_of)).pivot_table(
-        index="item", columns="annotator", values="code", aggfunc="first"
-    )
-    codes = codes.fillna(-1).astype(int)
-    ref = reference.dropna()
-    ref = ref[ref.isin(cats)].map(code_of)
-    gold_codes = gold[gold.isin(cats)].map(code_of) if gold is not None else pd.Series(dtype=int)
+    grid, items, annotators = _label_grid(rows, code_of)
+    ref = _aligned(reference, items, code_of)
+    gold_codes = _aligned(gold, items, code_of)
     out: dict[str, Any] = {}
-    for who in codes.columns:
-        mine = codes[who]
-        mine = mine[mine >= 0]
-        shared = mine.index.intersection(ref.index)
+    for column, who in enumerate(annotators):
+        mine = grid[:, column]
+        rated = mine >= 0
+        shared = rated & (ref >= 0)
         entry: dict[str, Any] = {
-            "n_labels": len(mine),
-            "kappa_reference": kappa_with_ci(
-                mine[shared].to_numpy(), ref[shared].to_numpy().astype(int), k, n_resamples=n_resamples, seed=seed
-            ),
+            "n_labels": int(rated.sum()),
+            "kappa_reference": kappa_with_ci(mine[shared], ref[shared], k, n_resamples=n_resamples, seed=seed),
         }
-        others = _loo_majority(codes, who, k).reindex(mine.index)
-        keep = others >= 0
-        entry["kappa_others"] = kappa_with_ci(
-            mine[keep].to_numpy(), others[keep].to_numpy(), k, n_resamples=n_resamples, seed=seed
-        )
-        gold_items = mine.index.intersection(gold_codes.index)
-        if len(gold_items):
-            hits = int((mine[gold_items] == gold_codes[gold_items]).sum())
-            entry["gold_accuracy"] = Estimate(hits / len(gold_items), None, len(gold_items), extra={"n_correct": hits})
+        others = _loo_majority(grid, column, k)
+        keep = rated & (others >= 0)
+        entry["kappa_others"] = kappa_with_ci(mine[keep], others[keep], k, n_resamples=n_resamples, seed=seed)
+        on_gold = rated & (gold_codes >= 0)
+        if on_gold.any():
+            hits = int((mine[on_gold] == gold_codes[on_gold]).sum())
+            n_gold = int(on_gold.sum())
+            entry["gold_accuracy"] = Estimate(hits / n_gold, None, n_gold, extra={"n_correct": hits})
         else:
             entry["gold_accuracy"] = Estimate.undefined("no gold items labelled by this annotator", 0)
         if dawid_skene is not None and who in dawid_skene.confusion:

@@ -134,3 +134,32 @@ def test_bad_input_is_named():
         mace(df.drop(columns="label"))
     with pytest.raises(ValueError, match="no labels"):
         dawid_skene(df.iloc[:0])
+
+
+@pytest.mark.parametrize("model", [dawid_skene, mace])
+def test_rows_numbered_by_integer_keys_or_one_by_one_give_the_same_fit(anaesthesia, xsum_long, model, monkeypatch):
+    """The distinct count rows, packed into one integer each or keyed in Python, in the same order: identical fits."""
+    import metaeval.stats.aggregation as aggregation
+
+    # the anaesthesia observer 1 rates each patient three times: counts above 1 in a row
+    papers = anaesthesia.rename(columns={"patient": "item", "observer": "annotator", "rating": "label"})
+    for frame in (papers, xsum_long):
+        keyed = model(frame)
+        with monkeypatch.context() as patched:
+            patched.setattr(aggregation, "_KEYED_COLUMNS", 0)  # every row keyed by the loop
+            looped = model(frame)
+        pd.testing.assert_frame_equal(keyed.posteriors, looped.posteriors, check_exact=True)
+        pd.testing.assert_series_equal(keyed.annotator_accuracy, looped.annotator_accuracy, check_exact=True)
+        assert keyed.log_likelihood == looped.log_likelihood and keyed.n_iter == looped.n_iter
+
+
+def test_integer_keys_number_rows_by_first_appearance(xsum_long):
+    import metaeval.stats.aggregation as aggregation
+
+    ratings = aggregation._encode(xsum_long, None, "item", "annotator", "label")
+    rows, weights, inverse = ratings.patterns
+    assert aggregation._row_keys(ratings.counts) is not None  # 3 annotators x 2 labels: the keyed path
+    first_seen = list(dict.fromkeys(inverse.tolist()))
+    assert first_seen == list(range(rows.shape[0]))  # pattern 0 is the first item's row, and so on
+    assert weights.sum() == ratings.counts.shape[0]
+    assert (rows[inverse] != ratings.counts).nnz == 0  # every item's row is its pattern's row
