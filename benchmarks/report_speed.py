@@ -13,7 +13,7 @@ the import services. Timed, in one run and one process, through Django's test cl
   worker would) stores the counts and agreement sections first, which the page shows while the
   rest is computed: the first view, the time until those first sections are stored (watched
   every 20 ms), the wait until the page's script next asks (``report_refresh.js``: every
-  0.25 s for 20 asks, then each wait 1.5x the last), and the page showing them, until the first sections
+  0.1 s for 30 asks, then each wait 1.5x the last), and the page showing them, until the first sections
   are on screen                                                        [within 2x the statistics]
   and the first view, the whole build, the first sections page's next poll and the view after it, until the whole report is
   (and, for comparison, the page building it in the request, as below that limit);
@@ -136,11 +136,11 @@ def repeated(repeat: int, fn: Callable[[], object]) -> tuple[float, float]:
 
 def next_poll(ready: float) -> float:
     """When the waiting page's script (static/js/report_refresh.js) first asks at or after `ready` seconds:
-    every 0.25 s for 20 asks, then each wait 1.5x the last, at most 5 s."""
-    at, wait, asked = 0.0, 0.25, 0
+    every 0.1 s for 30 asks, then each wait 1.5x the last, at most 5 s."""
+    at, wait, asked = 0.0, 0.1, 0
     while at + wait < ready:
         at, asked = at + wait, asked + 1
-        if asked >= 20:
+        if asked >= 30:
             wait = min(wait * 1.5, 5.0)
     return at + wait
 
