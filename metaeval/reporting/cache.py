@@ -245,14 +245,17 @@ class _Encoded:
     @classmethod
     def of(cls, report: dict[str, Any]) -> _Encoded:
         main, lists = _split(report)
-        return cls(
-            main=json.dumps(main, allow_nan=False),
-            chunks={
-                section: [
+        encoded: dict[int, list[str]] = {}  # one list in two places (a reference scored as the human majority)
+
+        def chunks(rows: list) -> list[str]:
+            if id(rows) not in encoded:
+                encoded[id(rows)] = [
                     json.dumps(rows[n : n + CHUNK_ROWS], allow_nan=False) for n in range(0, len(rows), CHUNK_ROWS)
                 ]
-                for section, rows in lists.items()
-            },
+            return encoded[id(rows)]
+
+        return cls(
+            main=json.dumps(main, allow_nan=False), chunks={section: chunks(rows) for section, rows in lists.items()}
         )
 
     def whole(self) -> dict[str, Any]:

@@ -142,23 +142,33 @@ def scores_section(
         "n_claims": len(claims),
         "n_responses": int(claims["response_id"].nunique()),
     }
+    scored: list[tuple[pd.Series, dict[str, Any]]] = []  # (claims' labels, their block): each computed once
+
+    def block(label: pd.Series) -> dict[str, Any]:
+        """The score block of the claims labelled ``label``; the same labels (the reference is most often the
+        human majority) give the very same block, not a second computation of it (0.35 s at 100,000 claims)."""
+        for seen, done in scored:
+            if seen.equals(label):
+                return done
+        done = _score_block(claims.assign(label=label), roles, options, responses)
+        scored.append((label, done))
+        return done
+
     if labels.empty:
         out["human"] = unavailable("no human labels yet")
     else:
         verdicts, counts = _human_verdicts(labels, study)
-        human = claims.assign(label=claims["item"].map(verdicts))
         out["human"] = {
             "verdict": "strict majority of the human labels; claims without one have no verdict",
             **counts,
-            **_score_block(human, roles, options, responses),
+            **block(claims["item"].map(verdicts)),
         }
     has_gold = items["gold_label"] != ""
     if has_gold.any():
-        gold = claims.assign(label=items["gold_label"].where(has_gold))
         out["gold"] = {
             "verdict": "the item's gold label; claims without one have no verdict",
             "n_claims_with_gold": int(has_gold.sum()),
-            **_score_block(gold, roles, options, responses),
+            **block(items["gold_label"].where(has_gold)),
         }
     else:
         out["gold"] = unavailable("no item has a gold label")
@@ -168,13 +178,13 @@ def scores_section(
             "verdict": f"the report's reference label (rule: {rule}); claims without one have no verdict",
             "rule": rule,
             "n_claims_with_reference": int(claims["item"].isin(labelled.index).sum()),
-            **_score_block(claims.assign(label=claims["item"].map(labelled)), roles, options, responses),
+            **block(claims["item"].map(labelled)),
         }
     out["verifiers"] = {
         name: {
             "verdict": "the verifier's label; claims it has no readable label for have no verdict",
             "n_claims_predicted": int(predicted.notna().sum()),
-            **_score_block(claims.assign(label=claims["item"].map(predicted)), roles, options, responses),
+            **block(claims["item"].map(predicted)),
         }
         for name, predicted in (verifier_labels or {}).items()
     }

@@ -550,3 +550,19 @@ def test_first_sections_are_committed_while_the_rest_is_built(loaded_verificatio
     assert cache.refresh_report(loaded_verification_study.pk, PAGE_OPTIONS.as_dict())["status"] == "built"
     assert seen == [[False]]
     assert _seen_from_another_connection() == [True]
+
+
+def test_a_list_in_two_places_is_encoded_once_and_kept_in_both(monkeypatch):
+    """A reference scored as the human majority shares its rows with the human block: encoded once, stored twice."""
+    rows = [{"response_id": f"r-{n}", "score": n / 7} for n in range(2 * cache.CHUNK_ROWS + 3)]
+    report = {
+        "scores": {"human": {"per_response": rows}, "reference": {"per_response": rows}},
+        "disagreements": [{"item": "c-1"}],
+    }
+    encoded = cache._Encoded.of(report)
+    human, reference = encoded.chunks["scores/human/per_response"], encoded.chunks["scores/reference/per_response"]
+    assert human is reference and len(human) == 3
+    assert encoded.whole() == report
+    apart = cache._Encoded.of({**report, "scores": {**report["scores"], "reference": {"per_response": list(rows)}}})
+    assert apart.chunks["scores/reference/per_response"] is not apart.chunks["scores/human/per_response"]
+    assert apart.chunks["scores/reference/per_response"] == human

@@ -223,3 +223,31 @@ def test_binary_agreement_comes_from_the_same_resamples_and_equals_its_own(study
         shown.pop("left_out_causes", None)  # the report's note on Fleiss' kappa
         assert shown == alone[name], name
     assert report["binary"]["collapse"] == mapping
+
+
+SCORE_KEYS = ("factscore", "veriscore", "ragas_faithfulness", "per_response")
+
+
+def test_a_reference_that_is_the_human_majority_is_scored_once(study, monkeypatch):
+    """Until something is adjudicated the reference is the human majority: the same block, not a second bootstrap."""
+    import metaeval.reporting.scores as scores_module
+
+    scored = []
+    real = scores_module._score_block
+
+    def counting(claims, *args, **kwargs):
+        scored.append(claims["label"].tolist())
+        return real(claims, *args, **kwargs)
+
+    monkeypatch.setattr(scores_module, "_score_block", counting)
+    scores = build_report(study, ReportOptions())["scores"]
+    assert scores["reference"]["rule"] == "adjudicated_else_majority"
+    assert len(scored) == 2  # the human majority (also the reference) and the gold labels
+    for key in SCORE_KEYS:
+        assert scores["reference"][key] == scores["human"][key]
+    assert scores["gold"]["factscore"] != scores["human"]["factscore"]  # other labels, another block
+
+    by_gold = build_report(study, ReportOptions(reference="gold"))["scores"]
+    for key in SCORE_KEYS:
+        assert by_gold["reference"][key] == by_gold["gold"][key]
+    assert by_gold["reference"]["factscore"] != by_gold["human"]["factscore"]
