@@ -287,9 +287,10 @@ def adjudicated_labels(study: Study) -> AdjudicatedLabels:
     return result
 
 
-def adjudication_summary(study: Study) -> dict[str, Any]:
+def adjudication_summary(study: Study, *, queue: int | None = None) -> dict[str, Any]:
     """The report's adjudication section: items adjudicated, how often two adjudicators agree,
-    the share marked "guidelines unclear", and the size of the queue."""
+    the share marked "guidelines unclear", and the size of the queue (``queue`` when the caller
+    has counted it already, as the report does from its labels)."""
     rows = list(Adjudication.objects.filter(study=study).values_list("item_id", "label", "guidelines_unclear"))
     by_item: dict[int, list[str]] = defaultdict(list)
     for item_id, label, _ in rows:
@@ -299,7 +300,7 @@ def adjudication_summary(study: Study) -> dict[str, Any]:
     unclear = sum(1 for *_, flag in rows if flag)
     return {
         "rule": study.adjudication_rule,
-        "queue": queue_size(study),
+        "queue": queue_size(study) if queue is None else queue,
         "items_adjudicated": len(by_item),
         "adjudications": len(rows),
         "items_with_two_or_more": len(doubled),

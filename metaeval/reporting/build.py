@@ -20,6 +20,7 @@ from metaeval.verifiers.pairwise_report import pairwise_judge_report
 from metaeval.verifiers.report import verifier_report
 from metaeval.verifiers.selectors import verifier_verdicts
 
+from .adjudication_queue import queue_size_with
 from .agreement import agreement_sections, categories_for
 from .annotator_quality import reference_and_quality
 from .disagreements import disagreements
@@ -123,7 +124,8 @@ def build_report(
     )
     report["disagreements"] = disagreements(agreed)
     report["n_disagreements"] = len(report["disagreements"])
-    report["adjudication"] = {**adjudication_summary(study), "reference_rule": study.reference_rule}
+    queue = queue_size_with(study, labels, include_screened_out=crowd)
+    report["adjudication"] = {**adjudication_summary(study, queue=queue), "reference_rule": study.reference_rule}
     report["verifiers"] = verifier_report(study, n_resamples=options.n_resamples, seed=options.seed)
     report["pairwise_judges"] = pairwise_judge_report(study, n_resamples=options.n_resamples, seed=options.seed)
     report["verifiers_vs_reference"] = verifiers_vs_reference(study, reference, options)

@@ -112,6 +112,12 @@ def test_the_reports_queue_size_counts_what_the_queue_lists(verification_study, 
     listed = queue_item_ids(study)
     assert 0 < len(listed) < 60  # the draw gives the rule something to tell apart
     assert queue_size(study) == len(listed)
+    # the report's count from the labels it has read (metaeval.reporting.adjudication_queue)
+    from metaeval.reporting.adjudication_queue import queue_size_with
+    from metaeval.selectors import label_frame
+
+    frame = label_frame(study, include_gold=True)
+    assert queue_size_with(study, frame, include_screened_out=False) == len(listed)
 
 
 def test_settings_are_checked_and_recorded(loaded_verification_study, researcher):

@@ -264,6 +264,19 @@ def test_the_report_leaves_out_screened_out_and_withdrawn_participants_and_count
     assert exported == {kept.member.pseudonym, dropped.member.pseudonym}  # withdrawn: gone from the export
     report = build_report(study)
     assert report["n_annotators"] == 1 and report["n_annotations"] == 1
+    # the adjudication queue still counts every answer: the database counts it, not the report's labels
+    from annotation.selectors.adjudication import queue_item_ids
+    from metaeval.reporting.adjudication_queue import queue_size_with
+
+    assert report["adjudication"]["queue"] == len(queue_item_ids(study))
+    from annotation.services.adjudication import set_adjudication_settings
+
+    set_adjudication_settings(study=study, user=None, rule="audit", audit_share=1.0)
+    study.refresh_from_db()
+    every_labelled_item = len(queue_item_ids(study))
+    assert every_labelled_item > 0
+    # the frame lacks the left-out participants' labels: trusted, it would count 0 items here
+    assert queue_size_with(study, frame.iloc[:0], include_screened_out=False) == every_labelled_item
     assert report["participants_rule"] == (
         "crowd participants who were screened out (1) or withdrew (1) are left out of every number here, "
         "with their 2 label(s)"
