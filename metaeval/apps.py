@@ -10,4 +10,4 @@ class MetaevalConfig(AppConfig):
 
     def ready(self) -> None:
         # Importing the statistics pins pandas' string storage for every frame the app builds.
-        from . import stats  # noqa: F401
+        from . import receivers, stats  # noqa: F401  (stats: pandas' string storage; receivers: connects them)

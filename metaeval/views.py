@@ -16,7 +16,7 @@ from annotation.access import Researcher, access_study
 from annotation.http import AuthenticatedHttpRequest
 from annotation.models import Study
 from metaeval import charts, selectors
-from metaeval.reporting import ReportOptions, cache, options_from_query
+from metaeval.reporting import ReportOptions, cache, page_options
 from metaeval.reporting.charts import CHARTS, ChartNotApplicable, chart_figure, chart_names
 from metaeval.reporting.csv_format import report_csv
 from metaeval.reporting.html_format import DISAGREEMENTS_PER_PAGE, report_context, report_html
@@ -35,7 +35,7 @@ CHART_VERSION = "2"  # bump when a chart's drawing changes, so old ETags stop ma
 def _options(request: AuthenticatedHttpRequest) -> ReportOptions:
     """The page's options (both extra sections on); a bad value is a 400 that names it."""
     try:
-        return options_from_query(request.GET, by_domain=True, binary=True)
+        return page_options(request.GET)
     except InvalidOption as exc:
         raise BadRequest(f"{exc.name}: {exc}") from None
 

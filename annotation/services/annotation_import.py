@@ -7,6 +7,7 @@ every analysis sees one population of labels and the slot limit N still holds.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import IO
 
 from django.contrib.auth import get_user_model
@@ -17,6 +18,7 @@ from ..formats import MAX_LINE_BYTES, RecordError
 from ..importers import AnnotationRow, parse_annotation
 from ..models import Annotation, Assignment, Item, Study, StudyMember
 from ..randomisation import left_system_for, queue_position
+from ..signals import labels_imported
 from .annotation_staging import annotation_staging_for, stage_annotation_rows, switch_annotations_live
 from .answers import AnswerValues, record_answer
 from .errors import ErrorCollector, ImportResult
@@ -157,6 +159,7 @@ def import_annotations(
     except BaseException:
         identities.forget_new()
         raise
+    transaction.on_commit(partial(labels_imported.send, sender=Study, study=study))
     return result
 
 

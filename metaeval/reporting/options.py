@@ -107,3 +107,8 @@ def options_from_query(
         exclude_source_types=_split(many("exclude_source_type")),
         include_screened_out=flag("include_screened_out"),
     )
+
+
+def page_options(query: Mapping[str, Any] | None = None) -> ReportOptions:
+    """The report page's options: the query's, with the binary and per-domain sections always shown."""
+    return options_from_query(query or {}, by_domain=True, binary=True)

@@ -15,7 +15,7 @@ from annotation.services.adjudication import adjudicate, set_adjudication_settin
 from annotation.services.members import ensure_annotator_identities
 from metaeval import selectors
 from metaeval.models import ReportRefresh, ReportSnapshot
-from metaeval.reporting import ReportOptions, build_report, cache, options_from_query
+from metaeval.reporting import ReportOptions, build_report, cache, options_from_query, page_options
 from metaeval.reporting.csv_format import report_csv
 from metaeval.tasks import refresh_report
 from metaeval.verifiers.services import create_verifier
@@ -25,7 +25,7 @@ from ..conftest import jsonl, verification_item
 TASK = "metaeval.tasks.refresh_report"
 CURRENT = "from the study's data as it is now"
 STALE = "Not the latest data."
-PAGE_OPTIONS = options_from_query({}, by_domain=True, binary=True)
+PAGE_OPTIONS = page_options()
 
 
 @pytest.fixture
@@ -566,3 +566,29 @@ def test_a_list_in_two_places_is_encoded_once_and_kept_in_both(monkeypatch):
     apart = cache._Encoded.of({**report, "scores": {**report["scores"], "reference": {"per_response": list(rows)}}})
     assert apart.chunks["scores/reference/per_response"] is not apart.chunks["scores/human/per_response"]
     assert apart.chunks["scores/reference/per_response"] == human
+
+
+def test_a_big_import_starts_the_report_build_and_the_first_view_finds_it(
+    owner, builds, settings, loaded_verification_study, django_capture_on_commit_callbacks
+):
+    """Past REPORT_INLINE_MAX_LABELS an import of labels queues the page's report once it is committed:
+    the researcher's first view shows the report instead of 'being computed'."""
+    settings.REPORT_INLINE_MAX_LABELS = 5
+    with django_capture_on_commit_callbacks(execute=True):
+        change_label(loaded_verification_study)
+    queued = DBTaskResult.objects.get(task_path=TASK)
+    assert queued.args_kwargs["args"] == [loaded_verification_study.pk, PAGE_OPTIONS.as_dict()]
+    assert builds == []  # queued, not built in the import
+    run_queued_refresh()
+    shown = page(owner)
+    assert CURRENT in shown and "being computed" not in shown and builds == ["verif"]
+
+
+def test_a_small_import_leaves_the_report_to_its_first_view(
+    builds, settings, loaded_verification_study, django_capture_on_commit_callbacks
+):
+    settings.REPORT_INLINE_MAX_LABELS = 6  # the study's labels: a view builds it in the request
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        change_label(loaded_verification_study)
+    assert len(callbacks) == 1  # the import told the metaeval app, which let it be
+    assert not DBTaskResult.objects.filter(task_path=TASK).exists() and builds == []
