@@ -15,7 +15,7 @@ from annotation.services.adjudication import adjudicate, set_adjudication_settin
 from annotation.services.members import ensure_annotator_identities
 from metaeval import selectors
 from metaeval.models import ReportRefresh, ReportSnapshot
-from metaeval.reporting import ReportOptions, build_report, cache, options_from_query, page_options
+from metaeval.reporting import ReportOptions, build_report, cache, page_options
 from metaeval.reporting.csv_format import report_csv
 from metaeval.tasks import refresh_report
 from metaeval.verifiers.services import create_verifier
