@@ -592,3 +592,22 @@ def test_a_small_import_leaves_the_report_to_its_first_view(
         change_label(loaded_verification_study)
     assert len(callbacks) == 1  # the import told the metaeval app, which let it be
     assert not DBTaskResult.objects.filter(task_path=TASK).exists() and builds == []
+
+
+@pytest.mark.django_db
+def test_stored_report_text_is_compressed_with_lz4_on_postgresql():
+    """pglz took 0.38 s of storing a 100,000-item report, lz4 0.15 s (migration metaeval 0006)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        assert connection.vendor == "sqlite"  # no column compression to choose there
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.relname, a.attcompression FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+            "WHERE (c.relname, a.attname) IN (('metaeval_reportsnapshot', 'report'), ('metaeval_reportsnapshotpart', 'rows'))"
+        )
+        methods = dict(cursor.fetchall())
+        cursor.execute("SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'")
+        lz4 = cursor.fetchone()[0]
+    assert methods == dict.fromkeys(("metaeval_reportsnapshot", "metaeval_reportsnapshotpart"), "l" if lz4 else "")
