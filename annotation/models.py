@@ -313,6 +313,9 @@ class Assignment(models.Model):
             models.Index(
                 fields=["study", "lease_expires_at"], condition=models.Q(status="active"), name="assignment_active"
             ),
+            # Only the flagged ones (few): the progress page counts and lists them live, where a
+            # count over the study's assignments grew with the study (issue 15).
+            models.Index(fields=["study", "updated_at"], condition=models.Q(flagged=True), name="assignment_flagged"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["item", "annotator"], name="assignment_once_per_annotator"),

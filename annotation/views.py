@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -28,6 +31,7 @@ from .forms import AddMembersForm, ImportForm
 from .http import AuthenticatedHttpRequest
 from .models import ImportJob, Study
 from .selectors import progress as progress_selectors
+from .selectors import progress_cache
 from .selectors.workbench import annotator_progress
 from .services import ServiceError
 from .services.export_jobs import request_export
@@ -223,17 +227,21 @@ def export_job_download(request: AuthenticatedHttpRequest, slug: str, export_id:
 # --- researcher: progress and quality control ------------------------------------
 
 
-def _progress_live_context(study: Study) -> dict:
-    """The parts of the progress page that change while a study runs (refreshed by static/js/progress.js)."""
+def _progress_live_context(study: Study, *, compute: bool) -> dict:
+    """The parts of the progress page that change while a study runs (refreshed by static/js/progress.js).
+
+    The annotator table and throughput come from the cache (selectors.progress_cache): computed
+    from every label only when `compute` (the live fragment, or the page asked with ?quality=now)
+    and the kept table is missing or too old; the page alone never waits for them.
+    """
     counts = selectors.study_counts(study)
     flags, flag_total = progress_selectors.flagged(study)
+    quality = (progress_cache.current_quality if compute else progress_cache.peek_quality)(study, counts=counts)
     return {
         "study": study,
         "counts": counts,
-        "throughput": progress_selectors.throughput(
-            study, expected=counts["expected"], collected_total=counts["annotations"]
-        ),
-        "annotators": progress_selectors.annotator_quality(study),
+        "labels_left": max(0, counts["expected"] - counts["annotations"]),
+        "quality": quality,
         "flags": flags,
         "flag_total": flag_total,
         "speeder_rule": progress_selectors.SPEEDER_RULE,
@@ -243,15 +251,33 @@ def _progress_live_context(study: Study) -> dict:
     }
 
 
+class CountedPaginator(Paginator):
+    """A paginator told how many rows there are (from the counter rows) instead of counting them:
+    COUNT(*) over a study's items grows with the study (issue 15)."""
+
+    def __init__(self, object_list: Any, per_page: int, *, count: int) -> None:
+        super().__init__(object_list, per_page)
+        self.known_count = count
+
+    @cached_property
+    def count(self) -> int:
+        return self.known_count
+
+
 @login_required
 @require_GET
 def study_progress(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    """The progress page: live counts, the annotator table as last computed (loaded by progress.js
+    when there is none or it is outdated; without JavaScript, ?quality=now computes it), and a page of items."""
     study = access_study(request.user, slug, role=Researcher)
     state = request.GET.get("state", "")
     state = state if state in progress_selectors.ITEM_STATES else ""
-    page = Paginator(progress_selectors.items_with_slots(study, state), 50).get_page(request.GET.get("page"))
+    live = _progress_live_context(study, compute=request.GET.get("quality") == "now")
+    items = progress_selectors.items_with_slots(study, state)
+    paginator = CountedPaginator(items, 50, count=live["counts"]["items"]) if not state else Paginator(items, 50)
+    page = paginator.get_page(request.GET.get("page"))
     context = {
-        **_progress_live_context(study),
+        **live,
         "page": page,
         "slots": progress_selectors.item_slot_status(study, page.object_list),
         "state": state,
@@ -271,6 +297,6 @@ PROGRESS_REFRESH_SECONDS = 10
 def study_progress_live(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     """The changing part of the progress page as an HTML fragment, for static/js/progress.js to swap in."""
     study = access_study(request.user, slug, role=Researcher)
-    response = render(request, "annotation/_progress_live.html", _progress_live_context(study))
+    response = render(request, "annotation/_progress_live.html", _progress_live_context(study, compute=True))
     response["Cache-Control"] = "no-store"
     return response

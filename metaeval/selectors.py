@@ -21,13 +21,13 @@ from django.db.models.functions import Cast, Coalesce, Concat
 from annotation.models import (
     Adjudication,
     Annotation,
-    Assignment,
     Item,
     Participant,
     Study,
     StudyMember,
 )
-from annotation.selectors import UNKNOWN_PSEUDONYM_PREFIX, annotation_count, item_totals, pseudonyms
+from annotation.selectors import UNKNOWN_PSEUDONYM_PREFIX, pseudonyms
+from annotation.selectors.fingerprint import label_state
 from annotation.selectors.participants import excluded_annotator_ids
 
 from .evidence import read_judgements
@@ -210,12 +210,6 @@ def evidence_frame(study: Study, *, include_screened_out: bool = False) -> tuple
     return pd.DataFrame.from_records(records, columns=EVIDENCE_COLUMNS), unreadable
 
 
-def _latest_change(rows: QuerySet) -> object:
-    """The newest `updated_at` of the rows: ORDER BY ... LIMIT 1 walks the (study, updated_at) index
-    from its end on both databases, where MAX() with a second condition would scan the study."""
-    return rows.order_by("-updated_at").values_list("updated_at", flat=True).first()
-
-
 def report_fingerprint(study: Study) -> str:
     """A short hash that changes whenever anything a report reads changes.
 
@@ -229,14 +223,9 @@ def report_fingerprint(study: Study) -> str:
     (no ``updated_at``); adjudications feed the reference labels and the adjudication section.
     """
     # Constant time in the study's size (a warm report page at 100,000 items is mostly this):
-    # how many answers and items come from the maintained counters (services/counters.py,
-    # exact after every write, in its transaction), the latest change from one step down a
-    # (study, updated_at) index. Counts catch deletions; any insert or edit moves the latest
-    # `updated_at`. Answered assignments are never active (an answer ends the assignment;
-    # nothing makes one active again), so a claim or a lease renewal does not move the key.
-    annotations = (annotation_count(study), _latest_change(Annotation.objects.filter(study=study)))
-    answered = _latest_change(Assignment.objects.filter(study=study).exclude(status=Assignment.Status.ACTIVE))
-    items = (item_totals(study), _latest_change(Item.objects.filter(study=study)))
+    # the labels' part is annotation.selectors.fingerprint.label_state (maintained counters and
+    # one step down a (study, updated_at) index each), shared with the progress page's cache.
+    annotations, answered, items = label_state(study)
     names = sorted(StudyMember.objects.filter(study=study).values_list("user_id", "pseudonym", "is_active"))
     participants = sorted(
         Participant.objects.filter(study=study).order_by().values_list("status").annotate(n=Count("pk"), ids=Sum("pk"))

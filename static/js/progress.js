@@ -4,9 +4,13 @@
  * numbers, rendered and escaped by the server) and data-refresh-seconds.
  * Every interval, while the tab is visible, the fragment is fetched and
  * swapped in; a hidden tab asks for nothing and catches up as soon as it is
- * shown again. "Refresh now" asks at once. No inline script, no eval (CSP
- * script-src 'self'); without this file the page still works and a reload
- * shows the latest numbers.
+ * shown again. "Refresh now" asks at once. The page itself shows the
+ * annotator table only as last computed (it is computed from every label,
+ * issue 15); when there is none yet or it is outdated, the page marks it
+ * data-quality-pending and the fragment, which computes it, is asked for at
+ * once. No inline script, no eval (CSP script-src 'self'); without this file
+ * the page still works: a reload shows the latest numbers, and the pending
+ * table's link (?quality=now) computes it.
  */
 (function () {
   "use strict";
@@ -71,5 +75,9 @@
     button.hidden = false;
     button.addEventListener("click", refresh);
   }
-  schedule();
+  if (live.querySelector("[data-quality-pending]") && !isHidden()) {
+    refresh();
+  } else {
+    schedule();
+  }
 })();
