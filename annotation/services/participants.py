@@ -315,8 +315,9 @@ def time_is_up(participant: Participant, link: ParticipantLink, now: datetime) -
 def close_overdue(*, study: Study, link: ParticipantLink, now: datetime | None = None) -> int:
     """Mark participants whose time limit passed while away as timed out (ended when the limit ran out).
 
-    Their held item was already freed by its lease; this only makes the payment table
-    and the report say what happened. Returns how many were closed.
+    This makes the payment table and the report say what happened, and gives back what they
+    still hold (the item on their screen and the one fetched ahead, when their leases have not
+    run out yet), as every end does. Returns how many were closed.
     """
     now = now or timezone.now()
     limit = timedelta(minutes=link.time_limit_minutes)
@@ -324,11 +325,14 @@ def close_overdue(*, study: Study, link: ParticipantLink, now: datetime | None =
     closed = 0
     for participant in overdue.select_related("member__user", "study"):
         ended_at = participant.created_at + limit
-        closed += (
+        ended = (
             Participant.objects.filter(pk=participant.pk)
             .exclude(status__in=Participant.ENDED)
             .update(status=Status.TIMED_OUT, finished_at=ended_at)
         )
+        if ended:
+            release_held(participant)
+        closed += ended
     return closed
 
 

@@ -196,6 +196,18 @@ def test_a_participant_out_of_time_gets_nothing_ahead_and_gives_back_what_they_h
     )
 
 
+def test_a_participant_gone_past_the_time_limit_holds_nothing_once_closed(client):
+    study, link = crowd_study(items=6, n=1, items_per_participant=4, time_limit_minutes=30)
+    participant = at_items(client, link, "gone")
+    shown = on_screen(client, study)
+    assert ask_ahead(client, study, shown)["ahead"] is not None
+    later = timezone.now() + timedelta(minutes=31)  # the tab closed without a word; the leases still run
+    assert crowd.close_overdue(study=study, link=link, now=later) == 1
+    participant.refresh_from_db()
+    assert participant.status == "timed_out" and active(participant) == []
+    assert sum(Item.objects.filter(study=study).values_list("slots_taken", flat=True)) == 0
+
+
 def test_withdrawing_gives_back_the_item_held_ahead_and_later_answers_are_refused_clearly(client):
     study, link = crowd_study(items=6, n=1, items_per_participant=4)
     participant = at_items(client, link, "leaver")
