@@ -16,13 +16,13 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllow
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_GET, require_POST
 
 from .access import access_study
 from .forms import FlagForm, answer_form
 from .http import AuthenticatedHttpRequest
 from .models import Annotation, Assignment, Study
+from .prefetch import STAMP_MISSING, form_refusal, holding, in_background, prefetch_config, release_stamp
 from .selectors import progress as progress_selectors
 from .selectors.workbench import annotator_progress, display_payload, previous_answer
 from .services import ServiceError
@@ -42,9 +42,6 @@ from .services.assignments import (
 #: someone else took it over), or never held: the same words either way.
 NOT_YOURS = "that item is no longer assigned to you (it was open for too long and went to another annotator)"
 
-#: The header workbench.js sends with a background submit; the answer is JSON instead of a redirect.
-BACKGROUND_HEADER = "X-Claimlab-Workbench"
-
 
 def _not_yours(request: HttpRequest, study: Study, what: str) -> HttpResponse:
     messages.error(request, f"{what}: {NOT_YOURS}.")
@@ -53,10 +50,6 @@ def _not_yours(request: HttpRequest, study: Study, what: str) -> HttpResponse:
 
 def _refused(request: HttpRequest, study: Study, reason: str) -> HttpResponse:
     return render(request, "annotation/annotate_refused.html", {"study": study, "reason": reason}, status=403)
-
-
-def _in_background(request: HttpRequest) -> bool:
-    return request.headers.get(BACKGROUND_HEADER) == "1"
 
 
 def _workbench_context(
@@ -82,13 +75,13 @@ def _workbench_context(
     }
     if not revising:
         # What workbench.js needs to keep the next item ready (absent: the page works as plain forms).
-        config["prefetch"] = {
-            "ahead_url": reverse("annotation:annotate_ahead", args=[study.slug, assignment.pk]),
-            "release_url": reverse("annotation:annotate_release", args=[study.slug, assignment.pk]),
-            "updated_at": assignment.updated_at.isoformat() if assignment.updated_at else "",
-            "annotate_url": reverse("annotation:annotate", args=[study.slug]),
-            "progress": progress,
-        }
+        config["prefetch"] = prefetch_config(
+            assignment,
+            ahead_url=reverse("annotation:annotate_ahead", args=[study.slug, assignment.pk]),
+            release_url=reverse("annotation:annotate_release", args=[study.slug, assignment.pk]),
+            annotate_url=reverse("annotation:annotate", args=[study.slug]),
+            progress=progress,
+        )
     return {
         "study": study,
         "assignment": assignment,
@@ -183,17 +176,11 @@ def annotate_release(request: AuthenticatedHttpRequest, slug: str, assignment_id
     `updated_at` (as handed out) guards against releasing one that another page of theirs renewed.
     """
     study = access_study(request.user, slug)
-    stamp = parse_datetime(request.POST.get("updated_at", ""))
+    stamp = release_stamp(request)
     if stamp is None:
-        return JsonResponse({"error": "updated_at: the time the item was handed out, ISO 8601"}, status=400)
+        return JsonResponse({"error": STAMP_MISSING}, status=400)
     released = release_ahead(user=request.user, study=study, assignment_id=assignment_id, updated_at=stamp)
     return JsonResponse({"released": released})
-
-
-def _holding(request: HttpRequest) -> int | None:
-    """The assignment workbench.js shows while this answer is being sent (fetched ahead), if any."""
-    value = request.POST.get("holding", "")
-    return int(value) if value.isdigit() and len(value) < 19 else None
 
 
 def _background_result(
@@ -203,13 +190,13 @@ def _background_result(
     body: dict = {"saved": True, "progress": annotator_progress(request.user, study)}
     if revising:
         return JsonResponse(body)
-    holding = _holding(request)
+    held = holding(request)
     try:
-        following, holding_lost = next_after_submit(request.user, study, holding)
+        following, holding_lost = next_after_submit(request.user, study, held)
     except (ClaimContention, NotAllowed):
         return JsonResponse(body)  # saved; the page asks again (annotate_ahead says why)
-    if holding is not None:
-        behind = progress_selectors.own_assignment(request.user, study, holding) if not holding_lost else answered
+    if held is not None:
+        behind = progress_selectors.own_assignment(request.user, study, held) if not holding_lost else answered
     else:
         behind = answered
     body["ahead"] = _ahead_payload(request, study, following, behind=behind)
@@ -220,7 +207,7 @@ def _background_result(
 def _save_answer(
     request: AuthenticatedHttpRequest, study: Study, assignment: Assignment, *, revising: bool
 ) -> HttpResponse:
-    background = _in_background(request)
+    background = in_background(request)
     form = _form_for(study, assignment, request.POST)
     if form.is_valid():
         try:
@@ -250,8 +237,7 @@ def _save_answer(
             messages.success(request, "Your answer to the earlier item was changed." if revising else "Saved.")
             return redirect("annotation:annotate", slug=study.slug)
     if background:
-        errors = [str(error) for errors in form.errors.values() for error in errors]
-        return JsonResponse({"saved": False, "error": "; ".join(errors)}, status=400)
+        return form_refusal(form)
     return _workbench(request, study, assignment, form, revising=revising, status=400)
 
 
@@ -262,7 +248,7 @@ def annotate_submit(request: AuthenticatedHttpRequest, slug: str, assignment_id:
     study = access_study(request.user, slug)
     assignment = progress_selectors.own_assignment(request.user, study, assignment_id)
     if assignment is None:
-        if _in_background(request):
+        if in_background(request):
             return JsonResponse({"saved": False, "error": NOT_YOURS}, status=409)
         return _not_yours(request, study, "Your answer was not saved")
     return _save_answer(request, study, assignment, revising=False)

@@ -315,8 +315,9 @@ def time_is_up(participant: Participant, link: ParticipantLink, now: datetime) -
 def close_overdue(*, study: Study, link: ParticipantLink, now: datetime | None = None) -> int:
     """Mark participants whose time limit passed while away as timed out (ended when the limit ran out).
 
-    Their held item was already freed by its lease; this only makes the payment table
-    and the report say what happened. Returns how many were closed.
+    This makes the payment table and the report say what happened, and gives back what they
+    still hold (the item on their screen and the one fetched ahead, when their leases have not
+    run out yet), as every end does. Returns how many were closed.
     """
     now = now or timezone.now()
     limit = timedelta(minutes=link.time_limit_minutes)
@@ -324,11 +325,14 @@ def close_overdue(*, study: Study, link: ParticipantLink, now: datetime | None =
     closed = 0
     for participant in overdue.select_related("member__user", "study"):
         ended_at = participant.created_at + limit
-        closed += (
+        ended = (
             Participant.objects.filter(pk=participant.pk)
             .exclude(status__in=Participant.ENDED)
             .update(status=Status.TIMED_OUT, finished_at=ended_at)
         )
+        if ended:
+            release_held(participant)
+        closed += ended
     return closed
 
 
@@ -343,14 +347,18 @@ def items_done(participant: Participant) -> int:
     ).count()
 
 
-def next_check(participant: Participant, link: ParticipantLink) -> Item | None:
-    """The check item to show now: the next qualification item, or an attention check that is due."""
+def next_check(participant: Participant, link: ParticipantLink, *, done: int | None = None) -> Item | None:
+    """The check item to show now: the next qualification item, or an attention check that is due.
+
+    `done`: the answers to count instead of the items answered so far, to ask whether a check
+    comes after items still on their way (the item fetched ahead must not jump a check).
+    """
     answered = set(ParticipantCheck.objects.filter(participant=participant).values_list("item__external_id", flat=True))
     if participant.status == Status.QUALIFYING:
         pool = link.qualification_items
     elif participant.status == Status.WORKING and link.attention_every and link.attention_items:
         shown = ParticipantCheck.objects.filter(participant=participant, kind=ParticipantCheck.Kind.ATTENTION).count()
-        if items_done(participant) < link.attention_every * (shown + 1):
+        if (items_done(participant) if done is None else done) < link.attention_every * (shown + 1):
             return None
         pool = link.attention_items
     else:
@@ -371,12 +379,18 @@ def next_check(participant: Participant, link: ParticipantLink) -> Item | None:
 CLAIM_SKIPS = 20
 
 
-def claim_for(participant: Participant, now: datetime | None = None) -> Assignment | None:
-    """The participant's next item, never one they answered as a check (that one is given back to the pool)."""
+def claim_for(
+    participant: Participant, now: datetime | None = None, *, ahead_of: int | None = None
+) -> Assignment | None:
+    """The participant's next item, never one they answered as a check (that one is given back to the pool).
+
+    With `ahead_of` (the item on their screen), the one after it (`claim_next`'s; LeaseLost when
+    the one on screen is no longer theirs); services/participant_ahead.py says when it may be asked.
+    """
     user, study = participant.member.user, participant.study
     checked = set(ParticipantCheck.objects.filter(participant=participant).values_list("item_id", flat=True))
     for _ in range(CLAIM_SKIPS):
-        assignment = claim_next(user=user, study=study, now=now)
+        assignment = claim_next(user=user, study=study, now=now, ahead_of=ahead_of)
         if assignment is None or assignment.item_id not in checked:
             return assignment
         skip(user=user, study=study, assignment_id=assignment.pk, now=now)
@@ -428,14 +442,18 @@ def answer_check(
     return check
 
 
-def active_minutes(participant: Participant) -> float:
+def active_ms(participant: Participant) -> int:
     """The participant's active time on their submitted items, as the pages measured it."""
     total = Annotation.objects.filter(
         assignment__study=participant.study,
         assignment__annotator_id=participant.member.user_id,
         assignment__status=Assignment.Status.SUBMITTED,
     ).aggregate(ms=Sum("active_ms"))["ms"]
-    return (total or 0) / 60_000
+    return total or 0
+
+
+def active_minutes(participant: Participant) -> float:
+    return active_ms(participant) / 60_000
 
 
 def after_item(*, participant: Participant, link: ParticipantLink, now: datetime | None = None) -> None:

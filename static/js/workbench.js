@@ -13,6 +13,10 @@
  * in localStorage until the server confirms it, retried through brief network
  * losses); the server's reply carries the item after that. An item fetched
  * ahead and never shown is given back when the annotator leaves the page.
+ *
+ * The same machinery serves a crowd participant's item page (participant/_item.html):
+ * its config points at the participant's routes, and its server may say `go` (a
+ * check, the end of the session): the page goes there once its answers are sent.
  */
 (function () {
   "use strict";
@@ -439,9 +443,23 @@
     });
   }
 
-  function loggedOut() {
-    failures = ["You are no longer logged in. Your answers are kept in this browser: log in again and open this study to send them."];
+  var signedOut = false;    // the server no longer knows who this is: answers wait in the outbox
+  function loggedOut(reason) {
+    signedOut = true;
+    failures = [(reason || "You are no longer logged in.") +
+      " Your answers are kept in this browser: " +
+      (reason ? "they are sent when you are back." : "log in again and open this study to send them.")];
     showOutbox();
+  }
+
+  /* The server says the page's flow goes on elsewhere (a crowd participant's check, or the end of
+   * their session): nothing fetched ahead is shown; the page goes there once its answers are sent. */
+  var leaving = false;
+  function leaveFor(url) {
+    ahead = null;
+    nothingLeft = true;
+    markAhead();
+    if (!leaving) { leaving = true; hooks.navigate(url); }
   }
 
   /* Ask for the item after the one on screen (its lease is renewed with it). */
@@ -452,11 +470,12 @@
     request(prefetch.ahead_url, new URLSearchParams()).then(function (response) {
       if (response.type === "opaqueredirect") { loggedOut(); return null; }
       if (response.status === 409) { hooks.navigate(annotateUrl); return null; }
-      if (response.status === 403) { nothingLeft = true; return null; }
+      if (response.status === 403 || response.status === 404) { nothingLeft = true; return null; }
       if (!response.ok) { throw new Error("HTTP " + response.status); }
       return response.json();
     }).then(function (body) {
       aheadAsked = false;
+      if (body && body.go) { leaveFor(body.go); return; }
       if (body && asking === bench.id) { takeAhead(body.ahead); }
     }).catch(function () {
       aheadAsked = false;
@@ -489,15 +508,29 @@
       return;
     }
     if (nothingLeft && !outbox.length) {
-      hooks.navigate(annotateUrl); // the finish page (or whatever is current now)
+      leaveFor(annotateUrl); // the finish page (or whatever is current now: a participant's next step)
     }
+  }
+
+  /* A crowd participant's time budget (progress.budget_ms): the answer that reaches it ends their
+   * session, so the item fetched ahead is not shown; the server gives its lease back. */
+  function reachesBudget() {
+    if (!done || !done.budget_ms) { return false; }
+    var spent = done.active_ms || 0;
+    outbox.forEach(function (entry) { spent += parseInt(new URLSearchParams(entry.body).get("active_ms"), 10) || 0; });
+    return spent >= done.budget_ms;
   }
 
   /* The form was submitted and is valid: keep the answer, show the next item. */
   function answered(answeredBench) {
     failures = [];
     var data = new URLSearchParams(new FormData(answeredBench.form));
-    outbox.push({ id: answeredBench.id, url: answeredBench.form.action, body: data.toString() });
+    // The attribute, not form.action: a participant's form has a field named "action".
+    var url = answeredBench.form.getAttribute("action") || window.location.pathname;
+    outbox.push({ id: answeredBench.id, url: url, body: data.toString() });
+    // Said at once (tests and benchmarks wait on it); storing it waits until the next item is on screen.
+    document.documentElement.setAttribute("data-outbox", String(outbox.length));
+    if (reachesBudget()) { ahead = null; nothingLeft = true; markAhead(); }
     waiting = true;
     if (ahead) { showNext(); } else { showWaiting(); }
     // The next item first; storing and sending the answer wait until it is on screen.
@@ -527,6 +560,9 @@
     if (!waiting && bench.id !== entry.id) { body.set("holding", String(bench.id)); }
     request(entry.url, body).then(function (response) {
       if (response.type === "opaqueredirect") { loggedOut(); return { stop: true }; }
+      if (response.status === 401) {  // a crowd participant's session is gone: kept until they are back
+        return response.json().then(function (reply) { loggedOut(reply.error); return { stop: true }; });
+      }
       if (response.status >= 500 || response.status === 429) { throw new Error("HTTP " + response.status); }
       return response.json().then(function (reply) { return { status: response.status, reply: reply }; });
     }).then(function (result) {
@@ -538,7 +574,8 @@
         if (result.reply.holding_lost) {
           failures = ["The item that was on your screen had been given to someone else (your time on it ran out); here is your next one."];
           if (result.reply.ahead) { ahead = parseItem(result.reply.ahead.html); waiting = true; }
-        } else if (failures.length && failures[0].indexOf("no longer logged in") !== -1) {
+        } else if (signedOut) {
+          signedOut = false;
           failures = [];
         }
         saveOutbox();
@@ -549,7 +586,8 @@
         saveOutbox();
         if (waiting) { showNext(); }
       }
-      if (outbox.length) { send(); } else if (waiting) { showNext(); } else { askAhead(); }
+      if (result.reply.go) { leaveFor(result.reply.go); }
+      if (outbox.length) { send(); } else if (waiting && !leaving) { showNext(); } else if (!leaving) { askAhead(); }
     }).catch(function () {
       // Offline or the server failed: keep the answer, try again a little later.
       sending = false;
@@ -559,6 +597,7 @@
     });
   }
   window.addEventListener("online", function () { if (retryDelay) { retryDelay = 500; send(); } });
+  window.addEventListener("pageshow", function (event) { if (event.persisted) { leaving = false; } });
 
   /* Leaving the workbench with answers unsent: the browser asks first (they stay in
    * localStorage and go out on the next visit anyway). */

@@ -112,6 +112,14 @@ def guard() -> Guard:
 
 
 @pytest.fixture
+def shots(tmp_path) -> Path:
+    """Where a test's screenshots go: $CLAIMLAB_SCREENSHOTS when set (to look at them), else its tmp dir."""
+    directory = Path(os.environ.get("CLAIMLAB_SCREENSHOTS") or tmp_path)
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+@pytest.fixture
 def context(browser, live_server, guard):
     context = browser.new_context(viewport=VIEWPORT, base_url=live_server.url)
     context.set_default_timeout(10_000)

@@ -23,6 +23,23 @@ CARDS_SPILLING = """() => Array.from(document.querySelectorAll('.card')).filter(
 }).map((card) => card.id || card.className)"""
 
 
+#: The sizes of full-page screenshots, by the name their files carry.
+SIZES = {"desktop": SCREENS["laptop"], "phone": SCREENS["phone"]}
+
+
+def no_sideways_scroll(page) -> bool:
+    return page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+
+
+def shoot_sizes(page, directory: Path, name: str) -> None:
+    """Full-page screenshots at 1280 and 390 px (`name`-desktop.png, `name`-phone.png); the page must fit each."""
+    for size, viewport in SIZES.items():
+        page.set_viewport_size(viewport)
+        page.screenshot(path=str(directory / f"{name}-{size}.png"), full_page=True)
+        assert no_sideways_scroll(page), f"{name} scrolls sideways at {viewport['width']} px"
+    page.set_viewport_size(SIZES["desktop"])
+
+
 def shoot(page, name: str, screen: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     size = SCREENS[screen]

@@ -6,9 +6,6 @@ and labels an item. Screenshots of the members page and the sign-up page at 1280
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
@@ -18,29 +15,11 @@ from annotation.services import add_members, create_study, import_items
 from tests.conftest import jsonl, verification_item
 from tests.support.workbench_browser import shown_item, wait_for_next_item, wait_saved
 
+from .screens import SIZES, no_sideways_scroll, shoot_sizes
+
 pytestmark = pytest.mark.browser
 
-SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
 PASSWORD = "tall-violet-harbour-42"
-
-
-def no_sideways_scroll(page) -> bool:
-    return page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
-
-
-def shoot(page, directory: Path, name: str) -> None:
-    """A full-page screenshot at each size; the page must fit each width."""
-    for size, viewport in SIZES.items():
-        page.set_viewport_size(viewport)
-        page.screenshot(path=str(directory / f"{name}-{size}.png"), full_page=True)
-        assert no_sideways_scroll(page), f"{name} scrolls sideways at {viewport['width']} px"
-
-
-@pytest.fixture
-def shots(tmp_path) -> Path:
-    directory = Path(os.environ.get("CLAIMLAB_SCREENSHOTS") or tmp_path)
-    directory.mkdir(parents=True, exist_ok=True)
-    return directory
 
 
 @pytest.mark.django_db(transaction=True)
@@ -66,7 +45,7 @@ def test_an_invited_person_signs_up_and_labels_an_item(browser, live_server, pag
     link = page.locator("#new-invite-url").inner_text().strip()
     assert link.startswith(live_server.url + "/invite/")
     assert "0 of 2" in page.locator("#invites").inner_text()
-    shoot(page, shots, "members")
+    shoot_sizes(page, shots, "members")
     guard.assert_clean(page)
 
     # Someone not logged in opens the link in another browser and signs up.
@@ -77,7 +56,7 @@ def test_an_invited_person_signs_up_and_labels_an_item(browser, live_server, pag
         other.on("pageerror", lambda error: errors.append(str(error)))
         other.goto(link)
         assert "Join Invited study" in other.locator("h1").inner_text()
-        shoot(other, shots, "invite-signup")
+        shoot_sizes(other, shots, "invite-signup")
         other.set_viewport_size(SIZES["phone"])
         other.locator("#id_username").fill("newbie")
         other.locator("#id_password1").fill(PASSWORD)

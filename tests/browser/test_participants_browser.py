@@ -9,81 +9,17 @@ else the test's tmp dir); no page scrolls sideways.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-from urllib.parse import urlsplit
-
 import pytest
 from django.urls import reverse
 
 from annotation.models import Participant, ParticipantCheck
 from annotation.selectors.participants import payment_rows
-from tests.annotation.crowd_support import arrival_url, crowd_study, gold_only_as_checks
-from tests.browser.fixtures import RECORD_CSP
+from tests.annotation.crowd_support import crowd_study, gold_only_as_checks
+
+from ..support.crowd_browser import consent_and_start, device, label_by_keyboard
+from .screens import shoot_sizes
 
 pytestmark = pytest.mark.browser
-
-SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
-
-
-def no_sideways_scroll(page) -> bool:
-    return page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
-
-
-def shoot(page, directory: Path, name: str) -> None:
-    for size, viewport in SIZES.items():
-        page.set_viewport_size(viewport)
-        page.screenshot(path=str(directory / f"{name}-{size}.png"), full_page=True)
-        assert no_sideways_scroll(page), f"{name} scrolls sideways at {viewport['width']} px"
-    page.set_viewport_size(SIZES["desktop"])
-
-
-@pytest.fixture
-def shots(tmp_path) -> Path:
-    directory = Path(os.environ.get("CLAIMLAB_SCREENSHOTS") or tmp_path)
-    directory.mkdir(parents=True, exist_ok=True)
-    return directory
-
-
-def device(browser, live_server, problems: list[str]):
-    """A fresh browser context (another person's device) that keeps every request on 127.0.0.1."""
-    context = browser.new_context(viewport=SIZES["desktop"], base_url=live_server.url)
-    context.set_default_timeout(15_000)
-    context.add_init_script(RECORD_CSP)
-
-    def route(route) -> None:
-        if urlsplit(route.request.url).hostname == "127.0.0.1":
-            route.continue_()
-        else:
-            problems.append(f"external request: {route.request.url}")
-            route.abort()
-
-    context.route("**/*", route)
-    page = context.new_page()
-    page.on("console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    return context, page
-
-
-def label_by_keyboard(page, key: str) -> None:
-    """Choose a label with its key and submit with Enter, as an annotator would."""
-    page.locator("#wb-claim").wait_for()
-    page.wait_for_timeout(300)  # a moment on the item, so the page's active-time counter has something to count
-    page.keyboard.press(key)
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
-
-
-def consent_and_start(page, link, pid: str, shots: Path | None = None) -> None:
-    page.goto(arrival_url(link, pid))
-    page.locator("#consent-text").wait_for()
-    if shots:
-        shoot(page, shots, "participant-consent")
-    page.locator("#consent-agree").check()
-    with page.expect_navigation():
-        page.locator("#consent-submit").click()
-    with page.expect_navigation():
-        page.locator("#instructions-start").click()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -116,7 +52,7 @@ def test_three_participants_arrive_through_the_link_and_the_researcher_reads_the
         assert person.locator("#wb-qualifying").is_visible()
         label_by_keyboard(person, "s")  # the qualification: gold says supported
         if first:
-            shoot(person, shots, "participant-item")
+            shoot_sizes(person, shots, "participant-item")
         label_by_keyboard(person, "s")  # item 1
         label_by_keyboard(person, check_key)  # attention check 1
         label_by_keyboard(person, "s")  # item 2
@@ -129,7 +65,7 @@ def test_three_participants_arrive_through_the_link_and_the_researcher_reads_the
             assert person.locator("#end-title").inner_text() == "Thank you for your time"
             assert person.locator("#end-code").inner_text() == "SCREEN9"
             if not first:
-                shoot(person, shots, "participant-end")
+                shoot_sizes(person, shots, "participant-end")
             outcomes[pid] = "screened_out"
         assert person.evaluate("window.__cspViolations || []") == []
         context.close()
@@ -153,5 +89,5 @@ def test_three_participants_arrive_through_the_link_and_the_researcher_reads_the
         assert cells.locator(".active-minutes").inner_text() == str(rows[pid].active_minutes)
         assert rows[pid].active_minutes > 0
         assert cells.locator(".participant-status").inner_text() == Participant.Status(outcomes[pid]).label
-    shoot(page, shots, "participants-researcher")
+    shoot_sizes(page, shots, "participants-researcher")
     guard.assert_clean(page)
