@@ -54,6 +54,8 @@ def item_context(
         "assignment": f"check-{participant.pk}-{shown.item_id}" if check else shown.pk,
         "base_ms": 0,
         "persist": True,
+        # One keystroke per label when the study asks for nothing else, as on the annotate page.
+        "submit_on_label": study.submit_on_label,
     }
     if not check:
         timer["prefetch"] = prefetch_config(

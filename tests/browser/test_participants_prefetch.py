@@ -249,3 +249,25 @@ def test_the_answer_that_reaches_the_time_budget_ends_the_session_without_showin
     assert Assignment.objects.get(pk=held[0]).status == "skipped"  # given back by the end
     assert Annotation.objects.filter(assignment__annotator=participant.member.user).count() == 2
     guard.assert_clean(page)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_participant_labels_with_one_key_when_the_study_says_so(page, guard):
+    """The study's submit-on-label option holds for the crowd too: the label key alone sends the answer
+    (nothing else is asked: no evidence, no rationale) and the next item swaps in."""
+    study, link = crowd_study("crowd-onekey", items=6, n=1, gold=0, items_per_participant=4, redirect_url="")
+    study.submit_on_label = True
+    study.save(update_fields=["submit_on_label"])
+    consent_and_start(page, link, "5f0a0000000000000000onekey")
+    page.evaluate(MARK)
+    seen = [shown_item(page)]
+    for _ in range(2):
+        wait_ahead(page)
+        page.locator("#wb-stage .wb:not(.is-waiting) #wb-claim").wait_for()
+        page.wait_for_timeout(120)
+        submit_item(page, "s")  # the label key only: no Enter
+        assert page.evaluate(SAME_PAGE)
+        seen.append(shown_item(page))
+    wait_saved(page)
+    labels = Annotation.objects.filter(assignment__study=study).values_list("label", flat=True)
+    assert sorted(labels) == ["supported", "supported"] and len(set(seen)) == 3
