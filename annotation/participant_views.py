@@ -15,7 +15,13 @@ from django.shortcuts import redirect
 from django.views.decorators.cache import never_cache
 
 from .models import Annotation, Assignment, Participant, ParticipantLink
-from .participant_ahead_views import NOT_YOURS, answered_in_background, refused_for_good, refused_in_background
+from .participant_ahead_views import (
+    ENDED_REASONS,
+    NOT_YOURS,
+    answered_in_background,
+    refused_for_good,
+    refused_in_background,
+)
 from .participant_render import answer_form, item_context, page, progress, stop
 from .participant_session import UNKNOWN, arrived, remember, their_assignment
 from .prefetch import form_refusal, in_background
@@ -50,6 +56,10 @@ def arrive(request: HttpRequest, token: str) -> HttpResponse:
     return redirect("annotation:participant_step", slug=link.study.slug)
 
 
+#: The step page's actions that carry an answer (an item's, or a check's).
+ANSWERING = ("answer", "check")
+
+
 @never_cache
 def step(request: HttpRequest, slug: str) -> HttpResponse:
     """Whatever comes next for this participant: consent, instructions, a check, an item, or the end.
@@ -70,6 +80,10 @@ def step(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method == "POST" and not participant.ended:
         crowd.seen(participant)
         return _act(request, participant, link)
+    if request.method == "POST" and request.POST.get("action") in ANSWERING:
+        # An answer from a page loaded before the session ended (time up, withdrawn in another tab): said, not dropped.
+        reason = ENDED_REASONS.get(participant.status, "this page is out of date")
+        return _show(request, participant, link, error=f"Your last answer was not saved: {reason}.")
     return _show(request, participant, link)
 
 

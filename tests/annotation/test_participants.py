@@ -561,3 +561,20 @@ def test_a_returning_participant_of_a_closed_study_is_told_why_there_is_no_item(
     page = client.get(step)
     assert page.status_code == 503 and b"annotation has ended" in page.content
     assert client.get(arrival_url(link, "newcomer")).status_code == 410
+
+
+def test_an_answer_sent_after_the_session_ended_is_said_not_dropped(client):
+    """Without JavaScript a page loaded before the time ran out still posts its answer: the end page says
+    it was not saved (and why), instead of showing the end as if nothing had been sent."""
+    study, link = crowd_study(time_limit_minutes=20)
+    step = reverse("annotation:participant_step", args=[study.slug])
+    client.get(arrival_url(link, "late"))
+    client.post(step, {"action": "consent", "agree": "yes"})
+    client.post(step, {"action": "start"})
+    shown = client.get(step).context["assignment"]
+    Participant.objects.filter(panel_id="late").update(created_at=timezone.now() - timedelta(minutes=21))
+    page = client.post(step, {"action": "answer", "assignment": shown.pk, "label": "supported"})
+    assert page.status_code == 200 and b"Time is up" in page.content
+    assert b"Your last answer was not saved: your time for this study ran out." in page.content
+    assert not Annotation.objects.filter(assignment=shown).exists()
+    assert b"not saved" not in client.get(step).content  # said once, for the answer it concerns
