@@ -9,12 +9,13 @@ crowd participants); then, and for the rules that read assignments, the database
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from annotation.models import AdjudicationRule, Study
 from annotation.selectors.adjudication import queue_size
 from annotation.selectors.participants import excluded_annotator_ids
+
+from .votes import votes_per_item
 
 __all__ = ["queue_size_with"]
 
@@ -29,10 +30,7 @@ def queue_size_with(study: Study, labels: pd.DataFrame, *, include_screened_out:
         return 0
     if rule == AdjudicationRule.AUDIT:
         return round(study.adjudication_audit_share * labels["item"].nunique())
-    item_code, _ = pd.factorize(labels["item"])
-    label_code, label_names = pd.factorize(labels["label"])
-    votes = np.zeros((item_code.max() + 1, len(label_names)), dtype=np.int64)
-    np.add.at(votes, (item_code, label_code), 1)
+    votes, _ = votes_per_item(pd.factorize(labels["item"])[0], labels["label"])
     given = votes.sum(axis=1)
     no_majority = 2 * votes.max(axis=1) <= given
     no_unanimity = (votes > 0).sum(axis=1) > 1

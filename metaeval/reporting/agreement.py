@@ -10,6 +10,7 @@ counted) and collapse to the preferred system, ties excluded (docs/architecture.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -95,18 +96,23 @@ def _summaries(
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The agreement on ``table`` and (``binary``) on its binary collapse, or why there is none.
 
-    Both come from one bootstrap when the collapse keeps every item (``_Collapsed.bootstrap``).
+    Both come from one bootstrap when the collapse keeps every item (``_shared_bootstrap``).
     ``on_summary`` is handed the agreement on ``table`` before the collapse's is assembled.
     """
-    collapsed = _Collapsed.of(table, study, options, given=given, off_scale=off_scale) if binary else None
-    distributions = _Collapsed.bootstrap(table, collapsed, study, options)
-    out = stats.agreement_summary(table, **_summary_options(study, options), distributions=distributions[0])
-    out["fleiss_kappa"]["left_out_causes"] = left_out_causes(given, table, study.annotators_per_item, off_scale)
+    collapsed = _collapsed(table, study, off_scale) if binary else None
+    own, theirs = _shared_bootstrap(table, collapsed, study, options)
+    out = _agreement(table, study, options, given=given, dropped=off_scale, distributions=own)
     if on_summary is not None:
         on_summary(out)
     if not binary:
         return out, None
-    return out, collapsed.summary(distributions[1]) if collapsed is not None else unavailable(NO_BINARY_COLLAPSE)
+    if collapsed is None:
+        return out, unavailable(NO_BINARY_COLLAPSE)
+    summary = _agreement(
+        collapsed.table, study, options, given=given, dropped=collapsed.dropped, distributions=theirs, ordinal=False
+    )
+    summary["collapse"] = collapsed.mapping
+    return out, summary
 
 
 def _summary(table: stats.RatingTable, study: Study, options: ReportOptions, **given: Any) -> dict[str, Any]:
@@ -128,61 +134,63 @@ def _summary_options(study: Study, options: ReportOptions) -> dict[str, Any]:
     }
 
 
+def _agreement(
+    table: stats.RatingTable,
+    study: Study,
+    options: ReportOptions,
+    *,
+    given: pd.Series,
+    dropped: list[str],
+    distributions: dict[str, Any] | None,
+    ordinal: bool | None = None,
+) -> dict[str, Any]:
+    """``agreement_summary`` of ``table`` (from ``distributions`` when drawn already), with why Fleiss left items out."""
+    settings = _summary_options(study, options)
+    if ordinal is not None:
+        settings["ordinal"] = ordinal
+    out = stats.agreement_summary(table, **settings, distributions=distributions)
+    out["fleiss_kappa"]["left_out_causes"] = left_out_causes(given, table, study.annotators_per_item, dropped)
+    return out
+
+
 NO_BINARY_COLLAPSE = "the study declares no binary collapse of its labels"
 
 
+@dataclass(frozen=True)
 class _Collapsed:
-    """A table's binary collapse (``binary_collapse``) and what its agreement summary says of it."""
+    """A table's binary collapse (``binary_collapse``): the collapsed table, the mapping, the labels it drops."""
 
-    def __init__(
-        self,
-        table: stats.RatingTable,
-        mapping: dict[str, str | None],
-        study: Study,
-        options: ReportOptions,
-        *,
-        given: pd.Series,
-        dropped: list[str],
-    ) -> None:
-        self.table, self.mapping, self.study, self.options = table, mapping, study, options
-        self.given, self.dropped = given, dropped
+    table: stats.RatingTable
+    mapping: dict[str, str | None]
+    dropped: list[str]
 
-    @classmethod
-    def of(
-        cls, table: stats.RatingTable, study: Study, options: ReportOptions, *, given: pd.Series, off_scale: list[str]
-    ) -> _Collapsed | None:
-        collapse = binary_collapse(study)
-        if collapse is None:
-            return None
-        mapping, cats = collapse
-        dropped = off_scale + [label for label, target in mapping.items() if target is None]
-        return cls(table.collapse(mapping, cats), mapping, study, options, given=given, dropped=dropped)
 
-    @staticmethod
-    def bootstrap(
-        table: stats.RatingTable, collapsed: _Collapsed | None, study: Study, options: ReportOptions
-    ) -> list[dict[str, Any] | None]:
-        """Bootstrap distributions of both tables drawn once, or [None, None] where each draws its own.
+def _collapsed(table: stats.RatingTable, study: Study, off_scale: list[str]) -> _Collapsed | None:
+    collapse = binary_collapse(study)
+    if collapse is None:
+        return None
+    mapping, cats = collapse
+    dropped = off_scale + [label for label, target in mapping.items() if target is None]
+    return _Collapsed(table.collapse(mapping, cats), mapping, dropped)
 
-        Drawn once only when the collapse keeps every item: a collapse that drops items (a
-        preference study's all-tie items) resamples fewer items, as its own bootstrap does.
-        """
-        if options.n_resamples <= 0 or collapsed is None or not collapsed.table.item_index.equals(table.item_index):
-            return [None, None]
-        n_raters = study.annotators_per_item
-        requests = [
-            stats.BootstrapRequest(table, stats.summary_statistics(ordinal=study.is_preference), n_raters),
-            stats.BootstrapRequest(collapsed.table, stats.summary_statistics(), n_raters),
-        ]
-        return list(stats.bootstrap_distributions(requests, n_resamples=options.n_resamples, seed=options.seed))
 
-    def summary(self, distributions: dict[str, Any] | None) -> dict[str, Any]:
-        options = {**_summary_options(self.study, self.options), "ordinal": False}
-        out = stats.agreement_summary(self.table, **options, distributions=distributions)
-        out["collapse"] = self.mapping
-        causes = left_out_causes(self.given, self.table, self.study.annotators_per_item, self.dropped)
-        out["fleiss_kappa"]["left_out_causes"] = causes
-        return out
+def _shared_bootstrap(
+    table: stats.RatingTable, collapsed: _Collapsed | None, study: Study, options: ReportOptions
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """Bootstrap distributions of the table and its collapse drawn once, or (None, None): each draws its own.
+
+    Drawn once only when the collapse keeps every item: a collapse that drops items (a
+    preference study's all-tie items) resamples fewer items, as its own bootstrap does.
+    """
+    if options.n_resamples <= 0 or collapsed is None or not collapsed.table.item_index.equals(table.item_index):
+        return None, None
+    n_raters = study.annotators_per_item
+    requests = [
+        stats.BootstrapRequest(table, stats.summary_statistics(ordinal=study.is_preference), n_raters),
+        stats.BootstrapRequest(collapsed.table, stats.summary_statistics(), n_raters),
+    ]
+    own, theirs = stats.bootstrap_distributions(requests, n_resamples=options.n_resamples, seed=options.seed)
+    return own, theirs
 
 
 def agreement_sections(

@@ -7,6 +7,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .votes import votes_per_item
+
 __all__ = ["disagreements"]
 
 
@@ -26,11 +28,9 @@ def disagreements(frame: pd.DataFrame) -> list[dict[str, Any]]:
         return []
     rows = frame[["position", "item", "annotator", "label", "domain"]].sort_values(["position", "item", "annotator"])
     items = rows["item"].to_numpy()
-    starts = np.flatnonzero(np.r_[True, items[1:] != items[:-1]])
-    group = np.cumsum(np.r_[True, items[1:] != items[:-1]]) - 1
-    codes, names = pd.factorize(rows["label"].astype(str))
-    counts = np.zeros((len(starts), len(names)), dtype=np.int64)
-    np.add.at(counts, (group, codes), 1)
+    first_of_item = np.r_[True, items[1:] != items[:-1]]
+    starts = np.flatnonzero(first_of_item)
+    counts, names = votes_per_item(np.cumsum(first_of_item) - 1, rows["label"].astype(str))
     split = np.flatnonzero((counts > 0).sum(axis=1) > 1)
     if not len(split):
         return []

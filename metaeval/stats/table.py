@@ -81,6 +81,20 @@ def _check_unique_ratings(
         raise ValueError(f"{len(dup_keys)} (item, annotator) pairs are rated more than once, e.g. {examples!r}")
 
 
+def packed_rows(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """Each row of a matrix of counts as one int64 (its digits in base max + 1): equal rows, equal keys.
+
+    Returns (keys, the digits' powers, the base), or None when a row does not fit 62 bits.
+    Why: distinct rows found by a 1-D unique or bincount of keys, not by comparing rows.
+    """
+    base = int(counts.max(initial=0)) + 1
+    width = counts.shape[1]
+    if width * np.log2(base) >= 62:
+        return None
+    powers = base ** np.arange(width, dtype=np.int64)
+    return counts.astype(np.int64) @ powers, powers, base
+
+
 def _count_matrix(item_code: np.ndarray, label_code: np.ndarray, n_items: int, n_cat: int) -> np.ndarray:
     return np.bincount(item_code * n_cat + label_code, minlength=n_items * n_cat).reshape(n_items, n_cat)
 
@@ -142,11 +156,10 @@ class RatingTable:
         counts = self.counts
         if counts.shape[0] == 0:
             return counts[:0], np.zeros(0, dtype=np.int64)
-        base = int(counts.max()) + 1
-        k = counts.shape[1]
-        if k * np.log2(base) < 62:
-            powers = base ** np.arange(k, dtype=np.int64)
-            key = counts @ powers
+        packed = packed_rows(counts)
+        if packed is not None:
+            key, powers, base = packed
+            k = counts.shape[1]
             if base**k <= 4 * len(key) + (1 << 16):
                 # Small key space (the usual case): a bincount instead of a sort.
                 seen = np.flatnonzero(np.bincount(key, minlength=base**k))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from annotation.models import Item, ParticipantLink, Study
+from django.test import Client
+from django.urls import reverse
+
+from annotation.models import Item, Participant, ParticipantLink, Study
 from annotation.services import add_members, create_study, import_items
 from annotation.services import participants as crowd
 from tests.conftest import jsonl, verification_item
@@ -54,3 +57,17 @@ def arrival_url(link: ParticipantLink, pid: str | None, **extra: str) -> str:
     params = {"PROLIFIC_PID": pid, "STUDY_ID": "S1", "SESSION_ID": "X1", **extra}
     query = "&".join(f"{key}={value}" for key, value in params.items() if value is not None)
     return f"/p/{link.token}/?{query}"
+
+
+def step_url(study: Study) -> str:
+    """The participant's one page (/crowd/<slug>/): every step after the arrival."""
+    return reverse("annotation:participant_step", args=[study.slug])
+
+
+def at_items(client: Client, link: ParticipantLink, pid: str) -> Participant:
+    """Arrive through the link, consent and start, as the pages do; the participant now at the items."""
+    study = link.study
+    client.get(arrival_url(link, pid))
+    client.post(step_url(study), {"action": "consent", "agree": "yes"})
+    client.post(step_url(study), {"action": "start"})
+    return Participant.objects.get(study=study, panel_id=pid)

@@ -19,15 +19,11 @@ from annotation.models import Annotation, Assignment, Item, Participant
 from annotation.services import participants as crowd
 from annotation.services import set_study_status
 from annotation.services.participant_ahead import answers_through, claim_ahead
-from tests.annotation.crowd_support import arrival_url, crowd_study, gold_only_as_checks
+from tests.annotation.crowd_support import arrival_url, at_items, crowd_study, gold_only_as_checks, step_url
 
 pytestmark = pytest.mark.django_db
 #: The header workbench.js sends with an answer from its outbox.
 BACKGROUND = {"X-Claimlab-Workbench": "1"}
-
-
-def step_url(study) -> str:
-    return reverse("annotation:participant_step", args=[study.slug])
 
 
 def ahead_url(study, assignment_id: int) -> str:
@@ -36,15 +32,6 @@ def ahead_url(study, assignment_id: int) -> str:
 
 def release_url(study, assignment_id: int) -> str:
     return reverse("annotation:participant_release", args=[study.slug, assignment_id])
-
-
-def at_items(client: Client, link, pid: str) -> Participant:
-    """Arrive through the link, consent and start, as the pages do; the participant now at the items."""
-    study = link.study
-    client.get(arrival_url(link, pid))
-    client.post(step_url(study), {"action": "consent", "agree": "yes"})
-    client.post(step_url(study), {"action": "start"})
-    return Participant.objects.get(study=study, panel_id=pid)
 
 
 def on_screen(client: Client, study) -> Assignment:

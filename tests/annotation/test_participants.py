@@ -20,7 +20,7 @@ from annotation.services.assignments import SubmittedAnswer, claim_next, submit
 from metaeval.reporting import build_report
 from metaeval.reporting.options import ReportOptions
 from metaeval.selectors import label_frame
-from tests.annotation.crowd_support import arrival_url, crowd_study, gold_only_as_checks
+from tests.annotation.crowd_support import arrival_url, at_items, crowd_study, gold_only_as_checks, step_url
 
 pytestmark = pytest.mark.django_db
 Status = Participant.Status
@@ -379,10 +379,8 @@ def test_a_participant_goes_through_consent_instructions_items_and_back_to_the_p
 
 def test_returning_with_the_same_id_resumes_and_another_id_is_another_participant(client):
     study, link = crowd_study()
-    step = reverse("annotation:participant_step", args=[study.slug])
-    client.get(arrival_url(link, "one"))
-    client.post(step, {"action": "consent", "agree": "yes"})
-    client.post(step, {"action": "start"})
+    step = step_url(study)
+    at_items(client, link, "one")
     held = client.get(step).context["assignment"]
     client.get(arrival_url(link, "two"))  # same browser, another panel ID
     assert b"consent-agree" in client.get(step).content
@@ -507,10 +505,8 @@ def test_the_admin_lists_links_participants_and_checks(client, make_user):
 
 def test_a_participant_can_withdraw_and_one_past_the_time_limit_gets_the_timed_out_code(client):
     study, link = crowd_study(time_limit_minutes=20)
-    step = reverse("annotation:participant_step", args=[study.slug])
-    client.get(arrival_url(link, "leaver"))
-    client.post(step, {"action": "consent", "agree": "yes"})
-    client.post(step, {"action": "start"})
+    step = step_url(study)
+    at_items(client, link, "leaver")
     held = client.get(step).context["assignment"]
     client.post(step, {"action": "withdraw"})
     page = client.get(step)
@@ -535,10 +531,8 @@ def test_a_preference_study_works_through_the_link_too(client):
     link = crowd.configure_link(
         study=study, changes={"enabled": True, "code_completed": "PREF1", "items_per_participant": 1}
     )
-    step = reverse("annotation:participant_step", args=[study.slug])
-    client.get(arrival_url(link, "prefer"))
-    client.post(step, {"action": "consent", "agree": "yes"})
-    client.post(step, {"action": "start"})
+    step = step_url(study)
+    at_items(client, link, "prefer")
     page = client.get(step)
     assert page.status_code == 200 and b'name="choice"' in page.content
     assignment = page.context["assignment"]
@@ -552,10 +546,8 @@ def test_a_returning_participant_of_a_closed_study_is_told_why_there_is_no_item(
     from annotation.services import set_study_status
 
     study, link = crowd_study()
-    step = reverse("annotation:participant_step", args=[study.slug])
-    client.get(arrival_url(link, "late"))
-    client.post(step, {"action": "consent", "agree": "yes"})
-    client.post(step, {"action": "start"})
+    step = step_url(study)
+    at_items(client, link, "late")
     set_study_status(study=study, status="closed")
     client.get(arrival_url(link, "late"))  # a returning one gets in; a newcomer would not
     page = client.get(step)
@@ -567,10 +559,8 @@ def test_an_answer_sent_after_the_session_ended_is_said_not_dropped(client):
     """Without JavaScript a page loaded before the time ran out still posts its answer: the end page says
     it was not saved (and why), instead of showing the end as if nothing had been sent."""
     study, link = crowd_study(time_limit_minutes=20)
-    step = reverse("annotation:participant_step", args=[study.slug])
-    client.get(arrival_url(link, "late"))
-    client.post(step, {"action": "consent", "agree": "yes"})
-    client.post(step, {"action": "start"})
+    step = step_url(study)
+    at_items(client, link, "late")
     shown = client.get(step).context["assignment"]
     Participant.objects.filter(panel_id="late").update(created_at=timezone.now() - timedelta(minutes=21))
     page = client.post(step, {"action": "answer", "assignment": shown.pk, "label": "supported"})
