@@ -7,3 +7,6 @@ class AnnotationConfig(AppConfig):
     name = "annotation"
     verbose_name = "Annotation"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import task_wakeup  # noqa: F401  (connects the receiver that wakes idle workers)

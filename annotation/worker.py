@@ -10,22 +10,28 @@ timeout while the worker records a task's outcome (`set_successful` /
 its loop and the process exits; every later job then stays queued. Here the
 outcome is saved with the jobs' own backoff (job_recovery.retry_on_lock), and
 a lock error that still escapes one turn of the loop is logged and the loop
-goes on after a pause. Any other error still stops the worker, as before.
+goes on after a pause. Any other error still stops the worker, as before. And an
+idle worker here waits for a queued task's notification (task_wakeup) instead of
+sleeping its whole interval.
 """
 
 from __future__ import annotations
 
 import logging
+import random
+import time
 from functools import partial
 from typing import Any
 
-from django.db import close_old_connections
+from django.db import OperationalError, close_old_connections
 from django_tasks.backends.base import BaseTaskBackend
 from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
+from django_tasks_db.utils import exclusive_transaction, is_locked_database_exception
 
 from .dblocks import is_lock_error
 from .services import job_recovery
+from .task_wakeup import Wakeup
 
 logger = logging.getLogger(__name__)
 
@@ -34,19 +40,61 @@ LOCKED_PAUSE_SECONDS = 1.0
 
 
 class LockTolerantWorker(Worker):
-    """A Worker whose loop and outcome saves outlast lock contention."""
+    """A Worker whose loop and outcome saves outlast lock contention, and that a queued task wakes."""
 
     def run(self) -> None:
+        logger.info("Starting worker worker_id=%s queues=%s", self.worker_id, ",".join(self.queue_names))
+        if self.startup_delay and self.interval:
+            time.sleep(random.random())
+        wakeup = Wakeup()
+        try:
+            while self.running:
+                try:
+                    self._work(wakeup)
+                    return  # the loop ended on its own (batch done, max tasks, or shut down)
+                except Exception as exc:
+                    if not is_lock_error(exc):
+                        raise
+                    logger.warning("worker %s: database locked (%s); going on shortly", self.worker_id, exc)
+                    close_old_connections()
+                    job_recovery.sleep(LOCKED_PAUSE_SECONDS)
+        finally:
+            wakeup.close()
+
+    def _work(self, wakeup: Wakeup) -> None:
+        """django-tasks-db 0.13's `Worker.run` loop, waiting on `wakeup` where it sleeps the interval.
+
+        Why a copy: the stock loop's sleep has no hook, and a task queued during it waited for
+        the sleep's end (task_wakeup). Claiming and running a task are the stock worker's own.
+        """
         while self.running:
-            try:
-                super().run()
-                return  # the loop ended on its own (batch done, max tasks, or shut down)
-            except Exception as exc:
-                if not is_lock_error(exc):
-                    raise
-                logger.warning("worker %s: database locked (%s); going on shortly", self.worker_id, exc)
-                close_old_connections()
-                job_recovery.sleep(LOCKED_PAUSE_SECONDS)
+            close_old_connections()
+            tasks = DBTaskResult.objects.ready().filter(backend_name=self.backend_name)
+            if not self.process_all_queues:
+                tasks = tasks.filter(queue_name__in=self.queue_names)
+            if self.excluded_queue_names:
+                tasks = tasks.exclude(queue_name__in=self.excluded_queue_names)
+            with exclusive_transaction(tasks.db):
+                try:
+                    task_result = tasks.get_locked()
+                    retrieved = True
+                    if task_result is not None:
+                        task_result.claim(self.worker_id)  # so no other worker runs it
+                except OperationalError as exc:
+                    if not is_locked_database_exception(exc):
+                        raise
+                    task_result, retrieved = None, False
+            if task_result is not None:
+                self.run_task(task_result)
+            if self.batch and retrieved and task_result is None:
+                logger.info("No more tasks to run for worker_id=%s - exiting gracefully.", self.worker_id)
+                return
+            if self.max_tasks is not None and self._run_tasks >= self.max_tasks:
+                logger.info("Run maximum tasks (%d) on worker=%s - exiting gracefully.", self.max_tasks, self.worker_id)
+                return
+            close_old_connections()
+            if self.running and task_result is None:
+                wakeup.wait(self.interval)
 
     def run_task(self, db_task_result: DBTaskResult) -> None:
         set_successful, set_failed = db_task_result.set_successful, db_task_result.set_failed

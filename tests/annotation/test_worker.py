@@ -91,16 +91,16 @@ def test_the_worker_saves_the_outcome_once_the_lock_is_released(verification_stu
 def test_the_worker_loop_goes_on_after_a_lock_error_and_runs_the_next_task(verification_study, monkeypatch):
     """A lock error that escapes one turn of the loop pauses the worker; it then runs what is queued."""
     task = enqueued_import(verification_study)
-    real_run = Worker.run
+    real_work = LockTolerantWorker._work
     turns = {"n": 0}
 
-    def flaky_run(self):
+    def flaky_work(self, wakeup):
         turns["n"] += 1
         if turns["n"] == 1:
             raise OperationalError("database is locked")
-        return real_run(self)
+        return real_work(self, wakeup)
 
-    monkeypatch.setattr(Worker, "run", flaky_run)
+    monkeypatch.setattr(LockTolerantWorker, "_work", flaky_work)
     make_worker(LockTolerantWorker).run()  # batch mode: returns once nothing is left
     task.refresh_from_db()
     assert turns["n"] == 2 and task.status == "SUCCESSFUL"
@@ -108,10 +108,10 @@ def test_the_worker_loop_goes_on_after_a_lock_error_and_runs_the_next_task(verif
 
 
 def test_other_errors_still_stop_the_worker(monkeypatch):
-    def broken(self):
+    def broken(self, wakeup):
         raise OperationalError("no such table: django_tasks_database_dbtaskresult")
 
-    monkeypatch.setattr(Worker, "run", broken)
+    monkeypatch.setattr(LockTolerantWorker, "_work", broken)
     with pytest.raises(OperationalError, match="no such table"):
         make_worker(LockTolerantWorker).run()
     assert worker_module.LOCKED_PAUSE_SECONDS > 0

@@ -32,9 +32,9 @@ def database_url() -> str:
     return f"postgres://{auth}@{settings['HOST'] or '127.0.0.1'}:{settings['PORT'] or 5432}/{settings['NAME']}"
 
 
-def start_db_worker(log: Path, env: dict[str, str]) -> subprocess.Popen:
+def start_db_worker(log: Path, env: dict[str, str], *, interval: str | None = "0.1") -> subprocess.Popen:
     """A `worker` on the test database in its own process group (so `stop` ends all of it);
-    `env` adds to the test settings (var dir, chunk sizes, endpoints...)."""
+    `env` adds to the test settings (var dir, chunk sizes, endpoints...); `interval` None: its default."""
     environment = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings_test",
@@ -42,7 +42,14 @@ def start_db_worker(log: Path, env: dict[str, str]) -> subprocess.Popen:
         **env,
     }
     return subprocess.Popen(
-        [sys.executable, "manage.py", "worker", "--no-reload", "--interval", "0.1", "--no-startup-delay"],
+        [
+            sys.executable,
+            "manage.py",
+            "worker",
+            "--no-reload",
+            "--no-startup-delay",
+            *(["--interval", interval] if interval is not None else []),
+        ],
         cwd=REPO,
         env=environment,
         stdout=log.open("w"),

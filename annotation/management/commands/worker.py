@@ -2,7 +2,9 @@
 
 Database backend: `db_worker`, surviving lock contention. RQ backend: an RQ worker
 on the same queues (--batch: burst mode; --max-tasks and --worker-id as they are;
---interval, --reload and the startup delay do not apply to RQ).
+--interval, --reload and the startup delay do not apply to RQ). Idle, it looks at the
+queue every --interval seconds, and on PostgreSQL a queued task wakes it at once
+(annotation.task_wakeup).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from django_tasks import task_backends
 from django_tasks.exceptions import InvalidTaskBackendError
 from django_tasks_db.management.commands import db_worker
 
+from annotation.task_wakeup import POLL_SECONDS, default_interval
 from annotation.worker import LockTolerantWorker, is_rq, run_rq_worker
 
 
@@ -30,6 +33,12 @@ class Command(db_worker.Command):
         for action in parser._actions:
             if action.dest == "backend_name":
                 action.type = configured_backend
+            if action.dest == "interval":  # a queued task wakes the worker where the database can tell it
+                action.default = default_interval()
+                action.help = (
+                    "Seconds between looks at the queue when idle (default: 1 on PostgreSQL, where a queued "
+                    f"task also wakes the worker at once; {POLL_SECONDS} elsewhere)"
+                )
 
     def handle(self, *args: Any, **options: Any) -> None:
         backend = task_backends[options["backend_name"]]
