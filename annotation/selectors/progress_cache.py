@@ -11,7 +11,8 @@ table is served with the time it was computed. What counters and small indexes g
 
 The page itself only reads the cache (`peek_quality`), so its own request stays flat; its
 live fragment computes when the table is missing or too old (`current_quality`), so the first
-fragment after a change may take the 0.6 s. The cache is Django's, as configured (Redis when
+fragment after a change may take the 0.6 s; one request at a time, the others serving the
+table they have meanwhile. The cache is Django's, as configured (Redis when
 set, shared by every host; else each process's memory).
 """
 
@@ -37,6 +38,8 @@ QUALITY_REFRESH_SECONDS = 30
 QUALITY_REFRESH_COST_RATIO = 20
 #: How long a table is kept at all (an unchanged study's table stays current until then).
 QUALITY_CACHE_SECONDS = 24 * 3600
+#: How long one request's claim to compute the table holds if it never lets go (its process died).
+COMPUTING_LOCK_SECONDS = 120
 
 #: The table's numbers hold now: nothing they read has changed since they were computed.
 CURRENT = "current"
@@ -153,8 +156,14 @@ def peek_quality(study: Study, *, counts: dict[str, int], now: datetime | None =
     return _served(study, entry, state, rate, counts)
 
 
-def current_quality(study: Study, *, counts: dict[str, int], now: datetime | None = None) -> Quality:
-    """The kept table if it is current or recent, else the table computed now (from every label) and kept."""
+def current_quality(study: Study, *, counts: dict[str, int], now: datetime | None = None) -> Quality | None:
+    """The kept table if it is current or recent, else the table computed now (from every label) and kept.
+
+    One request computes it at a time (a lock in the cache: Redis when set, so across hosts):
+    while one does, the others serve the kept table as outdated, or None when there is none yet
+    (the page then says it is on its way). Every open progress page asks every 10 s, so without
+    the lock a study's researchers all computed the same table together.
+    """
     now = now or timezone.now()
     fingerprint = quality_fingerprint(study)  # before computing: a label that comes in meanwhile makes it change
     entry = cache.get(_key(study))
@@ -162,5 +171,11 @@ def current_quality(study: Study, *, counts: dict[str, int], now: datetime | Non
         state, rate = _state(entry, fingerprint, now)
         if state != OUTDATED:
             return _served(study, entry, state, rate, counts)
-    entry = _compute(study, fingerprint, now)
+    lock = _key(study) + ":computing"
+    if not cache.add(lock, True, timeout=COMPUTING_LOCK_SECONDS):
+        return _served(study, entry, OUTDATED, rate, counts) if entry is not None else None
+    try:
+        entry = _compute(study, fingerprint, now)
+    finally:
+        cache.delete(lock)
     return _served(study, entry, CURRENT, entry["rate"], counts)

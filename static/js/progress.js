@@ -8,7 +8,7 @@
  * annotator table only as last computed (it is computed from every label,
  * issue 15); when there is none yet or it is outdated, the page marks it
  * data-quality-pending and the fragment, which computes it, is asked for at
- * once. No inline script, no eval (CSP script-src 'self'); without this file
+ * once (and every 2 s while another request is computing it). No inline script, no eval (CSP script-src 'self'); without this file
  * the page still works: a reload shows the latest numbers, and the pending
  * table's link (?quality=now) computes it.
  */
@@ -35,9 +35,16 @@
     live.replaceChildren.apply(live, nodes);
   }
 
+  // Another request is computing the table (one at a time, issue 15): ask again soon, not in `seconds`.
+  var PENDING_SECONDS = 2;
+
+  function nextWait() {
+    return live.querySelector("[data-quality-pending]") ? Math.min(PENDING_SECONDS, seconds) : seconds;
+  }
+
   function schedule() {
     window.clearTimeout(timer);
-    timer = isHidden() ? null : window.setTimeout(refresh, seconds * 1000);
+    timer = isHidden() ? null : window.setTimeout(refresh, nextWait() * 1000);
   }
 
   function refresh() {
@@ -50,7 +57,7 @@
       })
       .then(function (html) {
         swap(html);
-        say("Refreshed at " + new Date().toLocaleTimeString() + "; next in " + seconds + " s while this tab is visible.");
+        say("Refreshed at " + new Date().toLocaleTimeString() + "; next in " + nextWait() + " s while this tab is visible.");
       })
       .catch(function (error) {
         say("Could not refresh (" + error.message + "); trying again in " + seconds + " s.");

@@ -150,3 +150,37 @@ def test_only_the_studys_researchers_get_the_table(client, watched, make_user, c
     assert other.pk != watched.pk
     progress_cache.current_quality(watched, counts=study_counts(watched))
     assert progress_cache.peek_quality(other, counts=study_counts(other)) is None  # kept per study
+
+
+@pytest.mark.django_db
+def test_while_one_request_computes_the_table_the_others_serve_the_kept_one(watched, computations):  # noqa: F811
+    """One computation at a time: the others get the kept table, outdated, or nothing yet, without computing."""
+    start = timezone.now()
+    claim = progress_cache._key(watched) + ":computing"
+    cache.add(claim, True)  # another request is computing the first table
+    assert _served(watched, start) is None and computations == []
+    cache.delete(claim)
+    assert _served(watched, start).current and len(computations) == 1
+
+    _add_label(watched, "slow", "c-19", ago=timedelta(seconds=1))
+    later = start + timedelta(seconds=progress_cache.QUALITY_REFRESH_SECONDS + 1)
+    cache.add(claim, True)
+    meanwhile = _served(watched, later)
+    assert meanwhile is not None and meanwhile.outdated and meanwhile.computed_at == start
+    assert len(computations) == 1
+    cache.delete(claim)
+    fresh = _served(watched, later)
+    assert fresh is not None and fresh.current and fresh.computed_at == later and len(computations) == 2
+    assert cache.get(claim) is None  # let go once computed
+
+
+@pytest.mark.django_db
+def test_a_failed_computation_lets_the_next_request_compute(watched, monkeypatch):  # noqa: F811
+    def broken(study):
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(progress_cache, "label_quality", broken)
+    with pytest.raises(RuntimeError):
+        _served(watched, timezone.now())
+    monkeypatch.undo()
+    assert _served(watched, timezone.now()).current

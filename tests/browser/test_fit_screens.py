@@ -11,6 +11,7 @@ be looked at; nothing is asserted on them.
 from __future__ import annotations
 
 import pytest
+from django.core.cache import cache
 from django.urls import reverse
 from django.utils import timezone
 
@@ -170,6 +171,25 @@ def test_progress_page_fits_and_refreshes_itself(screen_context, guard, screen, 
     recount_study(study)  # the row went behind the services' back: the counters are recounted
     page.clock.run_for(11_000)  # the next tick
     page.wait_for_function("() => document.querySelector('[data-field=annotations]').textContent === '80'")
+    assert guard.page_errors == [] and guard.console_errors == [] and guard.external_requests == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_progress_page_asks_again_soon_while_another_request_computes_the_table(
+    screen_context, guard, annotator, researcher
+):
+    """One request computes the annotator table at a time; a page that got "on its way" asks again in 2 s, not 10."""
+    study = verification(annotator, researcher)
+    claim = progress_cache._key(study) + ":computing"
+    cache.add(claim, True)  # another request is computing it (the live server shares this process's cache)
+    page = screen_context("laptop")
+    page.clock.install()
+    log_in(page, researcher.username, reverse("annotation:study_progress", args=[study.slug]))
+    page.wait_for_function("() => /next in 2 s/.test(document.querySelector('#progress-live-status').textContent)")
+    assert page.locator("#quality-pending").count() == 1 and page.locator("#annotator-table").count() == 0
+    cache.delete(claim)  # that request is done (here: it gave up), so the next ask computes it
+    page.clock.run_for(2_500)
+    page.locator("#annotator-table").wait_for()
     assert guard.page_errors == [] and guard.console_errors == [] and guard.external_requests == []
 
 
