@@ -21,7 +21,10 @@ are aggregates over every label, kept in the cache per state of the study's labe
 it, its live fragment (which static/js/progress.js asks for every 10 s) computes it when
 there is none or it is too old. So three rows: the page and the fragment with the table
 kept, and the fragment after a change (the cache emptied: computed from every label,
-growing with the study by nature, like the precision card's).
+growing with the study by nature, like the precision card's). Two more rows filter the
+page's item list: the complete items, and the items in progress; they count each item's
+answers, grouped once per view over the study's submitted assignments,
+so they still grow with the study.
 
 Items are generated realistic verification items bulk-loaded with
 `annotation.services.import_items`, and labels with `import_annotations`. Uses a
@@ -58,6 +61,8 @@ PAGES = (
     "progress page",
     "progress live",
     "progress live, new data",
+    "progress, complete items",
+    "progress, items in progress",
 )
 
 
@@ -106,7 +111,7 @@ def time_page(client, urls: dict[str, str], page: str) -> float:
         cache.clear()  # as after a new label: the card's key has moved on
     elif page == "precision card":
         client.get(url, secure=True)  # untimed: the view before this reload (the other rows empty the cache)
-    elif page in ("progress page", "progress live"):
+    elif page.startswith("progress") and not page.endswith("new data"):
         client.get(urls["progress live"], secure=True)  # untimed: the table kept, as every 10 s while the page is open
     start = time.perf_counter()
     response = client.get(url, secure=True)
@@ -156,6 +161,8 @@ def main() -> None:
             "progress page": reverse("annotation:study_progress", args=[study.slug]),
             "progress live": reverse("annotation:study_progress_live", args=[study.slug]),
             "progress live, new data": reverse("annotation:study_progress_live", args=[study.slug]),
+            "progress, complete items": reverse("annotation:study_progress", args=[study.slug]) + "?state=complete",
+            "progress, items in progress": reverse("annotation:study_progress", args=[study.slug]) + "?state=open",
         }
         scenarios.append((size, client, urls))
 
