@@ -274,7 +274,8 @@ def study_progress(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
     state = state if state in progress_selectors.ITEM_STATES else ""
     live = _progress_live_context(study, compute=request.GET.get("quality") == "now")
     items = progress_selectors.items_with_slots(study, state)
-    paginator = CountedPaginator(items, 50, count=live["counts"]["items"]) if not state else Paginator(items, 50)
+    count = progress_selectors.items_in_state(study, state) if state else live["counts"]["items"]
+    paginator = CountedPaginator(items if count else items.none(), 50, count=count)
     page = paginator.get_page(request.GET.get("page"))
     context = {
         **live,

@@ -361,8 +361,27 @@ def items_with_slots(study: Study, state: str = "") -> QuerySet[ItemWithSlots]:
         .order_by("position", "pk")
     )
     n = study.annotators_per_item
-    # The items with N answers, grouped once: the per-item subqueries in a filter ran for every item
-    # of the study (0.4-0.6 s per view at 100,000 items; this is about a quarter of that).
+    if state == "open":
+        items = items.filter(slots_taken__gt=0, n_submitted__lt=n)
+    elif state == "complete":
+        items = items.filter(n_submitted__gte=n)
+    elif state == "untouched":
+        items = items.filter(slots_taken=0)
+    elif state == "flagged":
+        # through the partial index of flagged assignments: time that grows with the flags, not the items
+        items = items.filter(pk__in=Assignment.objects.filter(study=study, flagged=True).values("item_id"))
+    return items
+
+
+def items_in_state(study: Study, state: str) -> int:
+    """How many items `items_with_slots(study, state)` lists, counted without its per-item subqueries.
+
+    Why: its rows are found by walking the items in order until a page is full, but a COUNT
+    over them ran the subqueries for every item of the study (0.4-0.6 s per filtered view at
+    100,000 items). Here the items with N answers are grouped once (still a pass over the
+    study's answers: about a third of that).
+    """
+    n = study.annotators_per_item
     complete = (
         Assignment.objects.filter(study=study, status=Status.SUBMITTED)
         .order_by()
@@ -371,16 +390,15 @@ def items_with_slots(study: Study, state: str = "") -> QuerySet[ItemWithSlots]:
         .filter(n__gte=n)
         .values("item_id")
     )
+    items = Item.objects.filter(study=study)
     if state == "open":
-        items = items.filter(slots_taken__gt=0).exclude(pk__in=complete)
-    elif state == "complete":
-        items = items.filter(pk__in=complete)
-    elif state == "untouched":
-        items = items.filter(slots_taken=0)
-    elif state == "flagged":
-        # through the partial index of flagged assignments: time that grows with the flags, not the items
-        items = items.filter(pk__in=Assignment.objects.filter(study=study, flagged=True).values("item_id"))
-    return items
+        # The started items less the complete ones among them, as counts an index answers (started,
+        # the rare complete items with no slot taken) and the grouped complete items: not an anti-join.
+        n_complete_started = complete.count() - items.filter(slots_taken=0, pk__in=complete).count()
+        return items.filter(slots_taken__gt=0).count() - n_complete_started
+    if state == "complete":
+        return complete.count()
+    return items_with_slots(study, state).count()
 
 
 @dataclass

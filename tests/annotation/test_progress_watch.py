@@ -187,3 +187,38 @@ def test_live_fragment_queries_do_not_grow_with_the_study(client, researcher, ma
     with CaptureQueriesContext(connection) as large:
         client.get(url)
     assert len(large.captured_queries) == len(small.captured_queries)
+
+
+@pytest.mark.django_db
+def test_each_item_filter_counts_exactly_the_items_it_lists(client, researcher, watched, make_user):
+    """The filters' counts (progress.items_in_state, without per-item subqueries) against the rows they list:
+    complete, in progress (one label, or a slot held), not started, and an item whose
+    slot count says not started although it holds all its answers (a count kept elsewhere must not be trusted)."""
+    items = list(Item.objects.filter(study=watched).order_by("position"))
+    late = make_user("late")
+    add_members(study=watched, usernames=["late"], role="annotator")
+    _label(watched, items[12], late, "supported", active_ms=900, ago=timedelta(minutes=1))  # in progress
+    Assignment.objects.create(
+        study=watched,
+        item=items[13],
+        annotator=late,
+        slot=0,
+        max_slots=3,
+        status="active",
+        lease_expires_at=timezone.now() + timedelta(minutes=30),
+    )
+    Item.objects.filter(pk=items[13].pk).update(slots_taken=1)  # a slot held, nothing answered yet
+    Item.objects.filter(pk=items[0].pk).update(slots_taken=0)  # complete, its slot count drifted
+    client.force_login(researcher)
+    url = reverse("annotation:study_progress", args=[watched.slug])
+    expected = {
+        "complete": [f"c-{n:02d}" for n in range(12)],
+        "open": ["c-12", "c-13"],
+        "untouched": ["c-00", *(f"c-{n:02d}" for n in range(14, 20))],
+    }
+    for state, shown in expected.items():
+        assert (
+            progress.items_in_state(watched, state) == len(shown) == progress.items_with_slots(watched, state).count()
+        )
+        listed = re.findall(r'<tr data-item="([^"]+)"', client.get(url, {"state": state}).content.decode())
+        assert listed == shown, state
