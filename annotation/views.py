@@ -252,8 +252,8 @@ def _progress_live_context(study: Study, *, compute: bool) -> dict:
 
 
 class CountedPaginator(Paginator):
-    """A paginator told how many rows there are (from the counter rows) instead of counting them:
-    COUNT(*) over a study's items grows with the study (issue 15)."""
+    """A paginator told how many rows there are (the counter rows, or `progress.items_in_state` for a
+    filter) instead of counting its rows: COUNT(*) over a study's items grows with the study (issue 15)."""
 
     def __init__(self, object_list: Any, per_page: int, *, count: int) -> None:
         super().__init__(object_list, per_page)
