@@ -234,6 +234,11 @@ class Item(models.Model):
     slots_taken = models.PositiveSmallIntegerField(
         default=0, help_text="Slots handed out so far; bumped by a conditional UPDATE."
     )
+    n_answers = models.PositiveSmallIntegerField(
+        default=0,
+        db_default=0,  # the imports' raw INSERTs leave it out
+        help_text="Answers (annotations) on the item, kept with the study's counters (services/counters.py).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -244,6 +249,8 @@ class Item(models.Model):
             models.Index(fields=["study", "position"], name="item_study_position"),
             models.Index(fields=["study", "slots_taken"], name="item_study_slots"),
             models.Index(fields=["study", "updated_at"], name="item_study_recent"),
+            # the progress page's "in progress" items: a few answers, or a slot taken and none yet
+            models.Index(fields=["study", "n_answers", "slots_taken"], name="item_study_answers"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["study", "external_id"], name="item_external_id_unique"),

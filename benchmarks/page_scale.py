@@ -22,9 +22,8 @@ it, its live fragment (which static/js/progress.js asks for every 10 s) computes
 there is none or it is too old. So three rows: the page and the fragment with the table
 kept, and the fragment after a change (the cache emptied: computed from every label,
 growing with the study by nature, like the precision card's). Two more rows filter the
-page's item list: the complete items, and the items in progress; they count each item's
-answers, grouped once per view over the study's submitted assignments,
-so they still grow with the study.
+page's item list: the complete items, and the items in progress (found through the items'
+answer and slot counts, indexed with the study).
 
 Items are generated realistic verification items bulk-loaded with
 `annotation.services.import_items`, and labels with `import_annotations`. Uses a

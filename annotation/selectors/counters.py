@@ -14,11 +14,13 @@ from ..models import Annotation, AnnotatorCount, Assignment, DomainCount, Item, 
 
 @dataclass(frozen=True)
 class Tally:
-    """What the pages show of one study: per domain (items, gold, annotations), per annotator, items complete."""
+    """What the pages show of one study: per domain (items, gold, annotations), per annotator, items complete,
+    and the answers on each item that has any (item id -> answers)."""
 
     domains: dict[str, tuple[int, int, int]]
     annotators: dict[int, int]
     complete: int
+    answers: dict[int, int]
 
 
 def counted(study: Study) -> Tally:
@@ -40,7 +42,8 @@ def counted(study: Study) -> Tally:
         .values_list("user", "n")
     )
     complete = AnnotatorCount.objects.filter(study=study).aggregate(n=Sum("complete"))["n"] or 0
-    return _tally(items, labels, annotators, complete)
+    answers = dict(Item.objects.filter(study=study, n_answers__gt=0).values_list("pk", "n_answers"))
+    return _tally(items, labels, annotators, complete, answers)
 
 
 def counted_from_rows(study: Study) -> Tally:
@@ -73,14 +76,21 @@ def counted_from_rows(study: Study) -> Tally:
         .order_by()
         .count()
     )
-    return _tally(items, labels, annotators, complete)
+    per_item = dict(
+        answers.values("assignment__item").annotate(n=Count("pk")).order_by().values_list("assignment__item", "n")
+    )
+    return _tally(items, labels, annotators, complete, per_item)
 
 
 def _tally(
-    items: dict[str, tuple[int, int]], labels: dict[str, int], annotators: dict[int, int], complete: int
+    items: dict[str, tuple[int, int]],
+    labels: dict[str, int],
+    annotators: dict[int, int],
+    complete: int,
+    answers: dict[int, int],
 ) -> Tally:
     domains = {domain: (n, gold, labels.get(domain, 0)) for domain, (n, gold) in items.items()}
     for domain, n in labels.items():  # labels on a domain without items: only a drifted counter shows this
         if n and domain not in domains:
             domains[domain] = (0, 0, n)
-    return Tally(domains=domains, annotators=annotators, complete=complete)
+    return Tally(domains=domains, annotators=annotators, complete=complete, answers=answers)

@@ -30,6 +30,10 @@ own transaction, so a rollback takes both back.
   their labels, to another domain) recounts the study from its rows
   (`recount_study`), as a study copy does.
 
+Each item also keeps its number of answers (`Item.n_answers`), for the progress page's
+"complete" and "in progress" items: counted on the item by the same writes (a submit's
+UPDATE of the item is what locks it; an import and a recount count the items' answers).
+
 Hot rows: annotators never share a counter row (one row per study, annotator and
 domain), and the counter write is the submit's last statement, so the item's row
 lock (held by at most N annotators of that item) is the only wait added.
@@ -49,19 +53,21 @@ from ..rawsql import execute, fetch_one, insert_returning_id, insert_statement, 
 
 
 def insert_locking_item(values: dict[str, Any], item_id: int) -> tuple[int, str]:
-    """INSERT an annotation (values as `rawsql.insert_returning_id`) and lock its item for `answer_added`:
-    (the annotation's id, the item's domain), to pass on as `answer_added(domain=...)`.
+    """INSERT an annotation (values as `rawsql.insert_returning_id`), count it on its item and lock the item
+    for `answer_added`: (the annotation's id, the item's domain), to pass on as `answer_added(domain=...)`.
 
     PostgreSQL: one statement for both (the submit's hot path). The label count must not be in it:
-    a statement that waited for the lock still sees the data of when it started.
+    a statement that waited for the lock still sees the data of when it started (the item's own
+    answer count is an UPDATE, which counts on the row as it is once the lock is granted).
     """
     if not connection.features.has_select_for_update:
-        return insert_returning_id(Annotation, values), _locked_domain(item_id)
+        return insert_returning_id(Annotation, values), _count_on_item(item_id)
     item, annotation = names(Item), names(Annotation)
     insert, params = insert_statement(Annotation, values)
     row = fetch_one(
-        f"WITH x AS ({insert} RETURNING {annotation.id}) SELECT x.{annotation.id}, i.{item.domain} "
-        f"FROM {item.table} i, x WHERE i.{item.id} = %s FOR UPDATE OF i",
+        f"WITH x AS ({insert} RETURNING {annotation.id}), "
+        f"u AS (UPDATE {item.table} SET {item.n_answers} = {item.n_answers} + 1 WHERE {item.id} = %s "
+        f"RETURNING {item.domain}) SELECT x.{annotation.id}, u.{item.domain} FROM x, u",
         [*params, item_id],
     )
     if row is None:
@@ -69,11 +75,14 @@ def insert_locking_item(values: dict[str, Any], item_id: int) -> tuple[int, str]
     return row[0], row[1]
 
 
-def _locked_domain(item_id: int) -> str:
-    """The item's domain, its row locked (SQLite: the transaction's write lock serialises instead)."""
+def _count_on_item(item_id: int) -> str:
+    """Count one more answer on the item, which locks its row; its domain (SQLite: the transaction's
+    write lock serialises instead)."""
     item = names(Item)
-    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    row = fetch_one(f"SELECT {item.domain} FROM {item.table} WHERE {item.id} = %s{lock}", [item_id])
+    row = fetch_one(
+        f"UPDATE {item.table} SET {item.n_answers} = {item.n_answers} + 1 WHERE {item.id} = %s RETURNING {item.domain}",
+        [item_id],
+    )
     if row is None:
         raise ValueError(f"no item {item_id} to count an annotation on")
     return row[0]
@@ -82,12 +91,12 @@ def _locked_domain(item_id: int) -> str:
 def answer_added(*, study_id: int, item_id: int, user_id: int, domain: str | None = None) -> None:
     """Count a new annotation by `user_id` on `item_id`; call in the transaction that inserted it, as late as possible.
 
-    `domain`: the item's, from `insert_locking_item` in this transaction (the item is locked then);
-    without it the item is locked here.
+    `domain`: the item's, from `insert_locking_item` in this transaction (the item is locked and the
+    answer counted on it then); without it both are done here.
     """
     assignment, annotation, study, counter = names(Assignment), names(Annotation), names(Study), names(AnnotatorCount)
     if domain is None:
-        domain = _locked_domain(item_id)
+        domain = _count_on_item(item_id)
     # After the lock: the label count sees every answer committed on this item (see the module's docstring).
     execute(
         f"INSERT INTO {counter.table} ({counter.study}, {counter.user}, {counter.domain}, {counter.annotations}, "
@@ -136,6 +145,19 @@ def labels_switched(study: Study, staged_table: str) -> None:
         f"WHERE t.labels >= %s AND t.labels - t.staged < %s GROUP BY t.user_id, t.domain {add}",
         [study.pk, study.annotators_per_item, study.annotators_per_item],
     )
+    execute(
+        f"UPDATE {item.table} SET {item.n_answers} = {_answers_of_item(item.table)} "
+        f"WHERE {item.id} IN (SELECT {staged.item_id} FROM {staged_table})"
+    )
+
+
+def _answers_of_item(outer: str) -> str:
+    """SQL: the number of annotations on the item row `outer` (a table name or alias)."""
+    item, assignment, annotation = names(Item), names(Assignment), names(Annotation)
+    return (
+        f"(SELECT COUNT(*) FROM {annotation.table} AS n JOIN {assignment.table} AS a "
+        f"ON a.{assignment.id} = n.{annotation.assignment} WHERE a.{assignment.item} = {outer}.{item.id})"
+    )
 
 
 def lock_staged_items(staged_table: str) -> None:
@@ -181,6 +203,10 @@ def recount_study(study: Study) -> None:
     with transaction.atomic():
         DomainCount.objects.filter(study=study).delete()
         AnnotatorCount.objects.filter(study=study).delete()
+        execute(
+            f"UPDATE {item.table} SET {item.n_answers} = {_answers_of_item(item.table)} WHERE {item.study} = %s",
+            [study.pk],
+        )
         execute(
             f"INSERT INTO {domains.table} ({domains.study}, {domains.domain}, {domains.items}, {domains.gold}) "
             f"SELECT %s, {item.domain}, COUNT(*), SUM(CASE WHEN {item.gold_label} <> '' THEN 1 ELSE 0 END) "

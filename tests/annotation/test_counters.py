@@ -292,3 +292,31 @@ def test_counters_stay_exact_when_many_annotators_work_at_once(make_user):
     assert counts["annotations"] == sum(answered) == 60
     assert counts["items_complete"] == 20
     _assert_exact(study)
+
+
+@pytest.mark.django_db
+def test_each_items_answers_are_filled_by_the_migration_and_repaired_by_a_recount(make_user):
+    """Item.n_answers of items made before it existed (0021's fill), and after it drifted (recount_study)."""
+    make_user("rita")
+    make_user("a1")
+    study = _study("answers", items=6, annotators=["a1"], n=2)
+    labels = [{"item": f"c-{k:03d}", "annotator": worker, "label": "supported"} for k in range(3) for worker in "xy"]
+    labels.append({"item": "c-004", "annotator": "x", "label": "contradicted"})
+    import_annotations(study=study, stream=jsonl(*labels), fmt="jsonl")
+    expected = counted_from_rows(study)
+    assert expected.answers == {item.pk: n for item, n in zip(_items(study, 0, 1, 2, 4), (2, 2, 2, 1), strict=True)}
+    assert counted(study) == expected
+    Item.objects.filter(study=study).update(n_answers=0)  # as the new column starts out
+    migration = importlib.import_module("annotation.migrations.0021_item_answers")
+    with connection.cursor() as cursor:
+        cursor.execute(migration.FILL)
+    assert counted(study) == expected
+    Item.objects.filter(study=study, external_id="c-000").update(n_answers=7)
+    out = io.StringIO()
+    call_command("recount_study", "answers", stdout=out)
+    assert "corrected (the counters had drifted)" in out.getvalue()
+    assert counted(study) == expected
+
+
+def _items(study: Study, *numbers: int) -> list[Item]:
+    return [Item.objects.get(study=study, external_id=f"c-{k:03d}") for k in numbers]
