@@ -36,6 +36,8 @@ CHANNEL = "claimlab_tasks"
 POLL_SECONDS = 0.25
 #: ... and where a notification wakes it (PostgreSQL): only what a lost notification may cost.
 NOTIFIED_POLL_SECONDS = 1.0
+#: After the listening connection could not be opened, the worker tries again this much later.
+LISTEN_RETRY_SECONDS = 60
 
 
 def _tasks_connection() -> Any:
@@ -76,7 +78,9 @@ class Wakeup:
     def _listen(self) -> psycopg.Connection | None:
         if self._listening is not None:
             return self._listening
-        if not notifies() or (self._failed_at is not None and time.monotonic() - self._failed_at < 60):
+        if not notifies() or (
+            self._failed_at is not None and time.monotonic() - self._failed_at < LISTEN_RETRY_SECONDS
+        ):
             return None
         try:
             params = _tasks_connection().get_connection_params()
