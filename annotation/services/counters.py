@@ -16,10 +16,10 @@ own transaction, so a rollback takes both back.
 
 - A new answer (`answer_added`, called by services/answers.py, the one place that
   creates annotations one at a time) adds one to the annotator's own row for the
-  item's domain. It locks the item row first and then counts the item's labels:
-  of two annotators giving an item its last labels at once, the second waits for
-  the first to commit and then sees its label, so exactly one of them counts the
-  item as complete.
+  item's domain. It counts the answer on the item (`Item.n_answers`) with the UPDATE
+  that locks the item row, and reads that count: of two annotators giving an item its
+  last labels at once, the second waits for the first to commit and then counts on
+  its count, so exactly one of them counts the item as complete.
 - An annotation import adds what its staging table holds (`labels_switched`):
   per annotator and domain, and the items its labels took to N, with those items
   locked first as a submit locks its item. Its cost grows with the file, not the
@@ -30,9 +30,8 @@ own transaction, so a rollback takes both back.
   their labels, to another domain) recounts the study from its rows
   (`recount_study`), as a study copy does.
 
-Each item also keeps its number of answers (`Item.n_answers`), for the progress page's
-"complete" and "in progress" items: counted on the item by the same writes (a submit's
-UPDATE of the item is what locks it; an import and a recount count the items' answers).
+Each item's number of answers (`Item.n_answers`) also serves the progress page's
+"complete" and "in progress" items; an import and a recount count it from the items' answers.
 
 Hot rows: annotators never share a counter row (one row per study, annotator and
 domain), and the counter write is the submit's last statement, so the item's row
@@ -94,15 +93,15 @@ def answer_added(*, study_id: int, item_id: int, user_id: int, domain: str | Non
     `domain`: the item's, from `insert_locking_item` in this transaction (the item is locked and the
     answer counted on it then); without it both are done here.
     """
-    assignment, annotation, study, counter = names(Assignment), names(Annotation), names(Study), names(AnnotatorCount)
+    item, study, counter = names(Item), names(Study), names(AnnotatorCount)
     if domain is None:
         domain = _count_on_item(item_id)
-    # After the lock: the label count sees every answer committed on this item (see the module's docstring).
+    # The item's answers as its locking UPDATE counted them: with every answer committed on it before
+    # the lock, and this one (see the module's docstring).
     execute(
         f"INSERT INTO {counter.table} ({counter.study}, {counter.user}, {counter.domain}, {counter.annotations}, "
-        f"{counter.complete}) SELECT %s, %s, %s, 1, CASE WHEN (SELECT COUNT(*) FROM {annotation.table} AS n "
-        f"JOIN {assignment.table} AS a ON a.{assignment.id} = n.{annotation.assignment} "
-        f"WHERE a.{assignment.item} = %s) = (SELECT s.{study.annotators_per_item} FROM {study.table} AS s "
+        f"{counter.complete}) SELECT %s, %s, %s, 1, CASE WHEN (SELECT i.{item.n_answers} FROM {item.table} AS i "
+        f"WHERE i.{item.id} = %s) = (SELECT s.{study.annotators_per_item} FROM {study.table} AS s "
         f"WHERE s.{study.id} = %s) THEN 1 ELSE 0 END WHERE 1 = 1 "  # WHERE: SQLite's INSERT ... SELECT ... ON CONFLICT
         f"ON CONFLICT ({counter.study}, {counter.user}, {counter.domain}) DO UPDATE SET "
         f"{counter.annotations} = {counter.table}.{counter.annotations} + excluded.{counter.annotations}, "
@@ -119,8 +118,7 @@ def labels_switched(study: Study, staged_table: str) -> None:
     this import when it holds N labels now and held fewer without the staged ones;
     it is counted in the row of its staged label with the highest annotator id.
     """
-    item, assignment, annotation = names(Item), names(Assignment), names(Annotation)
-    staged, counter = names(StagedAnnotation), names(AnnotatorCount)
+    item, staged, counter = names(Item), names(StagedAnnotation), names(AnnotatorCount)
     columns = f"{counter.study}, {counter.user}, {counter.domain}, {counter.annotations}, {counter.complete}"
     add = (
         f"ON CONFLICT ({counter.study}, {counter.user}, {counter.domain}) DO UPDATE SET "
@@ -133,21 +131,19 @@ def labels_switched(study: Study, staged_table: str) -> None:
         f"GROUP BY s.{staged.annotator_id}, i.{item.domain} {add}",
         [study.pk],
     )
+    execute(
+        f"UPDATE {item.table} SET {item.n_answers} = {_answers_of_item(item.table)} "
+        f"WHERE {item.id} IN (SELECT {staged.item_id} FROM {staged_table})"
+    )
     per_item = (
         f"SELECT MAX(s.{staged.annotator_id}) AS user_id, i.{item.domain} AS domain, COUNT(*) AS staged, "
-        f"(SELECT COUNT(*) FROM {annotation.table} AS n JOIN {assignment.table} AS a "
-        f"ON a.{assignment.id} = n.{annotation.assignment} WHERE a.{assignment.item} = s.{staged.item_id}) AS labels "
-        f"FROM {staged_table} AS s JOIN {item.table} AS i ON i.{item.id} = s.{staged.item_id} "
-        f"GROUP BY s.{staged.item_id}, i.{item.domain}"
+        f"i.{item.n_answers} AS labels FROM {staged_table} AS s JOIN {item.table} AS i ON i.{item.id} = s.{staged.item_id} "
+        f"GROUP BY s.{staged.item_id}, i.{item.domain}, i.{item.n_answers}"
     )
     execute(
         f"INSERT INTO {counter.table} ({columns}) SELECT %s, t.user_id, t.domain, 0, COUNT(*) FROM ({per_item}) AS t "
         f"WHERE t.labels >= %s AND t.labels - t.staged < %s GROUP BY t.user_id, t.domain {add}",
         [study.pk, study.annotators_per_item, study.annotators_per_item],
-    )
-    execute(
-        f"UPDATE {item.table} SET {item.n_answers} = {_answers_of_item(item.table)} "
-        f"WHERE {item.id} IN (SELECT {staged.item_id} FROM {staged_table})"
     )
 
 
