@@ -469,14 +469,23 @@
     var asking = bench.id;
     request(prefetch.ahead_url, new URLSearchParams()).then(function (response) {
       if (response.type === "opaqueredirect") { loggedOut(); return null; }
-      if (response.status === 409) { hooks.navigate(annotateUrl); return null; }
+      if (response.status === 409) {
+        // The item is no longer theirs, unless they answered it meanwhile and the server had
+        // the answer first: then the answer's own reply brings the next item.
+        if (asking === bench.id && !waiting) { hooks.navigate(annotateUrl); }
+        return null;
+      }
       if (response.status === 403 || response.status === 404) { nothingLeft = true; return null; }
       if (!response.ok) { throw new Error("HTTP " + response.status); }
       return response.json();
     }).then(function (body) {
       aheadAsked = false;
       if (body && body.go) { leaveFor(body.go); return; }
-      if (body && asking === bench.id) { takeAhead(body.ahead); }
+      if (asking === bench.id) {
+        if (body) { takeAhead(body.ahead); }
+      } else if (!waiting && !sending && !leaving) {
+        askAhead(); // for the item swapped in while this request was on its way
+      }
     }).catch(function () {
       aheadAsked = false;
       window.setTimeout(askAhead, 2000);

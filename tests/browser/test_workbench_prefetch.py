@@ -133,6 +133,49 @@ def test_a_lost_lease_is_said_clearly_and_nothing_is_dropped_silently(page, guar
 
 
 @pytest.mark.django_db(transaction=True)
+def test_an_answer_that_reaches_the_server_before_the_item_ahead_is_asked_for(page, guard, annotator):
+    """The annotator answers before the page's first "ahead" request gets to the server: that
+    request is refused (409, the item is answered), which must not reload the page or say
+    anything; the answer's reply brings the next item and the page asks for the one after it."""
+    study = preference_study("pf-race", [annotator], items=4)
+    held = []
+
+    def hold_first(route) -> None:
+        if held:
+            route.continue_()
+        else:
+            held.append(route)  # sent on below, once the answer is saved
+
+    page.route("**/ahead/", hold_first)
+    log_in(page, annotator.username, annotate_path(study))
+    page.evaluate("window.__samePage = true")
+    first = int(shown_item(page))
+    for _ in range(250):
+        if held:
+            break
+        page.wait_for_timeout(20)  # lets Playwright hand the request to hold_first
+    assert held
+    submit_item(page, "1", "Enter")
+    wait_saved(page)
+    second = int(shown_item(page))
+    assert second != first
+    with page.expect_response("**/ahead/") as refused:
+        held[0].continue_()
+    assert refused.value.status == 409
+    wait_ahead(page)  # asked again, for the item now on screen
+    assert page.evaluate("window.__samePage === true")  # not reloaded
+    assert int(shown_item(page)) == second
+    assert page.locator("#wb-outbox").is_hidden()
+    assert Annotation.objects.get(assignment_id=first).choice == "left_strong"
+    assert len(active_ids(annotator)) == 2  # the one on screen and the one ahead
+    with page.expect_navigation():
+        page.keyboard.press("b")  # back still works
+    assert page.url.endswith(reverse("annotation:annotate_revise", args=[study.slug, first]))
+    assert guard.console_errors == ["Failed to load resource: the server responded with a status of 409 (Conflict)"]
+    assert not guard.page_errors and not guard.external_requests
+
+
+@pytest.mark.django_db(transaction=True)
 def test_back_revises_the_answer_just_given(page, guard, annotator):
     study = preference_study("pf-back", [annotator], items=3)
     log_in(page, annotator.username, annotate_path(study))
