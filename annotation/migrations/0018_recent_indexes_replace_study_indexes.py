@@ -4,11 +4,15 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
+from annotation.migration_operations import AddIndexWithoutLocking
+
 
 class Migration(migrations.Migration):
     """(study, updated_at) indexes for the report fingerprint's "latest change" reads (one index step
     instead of a scan), in place of the study foreign keys' own indexes, which the other (study, ...)
     indexes already cover: the new indexes come first, so no query is ever left without one."""
+
+    atomic = False  # the indexes are built without blocking writes (annotation/migration_operations.py)
 
     dependencies = [
         ("annotation", "0017_annotation_study_required"),
@@ -16,11 +20,11 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.AddIndex(
+        AddIndexWithoutLocking(
             model_name="assignment",
             index=models.Index(fields=["study", "updated_at"], name="assignment_study_recent"),
         ),
-        migrations.AddIndex(
+        AddIndexWithoutLocking(
             model_name="item",
             index=models.Index(fields=["study", "updated_at"], name="item_study_recent"),
         ),

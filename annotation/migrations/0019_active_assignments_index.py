@@ -3,11 +3,15 @@
 from django.conf import settings
 from django.db import migrations, models
 
+from annotation.migration_operations import AddIndexWithoutLocking
+
 
 class Migration(migrations.Migration):
     """A partial index of the active assignments, for a claim's read of own and expired leases
     (services/assignment_sql.claim_candidates): it stays small, and PostgreSQL picks it even with
     statistics from before a study's first claim."""
+
+    atomic = False  # the indexes are built without blocking writes (annotation/migration_operations.py)
 
     dependencies = [
         ("annotation", "0018_recent_indexes_replace_study_indexes"),
@@ -15,7 +19,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.AddIndex(
+        AddIndexWithoutLocking(
             model_name="assignment",
             index=models.Index(
                 condition=models.Q(("status", "active")), fields=["study", "lease_expires_at"], name="assignment_active"

@@ -3,11 +3,15 @@
 from django.conf import settings
 from django.db import migrations, models
 
+from annotation.migration_operations import AddIndexWithoutLocking
+
 
 class Migration(migrations.Migration):
     """A partial index of the flagged assignments, for the progress page's flags and per-annotator
     flag counts (selectors/progress.py): they are read live, in time that grows with the flags,
     not with the study; rows that are not flagged get no entry."""
+
+    atomic = False  # the indexes are built without blocking writes (annotation/migration_operations.py)
 
     dependencies = [
         ("annotation", "0019_active_assignments_index"),
@@ -15,7 +19,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.AddIndex(
+        AddIndexWithoutLocking(
             model_name="assignment",
             index=models.Index(
                 condition=models.Q(("flagged", True)), fields=["study", "updated_at"], name="assignment_flagged"
