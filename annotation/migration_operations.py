@@ -28,18 +28,16 @@ class AddIndexWithoutLocking(AddIndexConcurrently):
     def describe(self) -> str:
         return f"Create index {self.index.name} on {self.model_name} (on PostgreSQL without blocking writes)"
 
+    @staticmethod
+    def _built_as(schema_editor: BaseDatabaseSchemaEditor) -> type[AddIndex]:
+        return AddIndexConcurrently if schema_editor.connection.vendor == "postgresql" else AddIndex
+
     def database_forwards(
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, from_state: ProjectState, to_state: ProjectState
     ) -> None:
-        if schema_editor.connection.vendor == "postgresql":
-            super().database_forwards(app_label, schema_editor, from_state, to_state)
-        else:
-            AddIndex.database_forwards(self, app_label, schema_editor, from_state, to_state)
+        self._built_as(schema_editor).database_forwards(self, app_label, schema_editor, from_state, to_state)
 
     def database_backwards(
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, from_state: ProjectState, to_state: ProjectState
     ) -> None:
-        if schema_editor.connection.vendor == "postgresql":
-            super().database_backwards(app_label, schema_editor, from_state, to_state)
-        else:
-            AddIndex.database_backwards(self, app_label, schema_editor, from_state, to_state)
+        self._built_as(schema_editor).database_backwards(self, app_label, schema_editor, from_state, to_state)
