@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from types import ModuleType
 
 import numpy as np
-from scipy import stats as st
 
 __all__ = [
     "kappa_ci_items",
@@ -42,6 +42,15 @@ __all__ = [
 _MAX_ITEMS = 1_000_000
 
 
+def _scipy_stats() -> ModuleType:
+    """scipy.stats, imported when first needed. Why: importing it takes about 1.5 s, and this module
+    is imported with the planning page's URLs at every start of a process (each manage.py command,
+    worker and web worker), most of which never plan a study."""
+    from scipy import stats
+
+    return stats
+
+
 def _check_probability(name: str, value: float, *, open_interval: bool = True) -> float:
     value = float(value)
     ok = 0 < value < 1 if open_interval else 0 <= value <= 1
@@ -51,12 +60,12 @@ def _check_probability(name: str, value: float, *, open_interval: bool = True) -
 
 
 def _z(level: float) -> float:
-    return float(st.norm.ppf(level))
+    return float(_scipy_stats().norm.ppf(level))
 
 
 def _sign_test_critical(n: int, alpha: float) -> int:
     """Largest k with P(X <= k | n, 0.5) <= alpha / 2 (-1 when none): reject if X <= k or X >= n - k."""
-    cdf = st.binom.cdf(np.arange(n + 1), n, 0.5)
+    cdf = _scipy_stats().binom.cdf(np.arange(n + 1), n, 0.5)
     below = np.flatnonzero(cdf <= alpha / 2)
     return int(below[-1]) if len(below) else -1
 
@@ -70,7 +79,7 @@ def sign_test_power(n: int, p: float, alpha: float = 0.05) -> float:
     k = _sign_test_critical(n, alpha)
     if k < 0:
         return 0.0
-    return float(st.binom.cdf(k, n, p) + st.binom.sf(n - k - 1, n, p))
+    return float(_scipy_stats().binom.cdf(k, n, p) + _scipy_stats().binom.sf(n - k - 1, n, p))
 
 
 def sign_test_items(p: float, power: float = 0.8, alpha: float = 0.05, max_items: int = 100_000) -> dict:
