@@ -5,12 +5,13 @@ from django.db import DEFAULT_DB_ALIAS, connections, migrations, models, transac
 from annotation.migration_operations import AddIndexWithoutLocking
 
 #: Each item's answers, counted from its annotations (items with none keep the default 0), for
-#: the items with ids in a range.
+#: the items with ids in a range (%(low)s to %(high)s): the answered items are looked up in that
+#: range only, so each batch reads its own items' assignments, not every answer of the database.
 FILL = (
     "UPDATE annotation_item SET n_answers = (SELECT COUNT(*) FROM annotation_annotation AS n "
     "JOIN annotation_assignment AS a ON a.id = n.assignment_id WHERE a.item_id = annotation_item.id) "
-    "WHERE id IN (SELECT a.item_id FROM annotation_assignment AS a "
-    "JOIN annotation_annotation AS n ON n.assignment_id = a.id) AND id BETWEEN %s AND %s"
+    "WHERE id BETWEEN %(low)s AND %(high)s AND id IN (SELECT a.item_id FROM annotation_assignment AS a "
+    "JOIN annotation_annotation AS n ON n.assignment_id = a.id WHERE a.item_id BETWEEN %(low)s AND %(high)s)"
 )
 #: Items per statement: the previous release serves during `migrate`, and a batch's items stay
 #: locked (their submits wait) only while that batch is counted.
@@ -25,7 +26,7 @@ def fill_answers(apps, schema_editor) -> None:
     after = 0
     while batch := list(ids.filter(pk__gt=after)[:BATCH]):
         with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
-            cursor.execute(FILL, [batch[0], batch[-1]])
+            cursor.execute(FILL, {"low": batch[0], "high": batch[-1]})
         after = batch[-1]
 
 

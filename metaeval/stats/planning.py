@@ -79,7 +79,8 @@ def sign_test_power(n: int, p: float, alpha: float = 0.05) -> float:
     k = _sign_test_critical(n, alpha)
     if k < 0:
         return 0.0
-    return float(_scipy_stats().binom.cdf(k, n, p) + _scipy_stats().binom.sf(n - k - 1, n, p))
+    binom = _scipy_stats().binom
+    return float(binom.cdf(k, n, p) + binom.sf(n - k - 1, n, p))
 
 
 def sign_test_items(p: float, power: float = 0.8, alpha: float = 0.05, max_items: int = 100_000) -> dict:

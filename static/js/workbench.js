@@ -483,7 +483,7 @@
       if (body && body.go) { leaveFor(body.go); return; }
       if (asking === bench.id) {
         if (body) { takeAhead(body.ahead); }
-      } else if (!waiting && !sending && !leaving) {
+      } else if (!waiting && !leaving) {
         askAhead(); // for the item swapped in while this request was on its way
       }
     }).catch(function () {
