@@ -88,8 +88,8 @@ def build_report(
     """
     options = options or ReportOptions()
     crowd = options.include_screened_out
-    labels = selectors.label_frame(study, include_gold=True, include_screened_out=crowd)
-    n_items, n_items_gold = item_totals(study)  # the item frame is read after the first sections
+    labels, items = selectors.label_and_item_frames(study, include_gold=True, include_screened_out=crowd)
+    n_items, n_items_gold = item_totals(study)
     agreed = labels if study.gold_in_agreement else labels.loc[labels["gold_label"] == ""]
     report: dict[str, Any] = {
         "study": study.slug,
@@ -112,7 +112,6 @@ def build_report(
     on_overall = partial(_hand_over_first, on_first_sections, report) if on_first_sections else None
     report.update(agreement_sections(agreed, study, options, on_overall=on_overall))
     report["preference"] = preference_section(agreed, study, options)
-    items = selectors.item_frame(study)
     evidence = selectors.evidence_frame(study, include_screened_out=crowd) if not study.is_preference else None
     reference, report["reference"], report["annotator_quality"] = reference_and_quality(labels, items, study, options)
     report["scores"] = (

@@ -1,6 +1,6 @@
 """The label and item frames read the same rows whichever way they are read (COPY on PostgreSQL).
 
-``metaeval.selectors._frame`` reads a query through ``COPY ... TO STDOUT`` on PostgreSQL and
+``metaeval.selectors._frames`` reads queries through ``COPY ... TO STDOUT`` on PostgreSQL and
 through the ORM elsewhere; on PostgreSQL both ways are compared here on strings CSV could
 mangle (quotes, commas, line breaks, "NA", leading zeros, spaces, non-ASCII, empty).
 """
@@ -46,7 +46,7 @@ def _by_orm(rows, columns):
 def test_the_label_and_item_frames_equal_the_orms_rows(tricky_study, monkeypatch):
     copied = selectors.label_frame(tricky_study, include_gold=True)
     items = selectors.item_frame(tricky_study)
-    monkeypatch.setattr(selectors, "_frame", lambda rows, columns, numbers: _by_orm(rows, columns))
+    monkeypatch.setattr(selectors, "_frames", lambda *reads: [_by_orm(read.rows, read.columns) for read in reads])
     pd.testing.assert_frame_equal(copied, selectors.label_frame(tricky_study, include_gold=True))
     pd.testing.assert_frame_equal(items, selectors.item_frame(tricky_study))
     assert len(copied) == 2 * len(TRICKY) and list(copied.columns) == LABEL_COLUMNS
