@@ -155,7 +155,7 @@ def test_an_answer_that_reaches_the_server_before_the_item_ahead_is_asked_for(pa
             break
         page.wait_for_timeout(20)  # lets Playwright hand the request to hold_first
     assert held
-    submit_item(page, "1", "Enter")
+    submit_item(page, "1", "Enter", settled=False)  # answered while the first ahead request is held
     wait_saved(page)
     second = int(shown_item(page))
     assert second != first
