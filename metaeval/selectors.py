@@ -183,16 +183,12 @@ def _labels_of_items(
     A label whose item is not among ``items`` (an item imported between the two reads) is left
     out: the study's fingerprint has changed with it, so the next report counts it.
     """
-    item_ids = items["id"].to_numpy()
-    by_id = np.argsort(item_ids, kind="stable")
-    found = np.searchsorted(item_ids[by_id], labels["item_id"].to_numpy())
-    found = np.minimum(found, max(len(item_ids) - 1, 0))
-    place = by_id[found] if len(item_ids) else found  # each label's item's place in import order
-    kept = (item_ids[place] == labels["item_id"].to_numpy()) if len(item_ids) else np.zeros(len(labels), bool)
-    if not include_gold:
-        kept &= (items["gold_label"] == "").to_numpy()[place]
-    kept_rows = np.flatnonzero(kept)
+    place = pd.Index(items["id"]).get_indexer(labels["item_id"])  # each label's item's place in import order
+    kept_rows = np.flatnonzero(place >= 0)
     place = place[kept_rows]
+    if not include_gold:
+        not_gold = (items["gold_label"] == "").to_numpy()[place]
+        kept_rows, place = kept_rows[not_gold], place[not_gold]
     user_ids, annotator_of = np.unique(labels["annotator_id"].to_numpy()[kept_rows], return_inverse=True)
     annotator_names = [names[int(user_id)] for user_id in user_ids]
     # each item's labels by name (a former member's `user-<id>`), then by user id

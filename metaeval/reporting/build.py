@@ -12,7 +12,6 @@ from functools import partial
 from typing import Any
 
 from annotation.models import Study
-from annotation.selectors import item_totals
 from annotation.selectors.adjudication import adjudication_summary
 from annotation.selectors.participants import exclusion_rule
 from metaeval import selectors
@@ -89,7 +88,7 @@ def build_report(
     options = options or ReportOptions()
     crowd = options.include_screened_out
     labels, items = selectors.label_and_item_frames(study, include_gold=True, include_screened_out=crowd)
-    n_items, n_items_gold = item_totals(study)
+    n_items, n_items_gold = len(items), int((items["gold_label"] != "").sum())
     agreed = labels if study.gold_in_agreement else labels.loc[labels["gold_label"] == ""]
     report: dict[str, Any] = {
         "study": study.slug,

@@ -137,14 +137,14 @@ def test_report_is_strict_json(report):
 
 
 def test_report_reads_labels_in_a_constant_number_of_queries(xsum_study, demo, django_assert_max_num_queries):
-    # 16, whatever the study's size: besides the labels (three reads: the labels, the items, the
-    # members' pseudonyms), the verifiers' labels (their factuality
+    # 15, whatever the study's size: besides the labels (three reads: the labels, the items, which
+    # also give the item counts, and the members' pseudonyms), the verifiers' labels (their factuality
     # scores), two for the adjudication section (its adjudications, the labels its queue is built
     # from), two for the reference rule (the study's adjudicated labels) and three for the crowd
     # participants left out of the analysis (screened out, withdrawn)
-    with django_assert_max_num_queries(16):
+    with django_assert_max_num_queries(15):
         build_report(xsum_study, ReportOptions(by_domain=True, binary=True))
-    with django_assert_max_num_queries(16):
+    with django_assert_max_num_queries(15):
         build_report(demo["factcheck-gpt"], ReportOptions(by_domain=True, binary=True))
 
 

@@ -19,8 +19,10 @@ from django.db import connection, transaction
 from annotation.services import create_study, import_annotations, import_items
 from metaeval import selectors, snapshot_reads
 
-from ..conftest import jsonl, verification_item
+from .conftest import jsonl, verification_item
 
+# Here, not in tests/metaeval: the flush that ends a transaction=True test would also empty the
+# demo studies that package's tests share (a package-scoped fixture, tests/metaeval/conftest.py).
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ON_POSTGRES = connection.vendor == "postgresql"
