@@ -337,16 +337,17 @@ class SubmitAssignment(AssignmentScoped, AssignmentServiceView):
     def post(self, request: Request, assignment_id: int) -> Response:
         answer = SubmitAnswerSerializer.validated(request.data)
         user = logged_in_user(request)
-        done = assignments.submit(
+        done, progress = assignments.submit_with_progress(
             user=user,
             study=self.study,
             assignment_id=self.assignment.pk,
             answer=SubmitAnswerSerializer.answer(answer),
             source=Annotation.Source.API,
+            shown_left=self.assignment.left_system,
         )
+        data = answer_result(done, progress)
         if not answer["next"]:
-            return self.result(done)
-        data = answer_result(done, annotator_progress(user, self.study))
+            return Response(data)
         try:
             following, holding_lost = assignments.next_after_submit(user, self.study, answer.get("holding"))
         except (assignments.ClaimContention, assignments.NotAllowed):

@@ -142,6 +142,7 @@ def _answer(request: HttpRequest, participant: Participant, link: ParticipantLin
             assignment_id=assignment.pk,
             answer=form.to_answer(),
             source=Annotation.Source.WEB,
+            shown_left=assignment.left_system,
         )
     except ServiceError as exc:
         if background:

@@ -104,11 +104,27 @@ def execute(sql: str, params: Sequence[Any] = ()) -> int:
 
 def insert_statement(model: type[models.Model], values: dict[str, Any]) -> tuple[str, list[Any]]:
     """The INSERT of one row from {field name or attname (`study_id`): Python value}, and its parameters."""
+    columns, placeholders, params = _insert_parts(model, values)
+    return f"INSERT INTO {table(model)} ({columns}) VALUES ({placeholders})", params
+
+
+def insert_select_statement(
+    model: type[models.Model], values: dict[str, Any], computed: dict[str, str], source: str
+) -> tuple[str, list[Any]]:
+    """`INSERT ... SELECT`: a row of `values` (as `insert_statement`) and of SQL expressions over `source`
+    (`computed`, {field name or attname: expression}) for each row of `source` (e.g. a CTE's name)."""
+    columns, placeholders, params = _insert_parts(model, values)
+    columns += "".join(f", {quote(_concrete_field(model, name).column)}" for name in computed)
+    expressions = "".join(f", {expression}" for expression in computed.values())
+    return f"INSERT INTO {table(model)} ({columns}) SELECT {placeholders}{expressions} FROM {source}", params
+
+
+def _insert_parts(model: type[models.Model], values: dict[str, Any]) -> tuple[str, str, list[Any]]:
+    """(quoted columns, placeholders, parameters) of one row's values, written as the fields save them."""
     fields = [(_concrete_field(model, name), value) for name, value in values.items()]
     columns = ", ".join(quote(field.column) for field, _ in fields)
     params = [field.get_db_prep_save(value, connection) for field, value in fields]
-    placeholders = ", ".join(["%s"] * len(fields))
-    return f"INSERT INTO {table(model)} ({columns}) VALUES ({placeholders})", params
+    return columns, ", ".join(["%s"] * len(fields)), params
 
 
 def insert_returning_id(model: type[models.Model], values: dict[str, Any]) -> int:

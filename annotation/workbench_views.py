@@ -36,6 +36,7 @@ from .services.assignments import (
     release_ahead,
     skip,
     submit,
+    submit_with_progress,
 )
 
 #: Shown when a POST names an assignment the user no longer holds (its lease ran out and
@@ -184,10 +185,15 @@ def annotate_release(request: AuthenticatedHttpRequest, slug: str, assignment_id
 
 
 def _background_result(
-    request: AuthenticatedHttpRequest, study: Study, answered: Assignment, *, revising: bool
+    request: AuthenticatedHttpRequest,
+    study: Study,
+    answered: Assignment,
+    progress: dict[str, int | bool],
+    *,
+    revising: bool,
 ) -> JsonResponse:
-    """After a background submit: the progress, and the item after the one now on screen."""
-    body: dict = {"saved": True, "progress": annotator_progress(request.user, study)}
+    """After a background submit: the progress after it, and the item after the one now on screen."""
+    body: dict = {"saved": True, "progress": progress}
     if revising:
         return JsonResponse(body)
     held = holding(request)
@@ -210,14 +216,20 @@ def _save_answer(
     background = in_background(request)
     form = _form_for(study, assignment, request.POST)
     if form.is_valid():
+        answered = {
+            "user": request.user,
+            "study": study,
+            "assignment_id": assignment.pk,
+            "answer": form.to_answer(),
+            "source": Annotation.Source.WEB,
+            "shown_left": assignment.left_system,
+        }
+        progress = None
         try:
-            submit(
-                user=request.user,
-                study=study,
-                assignment_id=assignment.pk,
-                answer=form.to_answer(),
-                source=Annotation.Source.WEB,
-            )
+            if background:  # the page shows the progress after the answer (read with it on PostgreSQL)
+                progress = submit_with_progress(**answered).progress
+            else:
+                submit(**answered)
         except (LeaseLost, NotAllowed) as exc:
             if background:
                 return JsonResponse(
@@ -233,7 +245,8 @@ def _save_answer(
             form.add_error(None, str(exc))
         else:
             if background:
-                return _background_result(request, study, assignment, revising=revising)
+                assert progress is not None
+                return _background_result(request, study, assignment, progress, revising=revising)
             messages.success(request, "Your answer to the earlier item was changed." if revising else "Saved.")
             return redirect("annotation:annotate", slug=study.slug)
     if background:

@@ -30,32 +30,46 @@ def annotator_progress(user: User, study: Study) -> dict[str, int | bool]:
     When the limit is hit, `total` is a lower bound and `total_exact` is false.
     Hand-written SQL: this runs on every annotating request (annotation/rawsql.py).
     """
+    row = fetch_one(*progress_counts(study, user.pk))
+    assert row is not None  # an aggregate without GROUP BY always returns one row
+    return progress_from_counts(*row)
+
+
+def progress_counts(study: Study, user_id: int) -> tuple[str, list[Any]]:
+    """The SELECT behind `annotator_progress` and its parameters: one row (done, active, had, unfinished).
+
+    Also read inside PostgreSQL's one-statement submit (services/submit_sql.py), which sees the counts
+    of before its own writes and so passes done + 1 and active - 1 to `progress_from_counts`.
+    """
     n = study.annotators_per_item
     A, IT = names(Assignment), names(Item)
     # One statement: the user's own counts, and the unfinished items read from the top of the
     # (study, slots_taken) index, as claims do (right after a bulk change and before (auto)vacuum,
     # the bottom holds the dead versions), up to the limit past the ones the user already had.
-    row = fetch_one(
+    sql = (
         f"WITH mine AS (SELECT COUNT(CASE WHEN a.{A.status} = %s THEN 1 END) AS done, "
         f"COUNT(CASE WHEN a.{A.status} = %s THEN 1 END) AS active, "
         f"COUNT(CASE WHEN i.{IT.slots_taken} < %s THEN 1 END) AS had "
         f"FROM {A.table} a JOIN {IT.table} i ON i.{IT.id} = a.{A.item} WHERE a.{A.study} = %s AND a.{A.annotator} = %s) "
         f"SELECT done, active, had, (SELECT COUNT(*) FROM (SELECT i.{IT.id} FROM {IT.table} i "
         f"WHERE i.{IT.study} = %s AND i.{IT.slots_taken} < %s ORDER BY i.{IT.slots_taken} DESC "
-        f"LIMIT (SELECT had FROM mine) + %s) unfinished) FROM mine",
-        (
-            Assignment.Status.SUBMITTED,
-            Assignment.Status.ACTIVE,
-            n,
-            study.pk,
-            user.pk,
-            study.pk,
-            n,
-            PROGRESS_COUNT_LIMIT + 1,
-        ),
+        f"LIMIT (SELECT had FROM mine) + %s) unfinished) AS unfinished FROM mine"
     )
-    assert row is not None  # an aggregate without GROUP BY always returns one row
-    done, active, had_unfinished, unfinished = row
+    params = [
+        Assignment.Status.SUBMITTED,
+        Assignment.Status.ACTIVE,
+        n,
+        study.pk,
+        user_id,
+        study.pk,
+        n,
+        PROGRESS_COUNT_LIMIT + 1,
+    ]
+    return sql, params
+
+
+def progress_from_counts(done: int, active: int, had_unfinished: int, unfinished: int) -> dict[str, int | bool]:
+    """`annotator_progress` from the counts `progress_counts` reads."""
     limit = PROGRESS_COUNT_LIMIT + had_unfinished
     exact = unfinished <= limit
     available = max(min(unfinished, limit) - had_unfinished, 0)

@@ -1,7 +1,8 @@
 """Recording an answer on an assignment, with its revision trail.
 
-The one place where an Annotation is created or changed, so that every path
-(web page, API, import) keeps the same invariants: system-space storage and
+The one place where an Annotation is changed, and where it is created but for PostgreSQL's
+one-statement submit (services/submit_sql.py, which stores `answer_fields` the same way), so
+that every path (web page, API, import) keeps the same invariants: system-space storage and
 one AnnotationRevision per change.
 """
 
@@ -52,7 +53,7 @@ def record_answer(
     annotation = Annotation.objects.filter(assignment=assignment).first()
     if annotation is None:
         annotation = Annotation.objects.create(
-            assignment=assignment, study_id=assignment.study_id, source=source, **_fields(values)
+            assignment=assignment, study_id=assignment.study_id, source=source, **answer_fields(values)
         )
         answer_added(study_id=assignment.study_id, item_id=assignment.item_id, user_id=assignment.annotator_id)
         return annotation, True
@@ -64,7 +65,7 @@ def record_answer(
             annotation.save(update_fields=["active_ms", "updated_at"])
             return annotation, True
         return annotation, False
-    for name, value in _fields(values).items():
+    for name, value in answer_fields(values).items():
         setattr(annotation, name, value)
     annotation.save()
     AnnotationRevision.objects.create(annotation=annotation, old_value=old, new_value=new, changed_by=changed_by)
@@ -81,7 +82,7 @@ def record_first_answer(*, assignment: Assignment, values: AnswerValues, source:
     updates (services/counters.py) stays locked until the commit.
     """
     fields = {
-        **_fields(values),
+        **answer_fields(values),
         "assignment_id": assignment.pk,
         "study_id": assignment.study_id,
         "source": source,
@@ -98,5 +99,6 @@ def record_first_answer(*, assignment: Assignment, values: AnswerValues, source:
     return annotation
 
 
-def _fields(values: AnswerValues) -> dict[str, Any]:
+def answer_fields(values: AnswerValues) -> dict[str, Any]:
+    """The Annotation's answer fields, as stored."""
     return {**values.snapshot(), "active_ms": values.active_ms}

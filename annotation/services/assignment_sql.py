@@ -64,6 +64,12 @@ def claim_candidates(
     first, read from the top of the (study, slots_taken) index. At most `limit` of each.
     Why one statement: a claim needs the fresh ones whenever it has neither own nor expired (almost
     always), and a round trip costs both the web server and the database more than this bounded read.
+
+    Why `annotator + 0` in the fresh part: it keeps PostgreSQL on the (item, annotator) unique index,
+    one probe per candidate. With statistics gathered before the study's first labels (a bulk import
+    then ANALYZE, or autovacuum off) it otherwise chose the annotator index and read all of the user's
+    assignments once per candidate: 9,024 rows for 32 candidates after 282 labels, 1.5 ms of database
+    CPU per claim that grew with every label (measured in benchmarks/annotate_load.py's set-up).
     """
     A, IT = names(Assignment), names(Item)
     rows = fetch_all(
@@ -79,7 +85,7 @@ def claim_candidates(
         f"UNION ALL SELECT 1, f.{IT.id}, NULL, NULL, NULL, NULL, f.{IT.external_id}, f.{IT.slots_taken}, NULL, NULL, NULL "
         f"FROM (SELECT i.{IT.id}, i.{IT.external_id}, i.{IT.slots_taken} FROM {IT.table} i "
         f"WHERE i.{IT.study} = %s AND i.{IT.slots_taken} < %s AND NOT EXISTS (SELECT 1 FROM {A.table} b "
-        f"WHERE b.{A.item} = i.{IT.id} AND b.{A.annotator} = %s) "
+        f"WHERE b.{A.item} = i.{IT.id} AND b.{A.annotator} + 0 = %s) "
         f"ORDER BY i.{IT.slots_taken} DESC LIMIT %s) f "
         f"ORDER BY 1, 9, 10, 11, 2",
         (
@@ -192,33 +198,39 @@ def submit_own_active(assignment_id: int, study_id: int, user_id: int, now: date
     item joined in FROM, so there the item is a second read.) On None the caller takes the
     step-by-step path, which says which condition failed (or revises an answered assignment).
     """
-    A, IT, M = names(Assignment), names(Item), names(StudyMember)
     joined = connection.vendor == "postgresql"
     row = fetch_one(
-        f"UPDATE {A.table} SET {A.status} = %s, {A.submitted_at} = %s, {A.lease_expires_at} = NULL, "
-        f"{A.updated_at} = %s "
-        + (f"FROM {IT.table} i WHERE i.{IT.id} = {A.table}.{A.item} AND " if joined else "WHERE ")
-        + f"{A.table}.{A.id} = %s AND {A.table}.{A.study} = %s AND {A.table}.{A.annotator} = %s "
-        f"AND {A.table}.{A.status} = %s AND EXISTS (SELECT 1 FROM {M.table} m WHERE m.{M.study} = {A.table}.{A.study} "
-        f"AND m.{M.user} = %s AND m.{M.role} = %s AND m.{M.is_active}) "
-        f"RETURNING {SUBMITTED_ROWS.select}" + (f", {ITEM_ROWS.select}" if joined else ""),
-        (
-            SUBMITTED,
-            db_datetime(now),
-            db_datetime(now),
-            assignment_id,
-            study_id,
-            user_id,
-            ACTIVE,
-            user_id,
-            StudyMember.Role.ANNOTATOR,
-        ),
+        own_active_submitted(joined_item=joined)
+        + f" RETURNING {SUBMITTED_ROWS.select}"
+        + (f", {ITEM_ROWS.select}" if joined else ""),
+        own_active_submitted_params(assignment_id, study_id, user_id, now),
     )
     if row is None:
         return None
     assignment = SUBMITTED_ROWS.instance(row)
     assignment.item = ITEM_ROWS.instance(row, SUBMITTED_ROWS.width) if joined else item(assignment.item_id)
     return assignment
+
+
+def own_active_submitted(*, joined_item: bool = False, conditions: str = "") -> str:
+    """The UPDATE (no RETURNING) that marks the user's own active assignment submitted, while they are
+    an active annotator of its study; parameters `own_active_submitted_params`, then those of `conditions`
+    (more SQL conditions, ANDed). `joined_item`: the item joins as `i` (PostgreSQL's UPDATE ... FROM)."""
+    A, IT, M = names(Assignment), names(Item), names(StudyMember)
+    return (
+        f"UPDATE {A.table} SET {A.status} = %s, {A.submitted_at} = %s, {A.lease_expires_at} = NULL, "
+        f"{A.updated_at} = %s "
+        + (f"FROM {IT.table} i WHERE i.{IT.id} = {A.table}.{A.item} AND " if joined_item else "WHERE ")
+        + f"{A.table}.{A.id} = %s AND {A.table}.{A.study} = %s AND {A.table}.{A.annotator} = %s "
+        f"AND {A.table}.{A.status} = %s AND EXISTS (SELECT 1 FROM {M.table} m WHERE m.{M.study} = {A.table}.{A.study} "
+        f"AND m.{M.user} = %s AND m.{M.role} = %s AND m.{M.is_active})" + (f" AND {conditions}" if conditions else "")
+    )
+
+
+def own_active_submitted_params(assignment_id: int, study_id: int, user_id: int, now: datetime) -> list[Any]:
+    """The parameters of `own_active_submitted`, its `conditions` aside."""
+    when = db_datetime(now)
+    return [SUBMITTED, when, when, assignment_id, study_id, user_id, ACTIVE, user_id, StudyMember.Role.ANNOTATOR]
 
 
 def _with_item(row: Sequence[Any]) -> Assignment:

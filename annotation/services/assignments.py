@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -51,6 +51,7 @@ from django.utils import timezone
 from ..evidence import InvalidEvidence, checked_judgements
 from ..models import MAX_ACTIVE_MS, Annotation, Assignment, Item, Study
 from ..randomisation import left_system_for, queue_position, side_coin
+from ..selectors.workbench import annotator_progress, progress_counts, progress_from_counts
 from ..vocab import (
     PREFERENCE_BOTH_BAD,
     PREFERENCE_CHOICES,
@@ -59,7 +60,8 @@ from ..vocab import (
     preference_label,
 )
 from . import assignment_sql as sql
-from .answers import AnswerValues, record_answer, record_first_answer
+from . import submit_sql
+from .answers import AnswerValues, answer_fields, record_answer, record_first_answer
 from .errors import ServiceError
 
 logger = logging.getLogger(__name__)
@@ -446,6 +448,14 @@ class SubmittedAnswer:
 
 def answer_values(study: Study, assignment: Assignment, answer: SubmittedAnswer) -> AnswerValues:
     """Check an answer against the study and store it in system space, never as left/right."""
+    passages = len(assignment.item.payload.get("evidence", [])) if study.evidence_judgements else 0
+    return checked_answer(study, answer, left_system=assignment.left_system, passages=passages)
+
+
+def checked_answer(study: Study, answer: SubmittedAnswer, *, left_system: str, passages: int) -> AnswerValues:
+    """`answer_values` from what the answer depends on: the system the assignment shows on the left
+    (preference studies) and its item's number of evidence passages (counted when the study asks for
+    a judgement of each)."""
     justification = (answer.justification or "").strip()
     if len(justification) > MAX_TEXT:
         raise ServiceError(f"the justification is {len(justification):,} characters; the limit is {MAX_TEXT:,}")
@@ -457,11 +467,11 @@ def answer_values(study: Study, assignment: Assignment, answer: SubmittedAnswer)
     ):
         raise ServiceError("active_ms must be a whole number of milliseconds")
     if study.is_preference:
-        return _preference_values(study, assignment, answer.choice, justification, active_ms)
+        return _preference_values(study, left_system, answer.choice, justification, active_ms)
     label = (answer.label or "").strip()
     if label not in study.labels:
         raise ServiceError(f"label must be one of {', '.join(study.labels)}, got {label!r}")
-    evidence = _evidence_judgements(study, assignment.item, answer.evidence)
+    evidence = _evidence_judgements(study, passages, answer.evidence)
     return AnswerValues(
         label=label,
         raw_label=label,
@@ -473,7 +483,7 @@ def answer_values(study: Study, assignment: Assignment, answer: SubmittedAnswer)
 
 
 def _preference_values(
-    study: Study, assignment: Assignment, choice: str, justification: str, active_ms: int | None
+    study: Study, left_system: str, choice: str, justification: str, active_ms: int | None
 ) -> AnswerValues:
     choice = (choice or "").strip()
     if choice not in PREFERENCE_CHOICES:
@@ -490,7 +500,7 @@ def _preference_values(
         return AnswerValues(
             label=choice, raw_label=choice, choice=choice, justification=justification, active_ms=active_ms
         )
-    left = assignment.left_system or systems[0]
+    left = left_system or systems[0]
     shown = (left, systems[1] if left == systems[0] else systems[0])
     preferred = shown[position]
     label = preference_label(systems.index(preferred), strength)
@@ -507,10 +517,9 @@ def _preference_values(
     )
 
 
-def _evidence_judgements(study: Study, item: Item, given: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+def _evidence_judgements(study: Study, passages: int, given: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     """One judgement per passage when the study asks for them, none otherwise: the same rule
     for the web form and the API, so a study's answers are complete for the credibility scores."""
-    passages = len(item.payload.get("evidence", [])) if study.evidence_judgements else 0
     if not given:
         if passages:
             raise ServiceError(
@@ -571,6 +580,7 @@ def submit(
     answer: SubmittedAnswer,
     source: str = Annotation.Source.WEB,
     now: datetime | None = None,
+    shown_left: str | None = None,
 ) -> Assignment:
     """Store the answer on the user's own assignment; repeat-safe.
 
@@ -578,15 +588,109 @@ def submit(
     stored and the assignment submitted, in one transaction. Already submitted
     by this user: the answer is changed with a revision ("back" to revise) or,
     when identical, left alone, so a double click is harmless.
+
+    `shown_left`: the assignment's `left_system` as the caller read it; in a preference
+    study it lets the common submit be one statement on PostgreSQL (`_submit_in_one_statement`).
     """
-    now = now or timezone.now()
-    return _retrying_deadlocks(
-        lambda: _submit_once(user, study, assignment_id, answer, source, now), what="answer", user=user, study=study
+    given = _Given(user, study, assignment_id, answer, source, now or timezone.now(), shown_left)
+    return _submit(given, with_progress=False)[0]
+
+
+class Submitted(NamedTuple):
+    assignment: Assignment
+    progress: dict[str, int | bool]
+
+
+def submit_with_progress(
+    *,
+    user: User,
+    study: Study,
+    assignment_id: int,
+    answer: SubmittedAnswer,
+    source: str = Annotation.Source.WEB,
+    shown_left: str | None = None,
+) -> Submitted:
+    """`submit`, and the annotator's progress after it (what the answer's response shows).
+
+    On PostgreSQL's common submit the progress is read by the answer's own statement, as of
+    before its writes (one round trip less per label); otherwise by `annotator_progress` after it.
+    """
+    given = _Given(user, study, assignment_id, answer, source, timezone.now(), shown_left)
+    assignment, progress = _submit(given, with_progress=True)
+    return Submitted(assignment, progress if progress is not None else annotator_progress(user, study))
+
+
+@dataclass(frozen=True)
+class _Given:
+    """One answer as `submit` and `submit_with_progress` were given it."""
+
+    user: User
+    study: Study
+    assignment_id: int
+    answer: SubmittedAnswer
+    source: str
+    now: datetime
+    shown_left: str | None
+
+
+def _submit(given: _Given, *, with_progress: bool) -> tuple[Assignment, dict[str, int | bool] | None]:
+    """The answer stored (`submit`), and the progress when it was read with it (`submit_with_progress`)."""
+
+    def write() -> tuple[Assignment, dict[str, int | bool] | None]:
+        in_one = _submit_in_one_statement(given, with_progress)
+        if in_one is not None:
+            return in_one
+        stored = _submit_once(given.user, given.study, given.assignment_id, given.answer, given.source, given.now)
+        return stored, None
+
+    return _retrying_deadlocks(write, what="answer", user=given.user, study=given.study)
+
+
+def _submit_in_one_statement(
+    given: _Given, with_progress: bool
+) -> tuple[Assignment, dict[str, int | bool] | None] | None:
+    """PostgreSQL's common submit: the answer checked first against what it depends on (the side
+    shown on the left, the number of evidence passages given), then stored with the assignment's
+    submit in one statement that requires both of the assignment (services/submit_sql.py); with
+    `with_progress`, the annotator's progress after it, read by the same statement.
+
+    None when that was not done (another database, an answer that does not check, anything the
+    statement requires that does not hold): `_submit_once` then does it step by step, or says why not.
+    """
+    study, answer, shown_left = given.study, given.answer, given.shown_left
+    if connection.vendor != "postgresql" or study.status not in (Study.Status.OPEN, Study.Status.PAUSED):
+        return None
+    if study.is_preference and shown_left is None:
+        return None
+    passages = len(answer.evidence or []) if study.evidence_judgements else 0
+    try:
+        values = checked_answer(study, answer, left_system=shown_left or "", passages=passages)
+    except ServiceError:
+        return None  # `_submit_once` refuses it, after the checks that come first
+    now = given.now
+    done = submit_sql.submit_with_first_answer(
+        assignment_id=given.assignment_id,
+        study_id=study.pk,
+        user_id=given.user.pk,
+        answer={**answer_fields(values), "source": given.source, "created_at": now, "updated_at": now},
+        now=now,
+        left_system=shown_left if study.is_preference else None,
+        passages=passages if study.evidence_judgements else None,
+        also_read=progress_counts(study, given.user.pk) if with_progress else None,
     )
+    if done is None:
+        return None
+    assignment, counts = done
+    assignment.study = study
+    if not with_progress:
+        return assignment, None
+    answered, active, had_unfinished, unfinished = counts
+    # Counted as of before the statement's writes, when this assignment was still active.
+    return assignment, progress_from_counts(answered + 1, active - 1, had_unfinished, unfinished)
 
 
 def _submit_own_active(user: User, study: Study, assignment_id: int, now: datetime) -> Assignment | None:
-    """The common submit in one statement: the user's own active assignment, marked submitted (locked).
+    """The step-by-step submit's first statement: the user's own active assignment, marked submitted (locked).
 
     None when it is not that (answered, skipped, lost, someone else's, the user no longer an
     annotator, the study neither open nor paused): `_own_assignment` then says why, or finds

@@ -14,9 +14,10 @@ complete whatever N is, so no setting change touches the counters.
 How they stay exact: every write that changes a count changes the counter in its
 own transaction, so a rollback takes both back.
 
-- A new answer (`answer_added`, called by services/answers.py, the one place that
-  creates annotations one at a time) adds one to the annotator's own row for the
-  item's domain. It counts the answer on the item (`Item.n_answers`) with the UPDATE
+- A new answer (`answer_added`, called by services/answers.py, which creates annotations
+  one at a time, and the same count inside PostgreSQL's one-statement submit,
+  services/submit_sql.py, from `one_answer_counted`) adds one to the annotator's own row
+  for the item's domain. It counts the answer on the item (`Item.n_answers`) with the UPDATE
   that locks the item row, and reads that count: of two annotators giving an item its
   last labels at once, the second waits for the first to commit and then counts on
   its count, so exactly one of them counts the item as complete.
@@ -93,20 +94,37 @@ def answer_added(*, study_id: int, item_id: int, user_id: int, domain: str | Non
     `domain`: the item's, from `insert_locking_item` in this transaction (the item is locked and the
     answer counted on it then); without it both are done here.
     """
-    item, study, counter = names(Item), names(Study), names(AnnotatorCount)
+    item = names(Item)
     if domain is None:
         domain = _count_on_item(item_id)
     # The item's answers as its locking UPDATE counted them: with every answer committed on it before
     # the lock, and this one (see the module's docstring).
+    answers_on_item = f"(SELECT i.{item.n_answers} FROM {item.table} AS i WHERE i.{item.id} = %s)"
     execute(
+        one_answer_counted(study_id="%s", user_id="%s", domain="%s", answers_on_item=answers_on_item, n_study_id="%s"),
+        [study_id, user_id, domain, item_id, study_id],
+    )
+
+
+def one_answer_counted(
+    *, study_id: str, user_id: str, domain: str, answers_on_item: str, n_study_id: str, source: str = ""
+) -> str:
+    """The INSERT ... ON CONFLICT that counts one answer in its annotator's row, from SQL expressions:
+    the study, the annotator, the item's domain and its number of answers with this one (complete
+    when that is the study's N, read from the study `n_study_id`), over the rows of `source` ("" for one row).
+
+    Shared by `answer_added` and the one-statement submit (services/submit_sql.py)."""
+    study, counter = names(Study), names(AnnotatorCount)
+    n = f"(SELECT s.{study.annotators_per_item} FROM {study.table} AS s WHERE s.{study.id} = {n_study_id})"
+    return (
         f"INSERT INTO {counter.table} ({counter.study}, {counter.user}, {counter.domain}, {counter.annotations}, "
-        f"{counter.complete}) SELECT %s, %s, %s, 1, CASE WHEN (SELECT i.{item.n_answers} FROM {item.table} AS i "
-        f"WHERE i.{item.id} = %s) = (SELECT s.{study.annotators_per_item} FROM {study.table} AS s "
-        f"WHERE s.{study.id} = %s) THEN 1 ELSE 0 END WHERE 1 = 1 "  # WHERE: SQLite's INSERT ... SELECT ... ON CONFLICT
+        f"{counter.complete}) SELECT {study_id}, {user_id}, {domain}, 1, "
+        f"CASE WHEN {answers_on_item} = {n} THEN 1 ELSE 0 END "
+        + (f"FROM {source} " if source else "")
+        + "WHERE 1 = 1 "  # WHERE: SQLite's INSERT ... SELECT ... ON CONFLICT
         f"ON CONFLICT ({counter.study}, {counter.user}, {counter.domain}) DO UPDATE SET "
         f"{counter.annotations} = {counter.table}.{counter.annotations} + excluded.{counter.annotations}, "
-        f"{counter.complete} = {counter.table}.{counter.complete} + excluded.{counter.complete}",
-        [study_id, user_id, domain, item_id, study_id],
+        f"{counter.complete} = {counter.table}.{counter.complete} + excluded.{counter.complete}"
     )
 
 

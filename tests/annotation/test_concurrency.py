@@ -211,32 +211,49 @@ def test_a_claim_that_postgresql_picks_as_a_deadlock_victim_is_retried_and_other
 
 
 def _counting_deadlocks(monkeypatch, times: int) -> list[int]:
-    """The answer's counter step (which locks the item after the assignment) fails `times` times as a
-    deadlock's victim would, after the annotation row is written, so a retry has to start clean."""
-    from annotation.services import answers
+    """The answer fails `times` times as a deadlock's victim would: step by step, in its counter step (which
+    locks the item after the assignment), after the annotation row is written, so a retry has to start
+    clean; in one statement (PostgreSQL's common submit, services/submit_sql.py), with nothing written,
+    as PostgreSQL rolls back a statement it picks as the victim."""
+    from annotation.services import answers, submit_sql
 
     calls: list[int] = []
-    real = answers.answer_added
+    real_added, real_in_one = answers.answer_added, submit_sql.submit_with_first_answer
 
     def answer_added(**kwargs):
         calls.append(1)
         if len(calls) <= times:
             raise deadlock()
-        return real(**kwargs)
+        return real_added(**kwargs)
+
+    def submit_with_first_answer(**kwargs):
+        calls.append(1)
+        if len(calls) <= times:
+            raise deadlock()
+        return real_in_one(**kwargs)
 
     monkeypatch.setattr(answers, "answer_added", answer_added)
+    monkeypatch.setattr(submit_sql, "submit_with_first_answer", submit_with_first_answer)
     return calls
 
 
-def test_an_answer_picked_as_a_deadlock_victim_is_stored_once_on_the_retry(monkeypatch):
+@pytest.mark.parametrize("shown_left", [False, True], ids=["step-by-step", "one-statement"])
+def test_an_answer_picked_as_a_deadlock_victim_is_stored_once_on_the_retry(monkeypatch, shown_left):
     """A submit locks its assignment, then its item; a claim locks an item, then waits on its assignments:
-    on PostgreSQL under load (the crowd test, now and then) the submit can be the victim. It is sent again."""
+    on PostgreSQL under load (the crowd test, now and then) the submit can be the victim. It is sent again.
+    With the side shown (`shown_left`), PostgreSQL's submit is one statement (services/submit_sql.py)."""
     from annotation.models import AnnotatorCount
 
     study, (user,) = make_preference_study("victim", 2, 1, ["solo"])
     assignment = claim_next(user=user, study=study)
     calls = _counting_deadlocks(monkeypatch, times=2)
-    submit(user=user, study=study, assignment_id=assignment.pk, answer=SubmittedAnswer(choice="left_slight"))
+    submit(
+        user=user,
+        study=study,
+        assignment_id=assignment.pk,
+        answer=SubmittedAnswer(choice="left_slight"),
+        shown_left=assignment.left_system if shown_left else None,
+    )
     assert len(calls) == 3
     assert Annotation.objects.filter(assignment=assignment).count() == 1
     assert Assignment.objects.get(pk=assignment.pk).status == "submitted"

@@ -52,7 +52,7 @@ def test_api_next_answers_503_when_the_database_is_locked(client, annotating, mo
 
 def test_api_submit_answers_503_when_the_database_is_locked(client, annotating, monkeypatch):
     assignment_id = client.post(reverse("api-assignment-next", args=[annotating.slug])).json()["assignment"]["id"]
-    monkeypatch.setattr(assignments, "submit", locked)
+    monkeypatch.setattr(assignments, "submit_with_progress", locked)
     response = client.post(
         reverse("api-assignment-submit", args=[assignment_id]), {"choice": "tie"}, content_type="application/json"
     )
