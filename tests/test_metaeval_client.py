@@ -1,5 +1,9 @@
 """The notebook client against the live test server: a token, the labels as a DataFrame, and
-``metaeval.stats`` on that frame giving the report's Fleiss kappa (and statsmodels' own)."""
+``metaeval.stats`` on that frame giving the report's Fleiss kappa (and statsmodels' own).
+
+Outside tests/metaeval: these are `transaction=True` tests (the live server reads what they
+commit), and the flush at their end would also empty the demo studies that package loads
+once for all its tests."""
 
 from __future__ import annotations
 
