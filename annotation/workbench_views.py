@@ -244,8 +244,7 @@ def _save_answer(
         except ServiceError as exc:
             form.add_error(None, str(exc))
         else:
-            if background:
-                assert progress is not None
+            if progress is not None:  # answered in the background
                 return _background_result(request, study, assignment, progress, revising=revising)
             messages.success(request, "Your answer to the earlier item was changed." if revising else "Saved.")
             return redirect("annotation:annotate", slug=study.slug)

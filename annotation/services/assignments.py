@@ -662,7 +662,8 @@ def _submit_in_one_statement(
         return None
     if study.is_preference and shown_left is None:
         return None
-    passages = len(answer.evidence or []) if study.evidence_judgements else 0
+    # Untrusted evidence that is not a list: presumed none, so the check refuses it and the step-by-step path says why.
+    passages = len(answer.evidence) if study.evidence_judgements and isinstance(answer.evidence, list) else 0
     try:
         values = checked_answer(study, answer, left_system=shown_left or "", passages=passages)
     except ServiceError:

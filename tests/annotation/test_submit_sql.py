@@ -159,3 +159,20 @@ def test_the_progress_read_with_the_answer_is_the_progress_after_it():
         user=a1, study=study, assignment_id=current.pk, answer=SubmittedAnswer(label="contradicted")
     )
     assert revised.progress == {"done": 3, "total": 3, "total_exact": True}
+
+
+@pytest.mark.parametrize("evidence", [5, "0: support", {"index": 0, "judgement": "support"}])
+def test_evidence_judgements_that_are_not_a_list_are_refused_by_name(evidence):
+    """The service takes untrusted evidence: the one-statement path must not stumble on it (a count of
+    something that is not a list) before the step-by-step path refuses it with a message."""
+    study, (a1, *_) = make_study(evidence_judgements=True, n=1, items=1, item_overrides=THREE_PASSAGES)
+    assignment = claim_next(user=a1, study=study)
+    with pytest.raises(ServiceError, match="evidence judgements must be an array of objects"):
+        submit(
+            user=a1,
+            study=study,
+            assignment_id=assignment.pk,
+            answer=SubmittedAnswer(label="supported", evidence=evidence),
+        )
+    assert not Annotation.objects.exists()
+    assert Assignment.objects.get(pk=assignment.pk).status == "active"
