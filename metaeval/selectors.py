@@ -1,27 +1,26 @@
 """Reads of the annotation tables that the meta-evaluation needs, as DataFrames.
 
-Each frame is one ``values_list`` query (plus one for pseudonyms), never a
-query per item or annotation, so a 100,000-label study loads in well under a
-second. Annotators appear by pseudonym only. Labels on skipped assignments
+Each frame is a fixed number of ``values_list`` queries (the label frame: the
+answered assignments, their answers and the items, plus one for pseudonyms),
+never a query per item or annotation, so a 100,000-label study loads in well
+under a second. Annotators appear by pseudonym only. Labels on skipped assignments
 are not answers and are left out.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 from dataclasses import dataclass
-from typing import cast
 
 import numpy as np
 import pandas as pd
 from django.db import connection
-from django.db.backends.postgresql.operations import DatabaseOperations as PostgresOperations
 from django.db.models import Count, Max, Q, QuerySet, Sum
 
 from annotation.models import (
     Adjudication,
     Annotation,
+    Assignment,
     Item,
     Participant,
     Study,
@@ -90,34 +89,26 @@ class _Read:
 
 
 def _frames(*reads: _Read) -> list[pd.DataFrame]:
-    """Each read's rows as a DataFrame: on PostgreSQL through ``COPY ... TO STDOUT``, all at once.
+    """Each read's rows as a DataFrame: on PostgreSQL one array per column, the reads side by side.
 
-    Why COPY: a 100,000-item study's labels are 300,000 rows; psycopg and the ORM build a Python
-    tuple per row and pandas then reads them back (0.45 s of the report's first sections), where
-    the server's CSV is parsed by pandas' C reader. The frame is the same either way (strings
-    kept as they are: no NA guessing, no number guessing); ``numbers`` are the integer columns.
-    Several reads run side by side in one snapshot when the caller's transaction allows it
-    (``metaeval.snapshot_reads``).
+    Why arrays: a 100,000-item study's labels are 300,000 rows; psycopg and the ORM build a Python
+    tuple per row and pandas then reads them back, where psycopg's C loaders turn a column's
+    array into a list at once (``metaeval.snapshot_reads``, which also runs the reads side by
+    side in one snapshot when the caller's transaction allows it). The frame is the same either
+    way (text as ``str`` columns); ``numbers`` are the integer columns.
     """
     if connection.vendor != "postgresql":
         return [pd.DataFrame.from_records(list(read.rows), columns=read.columns) for read in reads]
-    texts = snapshot_reads.copy_rows([_bound_sql(read.rows) for read in reads])
-    return [_parsed(text, read) for text, read in zip(texts, reads, strict=True)]
+    queries = [snapshot_reads.Query(*read.rows.query.sql_with_params(), width=len(read.columns)) for read in reads]
+    return [_frame(columns, read) for columns, read in zip(snapshot_reads.column_lists(queries), reads, strict=True)]
 
 
-def _bound_sql(rows: QuerySet) -> str:
-    """The query's SQL with its parameters bound client side (COPY takes none), quoted as psycopg does."""
-    sql, params = rows.query.sql_with_params()
-    return cast(PostgresOperations, connection.ops).compose_sql(sql, params)
-
-
-def _parsed(text: bytes, read: _Read) -> pd.DataFrame:
-    if not text:
-        return pd.DataFrame.from_records([], columns=read.columns)
-    types = {name: ("int64" if name in read.numbers else str) for name in read.columns}
-    return pd.read_csv(
-        io.BytesIO(text), header=None, names=read.columns, dtype=types, keep_default_na=False, na_filter=False
-    )
+def _frame(columns: list[list], read: _Read) -> pd.DataFrame:
+    values = {
+        name: np.array(column, dtype=np.int64) if name in read.numbers else pd.array(column, dtype="str")
+        for name, column in zip(read.columns, columns, strict=True)
+    }
+    return pd.DataFrame(values, columns=read.columns)
 
 
 def label_frame(study: Study, *, include_gold: bool = False, include_screened_out: bool = False) -> pd.DataFrame:
@@ -138,24 +129,51 @@ def label_and_item_frames(
     study: Study, *, include_gold: bool = False, include_screened_out: bool = False
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``label_frame`` and ``item_frame`` of one read (the report needs both; the items are read for the labels)."""
-    # Two narrow reads joined and ordered here, not one query joining and sorting every label on
-    # the server: at 300,000 labels on PostgreSQL the join, the sort (spilled to disk) and the wide
-    # rows took 0.7-0.8 s of a big report's first sections, these two reads and numpy 0.55-0.65 s.
-    labels, items = _frames(
+    # Three narrow reads (the answered assignments, their answers, the items) joined and ordered
+    # here, not one query joining and sorting every label on the server: at 300,000 labels on
+    # PostgreSQL the server's join alone took 0.35 s of a big report's first sections (its sort
+    # spilled to disk), where the three scans run side by side (metaeval.snapshot_reads) and
+    # numpy joins them in 0.05 s.
+    assignments, answers, items = _frames(
         _Read(
-            _annotations(study, include_screened_out=include_screened_out)
-            .order_by()
-            .values_list("assignment__item_id", "assignment__annotator_id", "label", "assignment__left_system"),
-            _LABEL_ROW_COLUMNS,
-            ("item_id", "annotator_id"),
+            _answerable_assignments(study, include_screened_out=include_screened_out).values_list(
+                "pk", "item_id", "annotator_id", "left_system"
+            ),
+            ["id", "item_id", "annotator_id", "left_system"],
+            ("id", "item_id", "annotator_id"),
+        ),
+        _Read(
+            Annotation.objects.filter(study=study).order_by().values_list("assignment_id", "label"),
+            ["assignment_id", "label"],
+            ("assignment_id",),
         ),
         _item_read(study),
     )
     items = _in_import_order(items)
+    labels = _answers_of_assignments(answers, assignments)
     return _labels_of_items(labels, items, pseudonyms(study), include_gold=include_gold), items[ITEM_COLUMNS]
 
 
-_LABEL_ROW_COLUMNS = ["item_id", "annotator_id", "label", "left_system"]
+def _answerable_assignments(study: Study, *, include_screened_out: bool) -> QuerySet[Assignment]:
+    """The assignments whose answers ``_annotations`` counts (the same rules, read without the answers)."""
+    rows = Assignment.objects.filter(study=study).exclude(status="skipped").order_by()
+    excluded = excluded_annotator_ids(study, include_screened_out=include_screened_out)
+    return rows.exclude(annotator_id__in=excluded) if excluded else rows
+
+
+def _answers_of_assignments(answers: pd.DataFrame, assignments: pd.DataFrame) -> pd.DataFrame:
+    """Each answer of one of ``assignments`` with its assignment's item, annotator and shown side."""
+    at = pd.Index(assignments["id"]).get_indexer(answers["assignment_id"])
+    kept = np.flatnonzero(at >= 0)  # not an answer the report counts (skipped, a withdrawn participant's)
+    at = at[kept]
+    return pd.DataFrame(
+        {
+            "item_id": assignments["item_id"].to_numpy()[at],
+            "annotator_id": assignments["annotator_id"].to_numpy()[at],
+            "label": answers["label"].array.take(kept),
+            "left_system": assignments["left_system"].array.take(at),
+        }
+    )
 
 
 def _item_read(study: Study) -> _Read:

@@ -1,22 +1,30 @@
-"""Several ``COPY ... TO STDOUT`` reads of one PostgreSQL snapshot at once (a big report's label and item reads).
+"""Several reads of one PostgreSQL snapshot at once, each as one list per column (a big report's reads).
 
-Why: a 100,000-item study's report begins by reading its 300,000 labels and its 100,000 items,
-and each read is mostly the server's work (a join, a scan). One after the other they leave a core
-idle while the report waits. Inside the report build's REPEATABLE READ transaction the snapshot
-is exported (``pg_export_snapshot``) and each further read runs on a connection of its own that
-imports it, as ``pg_dump --jobs`` does: every read sees exactly what the caller's transaction sees.
+Why side by side: a 100,000-item study's report begins by reading its 300,000 labels, their
+assignments and its 100,000 items, and each read is mostly the server's work (a scan). One after
+the other they leave a core idle while the report waits. Inside the report build's REPEATABLE
+READ transaction the snapshot is exported (``pg_export_snapshot``) and each further read runs on
+a connection of its own that imports it, as ``pg_dump --jobs`` does: every read sees exactly what
+the caller's transaction sees.
 
-Anywhere else (SQLite, no transaction, READ COMMITTED, a transaction that has written, a savepoint)
+Why one list per column: rows through psycopg cost Python work per row (a tuple, or with ``COPY
+... TO STDOUT`` a block per row: 0.35 s of client CPU at 300,000 labels), which holds the GIL, so
+the reads' threads could not overlap it. ``array_agg`` sends each column as one value that
+psycopg's C loaders turn into a list (binary format): 0.03 s at 300,000 rows, and building the
+arrays is within the server's scan time.
+
+Anywhere else (no transaction, READ COMMITTED, a transaction that has written, a savepoint)
 the reads run one after the other on the caller's connection, as does a read whose own connection
-fails (it is read again in line: slower, never wrong).
+fails (it is read again in line: slower, never wrong). PostgreSQL only: SQLite has no arrays.
 """
 
 from __future__ import annotations
 
-import io
 import logging
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from django.db import connection, transaction
 from psycopg import sql
@@ -33,18 +41,33 @@ _EXPORT = (
 )
 
 
-def copy_rows(queries: Sequence[str]) -> list[bytes]:
-    """The CSV text of each ``COPY (query) TO STDOUT (FORMAT CSV)``, all of one snapshot, in order."""
+@dataclass(frozen=True)
+class Query:
+    """A SELECT (Django's SQL and parameters) and how many columns it returns."""
+
+    sql: str
+    params: Sequence[Any]
+    width: int
+
+    def as_columns(self) -> str:
+        """The query as one row: each column's values in one array, all in the rows' order."""
+        names = ", ".join(f"c{k}" for k in range(self.width))
+        arrays = ", ".join(f"array_agg(c{k})" for k in range(self.width))
+        return f"SELECT {arrays} FROM ({self.sql}) AS read_rows ({names})"
+
+
+def column_lists(queries: Sequence[Query]) -> list[list[list[Any]]]:
+    """Each query's columns as lists (rows in the same order in each), all of one snapshot, in order."""
     snapshot = _shared_snapshot() if len(queries) > 1 else None
     if snapshot is None:
-        return [_copy(query) for query in queries]
+        return [_columns(query) for query in queries]
     side = [_SideRead(snapshot, query) for query in queries[1:]]
     for read in side:
         read.thread.start()
-    first = _copy(queries[0])
+    first = _columns(queries[0])
     for read in side:
         read.thread.join()
-    return [first, *(read.data if read.data is not None else _copy(read.query) for read in side)]
+    return [first, *(read.columns if read.columns is not None else _columns(read.query) for read in side)]
 
 
 def _shared_snapshot() -> str | None:
@@ -56,21 +79,19 @@ def _shared_snapshot() -> str | None:
         return cursor.fetchone()[0]
 
 
-def _copy(query: str) -> bytes:
-    data = io.BytesIO()
+def _columns(query: Query) -> list[list[Any]]:
     with connection.cursor() as cursor:
-        with cursor.cursor.copy(f"COPY ({query}) TO STDOUT (FORMAT CSV)") as copy:
-            for block in copy:
-                data.write(block)
-    return data.getvalue()
+        cursor.cursor.execute(query.as_columns(), query.params, binary=True)
+        row = cursor.cursor.fetchone()
+    return [values or [] for values in row]  # no rows: array_agg is NULL
 
 
 class _SideRead:
     """One read on a thread of its own, with its own connection, in the exported snapshot."""
 
-    def __init__(self, snapshot: str, query: str):
+    def __init__(self, snapshot: str, query: Query):
         self.snapshot, self.query = snapshot, query
-        self.data: bytes | None = None
+        self.columns: list[list[Any]] | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
@@ -81,7 +102,7 @@ class _SideRead:
                     # a utility statement takes no bound parameter: the id is quoted as a literal
                     statement = sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(self.snapshot))
                     cursor.execute(statement.as_string(cursor.cursor.connection))
-                self.data = _copy(self.query)
+                self.columns = _columns(self.query)
         except Exception:  # e.g. no connection left: the caller reads it in line
             logger.warning("a read alongside the report's could not run; it is read in line", exc_info=True)
         finally:

@@ -1,7 +1,7 @@
-"""A big report's label and item reads run side by side in one snapshot (metaeval.snapshot_reads).
+"""A big report's assignment, answer and item reads run side by side in one snapshot (metaeval.snapshot_reads).
 
-On PostgreSQL, inside the report build's REPEATABLE READ transaction, the item read runs on a
-connection of its own that imports the build's snapshot; anywhere else the reads run in line.
+On PostgreSQL, inside the report build's REPEATABLE READ transaction, the answer and item reads run
+on connections of their own that import the build's snapshot; anywhere else the reads run in line.
 Either way the frames are the ones a single read would give, and nothing committed after the
 build's snapshot reaches any of its reads.
 """
@@ -26,7 +26,7 @@ from .conftest import jsonl, verification_item
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ON_POSTGRES = connection.vendor == "postgresql"
-ITEMS_OF_EVERY_STUDY = "SELECT count(*) FROM annotation_item"
+ITEMS_OF_EVERY_STUDY = snapshot_reads.Query("SELECT count(*) FROM annotation_item", (), width=1)
 
 
 def labelled_study(slug: str, n_items: int):
@@ -58,7 +58,7 @@ def side_reads(monkeypatch) -> list[str]:
     real = snapshot_reads._SideRead._run
 
     def counted(self):
-        ran.append(self.query)
+        ran.append(self.query.sql)
         real(self)
 
     monkeypatch.setattr(snapshot_reads._SideRead, "_run", counted)
@@ -83,7 +83,7 @@ def committed_elsewhere(work) -> None:
     assert not thread.is_alive() and not failures, failures
 
 
-def test_the_builds_label_frame_reads_items_alongside_and_equals_a_single_read(side_reads):
+def test_the_builds_label_frame_reads_answers_and_items_alongside_and_equals_a_single_read(side_reads):
     study = labelled_study("alongside", 12)
     alone = selectors.label_frame(study, include_gold=True)
     assert side_reads == []  # outside a transaction: in line
@@ -94,10 +94,12 @@ def test_the_builds_label_frame_reads_items_alongside_and_equals_a_single_read(s
     pd.testing.assert_frame_equal(in_build, alone)
     assert len(alone) == 24 and alone["item"].iloc[0] == "c-00"
     assert alone.groupby("item")["annotator"].apply(list).map(lambda names: names == sorted(names)).all()
-    # PostgreSQL: the item read ran on its own connection; SQLite: one connection, in line
-    assert len(side_reads) == (1 if ON_POSTGRES else 0)
+    # PostgreSQL: the answer and item reads ran on connections of their own; SQLite: one connection, in line
+    assert len(side_reads) == (2 if ON_POSTGRES else 0)
     if ON_POSTGRES:
-        assert "annotation_item" in side_reads[0] and "annotation_annotation" not in side_reads[0]
+        answers, items = side_reads
+        assert "annotation_annotation" in answers and "annotation_assignment" not in answers
+        assert "annotation_item" in items and "annotation_annotation" not in items
 
 
 def test_reads_alongside_do_not_see_what_was_committed_after_the_builds_snapshot(side_reads):
@@ -107,16 +109,16 @@ def test_reads_alongside_do_not_see_what_was_committed_after_the_builds_snapshot
     study = labelled_study("snapshot", 3)
     with the_builds_transaction():
         with connection.cursor() as cursor:
-            cursor.execute(ITEMS_OF_EVERY_STUDY)
+            cursor.execute(ITEMS_OF_EVERY_STUDY.sql)
             before = cursor.fetchone()[0]
         committed_elsewhere(lambda: import_items(study=study, stream=jsonl(verification_item("c-late")), fmt="jsonl"))
-        counts = snapshot_reads.copy_rows([ITEMS_OF_EVERY_STUDY] * 3)
+        counts = snapshot_reads.column_lists([ITEMS_OF_EVERY_STUDY] * 3)
         frame = selectors.item_frame(study)
     assert len(side_reads) == 2  # two of the three counts ran on connections of their own
-    assert counts == [f"{before}\n".encode()] * 3
+    assert counts == [[[before]]] * 3
     assert "c-late" not in set(frame["item"]) and len(frame) == 3
     with connection.cursor() as cursor:
-        cursor.execute(ITEMS_OF_EVERY_STUDY)
+        cursor.execute(ITEMS_OF_EVERY_STUDY.sql)
         assert cursor.fetchone()[0] == before + 1  # committed, and seen once the build's snapshot is gone
 
 
@@ -126,7 +128,7 @@ def test_a_transaction_that_has_written_reads_in_line_and_sees_its_own_rows(side
         import_items(study=study, stream=jsonl(verification_item("c-mine")), fmt="jsonl")
         frame = selectors.item_frame(study)
         if ON_POSTGRES:
-            counts = snapshot_reads.copy_rows([ITEMS_OF_EVERY_STUDY] * 2)
+            counts = snapshot_reads.column_lists([ITEMS_OF_EVERY_STUDY] * 2)
             assert counts[0] == counts[1]
         transaction.set_rollback(True)
     assert side_reads == []  # another connection could not see the uncommitted item
@@ -136,18 +138,18 @@ def test_a_transaction_that_has_written_reads_in_line_and_sees_its_own_rows(side
 def test_a_read_whose_own_connection_fails_is_read_in_line(side_reads, monkeypatch, caplog):
     study = labelled_study("fallback", 4)
     alone = selectors.label_frame(study, include_gold=True)
-    real_copy = snapshot_reads._copy
+    real_read = snapshot_reads._columns
 
-    def no_connection_off_the_main_thread(query: str) -> bytes:
+    def no_connection_off_the_main_thread(query: snapshot_reads.Query) -> list[list]:
         if threading.current_thread() is not threading.main_thread():
             raise OSError("connection refused: too many clients")
-        return real_copy(query)
+        return real_read(query)
 
-    monkeypatch.setattr(snapshot_reads, "_copy", no_connection_off_the_main_thread)
+    monkeypatch.setattr(snapshot_reads, "_columns", no_connection_off_the_main_thread)
     with the_builds_transaction():
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
         in_build = selectors.label_frame(study, include_gold=True)
     pd.testing.assert_frame_equal(in_build, alone)
-    assert len(side_reads) == (1 if ON_POSTGRES else 0)
+    assert len(side_reads) == (2 if ON_POSTGRES else 0)
     assert ("read in line" in caplog.text) is ON_POSTGRES

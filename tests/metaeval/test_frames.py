@@ -1,8 +1,10 @@
-"""The label and item frames read the same rows whichever way they are read (COPY on PostgreSQL).
+"""The label and item frames read the same rows whichever way they are read (arrays on PostgreSQL).
 
-``metaeval.selectors._frames`` reads queries through ``COPY ... TO STDOUT`` on PostgreSQL and
-through the ORM elsewhere; on PostgreSQL both ways are compared here on strings CSV could
-mangle (quotes, commas, line breaks, "NA", leading zeros, spaces, non-ASCII, empty).
+``metaeval.selectors._frames`` reads each query's columns as arrays on PostgreSQL and its rows
+through the ORM elsewhere; on PostgreSQL both ways are compared here on strings a text format
+could mangle (quotes, commas, line breaks, "NA", leading zeros, spaces, non-ASCII, empty).
+The label frame joins the answers to their assignments itself: its labels are compared with the
+ORM's query of the answers a report counts.
 """
 
 from __future__ import annotations
@@ -98,3 +100,19 @@ def test_a_former_members_labels_carry_the_name_exports_give_them(tricky_study):
     assert pseudonyms(tricky_study)[user_id] == f"user-{user_id}"  # as exports and pages name them
     first = frame.loc[frame["item"] == frame["item"].iloc[0], "annotator"].tolist()
     assert first == sorted(first)  # each item's labels by name
+
+
+def test_the_label_frame_holds_exactly_the_answers_a_report_counts(tricky_study):
+    """Answers on skipped assignments are left out; every other answer is there once, with its assignment's side."""
+    from annotation.models import Annotation, Assignment
+
+    skipped = Assignment.objects.filter(study=tricky_study, annotation__isnull=False).order_by("pk").first()
+    Assignment.objects.filter(pk=skipped.pk).update(status=Assignment.Status.SKIPPED)
+    Assignment.objects.filter(study=tricky_study).exclude(pk=skipped.pk).update(left_system="b")
+    frame = selectors.label_frame(tricky_study, include_gold=True)
+    counted = selectors._annotations(tricky_study).values_list(
+        "assignment__item__external_id", "assignment__annotator__study_memberships__pseudonym", "label"
+    )
+    assert Annotation.objects.filter(assignment=skipped).exists()
+    assert sorted(zip(frame["item"], frame["annotator"], frame["label"], strict=True)) == sorted(counted)
+    assert len(frame) == 2 * len(TRICKY) - 1 and set(frame["left_system"]) == {"b"}
