@@ -42,13 +42,20 @@ def _for_update(*, skip_locked: bool = False, of: str = "") -> str:
 
 
 def annotator_member_id(study_id: int, user_id: int, *, lock: bool) -> int | None:
-    """The user's active annotator membership; with `lock`, its row is locked, serialising this user's claims."""
+    """The user's active annotator membership; with `lock`, its row is locked, serialising this user's claims.
+
+    On PostgreSQL the lock is taken by rewriting the row (an UPDATE that changes nothing): every
+    claim under the lock leaves a new row version behind it, which is what a claim made without a
+    transaction checks to know that no other claim of the user committed since its snapshot
+    (`claim_first_free_slot`'s `alone`). A `SELECT ... FOR UPDATE` leaves no such trace.
+    """
     M = names(StudyMember)
-    row = fetch_one(
-        f"SELECT {M.id} FROM {M.table} WHERE {M.study} = %s AND {M.user} = %s AND {M.role} = %s AND {M.is_active}"
-        + (_for_update() if lock else ""),
-        (study_id, user_id, StudyMember.Role.ANNOTATOR),
-    )
+    where = f"{M.study} = %s AND {M.user} = %s AND {M.role} = %s AND {M.is_active}"
+    params = (study_id, user_id, StudyMember.Role.ANNOTATOR)
+    if lock and connection.vendor == "postgresql":
+        row = fetch_one(f"UPDATE {M.table} SET {M.is_active} = {M.is_active} WHERE {where} RETURNING {M.id}", params)
+    else:
+        row = fetch_one(f"SELECT {M.id} FROM {M.table} WHERE {where}" + (_for_update() if lock else ""), params)
     return row[0] if row else None
 
 
@@ -65,13 +72,16 @@ def claim_candidates(
     Why one statement: a claim needs the fresh ones whenever it has neither own nor expired (almost
     always), and a round trip costs both the web server and the database more than this bounded read.
 
-    Why `annotator + 0` in the fresh part: it keeps PostgreSQL on the (item, annotator) unique index,
-    one probe per candidate. With statistics gathered before the study's first labels (a bulk import
-    then ANALYZE, or autovacuum off) it otherwise chose the annotator index and read all of the user's
-    assignments once per candidate: 9,024 rows for 32 candidates after 282 labels, 1.5 ms of database
-    CPU per claim that grew with every label (measured in benchmarks/annotate_load.py's set-up).
+    Why the fresh part's probe is `annotator + 0 ... OFFSET 0`: it must stay one probe of the item
+    index per candidate whatever the statistics say. Statistics gathered before the study's first
+    labels (a bulk import then ANALYZE, or autovacuum off) made PostgreSQL read all of the user's
+    assignments: through the annotator index once per candidate (9,024 rows for 32 candidates after
+    282 labels, 1.5 ms of database CPU per claim), or, with only `+ 0`, by a scan of every assignment
+    of the table once per claim; both grew with every label. `+ 0` keeps the annotator index out and
+    OFFSET 0 keeps the NOT EXISTS from becoming a join (it stays a per-row subplan).
     """
     A, IT = names(Assignment), names(Item)
+    fence = " OFFSET 0" if connection.vendor == "postgresql" else ""  # SQLite: OFFSET needs a LIMIT
     rows = fetch_all(
         # The NULLs of each part stand at the UNION's level, where PostgreSQL types them from the other part;
         # the outer ORDER BY repeats the first part's own (a UNION keeps no order of its parts).
@@ -85,7 +95,7 @@ def claim_candidates(
         f"UNION ALL SELECT 1, f.{IT.id}, NULL, NULL, NULL, NULL, f.{IT.external_id}, f.{IT.slots_taken}, NULL, NULL, NULL "
         f"FROM (SELECT i.{IT.id}, i.{IT.external_id}, i.{IT.slots_taken} FROM {IT.table} i "
         f"WHERE i.{IT.study} = %s AND i.{IT.slots_taken} < %s AND NOT EXISTS (SELECT 1 FROM {A.table} b "
-        f"WHERE b.{A.item} = i.{IT.id} AND b.{A.annotator} + 0 = %s) "
+        f"WHERE b.{A.item} = i.{IT.id} AND b.{A.annotator} + 0 = %s{fence}) "
         f"ORDER BY i.{IT.slots_taken} DESC LIMIT %s) f "
         f"ORDER BY 1, 9, 10, 11, 2",
         (
@@ -323,8 +333,17 @@ def mark_skipped(assignment_id: int, now: datetime) -> int:
 PICKED_ROWS = ModelRows(Item, ITEM_FIELDS, alias="p")
 
 
+class NotAlone(Exception):
+    """A claim made without a transaction found that it may not go on alone: nothing was written."""
+
+
 def claim_first_free_slot(
-    candidates: Sequence[tuple[int, int, int]], values: dict[str, Any], systems: Sequence[str], n: int
+    candidates: Sequence[tuple[int, int, int]],
+    values: dict[str, Any],
+    systems: Sequence[str],
+    n: int,
+    *,
+    alone: bool = False,
 ) -> tuple[Item, int | None, int | None, str]:
     """PostgreSQL only: in one statement, lock the first candidate nobody else holds and that still
     has a free slot, take the lowest free slot number, bump the item's counter and insert the
@@ -336,10 +355,20 @@ def claim_first_free_slot(
     another claim or full. When the item's counter was below N but every slot was held (a counter
     edited by hand), nothing is written and the assignment id is None: the caller repairs it.
 
+    With `alone` the statement is the whole claim, outside any transaction, and first does what the
+    claim's transaction does before it (`annotator_member_id` with its lock, and "no active
+    assignment of the user"): it locks the user's membership row by rewriting it, but only while
+    the row is the version of the statement's own snapshot (its `xmin` unchanged, checked again on
+    the newest version if the lock had to wait) and the user has no active assignment in the study.
+    An unchanged version means no claim of the user committed since the snapshot (each rewrites
+    it), so the snapshot's "no active assignment" is still true. Otherwise NotAlone, and nothing
+    is written: the caller claims in a transaction, which says why or waits its turn.
+
     Why one statement: it replaces four round trips (lock, bump, read the held slots, insert) on
-    the claim path, which is most of what a label costs the database (issue 15, §2).
+    the claim path, which is most of what a label costs the database (issue 15, §2); `alone` saves
+    three more (BEGIN, the membership lock, COMMIT).
     """
-    A, IT = names(Assignment), names(Item)
+    A, IT, M = names(Assignment), names(Item), names(StudyMember)
     two = len(systems) == 2
     params: dict[str, Any] = {
         "items": [c[0] for c in candidates],
@@ -349,13 +378,27 @@ def claim_first_free_slot(
         "first": systems[0] if two else "",
         "second": systems[1] if two else "",
         "two": two,
+        "annotator_role": StudyMember.Role.ANNOTATOR,
+        "active": ACTIVE,
         **{key: db_datetime(value) if isinstance(value, datetime) else value for key, value in values.items()},
     }
+    member = (
+        f"{M.study} = %(study_id)s AND {M.user} = %(annotator_id)s AND {M.role} = %(annotator_role)s AND {M.is_active}"
+    )
+    guard = (
+        f"m AS (UPDATE {M.table} SET {M.is_active} = {M.is_active} WHERE {member} "
+        f"AND xmin = (SELECT xmin FROM {M.table} WHERE {member}) "
+        f"AND NOT EXISTS (SELECT 1 FROM {A.table} o WHERE o.{A.study} = %(study_id)s "
+        f"AND o.{A.annotator} = %(annotator_id)s AND o.{A.status} = %(active)s) RETURNING {M.id}), "
+        if alone
+        else ""
+    )
     row = fetch_one(
-        f"WITH c AS (SELECT * FROM unnest(%(items)s::bigint[], %(positions)s::bigint[], %(sides)s::int[]) "
+        f"WITH {guard}c AS (SELECT * FROM unnest(%(items)s::bigint[], %(positions)s::bigint[], %(sides)s::int[]) "
         f"WITH ORDINALITY AS c(item_id, position, side, rank)), "
         f"p AS (SELECT {ITEM_ROWS.select}, c.position, c.side FROM {IT.table} i JOIN c ON c.item_id = i.{IT.id} "
-        f"WHERE i.{IT.slots_taken} < %(n)s ORDER BY c.rank LIMIT 1 FOR UPDATE OF i SKIP LOCKED), "
+        f"WHERE i.{IT.slots_taken} < %(n)s{' AND EXISTS (SELECT 1 FROM m)' if alone else ''} "
+        f"ORDER BY c.rank LIMIT 1 FOR UPDATE OF i SKIP LOCKED), "
         f"f AS (SELECT p.{IT.id} AS item_id, (SELECT min(s) FROM generate_series(0, %(n)s - 1) s "
         f"WHERE NOT EXISTS (SELECT 1 FROM {A.table} h WHERE h.{A.item} = p.{IT.id} AND h.{A.slot} = s)) AS slot "
         f"FROM p), "
@@ -369,9 +412,18 @@ def claim_first_free_slot(
         f"%(status)s, %(lease_expires_at)s, false, '', %(created_at)s, NULL, %(updated_at)s "
         f"FROM p JOIN f ON f.item_id = p.{IT.id} JOIN b ON b.item_id = p.{IT.id} "
         f"RETURNING {A.id}, {A.slot}, {A.left_system}) "
-        f"SELECT {PICKED_ROWS.select}, x.{A.id}, x.{A.slot}, x.{A.left_system} FROM p LEFT JOIN x ON true",
+        + (
+            f"SELECT {PICKED_ROWS.select}, x.{A.id}, x.{A.slot}, x.{A.left_system}, g.held "
+            f"FROM (SELECT count(*) AS held FROM m) g LEFT JOIN p ON true LEFT JOIN x ON true"
+            if alone
+            else f"SELECT {PICKED_ROWS.select}, x.{A.id}, x.{A.slot}, x.{A.left_system} FROM p LEFT JOIN x ON true"
+        ),
         params,
     )
+    if alone and row is not None:
+        if not row[-1]:
+            raise NotAlone("the user's membership changed since the statement's snapshot, or they hold an item")
+        row = row if row[0] is not None else None  # the guard held but no candidate could be locked
     if row is None:
         raise LookupError("every candidate is held by another claim or full")
     width = PICKED_ROWS.width

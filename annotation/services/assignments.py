@@ -8,7 +8,10 @@ Why it cannot over-assign, even when this code races:
 
 - a user's claims are serialised by locking their StudyMember row (PostgreSQL;
   SQLite's IMMEDIATE transactions serialise every writer anyway), so a double
-  click cannot hand one user two items;
+  click cannot hand one user two items. On PostgreSQL the common claim (a
+  fresh slot for a user who holds nothing) needs no transaction: its one
+  statement takes that lock itself and goes on only if no other claim of the
+  user committed since its snapshot (`_claim_alone`);
 - a fresh slot is taken by `UPDATE item SET slots_taken = slots_taken + 1
   WHERE slots_taken < N` on a row locked with `FOR UPDATE SKIP LOCKED` (other
   claimers move on to another item instead of queueing);
@@ -38,6 +41,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple, TypeVar
@@ -206,6 +210,11 @@ def claim_next(
     A paused study hands nothing out ahead.
     """
     now = now or timezone.now()
+    if ahead_of is None and study.status == Study.Status.OPEN and connection.vendor == "postgresql":
+        alone = _claim_alone(user, study, now)
+        if alone is not None:
+            alone.study = study
+            return alone
 
     def claim() -> Assignment | None:
         with transaction.atomic():
@@ -305,6 +314,41 @@ def _claim(user: User, study: Study, now: datetime, *, exclude_id: int | None = 
     return _fresh_slot(user, study, fresh, expires, now)
 
 
+def _claim_alone(user: User, study: Study, now: datetime) -> Assignment | None:
+    """PostgreSQL: the common claim, a fresh slot for a user who holds nothing, without a transaction.
+
+    Two statements (the candidates, then `sql.claim_first_free_slot` with `alone`, which locks the
+    user's membership itself and checks that no claim of theirs committed since its snapshot)
+    in place of five (BEGIN, the membership lock, the candidates, the claim, COMMIT). None when
+    anything else applies (an item of their own or a lease to reclaim, nothing fresh, a guard or a
+    race that says no, a counter to repair): the caller then claims in a transaction, as before,
+    which says why. Of the claim nothing is written unless it is made (the membership row may have
+    been rewritten by the lock, which changes none of its values).
+    """
+    own_or_expired, fresh = sql.claim_candidates(study.pk, user.pk, now, study.annotators_per_item, CANDIDATES)
+    if own_or_expired or not fresh:
+        return None
+    positions = _ranked(user, study, fresh)
+    try:
+        with transaction.atomic() if connection.in_atomic_block else nullcontext():  # a savepoint in a transaction
+            return _fresh_slot_in_one_statement(user, study, fresh, positions, now + lease_length(), now, alone=True)
+    except (sql.NotAlone, _Busy):
+        return None
+    except (IntegrityError, OperationalError) as exc:
+        if not _lost_race(exc):
+            raise
+        return None
+
+
+def _ranked(user: User, study: Study, rows: list[tuple[int, str, int]]) -> dict[int, int]:
+    """Sort the fresh candidates (id, external id, slots taken) in claim order: most slots taken
+    first, then the annotator's keyed-hash queue position; the positions by item id."""
+    key = str(user.pk)
+    positions = {pk: queue_position(study.seed, key, external_id) for pk, external_id, _ in rows}
+    rows.sort(key=lambda row: (-row[2], positions[row[0]]))
+    return positions
+
+
 def _fresh_slot(
     user: User, study: Study, rows: list[tuple[int, str, int]], expires: datetime, now: datetime
 ) -> Assignment | None:
@@ -317,9 +361,7 @@ def _fresh_slot(
     n = study.annotators_per_item
     if not rows:
         return None
-    key = str(user.pk)
-    positions = {pk: queue_position(study.seed, key, external_id) for pk, external_id, _ in rows}
-    rows.sort(key=lambda row: (-row[2], positions[row[0]]))
+    positions = _ranked(user, study, rows)
     if connection.vendor == "postgresql":
         assignment = _fresh_slot_in_one_statement(user, study, rows, positions, expires, now)
         if assignment is not None:
@@ -345,19 +387,22 @@ def _fresh_slot_in_one_statement(
     positions: dict[int, int],
     expires: datetime,
     now: datetime,
+    *,
+    alone: bool = False,
 ) -> Assignment | None:
     """PostgreSQL: lock, bump, pick the slot and insert in one statement (sql.claim_first_free_slot).
 
     The keyed hashes (queue positions, by item id, and side coins) are computed here, where the
     seed's BLAKE2b is; the coins only where there are two systems to place (they place nothing
     else). None only when a counter needed repair, and the step-by-step path then repairs it.
+    With `alone`, the statement is the whole claim (`_claim_alone`); sql.NotAlone when it may not be.
     """
     two = len(study.systems) == 2
     candidates = [(pk, positions[pk], side_coin(study.seed, external_id) if two else 0) for pk, external_id, _ in rows]
     values = _assignment_values(user, study, expires, now)
     try:
         item, assignment_id, slot, left_system = sql.claim_first_free_slot(
-            candidates, values, study.systems, study.annotators_per_item
+            candidates, values, study.systems, study.annotators_per_item, alone=alone
         )
     except LookupError:
         raise _Busy from None
