@@ -271,7 +271,13 @@ def main() -> None:
         t_whole = t_first + t_partial + wait_until(whole.exists, "the whole report", worker, log)
         t_shown, _ = timed(page)
         tasks = DBTaskResult.objects.filter(task_path="metaeval.tasks.refresh_report").order_by("-enqueued_at")
-        wait_until(lambda: tasks.filter(status="SUCCESSFUL").exists(), "the build's task to end", worker, log)
+        # every build task ended (not only some earlier one: deleting a running task's row stops the worker)
+        wait_until(
+            lambda: tasks.exists() and not tasks.exclude(status="SUCCESSFUL").exists(),
+            "the build's task to end",
+            worker,
+            log,
+        )
         task = tasks.first()
         if task is None or task.started_at is None:
             raise SystemExit("the worker did not run the first report's build")
@@ -299,6 +305,7 @@ def main() -> None:
         wait_until(
             lambda: DBTaskResult.objects.filter(pk=warm.id, status="SUCCESSFUL").exists(), "warming", worker, log
         )
+        DBTaskResult.objects.filter(pk=warm.id).delete()  # the builds' tasks are the only ones waited for
         runs = [cold_once() for _ in range(args.cold_repeat)]
     finally:
         stop_worker(worker)
