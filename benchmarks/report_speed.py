@@ -273,11 +273,13 @@ def main() -> None:
         tasks = DBTaskResult.objects.filter(task_path="metaeval.tasks.refresh_report").order_by("-enqueued_at")
         # every build task ended (not only some earlier one: deleting a running task's row stops the worker)
         wait_until(
-            lambda: tasks.exists() and not tasks.exclude(status="SUCCESSFUL").exists(),
+            lambda: tasks.exists() and not tasks.filter(status__in=("READY", "RUNNING")).exists(),
             "the build's task to end",
             worker,
             log,
         )
+        if tasks.filter(status="FAILED").exists():
+            raise SystemExit(f"the report's build failed; the worker's log:\n{log.read_text()[-3000:]}")
         task = tasks.first()
         if task is None or task.started_at is None:
             raise SystemExit("the worker did not run the first report's build")

@@ -71,12 +71,19 @@ EVIDENCE_COLUMNS = [
 ]
 
 
-def _annotations(study: Study, *, include_screened_out: bool = False) -> QuerySet[Annotation]:
-    """The labels analysis counts: not skipped, and not by crowd participants who withdrew or (unless
-    ``include_screened_out``) were screened out (annotation.selectors.participants; the report says how many)."""
-    rows = Annotation.objects.filter(assignment__study=study).exclude(assignment__status="skipped")
+def _answerable_assignments(study: Study, *, include_screened_out: bool = False) -> QuerySet[Assignment]:
+    """The assignments whose answers analysis counts: not skipped, and not by crowd participants who
+    withdrew or (unless ``include_screened_out``) were screened out (annotation.selectors.participants;
+    the report says how many)."""
+    rows = Assignment.objects.filter(study=study).exclude(status=Assignment.Status.SKIPPED).order_by()
     excluded = excluded_annotator_ids(study, include_screened_out=include_screened_out)
-    return rows.exclude(assignment__annotator_id__in=excluded) if excluded else rows
+    return rows.exclude(annotator_id__in=excluded) if excluded else rows
+
+
+def _annotations(study: Study, *, include_screened_out: bool = False) -> QuerySet[Annotation]:
+    """The labels analysis counts: the answers of ``_answerable_assignments``."""
+    counted = _answerable_assignments(study, include_screened_out=include_screened_out)
+    return Annotation.objects.filter(study=study, assignment__in=counted)
 
 
 @dataclass(frozen=True)
@@ -152,13 +159,6 @@ def label_and_item_frames(
     items = _in_import_order(items)
     labels = _answers_of_assignments(answers, assignments)
     return _labels_of_items(labels, items, pseudonyms(study), include_gold=include_gold), items[ITEM_COLUMNS]
-
-
-def _answerable_assignments(study: Study, *, include_screened_out: bool) -> QuerySet[Assignment]:
-    """The assignments whose answers ``_annotations`` counts (the same rules, read without the answers)."""
-    rows = Assignment.objects.filter(study=study).exclude(status="skipped").order_by()
-    excluded = excluded_annotator_ids(study, include_screened_out=include_screened_out)
-    return rows.exclude(annotator_id__in=excluded) if excluded else rows
 
 
 def _answers_of_assignments(answers: pd.DataFrame, assignments: pd.DataFrame) -> pd.DataFrame:
