@@ -32,6 +32,7 @@ from annotation.selectors.participants import excluded_annotator_ids
 
 from . import snapshot_reads
 from .evidence import read_judgements
+from .label_rows import ITEM_COLUMNS, LABEL_COLUMNS, LabelRows
 from .models import Prediction, Verifier
 
 __all__ = [
@@ -40,24 +41,13 @@ __all__ = [
     "EVIDENCE_COLUMNS",
     "label_frame",
     "label_and_item_frames",
+    "label_rows",
     "item_frame",
     "evidence_frame",
     "pseudonyms",
     "report_fingerprint",
 ]
 
-LABEL_COLUMNS = [
-    "item",
-    "annotator",
-    "label",
-    "domain",
-    "left_system",
-    "response_id",
-    "system",
-    "gold_label",
-    "position",
-]
-ITEM_COLUMNS = ["item", "domain", "response_id", "system", "gold_label", "position"]
 EVIDENCE_COLUMNS = [
     "claim",
     "annotator",
@@ -110,9 +100,9 @@ def _frames(*reads: _Read) -> list[pd.DataFrame]:
     return [_frame(columns, read) for columns, read in zip(snapshot_reads.column_lists(queries), reads, strict=True)]
 
 
-def _frame(columns: list[list], read: _Read) -> pd.DataFrame:
+def _frame(columns: list, read: _Read) -> pd.DataFrame:
     values = {
-        name: np.array(column, dtype=np.int64) if name in read.numbers else pd.array(column, dtype="str")
+        name: np.asarray(column, dtype=np.int64) if name in read.numbers else pd.array(column, dtype="str")
         for name, column in zip(read.columns, columns, strict=True)
     }
     return pd.DataFrame(values, columns=read.columns)
@@ -136,6 +126,12 @@ def label_and_item_frames(
     study: Study, *, include_gold: bool = False, include_screened_out: bool = False
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``label_frame`` and ``item_frame`` of one read (the report needs both; the items are read for the labels)."""
+    rows = label_rows(study, include_screened_out=include_screened_out)
+    return (rows if include_gold else rows.without_gold()).frame(), rows.items[ITEM_COLUMNS]
+
+
+def label_rows(study: Study, *, include_screened_out: bool = False) -> LabelRows:
+    """Every label the analysis counts (gold items' too) as codes into the study's items and annotators."""
     # Three narrow reads (the answered assignments, their answers, the items) joined and ordered
     # here, not one query joining and sorting every label on the server: at 300,000 labels on
     # PostgreSQL the server's join alone took 0.35 s of a big report's first sections (its sort
@@ -158,7 +154,7 @@ def label_and_item_frames(
     )
     items = _in_import_order(items)
     labels = _answers_of_assignments(answers, assignments)
-    return _labels_of_items(labels, items, pseudonyms(study), include_gold=include_gold), items[ITEM_COLUMNS]
+    return _labels_of_items(labels, items, pseudonyms(study))
 
 
 def _answers_of_assignments(answers: pd.DataFrame, assignments: pd.DataFrame) -> pd.DataFrame:
@@ -193,10 +189,8 @@ def _in_import_order(items: pd.DataFrame) -> pd.DataFrame:
     return items.take(order).reset_index(drop=True)
 
 
-def _labels_of_items(
-    labels: pd.DataFrame, items: pd.DataFrame, names: Pseudonyms, *, include_gold: bool
-) -> pd.DataFrame:
-    """``label_frame``'s rows: each label with its item's columns and its annotator's name, ordered.
+def _labels_of_items(labels: pd.DataFrame, items: pd.DataFrame, names: Pseudonyms) -> LabelRows:
+    """``labels`` as codes into ``items`` and their annotators' names, in ``label_frame``'s order.
 
     A label whose item is not among ``items`` (an item imported between the two reads) is left
     out: the study's fingerprint has changed with it, so the next report counts it.
@@ -204,9 +198,6 @@ def _labels_of_items(
     place = pd.Index(items["id"]).get_indexer(labels["item_id"])  # each label's item's place in import order
     kept_rows = np.flatnonzero(place >= 0)
     place = place[kept_rows]
-    if not include_gold:
-        not_gold = (items["gold_label"] == "").to_numpy()[place]
-        kept_rows, place = kept_rows[not_gold], place[not_gold]
     user_ids, annotator_of = np.unique(labels["annotator_id"].to_numpy()[kept_rows], return_inverse=True)
     annotator_names = [names[int(user_id)] for user_id in user_ids]
     # each item's labels by name (a former member's `user-<id>`), then by user id
@@ -214,20 +205,15 @@ def _labels_of_items(
     name_rank = np.empty(len(user_ids), dtype=np.int64)
     name_rank[by_name] = np.arange(len(user_ids))
     order = np.lexsort((name_rank[annotator_of], place))
-    place, label_rows = place[order], kept_rows[order]
-    # `take` on the columns' own string arrays: going through object arrays (and pandas inferring
-    # their type again) cost 0.05 s at 300,000 labels
-    of_item = {
-        name: items[name].array.take(place) for name in ("item", "domain", "response_id", "system", "gold_label")
-    }
-    of_label = {name: labels[name].array.take(label_rows) for name in ("label", "left_system")}
-    columns = {
-        **of_item,
-        **of_label,
-        "annotator": pd.array(annotator_names, dtype="str").take(annotator_of[order]),
-        "position": items["position"].to_numpy()[place].astype("int64"),
-    }
-    return pd.DataFrame(columns, columns=LABEL_COLUMNS)
+    label_rows = kept_rows[order]
+    return LabelRows(
+        items=items,
+        place=place[order],
+        annotator=name_rank[annotator_of[order]],
+        annotator_names=pd.array([annotator_names[k] for k in by_name], dtype="str"),
+        label=labels["label"].array.take(label_rows),
+        left_system=labels["left_system"].array.take(label_rows),
+    )
 
 
 def item_frame(study: Study) -> pd.DataFrame:

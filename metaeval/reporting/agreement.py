@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from annotation.models import Study
 from annotation.vocab import preference_parts
 from metaeval import stats
+from metaeval.label_rows import LabelRows
 
 from .options import ReportOptions
 
@@ -193,8 +195,41 @@ def _shared_bootstrap(
     return own, theirs
 
 
+@dataclass(frozen=True)
+class _Agreed:
+    """What the agreement sections read of the labels: their table, the labels left off it, the labels per item."""
+
+    table: stats.RatingTable
+    n_off_scale: int
+    off_scale: list[str]  # the labels left off, by name
+    given: pd.Series  # how many labels each item received, on the scale or not, by item
+    domains: Callable[[], np.ndarray]  # each of the table's items' domain
+
+    @classmethod
+    def of(cls, labels: pd.DataFrame | LabelRows, study: Study) -> _Agreed:
+        cats = categories_for(study)
+        if isinstance(labels, LabelRows):
+            table, n_off_scale, off_scale = labels.rating_table(cats)
+            given = labels.labels_per_item() if n_off_scale else None
+            domains = partial(labels.domains_of, table.item_index)
+        else:
+            table, n_off_scale = agreement_table(labels, study)
+            off_scale = sorted({str(label) for label in labels["label"].unique() if label not in cats})
+            given = labels.groupby("item").size() if n_off_scale else None
+            domains = partial(_domains_in_frame, labels, table.item_index)
+        if given is None:
+            # with every label on the scale, the table's own counts (one label per item and annotator):
+            # grouping 300,000 item ids again cost 0.12 s of a big report's first sections
+            given = pd.Series(table.ratings_per_item, index=table.item_index)
+        return cls(table, n_off_scale, off_scale, given, domains)
+
+
+def _domains_in_frame(frame: pd.DataFrame, items: pd.Index) -> np.ndarray:
+    return frame.drop_duplicates("item").set_index("item")["domain"].reindex(items).to_numpy()
+
+
 def agreement_sections(
-    frame: pd.DataFrame,
+    labels: pd.DataFrame | LabelRows,
     study: Study,
     options: ReportOptions,
     *,
@@ -202,9 +237,10 @@ def agreement_sections(
 ) -> dict[str, Any]:
     """``agreement``, ``binary`` and ``by_domain`` (the latter two when asked for), and ``human_ceiling``.
 
-    Fleiss' kappa uses the items that carry all ``annotators_per_item``
-    ratings and says how many were left out; the generalised kappa and
-    alpha use every item with two or more. The human ceiling scores each
+    ``labels`` is ``label_frame``'s frame, or its rows as codes (``LabelRows``: the report's
+    first sections then never lay out the labels' strings). Fleiss' kappa uses the items that
+    carry all ``annotators_per_item`` ratings and says how many were left out; the generalised
+    kappa and alpha use every item with two or more. The human ceiling scores each
     annotator against the majority of the others: the bar a verifier is
     later held to, and the annotator a low kappa may come from.
 
@@ -212,28 +248,23 @@ def agreement_sections(
     human ceiling are computed (``binary`` and ``by_domain`` still None). The binary collapse
     shares the bootstrap of the labels it collapses; each domain costs another (on fewer items).
     """
-    table, off_scale = agreement_table(frame, study)
-    # Labels each item received: with every label on the scale, the table's own counts (one label per
-    # item and annotator); grouping 300,000 item ids again cost 0.12 s of a big report's first sections.
-    given = frame.groupby("item").size() if off_scale else pd.Series(table.ratings_per_item, index=table.item_index)
-    cats = categories_for(study)
-    off_labels = sorted({str(label) for label in frame["label"].unique() if label not in cats})
-    summary = partial(_summary, study=study, options=options, given=given, off_scale=off_labels)
+    agreed = _Agreed.of(labels, study)
+    table = agreed.table
+    summary = partial(_summary, study=study, options=options, given=agreed.given, off_scale=agreed.off_scale)
     out: dict[str, Any] = {"agreement": None, "binary": None, "by_domain": None, "human_ceiling": None}
 
     def overall(full: dict[str, Any]) -> None:
-        full["n_labels_off_scale"] = off_scale
+        full["n_labels_off_scale"] = agreed.n_off_scale
         out["agreement"] = full
         out["human_ceiling"] = stats.json_ready(stats.human_ceiling(table))
         if on_overall is not None:
             on_overall(dict(out))
 
     _, out["binary"] = _summaries(
-        table, study, options, binary=options.binary, given=given, off_scale=off_labels, on_summary=overall
+        table, study, options, binary=options.binary, given=agreed.given, off_scale=agreed.off_scale, on_summary=overall
     )
     if options.by_domain:
-        domain_of = frame.drop_duplicates("item").set_index("item")["domain"]
-        item_domains = domain_of.reindex(table.item_index).to_numpy()
+        item_domains = agreed.domains()
         out["by_domain"] = {
             str(domain): summary(table.select_items(item_domains == domain), binary=options.binary)
             for domain in sorted(set(item_domains.tolist()))

@@ -70,7 +70,7 @@ from .scores import (
 )
 from .summary import agreement_summary, summary_statistics
 from .system_correlation import system_correlation
-from .table import RatingTable, build_table, collapse_labels
+from .table import RatingTable, build_table, collapse_labels, table_from_codes
 from .verifier import (
     MajorityVote,
     human_ceiling,
@@ -104,6 +104,7 @@ __all__ = [
     "bootstrap_distributions",
     "BootstrapRequest",
     "build_table",
+    "table_from_codes",
     "claim_scores",
     "classification_bootstrap",
     "classification_metrics",

@@ -1,0 +1,124 @@
+"""A study's counted labels as codes into its items and annotators, before they are laid out as a frame.
+
+Why: the first sections of a big study's report (counts, agreement on all labels, the human
+ceiling) need only the agreement table, and the codes give it directly
+(``stats.table_from_codes``). Laying 300,000 labels' strings out in ``label_frame``'s frame
+and factorising them back into a table took about 0.4 s of those sections; ``frame`` lays
+them out for the sections that need the strings, once the first ones are on screen.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from . import stats
+
+__all__ = ["LABEL_COLUMNS", "ITEM_COLUMNS", "LabelRows"]
+
+LABEL_COLUMNS = [
+    "item",
+    "annotator",
+    "label",
+    "domain",
+    "left_system",
+    "response_id",
+    "system",
+    "gold_label",
+    "position",
+]
+ITEM_COLUMNS = ["item", "domain", "response_id", "system", "gold_label", "position"]
+
+
+@dataclass(frozen=True)
+class LabelRows:
+    """Each counted label as its item's row in ``items`` and its annotator's place in ``annotator_names``.
+
+    Rows are in ``label_frame``'s order: by item (import order), then by annotator name.
+    """
+
+    items: pd.DataFrame  # every item of the study, in import order (ITEM_COLUMNS and the primary key, "id")
+    place: np.ndarray  # each label's item: its row in ``items``; non-decreasing
+    annotator: np.ndarray  # each label's annotator: its place in ``annotator_names``
+    annotator_names: pd.api.extensions.ExtensionArray  # pseudonyms, ordered by name, then user id
+    label: pd.api.extensions.ExtensionArray
+    left_system: pd.api.extensions.ExtensionArray
+
+    def __len__(self) -> int:
+        return len(self.place)
+
+    def select(self, keep: np.ndarray) -> LabelRows:
+        """The labels where ``keep`` (one bool per label) is true, in the same order."""
+        rows = np.flatnonzero(keep)
+        return LabelRows(
+            self.items,
+            self.place[rows],
+            self.annotator[rows],
+            self.annotator_names,
+            self.label.take(rows),
+            self.left_system.take(rows),
+        )
+
+    def without_gold(self) -> LabelRows:
+        """The labels of items without a gold label (what agreement counts unless gold items are in it)."""
+        not_gold = (self.items["gold_label"] == "").to_numpy()
+        return self if not_gold.all() else self.select(not_gold[self.place])
+
+    def frame(self) -> pd.DataFrame:
+        """``label_frame``'s frame of these labels: each with its item's columns and its annotator's name."""
+        # `take` on the columns' own string arrays: going through object arrays (and pandas inferring
+        # their type again) cost 0.05 s at 300,000 labels
+        of_item = {
+            name: self.items[name].array.take(self.place)
+            for name in ("item", "domain", "response_id", "system", "gold_label")
+        }
+        columns = {
+            **of_item,
+            "label": self.label,
+            "left_system": self.left_system,
+            "annotator": self.annotator_names.take(self.annotator),
+            "position": self.items["position"].to_numpy()[self.place].astype("int64"),
+        }
+        return pd.DataFrame(columns, columns=LABEL_COLUMNS)
+
+    def n_items(self) -> int:
+        """How many items have at least one of these labels."""
+        return int(np.count_nonzero(np.diff(self.place))) + 1 if len(self.place) else 0
+
+    def per_annotator(self) -> list[tuple[str, int]]:
+        """(pseudonym, number of labels) for each annotator with a label, by pseudonym."""
+        counts: Counter[str] = Counter()
+        for k, n in enumerate(np.bincount(self.annotator, minlength=len(self.annotator_names)).tolist()):
+            if n:
+                counts[str(self.annotator_names[k])] += n
+        return sorted(counts.items())
+
+    def rating_table(self, categories: Sequence[str]) -> tuple[stats.RatingTable, int, list[str]]:
+        """The table of the labels on ``categories`` (``agreement_table``'s), how many are not, and which labels those are."""
+        codes = pd.Index(list(categories)).get_indexer(self.label)
+        on_scale = codes >= 0
+        off_scale = sorted({str(label) for label in pd.unique(self.label[~on_scale])})
+        table = stats.table_from_codes(
+            self.place[on_scale],
+            pd.Index(self.items["item"].array, name="item"),
+            self.annotator[on_scale],
+            pd.Index(self.annotator_names, name="annotator"),
+            codes[on_scale],
+            categories,
+        )
+        return table, int(np.count_nonzero(~on_scale)), off_scale
+
+    def labels_per_item(self) -> pd.Series:
+        """How many labels each item with one has (on the scale or not), by item."""
+        counts = np.bincount(self.place, minlength=len(self.items))
+        labelled = np.flatnonzero(counts)
+        return pd.Series(counts[labelled], index=pd.Index(self.items["item"].array.take(labelled), name="item"))
+
+    def domains_of(self, items: pd.Index) -> np.ndarray:
+        """The domain of each of ``items`` (names of items of the study)."""
+        at = pd.Index(self.items["item"].array).get_indexer(items)
+        return self.items["domain"].to_numpy()[at]
