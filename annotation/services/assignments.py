@@ -29,10 +29,11 @@ counterbalancing is unchanged.
 click stores one annotation; submitting again on one's own submitted
 assignment with a different answer is the "back" flow and appends a revision.
 
-Every query here is bounded by the number of candidates (CANDIDATES) or by the
-user's own assignments, never by the size of the study: candidates come from
-the (study, slots_taken) index scanned from the top, and "not one of mine" is
-a NOT EXISTS probe of the (item, annotator) unique index.
+Every query here is bounded by the number of candidates (CANDIDATES), the rows
+a walk may look at (WALK) or the user's own active assignments, never by the size
+of the study: candidates come from the (study, slots_taken) index scanned from
+the top, and "not one of mine" is a NOT EXISTS probe of the (item, annotator)
+unique index.
 """
 
 from __future__ import annotations
@@ -73,6 +74,9 @@ T = TypeVar("T")
 
 #: Fresh items considered per claim; the annotator's keyed-hash order picks among them.
 CANDIDATES = 32
+#: Rows of the (study, slots_taken) index a claim looks at for them, at most, per level of slots taken
+#: (assignment_sql.fresh_candidates): what bounds a claim of an annotator far ahead of the others.
+WALK = 64
 #: Attempts when a claim loses a race (each attempt is its own transaction, with a short pause between).
 CLAIM_ATTEMPTS = 10
 MAX_TEXT = 10_000
@@ -299,7 +303,7 @@ def _claim(user: User, study: Study, now: datetime, *, exclude_id: int | None = 
     # One query for all: the user's own active assignment (sorted first), then leases that ran
     # out on items the user has not had, oldest first; and the fresh candidates, for when neither is.
     rows, fresh = sql.claim_candidates(
-        study.pk, user.pk, now, study.annotators_per_item, CANDIDATES, exclude_id=exclude_id
+        study.pk, user.pk, now, study.annotators_per_item, CANDIDATES, WALK, exclude_id=exclude_id
     )
     if rows and rows[0][1] == user.pk:
         own_id = rows.pop(0)[0]
@@ -311,7 +315,25 @@ def _claim(user: User, study: Study, now: datetime, *, exclude_id: int | None = 
         # Reclaim, conditionally: of two reclaimers (or the owner renewing), exactly one wins.
         if sql.close_expired(assignment_id, now):
             return _create(user, study, sql.item(item_id), slot, left_system, expires, now)
-    return _fresh_slot(user, study, fresh, expires, now)
+    return _fresh_slot(user, study, fresh or _fresh_further_down(user, study), expires, now)
+
+
+def _fresh_further_down(user: User, study: Study) -> list[tuple[int, str, int]]:
+    """Fresh candidates when the first `WALK` rows at the top of the index held none (an annotator
+    far ahead of the others, whose unfinished items fill the top): walks from each lower level of
+    slots taken, in one statement, until some are found; none when nothing is left for the user.
+    A user who skipped more than `WALK` items in a row has them at the top of the lowest level:
+    when the walks find nothing, one walk of the whole index decides.
+
+    Each walk is bounded, so a claim costs at most N of them however far ahead the annotator is.
+    Items the user has not had are still taken most slots first, except those that stand behind
+    more than `WALK` of the user's own at the same level.
+    """
+    n = study.annotators_per_item
+    fresh = sql.fresh_candidates(study.pk, user.pk, n - 1, CANDIDATES, WALK)
+    # Walks that found nothing may have stopped at WALK of the user's own or skipped items:
+    # "nothing left" is said only after a walk of the whole index (once, at the user's end).
+    return fresh or sql.every_fresh_candidate(study.pk, user.pk, n, CANDIDATES)
 
 
 def _claim_alone(user: User, study: Study, now: datetime) -> Assignment | None:
@@ -325,8 +347,11 @@ def _claim_alone(user: User, study: Study, now: datetime) -> Assignment | None:
     which says why. Of the claim nothing is written unless it is made (the membership row may have
     been rewritten by the lock, which changes none of its values).
     """
-    own_or_expired, fresh = sql.claim_candidates(study.pk, user.pk, now, study.annotators_per_item, CANDIDATES)
-    if own_or_expired or not fresh:
+    own_or_expired, fresh = sql.claim_candidates(study.pk, user.pk, now, study.annotators_per_item, CANDIDATES, WALK)
+    if own_or_expired:
+        return None
+    fresh = fresh or _fresh_further_down(user, study)
+    if not fresh:
         return None
     positions = _ranked(user, study, fresh)
     try:
@@ -354,8 +379,9 @@ def _fresh_slot(
 ) -> Assignment | None:
     """A new slot on an item with the most slots taken among those the user has not had.
 
-    Scans the (study, slots_taken) index from the top and stops after
-    CANDIDATES rows, so the cost does not grow with the study. Among items
+    The candidates come from the top of the (study, slots_taken) index: at most
+    CANDIDATES of them from at most WALK rows per level of slots taken, so the cost
+    grows neither with the study nor with how far ahead the annotator is. Among items
     equally far along, the annotator's keyed-hash queue position decides.
     """
     n = study.annotators_per_item
