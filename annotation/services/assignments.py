@@ -329,11 +329,16 @@ def _fresh_further_down(user: User, study: Study) -> list[tuple[int, str, int]]:
     Items the user has not had are still taken most slots first, except those that stand behind
     more than `WALK` of the user's own at the same level.
     """
-    n = study.annotators_per_item
-    fresh = sql.fresh_candidates(study.pk, user.pk, n - 1, CANDIDATES, WALK)
     # Walks that found nothing may have stopped at WALK of the user's own or skipped items:
     # "nothing left" is said only after a walk of the whole index (once, at the user's end).
-    return fresh or sql.every_fresh_candidate(study.pk, user.pk, n, CANDIDATES)
+    return _walk_lower_levels(user, study) or sql.every_fresh_candidate(
+        study.pk, user.pk, study.annotators_per_item, CANDIDATES
+    )
+
+
+def _walk_lower_levels(user: User, study: Study) -> list[tuple[int, str, int]]:
+    """The bounded walks of `_fresh_further_down`, from each level of slots taken below the top."""
+    return sql.fresh_candidates(study.pk, user.pk, study.annotators_per_item - 1, CANDIDATES, WALK)
 
 
 def _claim_alone(user: User, study: Study, now: datetime) -> Assignment | None:
@@ -350,7 +355,9 @@ def _claim_alone(user: User, study: Study, now: datetime) -> Assignment | None:
     own_or_expired, fresh = sql.claim_candidates(study.pk, user.pk, now, study.annotators_per_item, CANDIDATES, WALK)
     if own_or_expired:
         return None
-    fresh = fresh or _fresh_further_down(user, study)
+    # Not the walk of the whole index: when the bounded walks find nothing, the transactional claim
+    # that follows makes it, once (twice was a whole-index read per request of a user who is done).
+    fresh = fresh or _walk_lower_levels(user, study)
     if not fresh:
         return None
     positions = _ranked(user, study, fresh)

@@ -105,3 +105,19 @@ def test_an_annotator_who_skipped_more_items_than_a_walk_looks_at_still_gets_the
     # the skipped items are back at the top of the index (no slot taken), and a walk looks at WALK of them
     following = claim_next(user=user, study=study)
     assert following is not None and following.item_id not in skipped
+
+
+def test_a_user_who_is_done_is_told_so_after_one_walk_of_the_whole_index(db, short_walk, monkeypatch):
+    study, (lead, *_) = make_study(items=8, annotators=3, slug="walk-done")
+    for _ in range(8):
+        assert _label(lead, study) is not None
+    walks = []
+    whole = assignment_sql.every_fresh_candidate
+
+    def counted(*args):
+        walks.append(args)
+        return whole(*args)
+
+    monkeypatch.setattr(assignment_sql, "every_fresh_candidate", counted)
+    assert claim_next(user=lead, study=study) is None
+    assert len(walks) == 1
