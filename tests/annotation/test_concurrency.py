@@ -11,7 +11,6 @@ item twice, slots are 0..N-1 and left/right stays counterbalanced.
 from __future__ import annotations
 
 import random
-import time
 from collections import Counter, defaultdict
 from datetime import timedelta
 
@@ -33,7 +32,7 @@ from annotation.services.assignments import (
 )
 from tests.conftest import jsonl, preference_item
 from tests.support.deadlock import database_error, deadlock
-from tests.support.threads import run_in_threads
+from tests.support.threads import as_a_client, run_in_threads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,7 +40,6 @@ ITEMS = 60
 N = 3
 WORKERS = 16
 QUITTERS = 4
-MAX_CLAIM_RETRIES = 20  # consecutive "try again" answers a client takes before the test calls it a failure
 CHOICES = ("left_strong", "left_slight", "tie", "right_slight", "right_strong")
 
 
@@ -64,17 +62,13 @@ def test_many_annotators_at_once_give_every_item_exactly_n_answers():
     fast_clock = base + lease_length() + timedelta(minutes=30)
 
     def claim(user, now, outcome: Counter[str]):
-        """claim_next as a client uses it: a ClaimContention (the API's 503 with Retry-After) is asked again.
+        """claim_next as a client uses it (`as_a_client`): sixteen threads claiming without pause from
+        60 items sometimes lose ten races in a row, and the service then says "try again"."""
 
-        Sixteen threads claiming without pause from 60 items sometimes lose ten races in a row;
-        the service then says so instead of waiting, and the client retries."""
-        for _ in range(MAX_CLAIM_RETRIES):
-            try:
-                return claim_next(user=user, study=study, now=now)
-            except ClaimContention:
-                outcome["contended"] += 1
-                time.sleep(random.uniform(0.005, 0.02))
-        raise AssertionError(f"{user.username} was told to retry {MAX_CLAIM_RETRIES} times in a row")
+        def contended() -> None:
+            outcome["contended"] += 1
+
+        return as_a_client(claim_next, user=user, study=study, now=now, on_contention=contended)
 
     def work(user, now, seed: int) -> dict[str, int]:
         rng = random.Random(seed)
@@ -82,16 +76,11 @@ def test_many_annotators_at_once_give_every_item_exactly_n_answers():
         while (assignment := claim(user, now, outcome)) is not None:
             try:
                 if rng.random() < 0.08:
-                    skip(user=user, study=study, assignment_id=assignment.pk, now=now)
+                    as_a_client(skip, user=user, study=study, assignment_id=assignment.pk, now=now)
                     outcome["skipped"] += 1
                 else:
-                    submit(
-                        user=user,
-                        study=study,
-                        assignment_id=assignment.pk,
-                        answer=SubmittedAnswer(choice=rng.choice(CHOICES)),
-                        now=now,
-                    )
+                    answer = SubmittedAnswer(choice=rng.choice(CHOICES))
+                    as_a_client(submit, user=user, study=study, assignment_id=assignment.pk, answer=answer, now=now)
                     outcome["submitted"] += 1
             except LeaseLost:  # a faster clock took it over between claim and answer
                 outcome["lost"] += 1
