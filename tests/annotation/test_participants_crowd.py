@@ -19,9 +19,9 @@ from django.utils import timezone
 
 from annotation.models import Assignment, Item, Participant
 from annotation.services import participants as crowd
-from annotation.services.assignments import ClaimContention, SubmittedAnswer, claim_next, lease_length, submit
+from annotation.services.assignments import SubmittedAnswer, claim_next, lease_length, submit
 from tests.annotation.crowd_support import crowd_study
-from tests.support.threads import run_in_threads
+from tests.support.threads import as_a_client, run_in_threads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -44,10 +44,7 @@ def session(link, plan: Plan, now: datetime) -> int:
     participant.refresh_from_db()
     user, study, done = participant.member.user, participant.study, 0
     while not participant.ended and done < plan.stop_after:
-        try:
-            assignment = claim_next(user=user, study=study, now=now)
-        except ClaimContention:
-            continue
+        assignment = as_a_client(claim_next, user=user, study=study, now=now)
         if assignment is None:
             crowd.end(participant=participant, status=Participant.Status.COMPLETED, now=now)
             break

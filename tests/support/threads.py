@@ -10,6 +10,8 @@ from typing import Any, TypeVar
 
 from django.db import connections
 
+from annotation.services.assignments import ClaimContention
+
 T = TypeVar("T")
 
 
@@ -52,8 +54,6 @@ def as_a_client(
     Why: with many threads on a slow, loaded machine a claim can lose CLAIM_ATTEMPTS races in a row;
     the service then says so rather than wait, and that answer is part of its contract, not a failure.
     `on_contention` is called on each one (for tests that count them)."""
-    from annotation.services.assignments import ClaimContention
-
     for _ in range(CLIENT_RETRIES):
         try:
             return call(*args, **kwargs)
