@@ -10,12 +10,12 @@ a migration's write lock is the database's anyway). A migration using them says 
 
 from __future__ import annotations
 
-from django.contrib.postgres.operations import AddIndexConcurrently
+from django.contrib.postgres.operations import AddIndexConcurrently, RemoveIndexConcurrently
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
-from django.db.migrations.operations import AddIndex
+from django.db.migrations.operations import AddIndex, RemoveIndex
 from django.db.migrations.state import ProjectState
 
-__all__ = ["AddIndexWithoutLocking"]
+__all__ = ["AddIndexWithoutLocking", "RemoveIndexWithoutLocking"]
 
 
 class AddIndexWithoutLocking(AddIndexConcurrently):
@@ -31,6 +31,27 @@ class AddIndexWithoutLocking(AddIndexConcurrently):
     @staticmethod
     def _built_as(schema_editor: BaseDatabaseSchemaEditor) -> type[AddIndex]:
         return AddIndexConcurrently if schema_editor.connection.vendor == "postgresql" else AddIndex
+
+    def database_forwards(
+        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, from_state: ProjectState, to_state: ProjectState
+    ) -> None:
+        self._built_as(schema_editor).database_forwards(self, app_label, schema_editor, from_state, to_state)
+
+    def database_backwards(
+        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, from_state: ProjectState, to_state: ProjectState
+    ) -> None:
+        self._built_as(schema_editor).database_backwards(self, app_label, schema_editor, from_state, to_state)
+
+
+class RemoveIndexWithoutLocking(RemoveIndexConcurrently):
+    """`RemoveIndex` dropped with DROP INDEX CONCURRENTLY on PostgreSQL (writes go on meanwhile)."""
+
+    def describe(self) -> str:
+        return f"Remove index {self.name} from {self.model_name} (on PostgreSQL without blocking writes)"
+
+    @staticmethod
+    def _built_as(schema_editor: BaseDatabaseSchemaEditor) -> type[RemoveIndex]:
+        return RemoveIndexConcurrently if schema_editor.connection.vendor == "postgresql" else RemoveIndex
 
     def database_forwards(
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, from_state: ProjectState, to_state: ProjectState

@@ -16,6 +16,8 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 
+from . import randomisation
+
 
 def new_seed() -> int:
     """A random 62-bit study seed (fits a signed 64-bit column on every database)."""
@@ -79,6 +81,13 @@ class Study(models.Model):
         help_text=(
             "Workbench: the label key also submits when nothing else is asked for (no required "
             "justification, every evidence passage judged), so a label is one keystroke."
+        ),
+    )
+    checks_in_agreement = models.BooleanField(
+        default=False,
+        help_text=(
+            "Include the labels that items used as attention or qualification checks got as ordinary items "
+            "(before they became checks) in agreement and the other analyses; off: checks only score people."
         ),
     )
     gold_in_agreement = models.BooleanField(
@@ -239,6 +248,19 @@ class Item(models.Model):
         db_default=0,  # the imports' raw INSERTs leave it out
         help_text="Answers (annotations) on the item, kept with the study's counters (services/counters.py).",
     )
+    claim_rank = models.BigIntegerField(
+        default=0,
+        help_text=(
+            "Where the item stands among items equally far along when fresh slots are handed out: a keyed "
+            "hash of (study seed, item), so the order across the study is a random permutation "
+            "(randomisation.claim_rank)."
+        ),
+    )
+    is_check = models.BooleanField(
+        default=False,
+        db_default=False,  # the imports' raw INSERTs leave it out
+        help_text="Used as an attention or qualification check (ParticipantLink): never handed out as an item.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -247,7 +269,8 @@ class Item(models.Model):
         indexes = [
             models.Index(fields=["study", "domain"], name="item_study_domain"),
             models.Index(fields=["study", "position"], name="item_study_position"),
-            models.Index(fields=["study", "slots_taken"], name="item_study_slots"),
+            # the claim's walk (claim_order.py): items that are no checks, most slots taken first, then by random rank
+            models.Index(fields=["study", "is_check", "slots_taken", "claim_rank"], name="item_study_claim_order"),
             models.Index(fields=["study", "updated_at"], name="item_study_recent"),
             # the progress page's "in progress" items: a few answers, or a slot taken and none yet
             models.Index(fields=["study", "n_answers", "slots_taken"], name="item_study_answers"),
@@ -259,6 +282,12 @@ class Item(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study_id}:{self.external_id}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Draw the claim rank of a new item saved one by one (the imports stage theirs in bulk)."""
+        if self._state.adding and not self.claim_rank and self.external_id:
+            self.claim_rank = randomisation.claim_rank(self.study.seed, self.external_id)
+        super().save(*args, **kwargs)
 
     def claim_lists(self) -> list[tuple[str, list[str]]]:
         """Preference: (system, claims) in the study's declared order.
@@ -527,6 +556,7 @@ class StagedItem(models.Model):
     new_rank = models.PositiveIntegerField(null=True)
     target = models.IntegerField(null=True)
     external_id = models.CharField(max_length=200)
+    claim_rank = models.BigIntegerField()
     domain = models.CharField(max_length=100)
     summary = models.CharField(max_length=300)
     payload = models.JSONField()

@@ -17,6 +17,19 @@ def keyed_hash(seed: int, *parts: str) -> int:
     return int.from_bytes(digest, "big") >> 1
 
 
+def claim_rank(seed: int, item_key: str) -> int:
+    """Where the item stands among the study's items equally far along (lower comes later: the claim
+    walks the index from the top).
+
+    Why a per-study rank and not only the annotator's queue position: a claim looks at a bounded
+    window of the (study, is_check, slots_taken, claim_rank) index (services/assignment_sql.py), and the queue
+    position only chooses inside that window. Ordering the window by this rank makes the order in
+    which items are started a random permutation of the study's items, so a study stopped after any
+    number of labels has a uniform random sample of its items labelled, whatever order its file had.
+    """
+    return keyed_hash(seed, "rank", item_key)
+
+
 def queue_position(seed: int, annotator_key: str, item_key: str) -> int:
     """Where the item sits in this annotator's queue (lower comes first)."""
     return keyed_hash(seed, "order", annotator_key, item_key)

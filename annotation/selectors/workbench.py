@@ -11,6 +11,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db.models import QuerySet
 
+from ..claim_order import claim_order, unchecked
 from ..models import Assignment, Item, Study
 from ..rawsql import fetch_one, names
 
@@ -23,7 +24,7 @@ def annotator_progress(user: User, study: Study) -> dict[str, int | bool]:
 
     One statement that does not grow with the study: the user's own
     assignments (grouped in one pass), and the study's unfinished items read
-    from the (study, slots_taken) index but only up to PROGRESS_COUNT_LIMIT
+    from the (study, is_check, slots_taken, claim_rank) index but only up to PROGRESS_COUNT_LIMIT
     beyond the ones the user already had. Counting every open item of a
     100,000-item study on each request costs more than the claim itself
     (tens of ms on PostgreSQL); a progress bar does not need more than "1,000+".
@@ -44,15 +45,15 @@ def progress_counts(study: Study, user_id: int) -> tuple[str, list[Any]]:
     n = study.annotators_per_item
     A, IT = names(Assignment), names(Item)
     # One statement: the user's own counts, and the unfinished items read from the top of the
-    # (study, slots_taken) index, as claims do (right after a bulk change and before (auto)vacuum,
+    # (study, is_check, slots_taken, claim_rank) index, as claims do (right after a bulk change and before (auto)vacuum,
     # the bottom holds the dead versions), up to the limit past the ones the user already had.
     sql = (
         f"WITH mine AS (SELECT COUNT(CASE WHEN a.{A.status} = %s THEN 1 END) AS done, "
         f"COUNT(CASE WHEN a.{A.status} = %s THEN 1 END) AS active, "
-        f"COUNT(CASE WHEN i.{IT.slots_taken} < %s THEN 1 END) AS had "
+        f"COUNT(CASE WHEN i.{IT.slots_taken} < %s AND {unchecked()} THEN 1 END) AS had "
         f"FROM {A.table} a JOIN {IT.table} i ON i.{IT.id} = a.{A.item} WHERE a.{A.study} = %s AND a.{A.annotator} = %s) "
         f"SELECT done, active, had, (SELECT COUNT(*) FROM (SELECT i.{IT.id} FROM {IT.table} i "
-        f"WHERE i.{IT.study} = %s AND i.{IT.slots_taken} < %s ORDER BY i.{IT.slots_taken} DESC "
+        f"WHERE i.{IT.study} = %s AND i.{IT.slots_taken} < %s AND {unchecked()} ORDER BY {claim_order()} "
         f"LIMIT (SELECT had FROM mine) + %s) unfinished) AS unfinished FROM mine"
     )
     params = [

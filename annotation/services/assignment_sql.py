@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db import connection
 
+from ..claim_order import claim_order, unchecked
 from ..models import Assignment, Item, StudyMember
 from ..rawsql import ModelRows, db_datetime, execute, fetch_all, fetch_one, insert_returning_id, names
 
@@ -68,7 +69,7 @@ def claim_candidates(
     first (oldest first, so the item on screen comes before the one fetched ahead), then leases that
     ran out on items the user has not had, oldest first; `exclude_id` leaves out one of the user's own.
     Fresh: (id, external id, slots taken) of unfinished items the user has not had, most slots taken
-    first, from the first `walk` rows of the top of the (study, slots_taken) index (`_fresh_part`;
+    first, from the first `walk` rows of the top of the (study, is_check, slots_taken, claim_rank) index (`_fresh_part`;
     `fresh_candidates` walks on from lower levels when these held none). At most `limit` of each.
     Why one statement: a claim needs the fresh ones whenever it has neither own nor expired (almost
     always), and a round trip costs both the web server and the database more than this bounded read.
@@ -109,7 +110,7 @@ def claim_candidates(
 def fresh_candidates(study_id: int, user_id: int, below: int, limit: int, walk: int) -> list[tuple[int, str, int]]:
     """(id, external id, slots taken) of items that the user has not had, with fewer than `below`
     slots taken, most slots taken first: at most `limit`, from a walk of at most `walk` rows down
-    the (study, slots_taken) index from each level of slots taken in turn, `below - 1` first, until
+    the (study, is_check, slots_taken, claim_rank) index from each level of slots taken in turn, `below - 1` first, until
     `limit` are found (one statement: a UNION ALL of the walks, read only as far as needed).
 
     Why walks of `walk` rows: the items the user has had and that are unfinished stand at the top of
@@ -148,7 +149,8 @@ _WHOLE_INDEX = 2**62
 
 def _fresh_part(study_id: int, user_id: int, below: int, limit: int, walk: int) -> tuple[str, tuple]:
     """A SELECT (columns id, external_id, slots_taken) of at most `limit` items with fewer than `below`
-    slots taken that the user has not had, from the first `walk` rows down the index; its parameters.
+    slots taken that the user has not had, from the first `walk` rows down the index in `claim_order`,
+    check items left out; its parameters.
 
     Why the probe is `annotator + 0 ... OFFSET 0`: it must stay one probe of the item index per
     candidate whatever the statistics say. Statistics gathered before the study's first labels (a
@@ -162,10 +164,11 @@ def _fresh_part(study_id: int, user_id: int, below: int, limit: int, walk: int) 
     fence = " OFFSET 0" if connection.vendor == "postgresql" else ""  # SQLite: OFFSET needs a LIMIT
     sql = (
         f"SELECT w.id, w.external_id, w.slots_taken FROM (SELECT i.{IT.id} AS id, "
-        f"i.{IT.external_id} AS external_id, i.{IT.slots_taken} AS slots_taken FROM {IT.table} i "
-        f"WHERE i.{IT.study} = %s AND i.{IT.slots_taken} < %s ORDER BY i.{IT.slots_taken} DESC LIMIT %s) w "
+        f"i.{IT.external_id} AS external_id, i.{IT.slots_taken} AS slots_taken, i.{IT.claim_rank} AS claim_rank "
+        f"FROM {IT.table} i WHERE i.{IT.study} = %s AND i.{IT.slots_taken} < %s AND {unchecked()} "
+        f"ORDER BY {claim_order()} LIMIT %s) w "
         f"WHERE NOT EXISTS (SELECT 1 FROM {A.table} b WHERE b.{A.item} = w.id AND b.{A.annotator} + 0 = %s{fence}) "
-        f"ORDER BY w.slots_taken DESC LIMIT %s"
+        f"ORDER BY w.slots_taken DESC, w.claim_rank DESC LIMIT %s"
     )
     return sql, (study_id, below, walk, user_id, limit)
 

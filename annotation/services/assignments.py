@@ -31,7 +31,7 @@ assignment with a different answer is the "back" flow and appends a revision.
 
 Every query here is bounded by the number of candidates (CANDIDATES), the rows
 a walk may look at (WALK) or the user's own active assignments, never by the size
-of the study: candidates come from the (study, slots_taken) index scanned from
+of the study: candidates come from the (study, is_check, slots_taken, claim_rank) index scanned from
 the top, and "not one of mine" is a NOT EXISTS probe of the (item, annotator)
 unique index.
 """
@@ -74,7 +74,7 @@ T = TypeVar("T")
 
 #: Fresh items considered per claim; the annotator's keyed-hash order picks among them.
 CANDIDATES = 32
-#: Rows of the (study, slots_taken) index a claim looks at for them, at most, per level of slots taken
+#: Rows of the (study, is_check, slots_taken, claim_rank) index a claim looks at for them, at most, per level of slots taken
 #: (assignment_sql.fresh_candidates): what bounds a claim of an annotator far ahead of the others.
 WALK = 64
 #: Attempts when a claim loses a race (each attempt is its own transaction, with a short pause between).
@@ -386,7 +386,7 @@ def _fresh_slot(
 ) -> Assignment | None:
     """A new slot on an item with the most slots taken among those the user has not had.
 
-    The candidates come from the top of the (study, slots_taken) index: at most
+    The candidates come from the top of the (study, is_check, slots_taken, claim_rank) index: at most
     CANDIDATES of them from at most WALK rows per level of slots taken, so the cost
     grows neither with the study nor with how far ahead the annotator is. Among items
     equally far along, the annotator's keyed-hash queue position decides.

@@ -9,6 +9,7 @@ from django.utils import timezone
 from ..formats import MAX_LINE_BYTES, RecordError
 from ..importers import ItemRow, parse_preference_item, parse_verification_item
 from ..models import Item, Study
+from ..randomisation import claim_rank
 from .errors import ErrorCollector, ImportResult
 from .item_staging import stage_item_rows, staging_for, switch_live
 
@@ -77,7 +78,7 @@ def import_items(
                 result.created += 1
             else:
                 result.updated += 1
-            batch.append(_staged_row(line, row, None if target else new_rank, target))
+            batch.append(_staged_row(study, line, row, None if target else new_rank, target))
             if len(batch) >= BATCH_SIZE:
                 stage_item_rows(staging, batch)
                 batch.clear()
@@ -94,13 +95,14 @@ def _parse(study: Study, line: int, record: dict, systems: list[str]) -> ItemRow
     return parse_verification_item(line, record, labels=study.labels, aliases=study.label_aliases)
 
 
-def _staged_row(line: int, row: ItemRow, new_rank: int | None, target: int | None) -> tuple:
+def _staged_row(study: Study, line: int, row: ItemRow, new_rank: int | None, target: int | None) -> tuple:
     """An item row as a tuple in item_staging.STAGED_FIELDS order (see annotation/bulk.py for why tuples)."""
     return (
         line,
         new_rank,
         target,
         row.external_id,
+        claim_rank(study.seed, row.external_id),
         row.domain,
         row.summary,
         row.payload,

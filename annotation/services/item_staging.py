@@ -24,6 +24,7 @@ STAGED_FIELDS = [
     "new_rank",
     "target",
     "external_id",
+    "claim_rank",
     "domain",
     "summary",
     "payload",
@@ -51,7 +52,8 @@ def staging_for(study: Study) -> Iterator[Staging]:
     item, staged = Names(Item), Names(StagedItem)
     shape = (
         f"SELECT {item.position} AS {staged.line}, {item.position} AS {staged.new_rank}, {item.id} AS {staged.target}, "
-        f"{item.external_id}, {', '.join(getattr(item, column) for column in COPIED)} FROM {item.table} WHERE 1 = 0"
+        f"{item.external_id}, {item.claim_rank}, {', '.join(getattr(item, column) for column in COPIED)} "
+        f"FROM {item.table} WHERE 1 = 0"
     )
     with temporary_table(shape) as table:
         yield Staging(study=study, table=table)
@@ -94,9 +96,10 @@ def switch_live(staging: Staging, *, systems: list[str], now: datetime) -> None:
             items_switched(study, staging.table)
         with connection.cursor() as cursor:
             cursor.execute(
-                f"INSERT INTO {item.table} ({item.study}, {item.external_id}, {item.position}, {', '.join(columns)}, "
-                f"{item.slots_taken}, {item.created_at}, {item.updated_at}) "
-                f"SELECT %s, {staged.external_id}, %s + {staged.new_rank}, {', '.join(columns)}, 0, %s, %s "
+                f"INSERT INTO {item.table} ({item.study}, {item.external_id}, {item.position}, {item.claim_rank}, "
+                f"{', '.join(columns)}, {item.slots_taken}, {item.created_at}, {item.updated_at}) "
+                f"SELECT %s, {staged.external_id}, %s + {staged.new_rank}, {staged.claim_rank}, {', '.join(columns)}, "
+                "0, %s, %s "
                 f"FROM {staging.table} WHERE {staged.target} IS NULL ORDER BY {staged.new_rank}",
                 [study.pk, last or 0, stamp, stamp],
             )

@@ -23,6 +23,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from ..models import Annotation, Assignment, Item, Study, StudyChange, StudyMember, new_seed
+from ..randomisation import claim_rank
 from ..vocab import BINARY_SIDES, PREFERENCE_BOTH_BAD, PREFERENCE_TIE, default_binary_map, default_labels
 from .adjudication import ADJUDICATION_SETTINGS
 from .counters import recount_study
@@ -58,6 +59,7 @@ EDITABLE_FIELDS: tuple[str, ...] = (
     "both_bad_allowed",
     "irrelevant_in_credibility",
     "gold_in_agreement",
+    "checks_in_agreement",
 )
 
 #: Once a study holds an annotation these would change what the stored labels mean
@@ -222,6 +224,7 @@ def create_study(
     both_bad_allowed: bool = False,
     irrelevant_in_credibility: bool = False,
     gold_in_agreement: bool = True,
+    checks_in_agreement: bool = False,
     status: str = Study.Status.OPEN,
     created_by: User | None = None,
 ) -> Study:
@@ -259,6 +262,7 @@ def create_study(
         both_bad_allowed=both_bad_allowed,
         irrelevant_in_credibility=irrelevant_in_credibility,
         gold_in_agreement=gold_in_agreement,
+        checks_in_agreement=checks_in_agreement,
         status=status,
         created_by=created_by,
     )
@@ -361,6 +365,7 @@ def update_study(*, study: Study, changes: Mapping[str, Any], user: User | None 
         "both_bad_allowed",
         "irrelevant_in_credibility",
         "gold_in_agreement",
+        "checks_in_agreement",
     ):
         if not isinstance(final[flag], bool):
             raise ServiceError(f"{flag} must be true or false")
@@ -382,7 +387,29 @@ def update_study(*, study: Study, changes: Mapping[str, Any], user: User | None 
                 StudyChange(study=study, changed_by=user, field=name, old_value=current[name], new_value=final[name])
             )
     study.save()
+    if "seed" in changed:
+        rank_items(study)
     return StudyChange.objects.bulk_create(records)
+
+
+#: Items whose claim rank is written per statement when a study's seed changes.
+RANK_BATCH = 5_000
+
+
+def rank_items(study: Study) -> None:
+    """Draw every item's claim rank again from the study's seed (randomisation.claim_rank).
+
+    Why: the rank is the study's random order of items; a new seed (allowed only before the first
+    annotation) draws a new order, as it draws new queue positions and sides.
+    """
+    rows = Item.objects.filter(study=study).order_by("pk").values_list("pk", "external_id")
+    after = 0
+    while batch := list(rows.filter(pk__gt=after)[:RANK_BATCH]):
+        Item.objects.bulk_update(
+            [Item(pk=pk, claim_rank=claim_rank(study.seed, external_id)) for pk, external_id in batch],
+            ["claim_rank"],
+        )
+        after = batch[-1][0]
 
 
 def _release_open_leases(study: Study) -> int:
@@ -473,6 +500,7 @@ def duplicate_study(
         both_bad_allowed=study.both_bad_allowed,
         irrelevant_in_credibility=study.irrelevant_in_credibility,
         gold_in_agreement=study.gold_in_agreement,
+        checks_in_agreement=study.checks_in_agreement,
         status=Status.DRAFT,
         created_by=user,
     )
@@ -484,7 +512,7 @@ def duplicate_study(
         source = Item.objects.filter(study=study).order_by("position", "pk").values(*ITEM_COPY_FIELDS).iterator()
         batch: list[Item] = []
         for row in source:
-            batch.append(Item(study=copy, **row))
+            batch.append(Item(study=copy, claim_rank=claim_rank(copy.seed, row["external_id"]), **row))
             if len(batch) >= 1000:
                 Item.objects.bulk_create(batch)
                 batch = []

@@ -18,6 +18,7 @@ LATER_INDEXES = {
     "0019_active_assignments_index": ["assignment_active"],
     "0020_flagged_assignments_index": ["assignment_flagged"],
     "0021_item_answers": ["item_study_answers"],
+    "0022_claim_rank_checks": ["item_study_claim_order"],
 }
 
 
