@@ -63,8 +63,10 @@ class AdjudicationQueue(StudyScoped, APIView):
 
 
 class AdjudicationItem(APIView):
-    """GET: an item as annotators saw it, with every answer and adjudication. POST: your final
-    label (again to revise it; the old one is kept as a revision)."""
+    """GET: an item as annotators saw it, with every answer and adjudication; a preference answer
+    says how its annotator saw the lists (`lists_seen`, `swapped`, `frame`, `preferred_as_seen`:
+    their "List 1" is not always yours). POST: your final label (again to revise it; the old one
+    is kept as a revision)."""
 
     permission_classes = [IsStudyAdjudicator]
 

@@ -13,8 +13,9 @@ from .access import Researcher, access_item_to_adjudicate, access_member, access
 from .adjudication_forms import AdjudicationForm, AdjudicationSettingsForm, list_names
 from .formats import detect_format
 from .http import AuthenticatedHttpRequest
-from .models import Adjudication, Item, Study, StudyMember
+from .models import Adjudication, Item, Study
 from .selectors.adjudication import adjudication_queue, item_for_adjudication, next_to_adjudicate
+from .selectors.members import adjudicator_choices
 from .services import ImportFailed, ServiceError
 from .services.adjudication import adjudicate, import_adjudications, set_adjudication_settings, set_can_adjudicate
 
@@ -36,9 +37,7 @@ def adjudication_queue_page(request: AuthenticatedHttpRequest, slug: str) -> Htt
         context["settings_form"] = AdjudicationSettingsForm(
             initial={name: getattr(study, name) for name in AdjudicationSettingsForm.base_fields}
         )
-        context["members"] = StudyMember.objects.filter(study=study, is_active=True, is_external=False).order_by(
-            "role", "pseudonym"
-        )
+        context["members"] = adjudicator_choices(study)
     return render(request, "annotation/adjudication_queue.html", context)
 
 
@@ -143,9 +142,13 @@ def member_adjudicator(request: AuthenticatedHttpRequest, slug: str, member_id: 
     """Researchers: give a member the adjudicator flag, or take it back."""
     member = access_member(request.user, slug, member_id)
     allowed = request.POST.get("can_adjudicate") == "1"
-    set_can_adjudicate(member=member, allowed=allowed)
-    verb = "may now adjudicate" if allowed else "no longer adjudicates"
-    messages.success(request, f"{member.pseudonym} {verb}.")
+    try:
+        set_can_adjudicate(member=member, allowed=allowed)
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        verb = "may now adjudicate" if allowed else "no longer adjudicates"
+        messages.success(request, f"{member.pseudonym} {verb}.")
     return redirect("annotation:adjudication_queue", slug=slug)
 
 

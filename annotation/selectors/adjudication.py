@@ -161,7 +161,9 @@ def next_to_adjudicate(study: Study, user: User, after: str | None = None) -> st
 def item_for_adjudication(item: Item) -> dict[str, Any]:
     """What the adjudication page and API show of an item: its content as annotators saw it
     (preference lists as "List 1/2", system names only when the study allows), every
-    annotation with pseudonym, and every adjudication so far (two that differ are shown as such)."""
+    annotation with pseudonym and, for a preference item, how that annotator saw the lists
+    (`seen_frame`: their "List 1" in a note may be the page's List 2), and every adjudication
+    so far (two that differ are shown as such)."""
     study = item.study
     names = pseudonyms(study)
     payload = item.payload
@@ -199,6 +201,7 @@ def item_for_adjudication(item: Item) -> dict[str, Any]:
             "label": a.label,
             "preferred": list_name.get(a.preferred_system, ""),
             "strength": a.strength,
+            **seen_frame(study, a.assignment.left_system, a.preferred_system),
             "justification": a.justification,
             "evidence_judgements": a.evidence_judgements,
             "active_ms": a.active_ms,
@@ -230,6 +233,42 @@ def item_for_adjudication(item: Item) -> dict[str, Any]:
         "verifier_predictions": _predictions(item) if study.adjudication_shows_verifiers else [],
     }
     return result
+
+
+def seen_frame(study: Study, left_system: str, preferred_system: str = "") -> dict[str, Any]:
+    """How one annotator saw a preference item, in the adjudicator's frame (issue 29, finding 7).
+
+    Why: the adjudicator's "List 1" is always the study's first system, but an annotator's note
+    speaks of the list *they* saw as List 1 (`Assignment.left_system`), which is the other one
+    for half of them. So each answer carries `lists_seen` (their List 1 and List 2, as the
+    adjudicator calls them: system names only when the study shows them to adjudicators, else
+    "List 1/2" of the page), `swapped` (their List 1 is the page's List 2), `frame` (that, said
+    in words) and `preferred_as_seen` (the list they chose, as they called it). A blinded study
+    never learns a system name from these. Unknown sides (an import without `left_system`) say
+    so; a verification study gets empty values.
+    """
+    systems = list(study.systems)
+    if not study.is_preference:
+        return {"lists_seen": [], "swapped": None, "frame": "", "preferred_as_seen": ""}
+    if len(systems) != 2 or left_system not in systems:
+        return {
+            "lists_seen": [],
+            "swapped": None,
+            "frame": "which list they saw as List 1 is not recorded",
+            "preferred_as_seen": "",
+        }
+    order = [left_system] + [system for system in systems if system != left_system]
+    names = _list_names(study)
+    seen = [names[system] for system in order]
+    swapped = left_system != systems[0]
+    if study.adjudication_shows_systems:
+        frame = f"saw {seen[0]} as their List 1 and {seen[1]} as their List 2"
+    elif swapped:
+        frame = "saw the lists swapped: their List 1 is List 2 here, and their List 2 is List 1"
+    else:
+        frame = "saw the lists in the order shown here"
+    preferred = f"List {order.index(preferred_system) + 1}" if preferred_system in order else ""
+    return {"lists_seen": seen, "swapped": swapped, "frame": frame, "preferred_as_seen": preferred}
 
 
 def _list_names(study: Study) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""Reads of the members page and API: members with what they did, and the study's invites."""
+"""Reads of the members page and API: members with what they did, the study's invites, and the
+members the adjudication page offers as adjudicators."""
 
 from __future__ import annotations
 
@@ -30,3 +31,16 @@ def members_to_manage(study: Study) -> QuerySet[StudyMember]:
 def study_invites(study: Study) -> QuerySet[Invite]:
     """The study's invites, newest first, with who created them."""
     return Invite.objects.filter(study=study).select_related("created_by")
+
+
+def adjudicator_choices(study: Study) -> QuerySet[StudyMember]:
+    """The members "Who adjudicates" offers: active members who log in, never a crowd participant.
+
+    Why: a participant's account cannot log in (services/participants.py), so the flag would give
+    them nothing, and listing them unmarked offered a participant who had withdrawn from the study
+    as an adjudicator (issue 29, finding 8). Imported identities and deactivated members are not
+    logins in the study either.
+    """
+    return StudyMember.objects.filter(
+        study=study, is_active=True, is_external=False, participant__isnull=True
+    ).order_by("role", "pseudonym")

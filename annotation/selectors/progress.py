@@ -17,15 +17,14 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
 
 from django.contrib.auth.models import User
 from django.db.models import Count, F, Max, Min, OuterRef, Q, QuerySet, Subquery, Sum, Window
 from django.db.models.functions import Coalesce, RowNumber
 from django.utils import timezone
 
-from ..models import Annotation, AnnotatorCount, Assignment, Item, Study, StudyMember
-from ..services.assignments import LOST_LEASE
+from ..models import Annotation, AnnotatorCount, Assignment, Item, Participant, Study, StudyMember
 from ..vocab import PREFERENCE_BOTH_BAD
 from . import pseudonyms, unknown_pseudonym
 
@@ -33,8 +32,40 @@ if TYPE_CHECKING:  # django-stubs-ext is a development dependency
     from django_stubs_ext import WithAnnotations
 
 Status = Assignment.Status
-#: Given back by the annotator (a lease that ran out and was taken over is LOST_LEASE instead).
-SKIPPED = Q(status=Status.SKIPPED) & ~LOST_LEASE
+
+# What an assignment closed as skipped (slot freed, never served to its annotator again) was, told
+# apart by what is stored (issue 29, finding 8: progress counts what people did):
+#
+# - a skip the annotator pressed (services/assignments.skip): the lease is cleared;
+# - a lease that ran out and was taken over (assignment_sql.close_expired), or that had run out when
+#   the study closed: the lease is kept, and it ended before the row was closed (`updated_at`);
+# - given back on the annotator's behalf, which they did not do: a live lease closed when the study
+#   closed, or when a member was deactivated, removed or made a researcher (services/membership.
+#   free_leases), keeps its lease, still running when the row was closed; and every skip of a crowd
+#   participant, who has no skip button: the items given back when their session ended (the one on
+#   screen and the one fetched ahead) and items met earlier as a check. An item fetched ahead and
+#   released by the page (assignment_sql.delete_unseen_ahead) leaves no row at all.
+
+
+def _participant_users(study: Study) -> QuerySet[Participant, Any]:
+    """The user ids of the study's crowd participants (a subquery)."""
+    return Participant.objects.filter(study=study).values("member__user_id")
+
+
+def pressed_skip(study: Study) -> Q:
+    """A skip its annotator pressed: closed with the lease cleared, by someone who has a skip button."""
+    return Q(status=Status.SKIPPED, lease_expires_at__isnull=True) & ~Q(annotator_id__in=_participant_users(study))
+
+
+#: A lease that ran out: closed after its expiry (taken over, or the study closed over it).
+TIMED_OUT = Q(status=Status.SKIPPED, lease_expires_at__lt=F("updated_at"))
+
+#: Participants shown as having left: their labels are out of analysis (metaeval.selectors), and the
+#: progress page marks them so.
+LEFT_STUDY: dict[str, str] = {
+    Participant.Status.WITHDRAWN: "withdrawn",
+    Participant.Status.SCREENED_OUT: "screened out",
+}
 
 
 # --- the annotator's own ------------------------------------------------------
@@ -62,6 +93,8 @@ class AnnotatorRow:
     user_id: int
     pseudonym: str
     is_external: bool = False
+    #: A crowd participant who left ("withdrawn", "screened out"): marked, their labels out of analysis.
+    left_study: str = ""
     done: int = 0
     skipped: int = 0
     timed_out: int = 0
@@ -128,17 +161,23 @@ def annotator_quality(study: Study) -> list[AnnotatorRow]:
 def annotator_rows(study: Study, quality: LabelQuality) -> list[AnnotatorRow]:
     """The annotator table: `quality`'s numbers with the live ones, and the alerts they raise.
 
-    Four queries whose cost does not grow with the study's labels: the members, done from
-    the counter rows (services/counters.py; every answer ends its assignment as submitted),
-    open now from the active assignments (a partial index) and flagged from the flagged ones
-    (another). Anyone holding assignments appears, including imported identities and former
-    members (as `user-<id>`, as in the export).
+    Four queries whose cost does not grow with the study's labels: the members (with the status
+    of those who are crowd participants, live: one who withdrew or was screened out is marked),
+    done from the counter rows (services/counters.py; every answer ends its assignment as
+    submitted), open now from the active assignments (a partial index) and flagged from the
+    flagged ones (another). Anyone holding assignments appears, including imported identities and
+    former members (as `user-<id>`, as in the export).
     """
     rows: dict[int, AnnotatorRow] = {
-        user_id: AnnotatorRow(user_id=user_id, pseudonym=pseudonym, is_external=external)
-        for user_id, pseudonym, external in StudyMember.objects.filter(
+        user_id: AnnotatorRow(
+            user_id=user_id,
+            pseudonym=pseudonym,
+            is_external=external,
+            left_study=LEFT_STUDY.get(participant_status or "", ""),
+        )
+        for user_id, pseudonym, external, participant_status in StudyMember.objects.filter(
             study=study, role=StudyMember.Role.ANNOTATOR
-        ).values_list("user_id", "pseudonym", "is_external")
+        ).values_list("user_id", "pseudonym", "is_external", "participant__status")
     }
 
     def row(user_id: int) -> AnnotatorRow:
@@ -183,13 +222,15 @@ def label_quality(study: Study) -> LabelQuality:
     the progress page caches the result (selectors.progress_cache). Answers are found by their own
     copy of the study (`Annotation.study`, indexed), so a small study does not scan a big one's
     labels. Gold accuracy compares the canonical label with the item's gold label, on gold items only.
+    Skipped counts the skips pressed and timed out the leases that ran out, not what was given back
+    on the annotator's behalf (`pressed_skip`, `TIMED_OUT`).
     """
     numbers: dict[int, dict[str, float | int | None]] = defaultdict(_no_labels)
     skips = (
         Assignment.objects.filter(study=study, status=Status.SKIPPED)
         .order_by()
         .values("annotator_id")
-        .annotate(skipped=Count("pk", filter=SKIPPED), timed_out=Count("pk", filter=LOST_LEASE))
+        .annotate(skipped=Count("pk", filter=pressed_skip(study)), timed_out=Count("pk", filter=TIMED_OUT))
     )
     for entry in skips:
         numbers[entry["annotator_id"]].update(skipped=entry["skipped"], timed_out=entry["timed_out"])
@@ -345,12 +386,11 @@ def items_with_slots(study: Study, state: str = "") -> QuerySet[ItemWithSlots]:
     # Answers are the item's own count (Item.n_answers); the rest counted per item by correlated subqueries, not by grouping a join of every item with its
     # assignments: the database counts for the 50 rows of the page only, and the paginator's
     # COUNT reads the items alone (the grouped join took 0.3 s per view at 100,000 items).
-    skipped = Q(status=Status.SKIPPED)
     items = (
         Item.objects.filter(study=study)
         .annotate(
-            n_skipped=_assignments_of_item(skipped & Q(lease_expires_at__isnull=True)),
-            n_timed_out=_assignments_of_item(skipped & Q(lease_expires_at__isnull=False)),
+            n_skipped=_assignments_of_item(pressed_skip(study)),
+            n_timed_out=_assignments_of_item(TIMED_OUT),
             n_active=_assignments_of_item(Q(status=Status.ACTIVE)),
             n_flagged=_assignments_of_item(Q(flagged=True)),
         )

@@ -77,7 +77,8 @@ def quality_fingerprint(study: Study) -> str:
 
 def _key(study: Study) -> str:
     # The creation time too: a study made with a recycled id (SQLite after a rollback) never reads another's table.
-    return f"progress-quality:v1:{study.pk}:{study.created_at.timestamp()}"
+    # v2: skips count the skips pressed only (issue 29): a table kept by v1 counted give-backs as skips.
+    return f"progress-quality:v2:{study.pk}:{study.created_at.timestamp()}"
 
 
 def _compute(study: Study, fingerprint: str, now: datetime) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from ..models import (
     AdjudicationRevision,
     AdjudicationRule,
     Item,
+    Participant,
     ReferenceRule,
     Study,
     StudyChange,
@@ -258,7 +259,10 @@ def set_adjudication_settings(
 
 
 def set_can_adjudicate(*, member: StudyMember, allowed: bool) -> StudyMember:
-    """Give or take a member's adjudicator flag."""
+    """Give or take a member's adjudicator flag; never given to a crowd participant, whose account
+    cannot log in (one who withdrew was offered it, issue 29)."""
+    if allowed and Participant.objects.filter(member=member).exists():
+        raise ServiceError(f"{member.pseudonym} is a crowd participant, who cannot log in, so cannot adjudicate")
     member.can_adjudicate = allowed
     member.save(update_fields=["can_adjudicate"])
     return member

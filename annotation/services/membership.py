@@ -70,13 +70,15 @@ def _check_keeps_a_researcher(study: Study, member: StudyMember, what: str) -> N
 def free_leases(*, study: Study, user_id: int, now: datetime | None = None) -> int:
     """Give back the user's items in progress in the study (their slots go to other annotators).
 
-    Closed like a skip, so the user is never served those items again. Call inside a transaction.
+    Closed like a skip, so the user is never served those items again, but with the lease kept
+    (a skip the user presses clears it): the progress page counts a skip pressed, not this one
+    (selectors/progress.py). Call inside a transaction.
     """
     now = now or timezone.now()
     freed = 0
     active = Assignment.objects.filter(study=study, annotator_id=user_id, status=Assignment.Status.ACTIVE)
     for assignment_id, item_id in active.values_list("pk", "item_id"):
-        if sql.mark_skipped(assignment_id, now):
+        if active.filter(pk=assignment_id).update(status=Assignment.Status.SKIPPED, slot=None, updated_at=now):
             sql.give_slot_back(item_id)
             freed += 1
     return freed

@@ -119,7 +119,8 @@ def test_researchers_queue_page_fits(page, guard, queue_study, make_user, width,
 
 @pytest.mark.parametrize("width,height", [(1280, 800), (390, 844)])
 def test_preference_item_by_keyboard_with_names_hidden(page, guard, make_user, width, height):
-    """A preference item: lists as "List 1/2" (names hidden), key 4 picks List 2 slightly better."""
+    """A preference item: lists as "List 1/2" (names hidden), each answer says how its annotator saw
+    the lists (w2 saw them swapped, so their "List 1" is List 2 here), key 4 picks List 2 slightly better."""
     from ..conftest import preference_item
 
     make_user("rita")
@@ -129,8 +130,22 @@ def test_preference_item_by_keyboard_with_names_hidden(page, guard, make_user, w
     import_annotations(
         study=study,
         stream=jsonl(
-            {"item": "p-1", "annotator": "w1", "preferred": "veriscore", "strength": "strong", "justification": "more"},
-            {"item": "p-1", "annotator": "w2", "preferred": "safe", "strength": "slight", "justification": "exact"},
+            {
+                "item": "p-1",
+                "annotator": "w1",
+                "preferred": "veriscore",
+                "strength": "strong",
+                "justification": "List 1 has more claims",
+                "left_system": "veriscore",
+            },
+            {
+                "item": "p-1",
+                "annotator": "w2",
+                "preferred": "safe",
+                "strength": "slight",
+                "justification": "List 1 is a bit more faithful",
+                "left_system": "safe",
+            },
         ),
         fmt="jsonl",
     )
@@ -139,6 +154,8 @@ def test_preference_item_by_keyboard_with_names_hidden(page, guard, make_user, w
     log_in(page, "rita", reverse("annotation:adjudicate_item", args=[study.slug, "p-1"]))
     body = page.locator("main").inner_text() if page.locator("main").count() else page.inner_text("body")
     assert "List 1" in body and "veriscore" not in body
+    swapped = page.locator('.adj-frame[data-swapped="yes"]')
+    assert swapped.count() == 1 and "their List 1 is List 2 here" in swapped.inner_text()
     shoot(page, f"preference-item-{width}")
     scroll = page.evaluate("document.documentElement.scrollWidth")
     assert scroll <= width, f"the page is {scroll}px wide at {width}px"
