@@ -206,6 +206,12 @@ def _preference_tables(report: dict[str, Any]) -> list[LatexTable]:
     return [counts, signs]
 
 
+def _k_note(veriscore: dict[str, Any]) -> str:
+    """Where K came from, in the caption: one K for every source's table (reporting.scores.shared_k)."""
+    source = veriscore.get("k_from")
+    return f"; $K$ from {escape(source)}, the same for every source" if source else ""
+
+
 def _score_tables(report: dict[str, Any]) -> list[LatexTable]:
     scores = report.get("scores")
     if not scores or scores.get("available") is False:
@@ -237,7 +243,7 @@ def _score_tables(report: dict[str, Any]) -> list[LatexTable]:
         tables.append(
             LatexTable(
                 f"veriscore_{source}",
-                f"VeriScore F1@K {title}",
+                f"VeriScore F1@K {title}" + _k_note(block["veriscore"]),
                 ["Domain", "$K$", "System", "F1@K", "95\\% CI", "Precision", "Recall"],
                 "lrlrlrr",
                 [

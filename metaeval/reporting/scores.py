@@ -5,6 +5,12 @@ its own response) written by a ``system``. A claim's verdict is the strict
 majority of its human labels, or its gold label; the study's binary map says
 which verdicts count as supported (positive), not supported (negative) or
 are left out (labels it does not map, e.g. IR when a study excludes it).
+
+VeriScore's K is one per domain for the whole section (``shared_k``): every
+source (human majority, gold, reference, each verifier) is scored with the K
+of the report's reference labels, so that their F1@K can be compared; a
+source's own median would differ with the claims it leaves without a verdict.
+``?k=`` overrides it.
 """
 
 from __future__ import annotations
@@ -15,11 +21,12 @@ import pandas as pd
 
 from annotation.models import Study
 from metaeval import stats
+from metaeval.stats.scores import veriscore_k_by_domain
 
 from .agreement import agreement_table, categories_for, unavailable
 from .options import ReportOptions
 
-__all__ = ["scores_section", "label_roles"]
+__all__ = ["scores_section", "label_roles", "shared_k"]
 
 NO_SYSTEM = "(no system)"
 
@@ -72,12 +79,79 @@ def _human_verdicts(labels: pd.DataFrame, study: Study) -> tuple[pd.Series, dict
     return vote.labels(), counts
 
 
+#: What a K from the claim count (the fallback of shared_k) counts.
+ALL_CLAIMS = "the number of claims per response, whatever their verdict"
+#: A domain's k_source: the median of the reference labels' countable claims, or of the claim count.
+FROM_REFERENCE = "reference median"
+FROM_CLAIMS = "claim-count median"
+
+
+def shared_k(
+    claims: pd.DataFrame,
+    roles: tuple[list[str], list[str], list[str]],
+    options: ReportOptions,
+    responses: pd.DataFrame | None,
+    reference: tuple[str, pd.Series] | None,
+) -> dict[str, Any]:
+    """VeriScore's K per domain, one for every source of the section, and the sentence that says where it
+    came from: ``?k=`` when given; else the upper median over answered responses of the countable claims
+    under the reference labels (``reference``: the report's rule and labels; None: no reference); a domain
+    where that gives no K above 0 (no reference verdicts there) takes the median claim count instead."""
+    if options.k is not None:
+        return {
+            "k": None,
+            "given": options.k,
+            "source": "given",
+            "rule": f"K = {options.k} in every domain, given (?k= on the page and API, --k on the command line).",
+            "from": f"given, {options.k}",
+        }
+    supported, unsupported, excluded = roles
+
+    def counts(label: pd.Series) -> pd.DataFrame:
+        return stats.response_counts(
+            claims.assign(label=label),
+            supported=supported,
+            unsupported=unsupported,
+            excluded=excluded,
+            responses=responses,
+        )
+
+    if reference is not None:
+        rule, labelled = reference
+        named = f"the countable claims under the reference labels (rule: {rule})"
+        k = veriscore_k_by_domain(counts(claims["item"].map(labelled)))
+    else:
+        named, k = ALL_CLAIMS, {}
+    source = {domain: FROM_REFERENCE for domain, value in k.items() if value}
+    if len(source) < len(k) or not k:
+        no_verdict = pd.Series(float("nan"), index=claims.index, dtype=object)
+        by_count = veriscore_k_by_domain(counts(no_verdict), "n_claims")
+        k = {domain: k[domain] if domain in source else value for domain, value in by_count.items()}
+        source = {domain: source.get(domain, FROM_CLAIMS) for domain in k}
+    rule = (
+        "K per domain is one for every source (human majority, gold, reference labels, each verifier), so "
+        f"that their F1@K compare: the upper median over answered responses of {named}"
+    )
+    fell = sorted(str(domain) for domain, why in source.items() if why == FROM_CLAIMS)
+    if reference is not None and fell:
+        rule += f"; where that gives no K above 0 (domain {', '.join(fell)}): of {ALL_CLAIMS}"
+    return {
+        "k": k,
+        "given": None,
+        "source": source,
+        "rule": rule + ". ?k= overrides it.",
+        "from": "the reference labels" if FROM_REFERENCE in source.values() else "the claim count",
+    }
+
+
 def _score_block(
     claims: pd.DataFrame,
     roles: tuple[list[str], list[str], list[str]],
     options: ReportOptions,
+    k: dict[str, Any],
     responses: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
+    """One source's scores, with the section's shared K (``shared_k``)."""
     supported, unsupported, excluded = roles
     out = stats.claim_scores(
         claims,
@@ -85,11 +159,13 @@ def _score_block(
         unsupported=unsupported,
         excluded=excluded,
         responses=responses,
-        k=options.k,
+        k=k["given"] if k["given"] is not None else k["k"],
+        k_source=k["source"],
         n_resamples=options.n_resamples,
         seed=options.seed,
         confidence=options.confidence,
     )
+    out["veriscore"]["k_rule"], out["veriscore"]["k_from"] = k["rule"], k["from"]
     out["factscore"]["share_answered_note"] = (
         "every response with a claim counts as answered"
         if responses is None
@@ -142,6 +218,8 @@ def scores_section(
         "n_claims": len(claims),
         "n_responses": int(claims["response_id"].nunique()),
     }
+    k = shared_k(claims, roles, options, responses, reference)
+    out["veriscore_k"] = {key: k[key] for key in ("k", "given", "source", "rule")}
     scored: list[tuple[pd.Series, dict[str, Any]]] = []  # (claims' labels, their block): each computed once
 
     def block(label: pd.Series) -> dict[str, Any]:
@@ -150,7 +228,7 @@ def scores_section(
         for seen, done in scored:
             if seen.equals(label):
                 return done
-        done = _score_block(claims.assign(label=label), roles, options, responses)
+        done = _score_block(claims.assign(label=label), roles, options, k, responses)
         scored.append((label, done))
         return done
 

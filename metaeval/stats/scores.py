@@ -28,6 +28,7 @@ __all__ = [
     "factscore",
     "veriscore_f1_at_k",
     "veriscore_k",
+    "veriscore_k_by_domain",
     "ragas_faithfulness",
     "claim_scores",
     "FACTSCORE_RULE",
@@ -286,6 +287,16 @@ def veriscore_k(n_countable: np.ndarray) -> int | None:
     return int(counts[len(counts) // 2]) if len(counts) else None
 
 
+def veriscore_k_by_domain(counts: pd.DataFrame, column: str = "n_countable") -> dict[Hashable, int | None]:
+    """VeriScore's K per domain from one source's ``response_counts``: the upper median of ``column``
+    over answered responses. Passed back as ``k`` to every source scored on the same responses, it
+    gives their F1@K one K, so that the sources' numbers can be compared (each source's own median
+    differs when they leave different claims without a verdict)."""
+    answered = counts["answered"].to_numpy()
+    values = counts[column].to_numpy()
+    return {dom: veriscore_k(values[idx][answered[idx]]) for dom, idx in _by(counts, "domain")}
+
+
 def _f1_at_k(supported: np.ndarray, n_countable: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     s = supported.astype(np.float64)
     precision = np.where(n_countable > 0, s / np.maximum(n_countable, 1), np.nan)
@@ -316,7 +327,10 @@ def _veriscore_group(rows: pd.DataFrame, prf: np.ndarray, reason: str, boot: Boo
 
 
 def _veriscore(
-    counts: pd.DataFrame, k: int | Mapping[Hashable, int] | None, boot: Boot
+    counts: pd.DataFrame,
+    k: int | Mapping[Hashable, int | None] | None,
+    boot: Boot,
+    k_source: str | Mapping[Hashable, str] = "given",
 ) -> tuple[dict[str, Any], np.ndarray]:
     answered = counts["answered"].to_numpy()
     n_countable = counts["n_countable"].to_numpy()
@@ -329,7 +343,9 @@ def _veriscore(
         k_dom = int(given) if given is not None else veriscore_k(n_countable[idx][ans])
         entry: dict[str, Any] = {
             "k": k_dom,
-            "k_source": "given" if given is not None else "median",
+            "k_source": (k_source.get(dom, "given") if isinstance(k_source, Mapping) else k_source)
+            if given is not None
+            else "median",
             "n_responses_for_k": int(ans.sum()),
         }
         reasons[dom] = "no answered response in this domain"
@@ -440,7 +456,8 @@ def veriscore_f1_at_k(
     unsupported: Collection,
     excluded: Collection = (),
     responses: pd.DataFrame | None = None,
-    k: int | Mapping[Hashable, int] | None = None,
+    k: int | Mapping[Hashable, int | None] | None = None,
+    k_source: str | Mapping[Hashable, str] = "given",
     n_resamples: int = 1000,
     seed: int | None = 0,
     confidence: float = 0.95,
@@ -449,13 +466,15 @@ def veriscore_f1_at_k(
     """VeriScore F1@K per response, per system within each domain, and per system.
 
     ``k`` freezes K (one int for every domain, or a mapping domain -> K);
-    domains not given get the median rule. The K used for each domain is
-    reported with how it was obtained, so a later run can pass it back.
+    domains not given (or given None) get the median rule. The K used for
+    each domain is reported with how it was obtained (``k_source`` names
+    where a given K came from, e.g. another source's median:
+    ``veriscore_k_by_domain``), so a later run can pass it back.
     """
     counts = response_counts(
         claims, supported=supported, unsupported=unsupported, excluded=excluded, responses=responses, **columns
     )
-    out, prf = _veriscore(counts, k, _boot(n_resamples, seed, confidence))
+    out, prf = _veriscore(counts, k, _boot(n_resamples, seed, confidence), k_source)
     values = {"k": prf[3], "precision": prf[0], "recall": prf[1], "f1_at_k": prf[2]}
     return {**json_ready(out), "per_response": _per_response(counts, values)}
 
@@ -484,7 +503,8 @@ def claim_scores(
     unsupported: Collection,
     excluded: Collection = (),
     responses: pd.DataFrame | None = None,
-    k: int | Mapping[Hashable, int] | None = None,
+    k: int | Mapping[Hashable, int | None] | None = None,
+    k_source: str | Mapping[Hashable, str] = "given",
     n_resamples: int = 1000,
     seed: int | None = 0,
     confidence: float = 0.95,
@@ -501,7 +521,7 @@ def claim_scores(
     boot = _boot(n_resamples, seed, confidence)
     known = responses is not None and "answered" in responses.columns
     fact, score = _factscore(counts, boot, known)
-    veri, prf = _veriscore(counts, k, boot)
+    veri, prf = _veriscore(counts, k, boot, k_source)
     ragas, faith = _ragas(counts, boot)
     per_response = _per_response(
         counts,

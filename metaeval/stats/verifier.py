@@ -156,17 +156,48 @@ def verifier_vs_majority(
     }
 
 
-def _short(metrics: dict[str, Any]) -> dict[str, Any]:
-    return {key: metrics[key] for key in ("n_items", "accuracy", "cohen_kappa", "macro_f1")}
+#: Why a ceiling comparison has no item, by what is missing (classification_metrics' own reason speaks of a
+#: verifier against the human majority, which is not what the ceiling compares).
+NO_OTHER_LABEL = "no item this annotator labelled has a label from another annotator"
+OTHERS_TIE = "the other annotators tie on every item this annotator labelled: there is no majority of the others"
+NO_PREDICTION = "the verifier has no label on the items where the others have a majority"
+SAME_CATEGORY = (
+    "{who} and the majority of the other annotators used one and the same category on every item compared: "
+    "chance disagreement is 0, so kappa is undefined"
+)
+
+
+def _short(metrics: dict[str, Any], empty: str = "", who: str = "") -> dict[str, Any]:
+    """The ceiling's numbers of one comparison; an undefined one says why in the ceiling's own terms."""
+    out = {key: metrics[key] for key in ("n_items", "accuracy", "cohen_kappa", "macro_f1")}
+    if empty and out["n_items"] == 0:
+        return {**out, **{key: Estimate.undefined(empty, 0) for key in ("accuracy", "cohen_kappa", "macro_f1")}}
+    if who and not out["cohen_kappa"].defined:
+        out["cohen_kappa"] = Estimate.undefined(SAME_CATEGORY.format(who=who), out["n_items"])
+    return out
 
 
 def _mean(entries: list[dict], who: str, key: str) -> Estimate:
+    """The mean over annotators with a defined value; when none has one, why (each cause with its count)."""
     vals = [e[who][key].value for e in entries if e[who][key].value is not None]
     if not vals:
-        return Estimate.undefined("undefined for every annotator", 0)
+        if not entries:
+            return Estimate.undefined("there is no annotator to compare", 0)
+        causes: dict[str, int] = {}
+        for entry in entries:
+            causes[entry[who][key].reason] = causes.get(entry[who][key].reason, 0) + 1
+        why = "; ".join(f"{reason} ({count} of {len(entries)})" for reason, count in causes.items())
+        return Estimate.undefined(f"undefined for every annotator: {why}", 0)
     return Estimate(
         float(np.mean(vals)), None, sum(e[who]["n_items"] for e in entries), extra={"n_annotators": len(vals)}
     )
+
+
+def _empty_reason(enough: np.ndarray, has: np.ndarray) -> str:
+    """Why an annotator's ceiling comparison rests on no item."""
+    if not enough.any():
+        return NO_OTHER_LABEL
+    return OTHERS_TIE if not has.any() else NO_PREDICTION
 
 
 def human_ceiling(
@@ -202,16 +233,19 @@ def human_ceiling(
         enough = rated & (r_o >= max(min_others, 1))
         has = enough & (maj >= 0)
         use = has if pred is None else has & (pred >= 0)
+        empty = _empty_reason(enough, has)
         entry: dict[str, Any] = {
             "annotator": name,
             "n_items": int(use.sum()),
             "n_rated": int(rated.sum()),
             "n_no_majority_of_others": int((enough & (maj < 0)).sum()),
-            "human": _short(classification_metrics(maj[use], own[use], table.categories)),
+            "human": _short(classification_metrics(maj[use], own[use], table.categories), empty, "the annotator"),
         }
         if pred is not None:
             entry["n_without_prediction"] = int((has & (pred < 0)).sum())
-            entry["verifier"] = _short(classification_metrics(maj[use], pred[use], table.categories))
+            entry["verifier"] = _short(
+                classification_metrics(maj[use], pred[use], table.categories), empty, "the verifier"
+            )
         entries.append(entry)
     mean = {"human": {key: _mean(entries, "human", key) for key in ("accuracy", "cohen_kappa", "macro_f1")}}
     if pred is not None:

@@ -8,7 +8,8 @@ items, how often its answers could not be read or its calls failed, tokens
 and estimated cost, the system-level correlation of human-based and
 verifier-based FActScore-style supported fractions, and the items where it
 disagrees with the human majority, with its rationale. JSON-ready: undefined
-numbers are None with a reason.
+numbers are None with a reason, and ``blanks`` gathers, per column of the page's
+table, the reason of each number shown as a dash (taken from that number).
 
 The reference is the human labels (strict majority per item; gold items
 left out, as in the agreement report), or the gold labels when the study
@@ -42,7 +43,7 @@ from .presets.pairwise import PAIRWISE_JUDGE
 from .runner.chunks import estimate_cost
 from .selectors import current_predictions, human_reference, item_systems
 
-__all__ = ["verifier_report"]
+__all__ = ["blanks", "verifier_report"]
 
 METRICS = CLASSIFICATION_METRICS
 MAX_RATIONALE = 2000
@@ -78,7 +79,10 @@ def verifier_report(
             seed=seed,
             disagreements_limit=disagreements_limit,
         )
-    return json_ready(out)
+    ready = json_ready(out)
+    for section in ready.values():
+        section["blanks"] = blanks(section)
+    return ready
 
 
 def _rate(count: int, of: int, reason: str, **extra: Any) -> Estimate:
@@ -155,7 +159,7 @@ def _verifier_section(
             **{name: result[name] for name in METRICS},
             "per_class": result["per_class"],
             "confusion": result["confusion_matrix"],
-            "human_ceiling": _ceiling(table, frame),
+            "human_ceiling": _ceiling(table, frame, source),
             "binary": _binary(study, vote.codes[use], pred[use]),
         }
     )
@@ -166,18 +170,78 @@ def _verifier_section(
     return section
 
 
-def _ceiling(table, frame: pd.DataFrame) -> dict[str, Any]:
-    """Each annotator against the majority of the others, and the verifier against that same majority."""
+def _ceiling(table, frame: pd.DataFrame, source: str) -> dict[str, Any]:
+    """Each annotator against the majority of the others, and the verifier against that same majority.
+
+    ``reason`` says why the ceiling's headline number (the mean human kappa) is undefined, taken
+    from that value, so the page's blank never gives a cause the study does not have; None when
+    it is defined.
+    """
     if table.n_annotators < 2 or int((table.ratings_per_item >= 2).sum()) == 0:
         return {
             "reason": "the human ceiling needs items with at least two human labels; "
-            f"the reference has {table.n_annotators} annotator(s) and at most "
+            f"the reference ({source}) has {table.n_annotators} rater(s) and at most "
             f"{int(table.ratings_per_item.max(initial=0))} label(s) per item",
             "human": None,
             "verifier": None,
         }
     ceiling = human_ceiling(table, frame, item="item")
-    return {"reason": None, **ceiling["mean"], "annotators": ceiling["annotators"], "min_others": ceiling["min_others"]}
+    kappa = ceiling["mean"]["human"]["cohen_kappa"]
+    return {
+        "reason": None if kappa.defined else kappa.reason,
+        **ceiling["mean"],
+        "annotators": ceiling["annotators"],
+        "min_others": ceiling["min_others"],
+    }
+
+
+#: Key in a section's ``blanks`` -> the verifiers table's column head.
+BLANK_COLUMNS = {
+    "coverage": "Coverage",
+    "accuracy": "Accuracy",
+    "balanced_accuracy": "Balanced acc.",
+    "cohen_kappa": "Cohen's kappa",
+    "macro_f1": "Macro-F1",
+    "ceiling_human_kappa": "Ceiling: human kappa",
+    "ceiling_verifier_kappa": "Ceiling: verifier kappa",
+    "parse_failure_rate": "Parse failures",
+    "error_rate": "Errors",
+    "estimated_cost": "Cost",
+}
+
+#: Cost cell's blank: estimate_cost gives None exactly when the verifier has neither price.
+NO_PRICE = "the verifier has no price per 1,000 tokens (set one on the verifier to estimate the cost)"
+
+
+def _value_reason(entry: Any, fallback: str) -> str | None:
+    """The reason an estimate (a JSON dict) shows a dash, None when it has a value."""
+    if isinstance(entry, dict) and entry.get("value") is not None:
+        return None
+    return (entry.get("reason") if isinstance(entry, dict) else None) or fallback
+
+
+def blanks(section: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Column key -> {column head, reason}: why the verifiers table shows a dash there, for one
+    JSON-ready verifier section.
+
+    Every reason comes from the value that is missing, never from a guess at the cause; the
+    page prints them under the table and as the cells' titles.
+    """
+    ceiling = section.get("human_ceiling") or {}
+    not_computed = ceiling.get("reason") or "the human ceiling was not computed"
+
+    def ceiling_kappa(who: str) -> Any:
+        return ((ceiling.get(who) or {}).get("cohen_kappa")) if ceiling.get(who) else None
+
+    columns = {
+        **{name: section.get(name) for name in ("coverage", *METRICS, "parse_failure_rate", "error_rate")},
+        "ceiling_human_kappa": ceiling_kappa("human"),
+        "ceiling_verifier_kappa": ceiling_kappa("verifier"),
+    }
+    out = {key: _value_reason(entry, not_computed) for key, entry in columns.items()}
+    if section.get("estimated_cost") is None:
+        out["estimated_cost"] = NO_PRICE
+    return {key: {"column": BLANK_COLUMNS[key], "reason": reason} for key, reason in out.items() if reason}
 
 
 def _binary(study: Study, truth: np.ndarray, pred: np.ndarray) -> dict[str, Any] | None:
