@@ -1,4 +1,5 @@
-"""DRF face of the report: the same dict as the CLI's ``--format json``, from the report cache when current."""
+"""DRF faces of the report: the same dict as the CLI's ``--format json`` (from the report cache when current),
+and the labels it counts with each item's reference label (the notebook client's ``labels``)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,27 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.permissions import IsStudyResearcher, StudyScoped
+from annotation.selectors.participants import exclusion_rule
 
 from .reporting import cache, options_from_query
+from .reporting.build import gold_rule
 from .reporting.options import InvalidOption
-from .serializers import ReportSerializer
+from .reporting.reference import RULE_DESCRIPTIONS
+from .serializers import ReportSerializer, StudyLabelsSerializer
+from .study_frame import TABLE_COLUMNS, study_frame
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _gold_items(raw: str | None) -> bool | None:
+    """``include_gold_items``: absent or empty follows the study's gold setting."""
+    value = (raw or "").strip().lower()
+    if not value:
+        return None
+    if value not in _TRUE | _FALSE:
+        raise ValidationError({"include_gold_items": [f"include_gold_items must be true or false, got {raw!r}"]})
+    return value in _TRUE
 
 
 class StudyReport(StudyScoped, APIView):
@@ -54,3 +72,58 @@ class StudyReport(StudyScoped, APIView):
         except InvalidOption as exc:
             raise ValidationError({exc.name: [str(exc)]}) from None
         return Response(cache.current_report(self.study, options).report)
+
+
+class StudyLabels(StudyScoped, APIView):
+    """The labels a study's report counts, each with its item's reference label, computed by the server.
+
+    Why on the server: the notebook client took the strict majority of the export's labels, whatever
+    the study's reference rule and adjudications (issue 29). These come from the same study frame as
+    the report (``metaeval.study_frame``): the same participants, check items, gold rule and reference.
+    """
+
+    permission_classes = [IsStudyResearcher]
+
+    @extend_schema(
+        operation_id="study_labels",
+        parameters=[
+            OpenApiParameter(
+                "include_gold_items",
+                OpenApiTypes.BOOL,
+                description="Labels on gold items: true all, false none; absent: as the study's agreement counts them.",
+            ),
+            OpenApiParameter(
+                "reference",
+                str,
+                description="The reference rule (gold, majority, dawid_skene, adjudicated, adjudicated_else_majority); "
+                "default: the study's.",
+            ),
+            OpenApiParameter(
+                "include_screened_out",
+                OpenApiTypes.BOOL,
+                description="Crowd studies: count the labels of screened-out participants too (default: left out).",
+            ),
+        ],
+        responses=StudyLabelsSerializer,
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        try:
+            options = options_from_query(request.query_params)
+        except InvalidOption as exc:
+            raise ValidationError({exc.name: [str(exc)]}) from None
+        frame = study_frame(self.study, options)
+        table = frame.label_table(include_gold_items=_gold_items(request.query_params.get("include_gold_items")))
+        columns = {name: table[name].tolist() for name in TABLE_COLUMNS}
+        columns["in_agreement"] = [bool(x) for x in columns["in_agreement"]]
+        return Response(
+            {
+                "study": self.study.slug,
+                "reference_rule": frame.rule,
+                "reference_description": RULE_DESCRIPTIONS[frame.rule],
+                "gold_rule": gold_rule(self.study),
+                "checks_rule": frame.checks_rule(),
+                "participants_rule": exclusion_rule(self.study, include_screened_out=options.include_screened_out),
+                "n_labels": len(table),
+                "columns": columns,
+            }
+        )

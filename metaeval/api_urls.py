@@ -5,4 +5,5 @@ from . import api, planning_views
 urlpatterns = [
     path("plan", planning_views.Plan.as_view(), name="api-plan"),
     path("studies/<slug:slug>/report", api.StudyReport.as_view(), name="api-study-report"),
+    path("studies/<slug:slug>/report/labels", api.StudyLabels.as_view(), name="api-study-labels"),
 ]

@@ -7,11 +7,12 @@ notebook that can import ``metaeval`` (a checkout on ``sys.path``)::
     from metaeval import stats
 
     lab = Claimlab("http://127.0.0.1:8000", token="...")   # a token from /accounts/tokens/
-    labels = lab.labels("factcheck-gpt")                   # item, annotator, label, gold_label, reference_label
+    labels = lab.labels("factcheck-gpt")                   # item, annotator, label, ..., reference_label
     kappa = stats.fleiss_kappa(stats.build_table(labels, lab.study("factcheck-gpt")["labels"]))
 
-``labels`` leaves out gold items' labels by default (as the report does),
-so statistics on it equal the report's; docs/notebooks.md has more.
+``labels`` are the labels the report's agreement counts and each item's reference label by the
+study's rule, both computed by the server as for the report, so statistics on it equal the
+report's; docs/notebooks.md has more.
 """
 
 from __future__ import annotations
@@ -26,9 +27,19 @@ from typing import Any
 
 import pandas as pd
 
-from .stats.verifier import majority_vote
+__all__ = ["Claimlab", "ClaimlabError", "LABEL_TABLE_COLUMNS"]
 
-__all__ = ["Claimlab", "ClaimlabError"]
+#: ``labels``' columns: the server's study frame table (metaeval.study_frame.TABLE_COLUMNS; no Django here).
+LABEL_TABLE_COLUMNS = [
+    "item",
+    "annotator",
+    "label",
+    "domain",
+    "gold_label",
+    "in_agreement",
+    "reference_label",
+    "reference_source",
+]
 
 
 class ClaimlabError(RuntimeError):
@@ -128,23 +139,33 @@ class Claimlab:
             raise ClaimlabError(500, f"the export failed: {job.get('error') or 'no reason given'}")
         return self._request("GET", job["download_url"])
 
-    def labels(self, slug: str, *, include_gold_items: bool = False) -> pd.DataFrame:
-        """The labels as a long table for ``metaeval.stats``: item, annotator, label, domain, gold_label,
-        reference_label (the strict majority of the item's labels, as in the report; None without one).
+    def labels(
+        self,
+        slug: str,
+        *,
+        include_gold_items: bool | None = None,
+        reference: str | None = None,
+        include_screened_out: bool = False,
+    ) -> pd.DataFrame:
+        """The labels the report counts, as a long table for ``metaeval.stats``: item, annotator, label,
+        domain, gold_label, in_agreement, reference_label and reference_source.
 
-        Items with a gold label are left out unless ``include_gold_items``
-        (the report leaves them out of agreement).
+        Computed by the server from the same study frame as the report (``metaeval.study_frame``), so
+        statistics on it equal the report's: the same participants, check items and gold rule, and each
+        item's ``reference_label`` by the study's reference rule (adjudications included), or by
+        ``reference`` when given (None where the rule gives none). ``include_gold_items`` None keeps the
+        labels the report's agreement counts (gold items by the study's setting); True all, False none.
         """
-        frame = self.annotations(slug)
-        columns = ["item", "annotator", "label", "domain"]
-        if frame.empty:
-            return pd.DataFrame(columns=[*columns, "gold_label", "reference_label"])
-        frame = frame.loc[frame["label"].fillna("") != "", columns].astype({"item": str, "annotator": str})
-        gold = self.items(slug).set_index("item")["gold_label"].fillna("")
-        frame["gold_label"] = frame["item"].map(gold).fillna("")
-        if not include_gold_items:
-            frame = frame.loc[frame["gold_label"] == ""]
-        reference = majority_vote(frame[["item", "annotator", "label"]]).labels() if len(frame) else pd.Series()
-        frame["reference_label"] = frame["item"].map(reference).astype(object)
-        frame["reference_label"] = frame["reference_label"].where(frame["reference_label"].notna(), None)
-        return frame.reset_index(drop=True)
+        params: dict[str, Any] = {"include_screened_out": str(include_screened_out).lower()}
+        if include_gold_items is not None:
+            params["include_gold_items"] = str(include_gold_items).lower()
+        if reference is not None:
+            params["reference"] = reference
+        answer = self._json("GET", f"/api/studies/{slug}/report/labels", params)
+        frame = pd.DataFrame(answer["columns"], columns=LABEL_TABLE_COLUMNS)
+        frame = frame.astype({"item": str, "annotator": str, "label": str, "domain": str, "gold_label": str})
+        frame["in_agreement"] = frame["in_agreement"].astype(bool)
+        for column in ("reference_label", "reference_source"):
+            frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
+        frame.attrs["reference_rule"] = answer["reference_rule"]
+        return frame

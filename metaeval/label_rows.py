@@ -41,7 +41,7 @@ class LabelRows:
     Rows are in ``label_frame``'s order: by item (import order), then by annotator name.
     """
 
-    items: pd.DataFrame  # every item of the study, in import order (ITEM_COLUMNS and the primary key, "id")
+    items: pd.DataFrame  # every item of the study, in import order (ITEM_COLUMNS, the primary key "id", "is_check")
     place: np.ndarray  # each label's item: its row in ``items``; non-decreasing
     annotator: np.ndarray  # each label's annotator: its place in ``annotator_names``
     annotator_names: pd.api.extensions.ExtensionArray  # pseudonyms, ordered by name, then user id
@@ -67,6 +67,16 @@ class LabelRows:
         """The labels of items without a gold label (what agreement counts unless gold items are in it)."""
         not_gold = (self.items["gold_label"] == "").to_numpy()
         return self if not_gold.all() else self.select(not_gold[self.place])
+
+    def on_items(self, kept: np.ndarray) -> LabelRows:
+        """The labels of the items where ``kept`` (one bool per row of ``items``) is true: one numpy take."""
+        return self if kept.all() else self.select(kept[self.place])
+
+    def check_items(self) -> np.ndarray:
+        """One bool per row of ``items``: the item is used as an attention or qualification check (``Item.is_check``)."""
+        if "is_check" not in self.items:
+            return np.zeros(len(self.items), dtype=bool)
+        return self.items["is_check"].to_numpy(dtype=bool)
 
     def frame(self) -> pd.DataFrame:
         """``label_frame``'s frame of these labels: each with its item's columns and its annotator's name."""

@@ -21,6 +21,7 @@ from metaeval import selectors, stats
 from metaeval.reporting.agreement import agreement_table
 from metaeval.reporting.options import InvalidOption
 from metaeval.stats import planning
+from metaeval.study_frame import study_frame
 
 __all__ = ["PlanInputs", "make_plan", "plan_from_query", "study_precision", "cached_study_precision", "PLAN_KINDS"]
 
@@ -148,8 +149,12 @@ def make_plan(inputs: PlanInputs) -> dict[str, Any]:
 
 
 def study_precision(study: Study, target_width: float = 0.1) -> dict[str, Any]:
-    """The CI width the study's labels reach now, and the items still needed for ``target_width``."""
-    frame = selectors.label_frame(study, include_gold=study.gold_in_agreement)
+    """The CI width the study's labels reach now, and the items still needed for ``target_width``.
+
+    From the labels the report's agreement counts (``metaeval.study_frame``: its gold, checks and
+    participants rules), so the card and the report speak of the same labels.
+    """
+    frame = study_frame(study).agreed
     measure = "preference share (Wilson)" if study.is_preference else KAPPA_PRECISION
     out: dict[str, Any] = {
         "target_width": target_width,
@@ -197,7 +202,7 @@ def cached_study_precision(study: Study, target_width: float = 0.1) -> dict[str,
     """``study_precision``, kept in the cache under the study's report fingerprint.
 
     Why: it reads every label (1.7 s at 100,000 items x 3 on PostgreSQL), while the fingerprint
-    (``metaeval.selectors.report_fingerprint``: exact for everything ``label_frame`` reads, and
+    (``metaeval.selectors.report_fingerprint``: exact for everything ``study_frame`` reads, and
     constant time) says whether anything changed; the overview's card reloads with nothing new
     read it back. Any new label, member or setting gives a new key, so nothing stale is shown.
     """

@@ -10,6 +10,7 @@ are not answers and are left out.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,7 @@ from annotation.models import (
     Assignment,
     Item,
     Participant,
+    ParticipantLink,
     Study,
     StudyMember,
 )
@@ -83,6 +85,7 @@ class _Read:
     rows: QuerySet
     columns: list[str]
     numbers: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()  # boolean columns
 
 
 def _frames(*reads: _Read) -> list[pd.DataFrame]:
@@ -95,14 +98,19 @@ def _frames(*reads: _Read) -> list[pd.DataFrame]:
     way (text as ``str`` columns); ``numbers`` are the integer columns.
     """
     if connection.vendor != "postgresql":
-        return [pd.DataFrame.from_records(list(read.rows), columns=read.columns) for read in reads]
+        frames = [pd.DataFrame.from_records(list(read.rows), columns=read.columns) for read in reads]
+        return [frame.astype(dict.fromkeys(read.flags, bool)) for frame, read in zip(frames, reads, strict=True)]
     queries = [snapshot_reads.Query(*read.rows.query.sql_with_params(), width=len(read.columns)) for read in reads]
     return [_frame(columns, read) for columns, read in zip(snapshot_reads.column_lists(queries), reads, strict=True)]
 
 
 def _frame(columns: list, read: _Read) -> pd.DataFrame:
     values = {
-        name: np.asarray(column, dtype=np.int64) if name in read.numbers else pd.array(column, dtype="str")
+        name: np.asarray(column, dtype=np.int64)
+        if name in read.numbers
+        else np.asarray(column, dtype=bool)
+        if name in read.flags
+        else pd.array(column, dtype="str")
         for name, column in zip(read.columns, columns, strict=True)
     }
     return pd.DataFrame(values, columns=read.columns)
@@ -111,8 +119,9 @@ def _frame(columns: list, read: _Read) -> pd.DataFrame:
 def label_frame(study: Study, *, include_gold: bool = False, include_screened_out: bool = False) -> pd.DataFrame:
     """One row per label: item, annotator pseudonym, canonical label, domain, shown order, ...
 
-    Items with a gold label are left out unless ``include_gold``: they are
-    quality-control items and do not count towards agreement (issue 3).
+    The raw read, for tests and tools: numbers that leave Claimlab read ``metaeval.study_frame``,
+    which applies every rule of the study (check items, the gold setting, the reference) to it.
+    Items with a gold label are left out unless ``include_gold``.
     In the items' import order, each item's labels by annotator pseudonym: the bootstrap
     resamples items by their place in the table (and annotator pairs are listed by theirs),
     so without an order the same labels read in another order (imported differently, moved
@@ -131,7 +140,8 @@ def label_and_item_frames(
 
 
 def label_rows(study: Study, *, include_screened_out: bool = False) -> LabelRows:
-    """Every label the analysis counts (gold items' too) as codes into the study's items and annotators."""
+    """Every answer of the counted participants (gold and check items' too) as codes into the study's items
+    and annotators; ``metaeval.study_frame`` applies the study's other rules to it."""
     # Three narrow reads (the answered assignments, their answers, the items) joined and ordered
     # here, not one query joining and sorting every label on the server: at 300,000 labels on
     # PostgreSQL the server's join alone took 0.35 s of a big report's first sections (its sort
@@ -178,9 +188,9 @@ def _item_read(study: Study) -> _Read:
     values = (
         Item.objects.filter(study=study)
         .order_by()
-        .values_list("pk", "external_id", "domain", "response_id", "system", "gold_label", "position")
+        .values_list("pk", "external_id", "domain", "response_id", "system", "gold_label", "position", "is_check")
     )
-    return _Read(values, ["id", *ITEM_COLUMNS], ("id", "position"))
+    return _Read(values, ["id", *ITEM_COLUMNS, "is_check"], ("id", "position"), ("is_check",))
 
 
 def _in_import_order(items: pd.DataFrame) -> pd.DataFrame:
@@ -236,17 +246,21 @@ def _passage_sources(study: Study) -> dict[str, tuple[str, str, str, list[str]]]
     }
 
 
-def evidence_frame(study: Study, *, include_screened_out: bool = False) -> tuple[pd.DataFrame, int]:
+def evidence_frame(
+    study: Study, *, include_screened_out: bool = False, leave_out_items: Collection[str] = ()
+) -> tuple[pd.DataFrame, int]:
     """One row per readable evidence judgement, with the passage's source type.
 
     Returns the frame and the number of stored judgement entries that could
     not be read (unknown verdict, bad passage index, or a passage the item
-    does not have); those are counted, never guessed.
+    does not have); those are counted, never guessed. ``leave_out_items`` (external ids:
+    the check items, ``metaeval.study_frame``) are not read at all.
     """
     names = pseudonyms(study)
     stored = list(
         _annotations(study, include_screened_out=include_screened_out)
         .filter(~Q(evidence_judgements=[]))
+        .exclude(assignment__item__external_id__in=list(leave_out_items))
         .order_by()
         .values_list("assignment__item__external_id", "assignment__annotator_id", "evidence_judgements")
     )
@@ -306,10 +320,16 @@ def report_fingerprint(study: Study) -> str:
         n=Count("pk"), ids=Sum("pk"), last=Max("updated_at")
     )
     verifiers = sorted(Verifier.objects.filter(study=study).values_list("pk", "name", "updated_at"))
+    # which items are checks (Item.is_check follows the link's lists by UPDATE, no updated_at) and the
+    # study's rules the study frame applies (metaeval.study_frame), whatever path changed them
+    checks = list(ParticipantLink.objects.filter(study=study).values_list("qualification_items", "attention_items"))
+    rules = (bool(study.gold_in_agreement), bool(study.checks_in_agreement), str(study.reference_rule))
     key = repr(
         (
             study.pk,
             study.updated_at,
+            checks,
+            rules,
             annotations,
             answered,
             items,

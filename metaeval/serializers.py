@@ -79,12 +79,22 @@ class ReportSerializer(serializers.Serializer):
     gold_in_agreement = serializers.BooleanField(
         help_text="The study setting: whether items with a gold label count in agreement and preference analysis."
     )
+    n_items_check = serializers.IntegerField(help_text="Items used as attention or qualification checks.")
+    checks_rule = serializers.CharField(
+        allow_null=True, help_text="How labels on check items are treated, with counts (null: no check items)."
+    )
+    checks_in_agreement = serializers.BooleanField(
+        help_text="The study setting: whether labels check items got as ordinary items count."
+    )
     participants_rule = serializers.CharField(
         allow_null=True,
         help_text="Crowd studies: which participants (screened out, withdrawn) and how many labels are left out.",
     )
     n_annotators = serializers.IntegerField()
-    n_annotations = serializers.IntegerField()
+    n_annotations = serializers.IntegerField(help_text="Every label counted (gold items' too).")
+    n_annotations_in_agreement = serializers.IntegerField(
+        help_text="The labels agreement, preference analysis, disagreements and the charts count (the gold rule)."
+    )
     agreement = AgreementSerializer()
     binary = AgreementSerializer(allow_null=True, help_text="With ?binary=true: the binary collapse.")
     by_domain = serializers.DictField(
@@ -125,4 +135,23 @@ class ReportSerializer(serializers.Serializer):
     )
     verifiers_vs_reference = serializers.JSONField(
         help_text="Each claim verifier's accuracy and Cohen kappa (CI) against the reference labels."
+    )
+
+
+class StudyLabelsSerializer(serializers.Serializer):
+    """The labels a report counts with their items' reference labels, column by column (one list per column)."""
+
+    study = serializers.CharField()
+    reference_rule = serializers.CharField()
+    reference_description = serializers.CharField()
+    gold_rule = serializers.CharField()
+    checks_rule = serializers.CharField(allow_null=True)
+    participants_rule = serializers.CharField(allow_null=True)
+    n_labels = serializers.IntegerField()
+    columns = serializers.DictField(
+        child=serializers.ListField(),
+        help_text=(
+            "item, annotator, label, domain, gold_label, in_agreement (the label counts in agreement), "
+            "reference_label and reference_source (null where the rule gives none): one list each, same order."
+        ),
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import get_conditional_response, patch_cache_control
@@ -29,7 +29,7 @@ DOWNLOAD_TYPES = {
     "html": "text/html; charset=utf-8",
     "tex": "application/x-tex; charset=utf-8",
 }
-CHART_VERSION = "2"  # bump when a chart's drawing changes, so old ETags stop matching
+CHART_VERSION = "3"  # bump when a chart's drawing changes, so old ETags stop matching
 
 
 def _options(request: AuthenticatedHttpRequest) -> ReportOptions:
@@ -51,6 +51,16 @@ def _query(request: AuthenticatedHttpRequest, *, downloads: bool = False) -> str
     if downloads:
         query["by_domain"] = query["binary"] = "true"
     return query.urlencode()
+
+
+def _chart_query(options: ReportOptions) -> str:
+    """The query that gives a chart the page's labels: its reference rule and whether screened-out participants count."""
+    query = QueryDict(mutable=True)
+    if options.reference:
+        query["reference"] = options.reference
+    if options.include_screened_out:
+        query["include_screened_out"] = "true"
+    return f"?{query.urlencode()}" if query else ""
 
 
 @login_required
@@ -78,11 +88,11 @@ def report_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     report = cached.report
     paginator = Paginator(cached.rows["disagreements"], DISAGREEMENTS_PER_PAGE)
     page = paginator.get_page(request.GET.get("page"))
-    # only the annotator chart depends on the reference rule; its URL carries it
-    rule = f"?reference={options.reference}" if options.reference else ""
+    # a chart's URL carries the page's options that decide its labels (the reference rule, the participants)
+    chart_query = _chart_query(options)
     sources = {
         name: {
-            fmt: reverse("metaeval:report_chart", args=[study.slug, name, fmt]) + (rule if name == "annotators" else "")
+            fmt: reverse("metaeval:report_chart", args=[study.slug, name, fmt]) + chart_query
             for fmt in charts.CHART_FORMATS
         }
         for name in chart_names(study)
@@ -153,15 +163,16 @@ def report_chart(request: AuthenticatedHttpRequest, slug: str, chart: str, ext: 
     if chart not in CHARTS:
         raise Http404("No such chart.")
     options = _options(request)
-    reference = options.reference
     fingerprint = selectors.report_fingerprint(study)
-    etag = quote_etag(f"{fingerprint}-{chart}-{reference}-{ext}-{CHART_VERSION}")
+    # the options a chart's labels depend on (metaeval.study_frame.FrameOptions) are in its key
+    frame_key = f"{options.reference}-{options.include_screened_out}"
+    etag = quote_etag(f"{fingerprint}-{chart}-{frame_key}-{ext}-{CHART_VERSION}")
     response = get_conditional_response(request, etag=etag)
     if response is None:
         # the page's cached report of this very data state, when there is one: no bootstrap redone
         report = cache.cached_current(study, options, fingerprint)
         try:
-            figure = chart_figure(study, chart, reference=reference, report=report)
+            figure = chart_figure(study, chart, options, report=report)
         except ChartNotApplicable as exc:
             raise Http404(str(exc)) from None
         response = HttpResponse(charts.render(figure, ext), content_type=charts.CHART_FORMATS[ext])

@@ -17,9 +17,12 @@ from typing import Any
 import pyarrow as pa
 
 from annotation.models import Study
-from metaeval import selectors
+from annotation.selectors.participants import exclusion_rule
 from metaeval.reporting.agreement import agreement_sections
+from metaeval.reporting.build import gold_rule
 from metaeval.reporting.options import ReportOptions
+from metaeval.reporting.reference import RULE_DESCRIPTIONS
+from metaeval.study_frame import StudyFrame
 
 from .tables import Tables
 
@@ -82,13 +85,13 @@ def features(schema: pa.Schema) -> list[dict[str, Any]]:
     return [{"name": column.name, **_dtype(column.type)} for column in schema]
 
 
-def agreement_figures(study: Study, *, n_resamples: int = 1000) -> dict[str, Any]:
-    """The report's agreement coefficients (value, 95% interval, items) on the non-gold labels."""
-    labels = selectors.label_frame(study, include_gold=True)
-    agreed = labels.loc[labels["gold_label"] == ""]
-    if agreed.empty:
-        return {"reason": "no labels on items without a gold label"}
-    summary = agreement_sections(agreed, study, ReportOptions(n_resamples=n_resamples))["agreement"]
+def agreement_figures(frame: StudyFrame, *, n_resamples: int = 1000) -> dict[str, Any]:
+    """The report's agreement coefficients (value, 95% interval, items) on the labels its agreement counts
+    (the study frame's ``agreed_rows``: gold items by the study's setting, check items and participants
+    by its rules), so the card's numbers are the report's."""
+    if not len(frame.agreed_rows):
+        return {"reason": "no labels that agreement counts (" + gold_rule(frame.study) + ")"}
+    summary = agreement_sections(frame.agreed_rows, frame.study, ReportOptions(n_resamples=n_resamples))["agreement"]
     out: dict[str, Any] = {}
     for name in AGREEMENT_FIGURES:
         estimate = summary.get(name)
@@ -149,8 +152,11 @@ def dataset_card(
             "n_annotators": tables.n_annotators,
             "n_items": tables.items.num_rows,
             "n_annotations": tables.annotations.num_rows,
-            "reference_label": "strict majority: the label given by more than half of an item's labels; "
-            "null otherwise (ties, splits)",
+            "reference_rule": tables.frame.rule,
+            "reference_label": RULE_DESCRIPTIONS[tables.frame.rule],
+            "gold_rule": gold_rule(study),
+            "checks_rule": tables.frame.checks_rule(),
+            "participants_rule": exclusion_rule(study),
             "agreement": dict(figures),
         },
     }
@@ -179,17 +185,23 @@ def dataset_card(
         "## Configs",
         "",
         "- `annotations` (default): one row per (item, annotator), the columns of Claimlab's CSV/JSONL "
-        "export; `label` is the canonical label, `raw_label` what was given.",
+        "export; `label` is the canonical label, `raw_label` what was given. The labels are those the "
+        "study's report counts: crowd participants who withdrew or were screened out, skipped items and, "
+        "unless the study counts them, labels that check items got as ordinary items are left out.",
         "- `items`: one row per item with its content, `annotators` and `labels` (same order), "
-        "`reference_label` (strict majority: more than half of the item's labels, else null, so ties are null) "
-        "and `adjudicated_label` (null: this study has no adjudication).",
+        f"`reference_label` by the study's reference rule `{tables.frame.rule}` "
+        f"({RULE_DESCRIPTIONS[tables.frame.rule]}; null where it gives none), `reference_source` (which "
+        "source gave it), `adjudicated_label` (null where nobody adjudicated the item or its adjudicators "
+        "differ) and `is_check` (the item is an attention or qualification check).",
     ]
     if tables.pairs is not None and tables.pair_counts is not None:
         left_out = tables.pair_counts
         body += [
-            "- `preference_pairs`: TRL-style `prompt` / `chosen` / `rejected` rows, one per item whose "
-            "judgements have a majority direction (more than half prefer the same system, whatever the "
-            "strength). `prompt` is the item's question and text, `chosen` the preferred system's claims "
+            "- `preference_pairs`: TRL-style `prompt` / `chosen` / `rejected` rows, one per item with a "
+            f"preferred system by the study's reference rule `{tables.frame.rule}` applied to the judgements' "
+            "directions (an adjudicator's choice where the rule reads adjudications; a majority direction is "
+            "more than half preferring the same system, whatever the strength). `prompt` is the item's "
+            "question and text, `chosen` the preferred system's claims "
             "one per line, `rejected` the other list. Left out: "
             f"{left_out.ties} ties, {left_out.both_bad} both bad, {left_out.no_majority} without a majority, "
             f"{left_out.unlabelled} unlabelled, {left_out.missing_list} with a missing list.",
@@ -207,8 +219,9 @@ def dataset_card(
         "",
         "## Agreement",
         "",
-        "From Claimlab's report of the study (labels on items without a gold label; 95% percentile "
-        "bootstrap intervals over items, 1,000 resamples, seeded):",
+        f"From Claimlab's report of the study (the labels its agreement counts: {gold_rule(study)}"
+        + (f"; {tables.frame.checks_rule()}" if tables.frame.checks_rule() else "")
+        + "; 95% percentile bootstrap intervals over items, 1,000 resamples, seeded):",
         "",
         *_figure_lines(figures),
         "",

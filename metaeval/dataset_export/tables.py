@@ -3,18 +3,21 @@
 - ``annotations``: one row per (item, annotator), the columns of the CSV/JSONL
   export (README, File formats) minus the study slug.
 - ``items``: one row per item: its content, every label given (``labels``, in
-  the order of ``annotators``), the reference label (strict majority, more
-  than half of the item's labels, else null, so ties are null) and
-  ``adjudicated_label`` (null until studies have adjudication: the seam for it).
+  the order of ``annotators``), the reference label and where it came from (the
+  study's reference rule: adjudicated, else the strict majority by default) and
+  ``adjudicated_label`` (null where nobody adjudicated or the adjudicators differ).
 - ``preference_pairs`` (preference studies): TRL-style ``prompt`` / ``chosen`` /
-  ``rejected`` rows from each item's majority direction (see ``pair_rows``).
+  ``rejected`` rows from each item's preferred system by the same rule (see ``pair_rows``).
+
+Every label comes from the study frame (``metaeval.study_frame``), as the report's do: the
+same participants (withdrawn and screened-out crowd participants left out), the same check
+items rule and the same reference rule, so the dataset and the report count the same labels.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +26,8 @@ import pyarrow as pa
 from annotation.models import Item, Study
 from annotation.selectors import export_rows
 from annotation.vocab import PREFERENCE_BOTH_BAD, PREFERENCE_TIE, preference_parts
+from metaeval import study_frame as frames
+from metaeval.stats import PREFERENCE_LABELS
 
 __all__ = [
     "ANNOTATION_SCHEMA",
@@ -32,7 +37,7 @@ __all__ = [
     "build_tables",
     "item_schema",
     "pair_rows",
-    "reference_label",
+    "preferred_directions",
 ]
 
 ANNOTATION_SCHEMA = pa.schema(
@@ -64,7 +69,9 @@ _LABELS = [
     ("labels", pa.list_(pa.string())),
     ("n_labels", pa.int64()),
     ("reference_label", pa.string()),
+    ("reference_source", pa.string()),
     ("adjudicated_label", pa.string()),
+    ("is_check", pa.bool_()),
 ]
 _VERIFICATION = [("claim", pa.string()), ("context", pa.string()), ("evidence", pa.string())]
 _PREFERENCE = [
@@ -95,17 +102,8 @@ def item_schema(kind: str) -> pa.Schema:
     return pa.schema([*_COMMON, *(_PREFERENCE if kind == Study.Kind.PREFERENCE else _VERIFICATION), *_LABELS])
 
 
-def reference_label(labels: Sequence[str]) -> str | None:
-    """The label given by more than half of the item's labels; None when there is none (a tie, a split)."""
-    if not labels:
-        return None
-    label, count = Counter(labels).most_common(1)[0]
-    return label if 2 * count > len(labels) else None
-
-
-def adjudicated_label(item: Item) -> str | None:
-    """The seam for adjudication: a later feature returns the adjudicator's label here (and the card says so)."""
-    return None
+#: A preference label's direction: the system it prefers ("a" / "b"), a tie or "both bad".
+DIRECTIONS = ["a", PREFERENCE_TIE, "b", PREFERENCE_BOTH_BAD]
 
 
 @dataclass
@@ -129,11 +127,15 @@ class Tables:
     pairs: pa.Table | None
     pair_counts: PairCounts | None
     n_annotators: int
+    frame: frames.StudyFrame  # the labels every table came from (the card's agreement reads it too)
 
 
-def _annotation_rows(study: Study) -> list[dict[str, Any]]:
+def _annotation_rows(study: Study, counted: set[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The export's rows of the labels the study frame counts (``counted``: its (item, annotator) pairs)."""
     rows = []
     for row in export_rows(study):
+        if (row.get("item"), row.get("annotator")) not in counted:
+            continue  # a participant left out of analysis, a check item's label, a skipped assignment
         row = {name: row.get(name) for name in ANNOTATION_SCHEMA.names}
         if row["evidence_judgements"] is not None and not isinstance(row["evidence_judgements"], str):
             row["evidence_judgements"] = json.dumps(row["evidence_judgements"], ensure_ascii=False)
@@ -148,18 +150,31 @@ def _direction(label: str) -> str:
     return "ab"[index] if index is not None else label
 
 
-def pair_rows(items: Iterable[Mapping[str, Any]], counts: PairCounts) -> list[dict[str, Any]]:
-    """TRL rows: per item, the majority *direction* of its judgements (more than half prefer one system,
-    whatever the strength); ties, "both bad", items without such a majority and unlabelled items are
-    left out and counted in ``counts``. ``chosen`` is the preferred system's claims, one per line."""
+def preferred_directions(frame: frames.StudyFrame) -> dict[str, str]:
+    """Each item's preferred direction (``DIRECTIONS``) by the study's reference rule on its labels' directions.
+
+    Why directions: a pair needs the preferred *system*; with the default rule an adjudicated item
+    takes its adjudicator's direction and any other the strict majority direction of its
+    judgements (more than half prefer one system, whatever the strength).
+    """
+    labels = [*PREFERENCE_LABELS, PREFERENCE_BOTH_BAD]
+    reference = frame.reference_in({label: _direction(label) for label in labels}, DIRECTIONS)
+    return {str(item): str(direction) for item, direction in reference.labels.items()}
+
+
+def pair_rows(
+    items: Iterable[Mapping[str, Any]], counts: PairCounts, directions: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """TRL rows: per item, its preferred direction (``directions``: ``preferred_directions``); ties, "both
+    bad", items without a direction and unlabelled items are left out and counted in ``counts``.
+    ``chosen`` is the preferred system's claims, one per line."""
     out = []
     for item in items:
         labels = item["labels"]
-        if not labels:
+        winner = directions.get(item["item"])
+        if not labels and winner is None:
             counts.unlabelled += 1
             continue
-        directions = [_direction(label) for label in labels]
-        winner = reference_label(directions)
         if winner is None:
             counts.no_majority += 1
             continue
@@ -185,14 +200,17 @@ def pair_rows(items: Iterable[Mapping[str, Any]], counts: PairCounts) -> list[di
                 "chosen_system": item[f"system_{winner}"],
                 "rejected_system": item[f"system_{loser}"],
                 "n_judgements": len(labels),
-                "n_agreeing": directions.count(winner),
+                "n_agreeing": [_direction(label) for label in labels].count(winner),
             }
         )
     return out
 
 
-def _item_row(study: Study, item: Item, annotators: list[str], labels: list[str]) -> dict[str, Any]:
+def _item_row(
+    study: Study, item: Item, annotators: list[str], labels: list[str], frame: frames.StudyFrame
+) -> dict[str, Any]:
     payload = item.payload or {}
+    reference = frame.reference
     row: dict[str, Any] = {
         "item": item.external_id,
         "domain": item.domain,
@@ -202,8 +220,10 @@ def _item_row(study: Study, item: Item, annotators: list[str], labels: list[str]
         "annotators": annotators,
         "labels": labels,
         "n_labels": len(labels),
-        "reference_label": reference_label(labels),
-        "adjudicated_label": adjudicated_label(item),
+        "reference_label": reference.labels.get(item.external_id),
+        "reference_source": reference.source.get(item.external_id),
+        "adjudicated_label": frame.adjudicated.labels.get(item.external_id),
+        "is_check": item.is_check,
     }
     if study.is_preference:
         systems = [*study.systems, "", ""]
@@ -225,25 +245,33 @@ def _item_row(study: Study, item: Item, annotators: list[str], labels: list[str]
     return row
 
 
-def build_tables(study: Study) -> Tables:
-    """The study's configs as Arrow tables with fixed schemas (an empty study gives empty tables)."""
-    annotation_rows = _annotation_rows(study)
+def build_tables(study: Study, frame: frames.StudyFrame | None = None) -> Tables:
+    """The study's configs as Arrow tables with fixed schemas (an empty study gives empty tables).
+
+    ``frame``: the study frame to read (None: the study's, with its default options).
+    """
+    frame = frame or frames.study_frame(study)
+    labels = frame.labels
     given: dict[str, list[tuple[str, str]]] = {}
-    for row in annotation_rows:
-        if row["label"]:
-            given.setdefault(row["item"], []).append((row["annotator"], row["label"]))
+    for item_id, annotator, label in zip(labels["item"], labels["annotator"], labels["label"], strict=True):
+        given.setdefault(str(item_id), []).append((str(annotator), str(label)))
+    counted = {(item_id, annotator) for item_id, pairs in given.items() for annotator, _ in pairs}
+    annotation_rows = _annotation_rows(study, counted)
     item_rows = []
     for item in Item.objects.filter(study=study).order_by("position", "pk").iterator(chunk_size=2000):
         pairs = sorted(given.get(item.external_id, []))
-        item_rows.append(_item_row(study, item, [name for name, _ in pairs], [label for _, label in pairs]))
+        item_rows.append(_item_row(study, item, [name for name, _ in pairs], [label for _, label in pairs], frame))
     pairs_table, counts = None, None
     if study.is_preference:
         counts = PairCounts()
-        pairs_table = pa.Table.from_pylist(pair_rows(item_rows, counts), schema=PAIR_SCHEMA)
+        pairs_table = pa.Table.from_pylist(
+            pair_rows(item_rows, counts, preferred_directions(frame)), schema=PAIR_SCHEMA
+        )
     return Tables(
         annotations=pa.Table.from_pylist(annotation_rows, schema=ANNOTATION_SCHEMA),
         items=pa.Table.from_pylist(item_rows, schema=item_schema(study.kind)),
         pairs=pairs_table,
         pair_counts=counts,
         n_annotators=len({row["annotator"] for row in annotation_rows}),
+        frame=frame,
     )

@@ -48,7 +48,7 @@ def write_hf_dataset(
     if tables.pairs is not None:
         configs.append(("preference_pairs", tables.pairs))
     card = dataset_card(
-        study, tables, configs, license=license, figures=agreement_figures(study, n_resamples=n_resamples)
+        study, tables, configs, license=license, figures=agreement_figures(tables.frame, n_resamples=n_resamples)
     )
     partial = folder.with_name(folder.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)

@@ -9,29 +9,19 @@ their confusion matrix. Both share one Dawid-Skene fit.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from annotation.models import Study
-from annotation.selectors.adjudication import adjudicated_labels
 from metaeval import stats
 
-from .agreement import categories_for
 from .options import ReportOptions
-from .reference import Reference, ReferenceInputs, reference_labels
+from .reference import Reference
 
-__all__ = ["reference_inputs", "reference_and_quality"]
+if TYPE_CHECKING:
+    from metaeval.study_frame import StudyFrame
 
-
-def reference_inputs(labels: pd.DataFrame, items: pd.DataFrame, study: Study) -> ReferenceInputs:
-    """Every human label (gold items too: gold accuracy needs them) and the items' gold labels."""
-    return ReferenceInputs(
-        labels=labels[["item", "annotator", "label"]],
-        items=items[["item", "gold_label"]],
-        categories=categories_for(study),
-        adjudicated=pd.Series(adjudicated_labels(study).labels, dtype=object),
-    )
+__all__ = ["reference_and_quality"]
 
 
 def _dawid_skene_summary(fit: stats.AggregationFit | None) -> dict[str, Any] | None:
@@ -49,12 +39,16 @@ def _dawid_skene_summary(fit: stats.AggregationFit | None) -> dict[str, Any] | N
 
 
 def reference_and_quality(
-    labels: pd.DataFrame, items: pd.DataFrame, study: Study, options: ReportOptions
+    frame: StudyFrame, options: ReportOptions
 ) -> tuple[Reference, dict[str, Any], dict[str, Any]]:
-    """(the reference, the report's ``reference`` section, its ``annotator_quality`` section)."""
-    inputs = reference_inputs(labels, items, study)
-    rule = options.reference or study.reference_rule
-    reference = reference_labels(rule, inputs)
+    """(the reference, the report's ``reference`` section, its ``annotator_quality`` section).
+
+    Both from the study frame (``metaeval.study_frame``): its labels (gold items' too: gold
+    accuracy needs them), its reference rule and the Dawid-Skene fit its reference inputs share.
+    """
+    inputs = frame.reference_inputs
+    rule = frame.rule
+    reference = frame.reference
     gold = inputs.items.set_index("item")["gold_label"]
     fit = inputs.dawid_skene
     if inputs.on_scale.empty:

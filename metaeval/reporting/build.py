@@ -1,8 +1,8 @@
 """The report service: one JSON-ready dict that the page, the CLI and the API all render.
 
-Reads go through ``metaeval.selectors`` (three queries for labels, items and
-evidence), statistics through ``metaeval.stats``; this module only decides
-which rows feed which section.
+Labels are read through ``metaeval.study_frame`` (the one read every number that leaves
+Claimlab comes from: its rules for participants, check items, gold items and the reference),
+statistics through ``metaeval.stats``; this module only decides which rows feed which section.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from annotation.models import Study
 from annotation.selectors.adjudication import adjudication_summary
 from annotation.selectors.participants import exclusion_rule
-from metaeval import selectors
+from metaeval import study_frame as frames
 from metaeval.verifiers.pairwise_report import pairwise_judge_report
 from metaeval.verifiers.report import verifier_report
 from metaeval.verifiers.selectors import verifier_verdicts
@@ -82,10 +82,13 @@ def build_report(
     """
     options = options or ReportOptions()
     crowd = options.include_screened_out
-    # The counts and the first sections come from the labels as codes; their strings are laid
-    # out as a frame (0.1 s at 300,000 labels) only for the later sections (metaeval.label_rows).
-    rows = selectors.label_rows(study, include_screened_out=crowd)
-    items = rows.items[selectors.ITEM_COLUMNS]
+    # Every number below reads the one study frame (metaeval.study_frame: participants, check items,
+    # the gold setting, the reference rule, adjudications). The counts and the first sections come
+    # from its labels as codes; their strings are laid out (0.1 s at 300,000 labels) only for the
+    # later sections (metaeval.label_rows).
+    frame = frames.study_frame(study, options)
+    rows = frame.rows
+    items = frame.items
     n_items, n_items_gold = len(items), int((items["gold_label"] != "").sum())
     per_annotator = rows.per_annotator()
     report: dict[str, Any] = {
@@ -99,21 +102,23 @@ def build_report(
         "n_items": n_items,
         "n_items_annotated": rows.n_items(),
         "n_items_gold": n_items_gold,
+        "n_items_check": len(frame.check_item_ids),
         "gold_rule": gold_rule(study),
         "gold_in_agreement": study.gold_in_agreement,
+        "checks_rule": frame.checks_rule(),
+        "checks_in_agreement": study.checks_in_agreement,
         "participants_rule": exclusion_rule(study, include_screened_out=crowd),
         "n_annotators": len(per_annotator),
         "n_annotations": len(rows),
+        "n_annotations_in_agreement": len(frame.agreed_rows),
         "annotators": [{"annotator": name, "n_annotations": n} for name, n in per_annotator],
     }
     on_overall = partial(_hand_over_first, on_first_sections, report) if on_first_sections else None
-    agreed_rows = rows if study.gold_in_agreement else rows.without_gold()
-    report.update(agreement_sections(agreed_rows, study, options, on_overall=on_overall))
-    labels = rows.frame()
-    agreed = labels if study.gold_in_agreement else labels.loc[labels["gold_label"] == ""]
-    report["preference"] = preference_section(agreed, study, options)
-    evidence = selectors.evidence_frame(study, include_screened_out=crowd) if not study.is_preference else None
-    reference, report["reference"], report["annotator_quality"] = reference_and_quality(labels, items, study, options)
+    report.update(agreement_sections(frame.agreed_rows, study, options, on_overall=on_overall))
+    report["preference"] = preference_section(frame.agreed, study, options)
+    evidence = frame.evidence() if not study.is_preference else None
+    reference, report["reference"], report["annotator_quality"] = reference_and_quality(frame, options)
+    labels = frame.labels
     report["scores"] = (
         scores_section(
             labels, items, evidence, study, options, verifier_verdicts(study), (reference.rule, reference.labels)
@@ -121,7 +126,7 @@ def build_report(
         if evidence is not None
         else None
     )
-    report["disagreements"] = disagreements(agreed)
+    report["disagreements"] = disagreements(frame.agreed)
     report["n_disagreements"] = len(report["disagreements"])
     queue = queue_size_with(study, labels, include_screened_out=crowd)
     report["adjudication"] = {**adjudication_summary(study, queue=queue), "reference_rule": study.reference_rule}

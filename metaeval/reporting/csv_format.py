@@ -219,6 +219,13 @@ def _adjudication_lines(section: dict[str, Any] | None) -> Iterator[Line]:
 def _lines(report: dict[str, Any]) -> Iterator[Line]:
     for key in ("n_items", "n_items_annotated", "n_items_gold", "n_annotators", "n_annotations", "n_disagreements"):
         yield "study", report["study"], key, report[key], None, None, None, ""
+    # which labels every number counts (metaeval.study_frame), each rule beside its count
+    for key, rule in (
+        ("n_annotations_in_agreement", "gold_rule"),
+        ("n_items_check", "checks_rule"),
+    ):
+        if key in report:
+            yield "study", report["study"], key, report[key], None, None, None, report.get(rule) or ""
     yield from _summary_lines("agreement", "all", report["agreement"])
     yield from _summary_lines("binary", "all", report["binary"])
     for domain, summary in (report["by_domain"] or {}).items():

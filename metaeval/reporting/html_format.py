@@ -25,6 +25,7 @@ from metaeval import charts
 
 from .charts import CHARTS, chart_figure, chart_names
 from .latex_format import report_tables
+from .options import ReportOptions
 from .present import (
     SMALL_N,
     agreement_rows,
@@ -164,8 +165,12 @@ def _stylesheet() -> SafeString:
 def report_html(study: Study, report: dict[str, Any]) -> str:
     """A standalone HTML document: styles inlined, charts as data URIs, no links to the server."""
     sources = {}
+    given = report["options"]
+    options = ReportOptions(
+        reference=given.get("reference"), include_screened_out=bool(given.get("include_screened_out"))
+    )
     for name in chart_names(study):
-        figure = chart_figure(study, name, reference=report["options"]["reference"], report=report)
+        figure = chart_figure(study, name, options, report=report)
         svg = charts.render(figure, "svg")
         sources[name] = {"svg": "data:image/svg+xml;base64," + base64.b64encode(svg).decode("ascii"), "pdf": ""}
     context = report_context(study, report, chart_sources=sources, link_items=False)

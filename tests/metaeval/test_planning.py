@@ -114,13 +114,13 @@ def test_the_precision_card_is_kept_until_the_study_changes(loaded_verification_
 
     study = loaded_verification_study
     reads: list[int] = []
-    real = selectors.label_frame
+    real = selectors.label_rows
 
     def counted(*args, **kwargs):
         reads.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(selectors, "label_frame", counted)
+    monkeypatch.setattr(selectors, "label_rows", counted)
     first = cached_study_precision(study, 0.1)
     assert cached_study_precision(study, 0.1) == first and len(reads) == 1
     import_annotations(study=study, stream=jsonl({"item": "c-2", "annotator": "w3", "label": "supported"}), fmt="jsonl")
