@@ -62,6 +62,7 @@ class StudyAdmin(admin.ModelAdmin):
                     "both_bad_allowed",
                     "irrelevant_in_credibility",
                     "gold_in_agreement",
+                    "checks_in_agreement",
                 )
             },
         ),

@@ -117,9 +117,13 @@ class ImportUpload(StudyScoped, APIView):
         upload = ImportUploadSerializer(data=request.data)
         upload.is_valid(raise_exception=True)
         if not upload.validated_data.get("from") and (
-            upload.validated_data.get("pair") or upload.validated_data["systems"]
+            upload.validated_data.get("pair")
+            or upload.validated_data["systems"]
+            or upload.validated_data.get("source_labels")
         ):
-            return bad_request("'pair' and 'systems' go with 'from' (a pipeline's own file; docs/importing.md)")
+            return bad_request(
+                "'pair', 'systems' and 'source_labels' go with 'from' (a pipeline's own file; docs/importing.md)"
+            )
         try:
             if upload.validated_data.get("from"):
                 job = import_upload_from(
@@ -131,6 +135,7 @@ class ImportUpload(StudyScoped, APIView):
                     systems=system_names(upload.validated_data["systems"]),
                     update=upload.validated_data["update"],
                     created_by=logged_in_user(request),
+                    source_labels=upload.validated_data.get("source_labels"),
                 )
                 return Response(
                     ImportJobSerializer(job).data,

@@ -19,7 +19,7 @@ from .csvsafe import csv_text
 from .http import AuthenticatedHttpRequest
 from .models import Participant
 from .participant_forms import ParticipantLinkForm
-from .selectors.participants import payment_rows, payment_summary
+from .selectors.participants import link_warnings, payment_rows, payment_summary
 from .services import ServiceError
 from .services import participants as crowd
 
@@ -56,6 +56,7 @@ def participants_page(request: AuthenticatedHttpRequest, slug: str) -> HttpRespo
         "form": form,
         "rows": rows,
         "summary": payment_summary(study, link, rows),
+        "warnings": link_warnings(link),
     }
     return render(request, "annotation/study_participants.html", context, status=status)
 

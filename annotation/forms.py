@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from django import forms
 
 from .adapters import ADAPTERS
+from .adapters.source_labels import DEFAULT as SOURCE_LABEL_DEFAULT
+from .adapters.source_labels import SHORT as SOURCE_LABELS
 from .models import MAX_ACTIVE_MS, Annotation, ImportJob, Study, StudyMember
 from .services.assignments import MAX_TEXT, SubmittedAnswer
 from .vocab import PREFERENCE_BOTH_BAD, PREFERENCE_TIE
@@ -31,6 +33,16 @@ class ImportForm(forms.Form):
         max_length=400,
         label="Systems",
         help_text="From a pipeline: the two extractors (A,B), or the model that wrote the responses.",
+    )
+    source_labels = forms.ChoiceField(
+        choices=[(name, f"{name}: {text}") for name, text in SOURCE_LABELS.items()],
+        initial=SOURCE_LABEL_DEFAULT,
+        required=False,
+        label="The file's own labels",
+        help_text="Importing items from a pipeline whose file holds labels beside them (Factcheck-GPT, "
+        "FActScore, Label Studio): gold keeps all N slots for the study's annotators; annotator keeps the "
+        "labels as an imported annotator's, each taking a slot.",
+        error_messages={"invalid_choice": f"choose one of {', '.join(SOURCE_LABELS)}; %(value)s is not one"},
     )
     file_format = forms.ChoiceField(
         choices=[("", "from the file name"), ("jsonl", "JSON Lines"), ("csv", "CSV")], required=False, label="Format"

@@ -130,6 +130,14 @@ class Study(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    source_labels = models.JSONField(
+        default=list,
+        db_default=[],  # the release that runs during `migrate` creates studies without it
+        blank=True,
+        help_text="How the labels that came with items imported from a pipeline's file were taken, one entry per "
+        "pipeline and choice: {from, as: 'gold' (the items' gold labels only) or 'annotator' (an imported "
+        "annotator's labels, one slot each), annotators} (annotation/adapters/source_labels.py).",
+    )
 
     # Set on instances by the code that fetched them, never stored: declarations only, not
     # database fields, present only on studies that came through that code. (Values added

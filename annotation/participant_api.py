@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .permissions import IsStudyManager, StudyScoped
-from .selectors.participants import payment_rows, payment_summary
+from .selectors.participants import link_warnings, payment_rows, payment_summary
 from .services.participants import close_overdue, link_for
 
 
@@ -41,10 +41,18 @@ class PaymentSummarySerializer(serializers.Serializer):
 class PaymentRecordSerializer(serializers.Serializer):
     summary = PaymentSummarySerializer()
     participants = PaymentRowSerializer(many=True)
+    warnings = serializers.ListField(
+        child=serializers.CharField(),
+        help_text=(
+            "What the link's settings cannot keep, as on the participants page: e.g. fewer attention-check "
+            "items than a full quota's checks (each is shown to a participant once)."
+        ),
+    )
 
 
 class ParticipantPayments(StudyScoped, APIView):
-    """Per-participant payment record (active and wall minutes, pay at the link's rate) and the study summary."""
+    """Per-participant payment record (active and wall minutes, pay at the link's rate), the study summary,
+    and warnings on the link's settings."""
 
     permission_classes = [IsStudyManager]
 
@@ -53,5 +61,9 @@ class ParticipantPayments(StudyScoped, APIView):
         link = link_for(self.study)
         close_overdue(study=self.study, link=link)
         rows = payment_rows(self.study, link)
-        record = {"summary": payment_summary(self.study, link, rows), "participants": rows}
+        record = {
+            "summary": payment_summary(self.study, link, rows),
+            "participants": rows,
+            "warnings": link_warnings(link),
+        }
         return Response(PaymentRecordSerializer(record).data)

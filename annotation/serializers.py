@@ -9,6 +9,8 @@ from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_fiel
 from rest_framework import serializers
 
 from .adapters import SOURCES
+from .adapters.source_labels import DEFAULT as SOURCE_LABEL_DEFAULT
+from .adapters.source_labels import DESCRIPTIONS as SOURCE_LABELS
 from .models import (
     MAX_ACTIVE_MS,
     AdjudicationRule,
@@ -101,6 +103,14 @@ class ImportUploadSerializer(serializers.Serializer):
         default="",
         max_length=400,
         help_text="With `from`: the two extractors' names (A,B), or the model that wrote the responses.",
+    )
+
+    source_labels = serializers.CharField(
+        required=False,
+        max_length=20,
+        help_text="With `from`, importing items whose file holds the source's own labels: "
+        + "; ".join(f"`{name}`: {text}" for name, text in SOURCE_LABELS.items())
+        + f". Default `{SOURCE_LABEL_DEFAULT}`; another value is refused naming these.",
     )
 
     def get_fields(self) -> dict[str, serializers.Field]:

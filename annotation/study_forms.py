@@ -90,6 +90,13 @@ class StudySettingsForm(forms.Form):
         initial=True,
         label="Count items with a gold label in agreement (off: gold items only score annotators)",
     )
+    checks_in_agreement = forms.BooleanField(
+        required=False,
+        initial=False,
+        label="Count check items in agreement (off: attention and qualification items only score people)",
+        help_text="Check items (the participant link's) are never handed out as items; this counts the labels "
+        "they got before they became checks.",
+    )
     instructions = forms.CharField(
         required=False,
         max_length=MAX_INSTRUCTIONS,
@@ -144,6 +151,7 @@ class StudySettingsForm(forms.Form):
             "evidence_judgements": study.evidence_judgements,
             "irrelevant_in_credibility": study.irrelevant_in_credibility,
             "gold_in_agreement": study.gold_in_agreement,
+            "checks_in_agreement": study.checks_in_agreement,
             "instructions": study.instructions,
         }
 

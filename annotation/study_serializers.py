@@ -51,6 +51,14 @@ class StudySettingsSerializer(StrictSerializer):
     both_bad_allowed = serializers.BooleanField(required=False, default=False)
     irrelevant_in_credibility = serializers.BooleanField(required=False, default=False)
     gold_in_agreement = serializers.BooleanField(required=False, default=True)
+    checks_in_agreement = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text=(
+            "Count the items used as attention or qualification checks in agreement and the other analyses "
+            "(their labels from before they became checks); off: checks only score people."
+        ),
+    )
 
 
 class StudyCreateSerializer(StudySettingsSerializer):

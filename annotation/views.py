@@ -138,6 +138,7 @@ def study_import(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
                 systems=system_names(form.cleaned_data["systems"]),
                 update=form.cleaned_data["update"],
                 created_by=request.user,
+                source_labels=_items_source_labels(form.cleaned_data),
             )
             for note in job.notes:
                 messages.info(request, note)
@@ -154,6 +155,12 @@ def study_import(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         messages.error(request, str(exc))
         return redirect("annotation:study_detail", slug=study.slug)
     return redirect("annotation:import_job", slug=study.slug, pk=job.pk)
+
+
+def _items_source_labels(cleaned: dict) -> str | None:
+    """The form's choice for the labels a pipeline's file carries beside its items; an annotations import
+    keeps the file's labels as annotators' labels, so it takes none."""
+    return (cleaned["source_labels"] or None) if cleaned["what"] == ImportJob.What.ITEMS else None
 
 
 @login_required

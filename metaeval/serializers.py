@@ -90,6 +90,13 @@ class ReportSerializer(serializers.Serializer):
         allow_null=True,
         help_text="Crowd studies: which participants (screened out, withdrawn) and how many labels are left out.",
     )
+    source_labels_rule = serializers.CharField(
+        allow_null=True,
+        help_text=(
+            "Studies whose items came from a pipeline's file with the source's own labels: whether those labels "
+            "became the items' gold labels only or an imported annotator's labels (import option source_labels)."
+        ),
+    )
     n_annotators = serializers.IntegerField()
     n_annotations = serializers.IntegerField(help_text="Every label counted (gold items' too).")
     n_annotations_in_agreement = serializers.IntegerField(

@@ -24,6 +24,7 @@ from ..models import Item, Study
 from ..services.annotation_import import import_annotations
 from ..services.errors import ErrorCollector, ImportFailed, ImportResult, ServiceError
 from ..services.item_import import import_items
+from . import source_labels as labels_choice
 from .base import ABSTENTIONS, ANNOTATIONS, ITEMS, PREDICTIONS, Context, Converted, Origin, SourceFile
 from .registry import get_adapter
 
@@ -40,15 +41,43 @@ class _Staged:
     def __init__(self) -> None:
         self.file: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES)
         self.origins: list[Origin] = []
+        #: Lines whose gold label is the file's own label (source_labels=gold): where that label is in the file.
+        self.gold_origins: dict[int, Origin] = {}
 
     def add(self, converted: Converted) -> None:
         self.file.write(json.dumps(converted.record, ensure_ascii=False).encode() + b"\n")
         self.origins.append(converted.origin)
 
+    def with_gold(self, gold: dict[str, tuple[str, Origin]]) -> tuple[_Staged, int, int]:
+        """The staged items again, each item that has no gold of its own given the one in `gold`; how many got
+        one, and how many of those in `gold` keep their own.
+
+        Lines and source places stay as they were, so errors still point into the source file (a problem
+        with a gold label given here, at the label's own place)."""
+        again = _Staged()
+        again.origins = self.origins
+        given = own = 0
+        self.file.seek(0)
+        for number, line in enumerate(self.file, start=1):
+            record = json.loads(line)
+            if record.get("id") not in gold:
+                pass
+            elif record.get("gold"):
+                own += 1
+            else:
+                record["gold"], again.gold_origins[number] = gold[record["id"]]
+                given += 1
+            again.file.write(json.dumps(record, ensure_ascii=False).encode() + b"\n")
+        self.file.close()
+        return again, given, own
+
     def source_error(self, error: RecordError) -> RecordError:
         """A service's error on a staged line, placed at the source record it came from."""
         if error.line is None or not 1 <= error.line <= len(self.origins):
             return error
+        if error.field == "gold" and error.line in self.gold_origins:
+            message = f"the label, made the item's gold label (source_labels=gold): {error.message}"
+            return self.gold_origins[error.line].error(message, "label")
         return self.origins[error.line - 1].error(error.message, error.field)
 
 
@@ -65,13 +94,17 @@ def import_from(
     verifier: str = "",
     update: bool = False,
     importers: Mapping[str, Importer] | None = None,
+    source_labels: str | None = None,
 ) -> ImportResult:
     """Import a pipeline's file (`source` names its adapter) into `target`; ImportFailed names source places.
 
-    Importing items also imports what the file carries beside them (human
-    labels, abstentions), in the same transaction. `importers` adds services
-    this app does not own (metaeval passes the predictions import).
+    Importing items also imports what the file carries beside them (abstentions, and the source's
+    own labels), in the same transaction. The labels become what `source_labels` says
+    (adapters/source_labels.py): the items' gold labels (the default, so every slot stays with the
+    study's annotators), or an imported annotator's labels. `importers` adds services this app
+    does not own (metaeval passes the predictions import).
     """
+    how = labels_choice.choice(source_labels, target=target)
     adapter = get_adapter(source)
     if target not in adapter.targets:
         raise ServiceError(
@@ -95,12 +128,15 @@ def import_from(
     errors = ErrorCollector()
     staged: dict[str, _Staged] = {}
     abstentions: list[dict[str, str]] = []
+    as_gold = labels_choice.GoldFromLabels() if how == labels_choice.GOLD else None
     wanted = {target, ANNOTATIONS, ABSTENTIONS} if target == ITEMS else {target}
     for converted in adapter.convert(SourceFile(stream, file_name), target, context):
         if isinstance(converted, RecordError):
             errors.extend([converted])
         elif converted.target == ABSTENTIONS and ABSTENTIONS in wanted:
             abstentions.append(converted.record)
+        elif as_gold is not None and converted.target == ANNOTATIONS and target == ITEMS:
+            as_gold.add(converted)
         elif converted.target in wanted and not errors:
             staged.setdefault(converted.target, _Staged()).add(converted)
     if not errors and target not in staged and not abstentions:
@@ -108,6 +144,10 @@ def import_from(
     if errors:
         raise errors.fail()
     result = ImportResult()
+    carried = _carried_labels(staged, as_gold)
+    if as_gold is not None and as_gold.count and ITEMS in staged:
+        staged[ITEMS], given, own = staged[ITEMS].with_gold(as_gold.gold())
+        result.notes.extend(as_gold.notes(given=given, own=own))
     parts = [name for name in (ITEMS, ANNOTATIONS, PREDICTIONS) if name in staged]
     # One service alone is all or nothing by itself (a big item import then stages its rows without
     # holding a transaction, services/item_staging.py); several, or abstentions beside them, share one.
@@ -135,8 +175,24 @@ def import_from(
         if abstentions:
             added = _record_abstentions(study, abstentions)
             result.notes.append(f"{added} abstained response(s) recorded (they count in the respond ratio)")
+    if how is not None and carried is not None:
+        with transaction.atomic():
+            labels_choice.record(study, source=adapter.name, how=how, annotators=carried)
     result.notes.extend(f"skipped {count} {what}" for what, count in sorted(context.skipped.items()))
     return result
+
+
+def _carried_labels(staged: dict[str, _Staged], as_gold: labels_choice.GoldFromLabels | None) -> set[str] | None:
+    """The annotators of the labels an items import carried beside its items; None when it carried none."""
+    if as_gold is not None:
+        return as_gold.annotators if as_gold.count else None
+    if ANNOTATIONS not in staged:
+        return None
+    part = staged[ANNOTATIONS]
+    part.file.seek(0)
+    names = {str(json.loads(line).get("annotator") or "") for line in part.file}
+    part.file.seek(0)
+    return names
 
 
 def _record_abstentions(study: Study, abstentions: list[dict[str, str]]) -> int:

@@ -18,6 +18,7 @@ from django.utils import timezone
 from ..models import ImportJob, Study
 from ..services.errors import ImportFailed, ServiceError
 from .service import Importer, import_from
+from .source_labels import choice
 
 
 def check_size(*uploads: UploadedFile | None) -> None:
@@ -43,8 +44,13 @@ def import_upload_from(
     update: bool = False,
     created_by: User | None = None,
     importers: dict[str, Importer] | None = None,
+    source_labels: str | None = None,
 ) -> ImportJob:
-    """Import an uploaded pipeline file now and record the outcome (with its notes on `job.notes`)."""
+    """Import an uploaded pipeline file now and record the outcome (with its notes on `job.notes`).
+
+    `source_labels`: what the labels the file carries beside its items become (adapters/source_labels.py);
+    a value it does not know is a ServiceError before anything is stored, the job included."""
+    choice(source_labels, target=what)
     check_size(upload, pair)
     name = Path(upload.name or "upload").name[:255]
     job = ImportJob(
@@ -70,6 +76,7 @@ def import_upload_from(
             verifier=verifier,
             update=update,
             importers=importers,
+            source_labels=source_labels,
         )
     except ImportFailed as exc:
         job.status = ImportJob.Status.FAILED

@@ -11,6 +11,8 @@ from typing import IO, Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ..adapters import SOURCES, import_from
+from ..adapters.base import ITEMS
+from ..adapters.source_labels import CHOICES, DEFAULT, DESCRIPTIONS
 from ..adapters.uploads import system_names as parse_system_names
 from ..formats import detect_format
 from ..models import Study
@@ -86,6 +88,15 @@ class ImportCommand(BaseCommand):
             help="--from: the system names (two extractors, or the model that wrote the responses)",
         )
         parser.add_argument("--verifier", help="--from: the name the imported predictions' verifier gets")
+        if self.target == ITEMS:
+            parser.add_argument(
+                "--source-labels",
+                choices=CHOICES,
+                default=None,
+                help="--from a file that holds the source's own labels beside the items: "
+                + "; ".join(f"{name}: {text}" for name, text in DESCRIPTIONS.items())
+                + f" (default: {DEFAULT})",
+            )
 
     def handle(self, *args: Any, **options: Any) -> None:
         study = study_by_slug(options["study"])
@@ -93,8 +104,8 @@ class ImportCommand(BaseCommand):
             result = self._import_from(study, options)
             self._report(study, result)
             return
-        if options["pair"] or options["systems"] or options["verifier"]:
-            raise CommandError("--pair, --systems and --verifier go with --from")
+        if options["pair"] or options["systems"] or options["verifier"] or options.get("source_labels"):
+            raise CommandError("--pair, --systems, --verifier and --source-labels go with --from")
         with input_file(options["file"], options["format"]) as (stream, fmt):
             try:
                 result = self.importer(study=study, stream=stream, fmt=fmt, update=options["update"])
@@ -122,6 +133,7 @@ class ImportCommand(BaseCommand):
                     verifier=options["verifier"] or "",
                     update=options["update"],
                     importers=self.extra_importers(),
+                    source_labels=options.get("source_labels"),
                 )
             except ServiceError as exc:
                 raise CommandError(str(exc)) from None

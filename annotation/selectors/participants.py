@@ -114,6 +114,30 @@ def payment_summary(study: Study, link: ParticipantLink, rows: list[PaymentRow])
     )
 
 
+def link_warnings(link: ParticipantLink) -> list[str]:
+    """What the link's settings promise that its check items cannot keep, in words for the settings page
+    and the API: fewer usable attention items than a full quota's checks (each is shown to a
+    participant once, so the checks would stop part-way and a participant meets fewer than the rule says).
+    """
+    from ..services.participants import attention_checks_due, usable_attention_items  # the rule's one home
+
+    due = attention_checks_due(link)
+    usable = usable_attention_items(link)
+    if len(usable) >= due:
+        return []
+    every, quota = link.attention_every, link.items_per_participant
+    after = ", ".join(str(every * k) for k in range(1, due + 1))
+    also = len(link.attention_items) - len(usable)
+    overlap = f" ({also} of them also qualification item(s), already answered by then)" if also else ""
+    return [
+        f"A full quota of {quota} items with a check after every {every} needs {due} attention check item(s) "
+        f"per participant (after items {after}; none after the last item), and each is shown to a participant "
+        f"once: there {'is' if len(usable) == 1 else 'are'} only {len(usable)} usable attention item(s){overlap}, "
+        f"so participants who finish meet only {len(usable)} check(s). Add {due - len(usable)} more gold item(s) "
+        "to the attention-check items, or check less often."
+    ]
+
+
 #: Participants whose labels stay out of analysis by default: screened out, or withdrawn.
 EXCLUDED_STATUSES = (Participant.Status.SCREENED_OUT, Participant.Status.WITHDRAWN)
 

@@ -22,7 +22,7 @@ from urllib.parse import quote, urlsplit
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
-from django.db.models import Sum
+from django.db.models import F, Sum
 from django.utils import timezone
 
 from ..models import Annotation, Assignment, Item, Participant, ParticipantCheck, ParticipantLink, Study, StudyMember
@@ -186,10 +186,68 @@ def configure_link(*, study: Study, changes: dict[str, Any]) -> ParticipantLink:
     """Change the link's settings, all or none (the message names the first setting that does not pass)."""
     link = link_for(study)
     clean = _validated(study, link, changes)
+    before = check_item_ids(link)
     for name, value in clean.items():
         setattr(link, name, value)
     link.save()
+    _mark_check_items(study, before, check_item_ids(link))
     return link
+
+
+def check_item_ids(link: ParticipantLink) -> set[str]:
+    """The external ids of the items the link uses as qualification or attention checks."""
+    return {*link.qualification_items, *link.attention_items}
+
+
+def _mark_check_items(study: Study, before: set[str], after: set[str]) -> None:
+    """Keep `Item.is_check` equal to the link's check items, in the transaction that changes them.
+
+    Why a column: the claim leaves check items out in its index walk (annotation/claim_order.py), so
+    a check is never handed out as an ordinary item to anyone, and analysis can tell their labels
+    apart (`Study.checks_in_agreement`). Only the items that changed are written.
+
+    An item that becomes a check while someone holds it as an item (on screen, fetched ahead, or a
+    lease that ran out and waits to be taken over) is taken back: the claim hands out held and
+    expired leases before fresh items, so such a lease would serve the check as an item. Its
+    leases are closed before the item is marked and once more after (a claim may have taken a
+    slot in between), in the order a submit locks (assignment, then item), so the two never
+    deadlock; an answer that committed first stands (a label given before the item became a check).
+    """
+    added = after - before
+    if added:
+        _take_back_leases(study, added)
+    if after:
+        Item.objects.filter(study=study, external_id__in=after, is_check=False).update(is_check=True)
+    if added:
+        _take_back_leases(study, added)
+    if before - after:
+        Item.objects.filter(study=study, external_id__in=before - after).update(is_check=False)
+
+
+def _take_back_leases(study: Study, external_ids: set[str]) -> int:
+    """Close the active assignments on these items as leases that ran out (slot given back, the lease's
+    end kept as the mark, so a late answer is refused saying why); how many were closed."""
+    active = Assignment.objects.filter(study=study, item__external_id__in=external_ids, status=Assignment.Status.ACTIVE)
+    held = list(active.select_for_update(of=("self",)).values_list("pk", "item_id"))
+    if not held:
+        return 0
+    now = timezone.now()
+    closed = 0
+    for item_id, pks in _by_item(held).items():
+        count = Assignment.objects.filter(pk__in=pks, status=Assignment.Status.ACTIVE).update(
+            status=Assignment.Status.SKIPPED, slot=None, updated_at=now
+        )
+        if count:
+            Item.objects.filter(pk=item_id, slots_taken__gte=count).update(slots_taken=F("slots_taken") - count)
+        closed += count
+    return closed
+
+
+def _by_item(rows: list[tuple[int, int]]) -> dict[int, list[int]]:
+    grouped: dict[int, list[int]] = {}
+    for pk, item_id in rows:
+        grouped.setdefault(item_id, []).append(pk)
+    return grouped
 
 
 def rotate_link(*, study: Study) -> ParticipantLink:
@@ -347,9 +405,30 @@ def items_done(participant: Participant) -> int:
     ).count()
 
 
+def attention_checks_due(link: ParticipantLink) -> int:
+    """The attention checks a participant who answers the whole quota meets, by `next_check`'s rule.
+
+    A check comes once `attention_every` more items are answered, and the answer that reaches the
+    quota ends the session (`after_item`), so none comes after the last item: with a quota of q
+    and a check every k items, (q - 1) // k checks (quota 20, every 5: after items 5, 10 and 15).
+    """
+    if not link.attention_every or not link.attention_items:
+        return 0
+    return (link.items_per_participant - 1) // link.attention_every
+
+
+def usable_attention_items(link: ParticipantLink) -> list[str]:
+    """The attention items a participant can be shown: each at most once, and none they answered as a
+    qualification item (an answer they already gave is no check of attention)."""
+    qualification = set(link.qualification_items)
+    return [external_id for external_id in link.attention_items if external_id not in qualification]
+
+
 def next_check(participant: Participant, link: ParticipantLink, *, done: int | None = None) -> Item | None:
     """The check item to show now: the next qualification item, or an attention check that is due.
 
+    Each check item is shown to a participant at most once, in the link's order, so a participant
+    meets `attention_checks_due` checks when there are that many `usable_attention_items`.
     `done`: the answers to count instead of the items answered so far, to ask whether a check
     comes after items still on their way (the item fetched ahead must not jump a check).
     """
@@ -363,11 +442,13 @@ def next_check(participant: Participant, link: ParticipantLink, *, done: int | N
         pool = link.attention_items
     else:
         return None
-    # An item they already had as a regular item is no check of attention: the answer is known to them.
+    # Check items are never handed out as items (Item.is_check), but an item may have become a
+    # check after this participant had it as an item (a link changed mid-study, or data from before
+    # the rule): its answer is known to them, so it is no check of their attention.
     had = set(
-        Assignment.objects.filter(study=participant.study, annotator_id=participant.member.user_id).values_list(
-            "item__external_id", flat=True
-        )
+        Assignment.objects.filter(
+            study=participant.study, annotator_id=participant.member.user_id, item__external_id__in=pool
+        ).values_list("item__external_id", flat=True)
     )
     for external_id in pool:
         if external_id not in answered and external_id not in had:
@@ -384,11 +465,16 @@ def claim_for(
 ) -> Assignment | None:
     """The participant's next item, never one they answered as a check (that one is given back to the pool).
 
+    The claim never hands out an item that is a check now (Item.is_check), so the only items given
+    back here are those that were checks when this participant answered them and have since been
+    taken off the link's lists (they are ordinary items again for everyone else).
     With `ahead_of` (the item on their screen), the one after it (`claim_next`'s; LeaseLost when
     the one on screen is no longer theirs); services/participant_ahead.py says when it may be asked.
     """
     user, study = participant.member.user, participant.study
-    checked = set(ParticipantCheck.objects.filter(participant=participant).values_list("item_id", flat=True))
+    checked = set(
+        ParticipantCheck.objects.filter(participant=participant, item__is_check=False).values_list("item_id", flat=True)
+    )
     for _ in range(CLAIM_SKIPS):
         assignment = claim_next(user=user, study=study, now=now, ahead_of=ahead_of)
         if assignment is None or assignment.item_id not in checked:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from annotation.adapters.source_labels import rule as source_labels_rule
 from annotation.models import Study
 from annotation.selectors.adjudication import adjudication_summary
 from annotation.selectors.participants import exclusion_rule
@@ -108,6 +109,7 @@ def build_report(
         "checks_rule": frame.checks_rule(),
         "checks_in_agreement": study.checks_in_agreement,
         "participants_rule": exclusion_rule(study, include_screened_out=crowd),
+        "source_labels_rule": source_labels_rule(study),
         "n_annotators": len(per_annotator),
         "n_annotations": len(rows),
         "n_annotations_in_agreement": len(frame.agreed_rows),

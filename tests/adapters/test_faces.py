@@ -154,5 +154,5 @@ def test_pair_without_from_is_refused(client, researcher, verification_study):
         reverse("api-item-import", args=["verif"]), {"file": upload(EARLY), "pair": upload(BASELINE)}
     )
     assert response.status_code == 400
-    assert "'pair' and 'systems' go with 'from'" in response.json()["detail"]
+    assert "'pair', 'systems' and 'source_labels' go with 'from'" in response.json()["detail"]
     assert not ImportJob.objects.exists()

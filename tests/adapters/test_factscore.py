@@ -48,8 +48,37 @@ def study(db) -> Study:
     )
 
 
-def test_labelled_data_becomes_items_labels_and_an_abstention(study):
+def test_labelled_data_becomes_items_with_gold_labels_and_an_abstention_by_default(study):
+    """Issue 29, finding 3: the human S/NS/IR are the items' gold labels, and no annotation takes the one slot."""
     out = run("import_items", "fs", str(LABELLED), "--from", "factscore", "--systems", "ChatGPT")
+    records = labelled_records()
+    n_facts = sum(len(human_facts(r)) for r in records if r["annotations"])
+    assert f"Imported {n_facts} new and 0 updated item(s)" in out
+    assert f"{n_facts} label(s) by factscore-human are gold / reference only, not annotations" in out
+    assert f"{n_facts} item(s) got their gold label from them" in out
+    assert "1 abstained response(s) recorded" in out
+    assert not Annotation.objects.filter(assignment__study=study).exists()
+    first = Item.objects.get(study=study, external_id="ChatGPT:Lanny-Flaherty:1:1.1")
+    assert first.payload["claim"] == records[0]["annotations"][0]["human-atomic-facts"][0]["text"]
+    assert (first.domain, first.system, first.slots_taken) == ("very rare", "ChatGPT", 0)
+    facts = [fact["label"] for r in records if r["annotations"] for fact in human_facts(r)]
+    assert sorted(Item.objects.filter(study=study).values_list("gold_label", flat=True)) == sorted(facts)
+    study.refresh_from_db()
+    assert study.source_labels == [{"from": "factscore", "as": "gold", "annotators": ["factscore-human"]}]
+
+
+def test_labelled_data_becomes_items_labels_and_an_abstention_as_an_annotators(study):
+    out = run(
+        "import_items",
+        "fs",
+        str(LABELLED),
+        "--from",
+        "factscore",
+        "--systems",
+        "ChatGPT",
+        "--source-labels",
+        "annotator",
+    )
     records = labelled_records()
     n_facts = sum(len(human_facts(r)) for r in records if r["annotations"])
     assert f"Imported {n_facts} new and 0 updated item(s)" in out
@@ -60,19 +89,22 @@ def test_labelled_data_becomes_items_labels_and_an_abstention(study):
     first = Item.objects.get(study=study, external_id="ChatGPT:Lanny-Flaherty:1:1.1")
     assert first.payload["claim"] == records[0]["annotations"][0]["human-atomic-facts"][0]["text"]
     assert first.payload["context"] == records[0]["annotations"][0]["text"]
-    assert (first.domain, first.system) == ("very rare", "ChatGPT")
+    assert (first.domain, first.system, first.gold_label) == ("very rare", "ChatGPT", "")
     labels = Annotation.objects.filter(assignment__study=study).values_list("label", flat=True)
     assert sorted(set(labels)) == ["IR", "NS", "S"]
+    assert study.source_labels == [{"from": "factscore", "as": "annotator", "annotators": ["factscore-human"]}]
 
 
-def test_the_reports_factscore_equals_factscores_own_on_the_labelled_data(study):
-    run("import_items", "fs", str(LABELLED), "--from", "factscore", "--systems", "ChatGPT")
+@pytest.mark.parametrize(("source_labels", "scored_as"), [(None, "gold"), ("annotator", "human")])
+def test_the_reports_factscore_equals_factscores_own_on_the_labelled_data(study, source_labels, scored_as):
+    extra = ["--source-labels", source_labels] if source_labels else []
+    run("import_items", "fs", str(LABELLED), "--from", "factscore", "--systems", "ChatGPT", *extra)
     expected, respond_ratio = factscore_own()
     study.refresh_from_db()
-    human = build_report(study, OPTIONS)["scores"]["human"]["factscore"]["per_system"]["ChatGPT"]
-    assert human["factscore"]["value"] == pytest.approx(expected, abs=5e-4)
-    assert human["share_answered"] == pytest.approx(respond_ratio) == 0.75
-    assert (human["n_responses"], human["n_answered"]) == (4, 3)
+    scored = build_report(study, OPTIONS)["scores"][scored_as]["factscore"]["per_system"]["ChatGPT"]
+    assert scored["factscore"]["value"] == pytest.approx(expected, abs=5e-4)
+    assert scored["share_answered"] == pytest.approx(respond_ratio) == 0.75
+    assert (scored["n_responses"], scored["n_answered"]) == (4, 3)
 
 
 def scorer_output(records: list[dict], first_atoms: int | None = None) -> dict:
@@ -218,6 +250,13 @@ def test_a_study_without_the_labels_gets_the_services_error_at_the_source_line(d
     create_study(slug="tern", name="Ternary", kind="verification")
     message = refused("import_items", "tern", str(LABELLED), "--from", "factscore")
     # S maps to 'supported'; NS has no label in a ternary study, and is reported where it is in the file.
+    assert (
+        "line 1, field 'label': sentence 1, fact 3 ('Lanny Flaherty was born on December 18, 1949.'): "
+        "the label, made the item's gold label (source_labels=gold): "
+        "'NS' is not one of the study's labels (supported, contradicted, inconclusive)"
+    ) in message
+    assert Item.objects.count() == 0
+    message = refused("import_items", "tern", str(LABELLED), "--from", "factscore", "--source-labels", "annotator")
     assert (
         "line 1, field 'label': sentence 1, fact 3 ('Lanny Flaherty was born on December 18, 1949.'): "
         "'NS' is not one of the study's labels (supported, contradicted, inconclusive)"

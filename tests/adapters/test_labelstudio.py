@@ -59,7 +59,7 @@ def project_export() -> list[dict]:
 
 
 def test_the_real_samples_import_with_both_completed_by_shapes(sentiment, tmp_path):
-    out = run("import_items", "ls", str(HISTORY), "--from", "labelstudio")
+    out = run("import_items", "ls", str(HISTORY), "--from", "labelstudio", "--source-labels", "annotator")
     assert "Imported 1 new and 0 updated item(s)" in out
     assert "1 new and 0 updated annotation(s) from the same file" in out
     item = Item.objects.get(study=sentiment, external_id="6141")
@@ -80,7 +80,7 @@ def test_a_choice_outside_the_study_names_the_task(db):
 
 def test_a_choices_project_becomes_a_study_whose_report_shows_agreement(sentiment, tmp_path):
     path = write(tmp_path / "project-3-at-2024.json", json.dumps(project_export()))
-    out = run("import_items", "ls", str(path), "--from", "labelstudio")
+    out = run("import_items", "ls", str(path), "--from", "labelstudio", "--source-labels", "annotator")
     assert "Imported 4 new" in out and "12 new and 0 updated annotation(s)" in out
     assert "skipped 4 cancelled annotation(s)" in out
     report = build_report(sentiment, ReportOptions(n_resamples=50))
@@ -89,6 +89,23 @@ def test_a_choices_project_becomes_a_study_whose_report_shows_agreement(sentimen
     # 1 of 4 tasks unanimous, 2 with two of three agreeing, 1 split: percent agreement (pairs) = (3+1+3+0)/12.
     assert agreement["percent_agreement"]["value"] == pytest.approx(7 / 12)
     assert agreement["fleiss_kappa"]["value"] is not None
+
+
+def test_by_default_a_projects_labels_become_gold_where_its_annotators_agree(sentiment, tmp_path):
+    """Issue 29, finding 3: no slot goes to the project's annotators; an item whose labels differ gets no gold."""
+    path = write(tmp_path / "project-3-at-2024.json", json.dumps(project_export()))
+    out = run("import_items", "ls", str(path), "--from", "labelstudio")
+    assert "12 label(s) by ls-2, ls-3, sergei@heartex.e2e are gold / reference only, not annotations" in out
+    assert "2 item(s) got their gold label from them" in out
+    assert "2 item(s) whose labels in the file disagree got no gold label" in out
+    assert dict(Item.objects.filter(study=sentiment).values_list("external_id", "gold_label")) == {
+        "6141": "Positive",
+        "6142": "",
+        "6143": "Neutral",
+        "6144": "",
+    }
+    assert not Annotation.objects.filter(assignment__study=sentiment).exists()
+    assert not StudyMember.objects.filter(study=sentiment, is_external=True).exists()
 
 
 @pytest.mark.parametrize(
@@ -133,7 +150,7 @@ def test_a_file_over_the_upload_limit_is_refused_before_parsing(sentiment, tmp_p
 
 def test_a_study_exported_to_label_studio_reads_back(sentiment, tmp_path):
     path = write(tmp_path / "export.json", json.dumps(project_export()))
-    run("import_items", "ls", str(path), "--from", "labelstudio")
+    run("import_items", "ls", str(path), "--from", "labelstudio", "--source-labels", "annotator")
     out_path = tmp_path / "ls-tasks.json"
     run("export_annotations", "ls", "--format", "labelstudio", "--output", str(out_path))
     tasks = json.loads(out_path.read_text())
@@ -143,7 +160,7 @@ def test_a_study_exported_to_label_studio_reads_back(sentiment, tmp_path):
     assert [a["result"][0]["value"]["choices"][0] for a in first["annotations"]] == ["Negative", "Negative", "Positive"]
     assert all(isinstance(a["completed_by"], dict) and a["completed_by"]["email"] for a in first["annotations"])
     again = create_study(slug="back", name="Back", kind="verification", labels=SENTIMENT)
-    run("import_items", "back", str(out_path), "--from", "labelstudio")
+    run("import_items", "back", str(out_path), "--from", "labelstudio", "--source-labels", "annotator")
     assert sorted(Annotation.objects.filter(assignment__study=again).values_list("label", flat=True)) == sorted(
         Annotation.objects.filter(assignment__study=sentiment).values_list("label", flat=True)
     )
@@ -157,6 +174,8 @@ def test_the_page_and_the_api_download_the_label_studio_export(client, researche
         str(write(tmp_path / "export.json", json.dumps(project_export()))),
         "--from",
         "labelstudio",
+        "--source-labels",
+        "annotator",
     )
     client.force_login(researcher)
     page = client.get(reverse("annotation:study_export_labelstudio", args=["ls"]))

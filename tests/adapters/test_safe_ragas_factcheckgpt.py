@@ -196,7 +196,7 @@ def ternary(db) -> Study:
 
 
 def test_the_factcheck_benchmark_becomes_items_with_stances_and_gold(ternary):
-    out = run("import_items", "fc", str(BENCHMARK), "--from", "factcheckgpt")
+    out = run("import_items", "fc", str(BENCHMARK), "--from", "factcheckgpt", "--source-labels", "annotator")
     documents = [json.loads(line) for line in BENCHMARK.read_text().splitlines()]
     claims = [
         (line, key, index, claim, sentence)
@@ -242,7 +242,7 @@ def test_factbench_and_subtask4_lines_carry_gold_labels(ternary):
 
 
 def test_subtask3_stances_become_one_passage_items_with_their_judgement(ternary, tmp_path):
-    run("import_items", "fc", str(SUBTASK3), "--from", "factcheckgpt")
+    run("import_items", "fc", str(SUBTASK3), "--from", "factcheckgpt", "--source-labels", "annotator")
     lines = [json.loads(line) for line in SUBTASK3.read_text().splitlines()]
     verdict = {
         "completely-support": ("supported", "support"),

@@ -247,7 +247,7 @@ def test_the_line_length_limit_still_applies(db, tmp_path, monkeypatch):
 
 def test_command_options_that_need_from_or_two_names_are_refused(db):
     create_study(slug="pref", name="Extractors", kind="preference")
-    assert "--pair, --systems and --verifier go with --from" in refused(
+    assert "--pair, --systems, --verifier and --source-labels go with --from" in refused(
         "import_items", "pref", str(EARLY), "--pair", str(BASELINE)
     )
     message = refused(

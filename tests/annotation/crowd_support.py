@@ -44,11 +44,10 @@ def crowd_study(
 
 
 def gold_only_as_checks(study: Study) -> None:
-    """Fill the gold items' slots (as if others had labelled them), so they come up only as checks.
+    """Fill the gold items' slots (as if others had labelled them), so only the plain items are handed out.
 
-    Gold items are in the regular pool too; a participant served one as a regular item is not
-    shown it as a check (services/participants.next_check), which would make the order of checks
-    depend on the study's random seed.
+    Check items are never handed out as items (Item.is_check); gold items that are no checks are,
+    and the tests that count a participant's items want the plain ones only.
     """
     Item.objects.filter(study=study).exclude(gold_label="").update(slots_taken=study.annotators_per_item)
 

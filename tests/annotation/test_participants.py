@@ -194,7 +194,9 @@ def test_passing_the_qualification_starts_the_items():
     assert label_one(participant, link) is not None
 
 
-def test_a_check_item_is_never_served_again_as_a_regular_item_nor_a_regular_item_as_a_check():
+def test_a_check_item_is_never_served_as_a_regular_item_nor_a_regular_item_as_a_check():
+    """Issue 29, finding 2: a check item is never handed out as an item, to the participant who answered
+    it as a check or to anyone else; an item someone had as an item is no check for them later."""
     study, link = crowd_study(items=0, gold=3, n=2, items_per_participant=3, qualification_items=["g-0"])
     participant = working(link, "twice")
     g0 = crowd.next_check(participant, link)
@@ -210,8 +212,11 @@ def test_a_check_item_is_never_served_again_as_a_regular_item_nor_a_regular_item
             answer=SubmittedAnswer(label="supported"),
         )
     assert sorted(served) == ["g-1", "g-2"]
-    skipped = Assignment.objects.get(annotator=participant.member.user, item=g0)
-    assert skipped.status == "skipped" and skipped.slot is None  # given back for someone else
+    other = working(link, "someone-else")
+    assert crowd.claim_for(other).item.external_id in {"g-1", "g-2"}  # the qualification item is not in the pool
+    assert not Assignment.objects.filter(item=g0).exists()  # never handed out, so never given back either
+    g0.refresh_from_db()
+    assert (g0.slots_taken, g0.is_check) == (0, True)
     link = crowd.configure_link(study=study, changes={"attention_items": ["g-1", "g-2"], "attention_every": 1})
     participant.refresh_from_db()
     assert crowd.next_check(participant, link) is None  # both were regular items for this person
