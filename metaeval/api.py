@@ -13,10 +13,10 @@ from rest_framework.views import APIView
 from annotation.permissions import IsStudyResearcher, StudyScoped
 from annotation.selectors.participants import exclusion_rule
 
+from .reference import RULE_DESCRIPTIONS
 from .reporting import cache, options_from_query
 from .reporting.build import gold_rule
 from .reporting.options import InvalidOption
-from .reporting.reference import RULE_DESCRIPTIONS
 from .serializers import ReportSerializer, StudyLabelsSerializer
 from .study_frame import TABLE_COLUMNS, study_frame
 

@@ -248,9 +248,12 @@ def agreement_matrix_figure(annotators: Sequence[str], kappa: np.ndarray, n: np.
 VerifierRow = tuple[str, "float | None", "tuple[float, float] | None", "float | None"]
 
 
-def verifier_figure(rows: Sequence[VerifierRow]) -> Figure:
+def verifier_figure(rows: Sequence[VerifierRow], no_ceiling_reason: str | None = None) -> Figure:
     """Each verifier's Cohen kappa against the human majority (dot, 95% interval) beside the
-    human ceiling on the same items (grey diamond): the comparison meta-evaluation papers plot."""
+    human ceiling on the same items (grey diamond): the comparison meta-evaluation papers plot.
+
+    ``no_ceiling_reason``: why no verifier has a ceiling, from the report's value that is undefined
+    (the legend says it; a guess at the cause was wrong when kappa was undefined, issue 29)."""
     figure = _figure(6.4, max(2.4, 1.2 + 0.5 * len(rows)))
     title = "Verifiers against the human majority (Cohen's kappa)"
     if not any(kappa is not None for _, kappa, _, _ in rows):
@@ -273,7 +276,8 @@ def verifier_figure(rows: Sequence[VerifierRow]) -> Figure:
     if any(ceiling is not None for *_, ceiling in rows):
         ax.plot([], [], "D", color="#6b7280", linestyle="none", label="human ceiling, same items")
     else:
-        ax.plot([], [], " ", label="no human ceiling: it needs two or more human labels per item")
+        reason = no_ceiling_reason or "it was not computed"
+        ax.plot([], [], " ", label="\n".join(textwrap.wrap(f"no human ceiling: {reason}", 90)))
     figure.legend(
         fontsize=7, loc="outside lower center", ncols=2, frameon=False
     )  # laid out with the figure: never cut off

@@ -14,7 +14,7 @@ report counted 90 (issue 29). ``study_frame`` applies them all, once:
   scores need them); ``agreed_rows`` / ``agreed`` are what agreement, preference analysis, the
   disagreement list and every chart of them count: gold items only with ``Study.gold_in_agreement``;
 - **reference**: one label per item from the report option ``reference`` or ``Study.reference_rule``
-  (``metaeval.reporting.reference``: gold, majority, Dawid-Skene, adjudications).
+  (``metaeval.reference``: gold, majority, Dawid-Skene, adjudications).
 
 The labels stay codes (``LabelRows``) until a reader needs their strings, so the big report's first
 sections keep their fast path: every rule above is one numpy selection, no Python work per label.
@@ -35,7 +35,7 @@ from annotation.selectors.adjudication import AdjudicatedLabels, adjudicated_lab
 
 from . import selectors
 from .label_rows import ITEM_COLUMNS, LabelRows
-from .reporting.reference import Reference, ReferenceInputs, reference_labels, unavailable_rule_reason
+from .reference import Reference, ReferenceInputs, reference_labels, unavailable_rule_reason
 
 __all__ = [
     "FrameOptions",

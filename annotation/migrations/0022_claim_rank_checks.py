@@ -1,4 +1,5 @@
 from django.db import DEFAULT_DB_ALIAS, migrations, models, transaction
+from django.utils import timezone
 
 from annotation.migration_operations import AddIndexWithoutLocking, RemoveIndexWithoutLocking
 from annotation.randomisation import claim_rank
@@ -30,7 +31,24 @@ def rank_and_mark(apps, schema_editor) -> None:
     ):
         checks = {*(qualification or []), *(attention or [])}
         if checks:
-            item_model.objects.using(alias).filter(study_id=study_id, external_id__in=checks).update(is_check=True)
+            with transaction.atomic(using=alias):
+                items = item_model.objects.using(alias).filter(study_id=study_id, external_id__in=checks)
+                items.update(is_check=True)
+                _take_back_leases(apps, alias, list(items.values_list("pk", flat=True)))
+
+
+def _take_back_leases(apps, alias: str, item_ids: list[int]) -> None:
+    """Close the active leases on items that are now checks, as leases that ran out (slot given back):
+    the claim hands out held and expired leases before fresh items, so one left open would serve a
+    check as an ordinary item (services/participants._take_back_leases does the same from then on)."""
+    assignment_model = apps.get_model("annotation", "Assignment")
+    item_model = apps.get_model("annotation", "Item")
+    active = assignment_model.objects.using(alias).filter(item_id__in=item_ids, status="active")
+    for item_id in set(active.values_list("item_id", flat=True)):
+        closed = active.filter(item_id=item_id).update(status="skipped", slot=None, updated_at=timezone.now())
+        item = item_model.objects.using(alias).select_for_update().get(pk=item_id)
+        item.slots_taken = max(item.slots_taken - closed, 0)
+        item.save(update_fields=["slots_taken"])
 
 
 class Migration(migrations.Migration):

@@ -312,6 +312,7 @@ def first_unlocked_item(ordered_ids: Sequence[int], n: int) -> Item | None:
     placeholders = ", ".join(["%s"] * len(ordered_ids))
     row = fetch_one(
         f"SELECT {ITEM_ROWS.select} FROM {IT.table} i WHERE i.{IT.id} IN ({placeholders}) AND i.{IT.slots_taken} < %s "
+        f"AND {unchecked()} "  # made a check since the candidates were read (participants.configure_link)
         f"ORDER BY {rank} LIMIT 1" + _for_update(skip_locked=True),
         (*ordered_ids, n, *ordered_ids),
     )
@@ -451,7 +452,7 @@ def claim_first_free_slot(
         f"WITH {guard}c AS (SELECT * FROM unnest(%(items)s::bigint[], %(positions)s::bigint[], %(sides)s::int[]) "
         f"WITH ORDINALITY AS c(item_id, position, side, rank)), "
         f"p AS (SELECT {ITEM_ROWS.select}, c.position, c.side FROM {IT.table} i JOIN c ON c.item_id = i.{IT.id} "
-        f"WHERE i.{IT.slots_taken} < %(n)s{' AND EXISTS (SELECT 1 FROM m)' if alone else ''} "
+        f"WHERE i.{IT.slots_taken} < %(n)s AND {unchecked()}{' AND EXISTS (SELECT 1 FROM m)' if alone else ''} "
         f"ORDER BY c.rank LIMIT 1 FOR UPDATE OF i SKIP LOCKED), "
         f"f AS (SELECT p.{IT.id} AS item_id, (SELECT min(s) FROM generate_series(0, %(n)s - 1) s "
         f"WHERE NOT EXISTS (SELECT 1 FROM {A.table} h WHERE h.{A.item} = p.{IT.id} AND h.{A.slot} = s)) AS slot "

@@ -637,14 +637,15 @@ def _own_assignment(user: User, study: Study, assignment_id: int) -> Assignment:
         raise LeaseLost("this assignment is not yours: it belongs to another annotator")
     if lease_ran_out(assignment):
         logger.info(
-            "user %s answered assignment %s in study %s after its lease ran out and the item went to someone else",
+            "user %s answered assignment %s in study %s after its lease ran out or was taken back",
             user.pk,
             assignment.pk,
             study.slug,
             extra={"study": study.slug, "assignment": assignment.pk},
         )
         raise LeaseLost(
-            "this item is no longer assigned to you: your time on it ran out and another annotator took it over"
+            "this item is no longer assigned to you: your time on it ran out, or the study's researchers took it "
+            "back (the study closed, or the item became a check), and it may go to another annotator"
         )
     assignment.study = study
     return assignment

@@ -517,5 +517,9 @@ def duplicate_study(
                 Item.objects.bulk_create(batch)
                 batch = []
         Item.objects.bulk_create(batch)
+        # The copied items carry the gold labels a pipeline's file gave them; labels taken as an
+        # annotator's are answers, which a copy does not take along (annotation/adapters/source_labels.py).
+        copy.source_labels = [entry for entry in study.source_labels if entry.get("as") == "gold"]
+        copy.save(update_fields=["source_labels"])
         recount_study(copy)
     return copy

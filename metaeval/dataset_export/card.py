@@ -18,10 +18,10 @@ import pyarrow as pa
 
 from annotation.models import Study
 from annotation.selectors.participants import exclusion_rule
+from metaeval.reference import RULE_DESCRIPTIONS
 from metaeval.reporting.agreement import agreement_sections
 from metaeval.reporting.build import gold_rule
 from metaeval.reporting.options import ReportOptions
-from metaeval.reporting.reference import RULE_DESCRIPTIONS
 from metaeval.study_frame import StudyFrame
 
 from .tables import Tables

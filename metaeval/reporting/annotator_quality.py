@@ -15,8 +15,8 @@ import pandas as pd
 
 from metaeval import stats
 
+from ..reference import Reference
 from .options import ReportOptions
-from .reference import Reference
 
 if TYPE_CHECKING:
     from metaeval.study_frame import StudyFrame

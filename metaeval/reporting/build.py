@@ -132,7 +132,9 @@ def build_report(
     report["n_disagreements"] = len(report["disagreements"])
     queue = queue_size_with(study, labels, include_screened_out=crowd)
     report["adjudication"] = {**adjudication_summary(study, queue=queue), "reference_rule": study.reference_rule}
-    report["verifiers"] = verifier_report(study, n_resamples=options.n_resamples, seed=options.seed)
-    report["pairwise_judges"] = pairwise_judge_report(study, n_resamples=options.n_resamples, seed=options.seed)
+    report["verifiers"] = verifier_report(study, n_resamples=options.n_resamples, seed=options.seed, frame=frame)
+    report["pairwise_judges"] = pairwise_judge_report(
+        study, n_resamples=options.n_resamples, seed=options.seed, frame=frame
+    )
     report["verifiers_vs_reference"] = verifiers_vs_reference(study, reference, options)
     return report

@@ -121,10 +121,26 @@ def verifier_rows(sections: Mapping[str, Mapping[str, Any]]) -> list[charts.Veri
 
 def _verifiers(study: Study, options: ReportOptions) -> Figure:
     # the report's bootstrap settings, so the intervals drawn are the table's
-    sections = verifier_report(study, n_resamples=options.n_resamples, seed=options.seed, disagreements_limit=0)
+    sections = verifier_report(
+        study,
+        n_resamples=options.n_resamples,
+        seed=options.seed,
+        disagreements_limit=0,
+        frame=frames.study_frame(study, options),
+    )
     if not sections:
         raise ChartNotApplicable("the verifier chart is drawn for studies with verifiers")
-    return charts.verifier_figure(verifier_rows(sections))
+    return charts.verifier_figure(verifier_rows(sections), no_ceiling_reason(sections))
+
+
+def no_ceiling_reason(sections: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """Why the verifiers table shows no human ceiling, as its blanks say (the first verifier's: every
+    verifier is compared on the same human labels), so the chart's legend and the table agree."""
+    for section in sections.values():
+        blank = (section.get("blanks") or {}).get("ceiling_human_kappa")
+        if blank:
+            return str(blank["reason"])
+    return None
 
 
 def annotator_rows(quality: Mapping[str, Any]) -> tuple[list[charts.VerifierRow], list[str]]:
@@ -179,10 +195,10 @@ def chart_figure(
     if report is not None and name == "verifiers" and "verifiers" in report:
         if not report["verifiers"]:
             raise ChartNotApplicable("the verifier chart is drawn for studies with verifiers")
-        return charts.verifier_figure(verifier_rows(report["verifiers"]))
+        return charts.verifier_figure(verifier_rows(report["verifiers"]), no_ceiling_reason(report["verifiers"]))
     if name == "preference" and (not study.is_preference or len(study.systems) != 2):
         raise ChartNotApplicable("preference bars are drawn for preference studies with two systems")
-    if name == "verifiers":  # the verifiers section reads its own labels (metaeval.verifiers.report)
+    if name == "verifiers":  # the verifiers section, from the same study frame (metaeval.verifiers.report)
         return _verifiers(study, options)
     return CHARTS[name][1](frames.study_frame(study, options), options)
 

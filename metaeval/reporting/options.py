@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .reference import unavailable_rule_reason
+from ..reference import unavailable_rule_reason
 
 __all__ = ["InvalidOption", "ReportOptions", "options_from_query"]
 

@@ -16,9 +16,9 @@ from metaeval.models import Verifier
 from metaeval.verifiers.presets.pairwise import PAIRWISE_JUDGE
 from metaeval.verifiers.selectors import current_predictions
 
+from ..reference import Reference
 from .agreement import categories_for
 from .options import ReportOptions
-from .reference import Reference
 
 __all__ = ["verifiers_vs_reference"]
 

@@ -21,8 +21,8 @@ from ..models import Prediction, Verifier
 from ..stats import json_ready
 from ..stats.judge import judge_position, judge_vs_humans
 from ..stats.preference import PREFERENCE_LABELS
+from ..study_frame import StudyFrame, study_frame
 from .presets.pairwise import PAIRWISE_JUDGE
-from .selectors import human_reference
 
 __all__ = ["judge_predictions", "pairwise_judge_report"]
 
@@ -70,14 +70,17 @@ def _judge_section(
     return section
 
 
-def pairwise_judge_report(study: Study, *, n_resamples: int = 1000, seed: int | None = 0) -> dict[str, Any]:
-    """``{judge name: {...}}`` for every pairwise judge of a preference study (``{}`` otherwise)."""
+def pairwise_judge_report(
+    study: Study, *, n_resamples: int = 1000, seed: int | None = 0, frame: StudyFrame | None = None
+) -> dict[str, Any]:
+    """``{judge name: {...}}`` for every pairwise judge of a preference study (``{}`` otherwise); the
+    human judgements come from ``frame`` (the report's study frame; by default the study's own rules)."""
     if not study.is_preference:
         return {}
     judges = list(Verifier.objects.filter(study=study, preset=PAIRWISE_JUDGE.id).order_by("name"))
     if not judges:
         return {}
-    reference, _ = human_reference(study)
+    reference, _ = (frame or study_frame(study)).verifier_reference()
     labels = reference[reference["label"].isin(PREFERENCE_LABELS)].reset_index(drop=True)
     domains = pd.Series(dict(Item.objects.filter(study=study).values_list("external_id", "domain")), dtype=object)
     out = {

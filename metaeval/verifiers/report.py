@@ -39,9 +39,10 @@ from ..stats import (
     system_correlation,
     verifier_vs_majority,
 )
+from ..study_frame import StudyFrame, study_frame
 from .presets.pairwise import PAIRWISE_JUDGE
 from .runner.chunks import estimate_cost
-from .selectors import current_predictions, human_reference, item_systems
+from .selectors import current_predictions, item_systems
 
 __all__ = ["blanks", "verifier_report"]
 
@@ -50,15 +51,23 @@ MAX_RATIONALE = 2000
 
 
 def verifier_report(
-    study: Study, *, n_resamples: int = 1000, seed: int | None = 0, disagreements_limit: int = 200
+    study: Study,
+    *,
+    n_resamples: int = 1000,
+    seed: int | None = 0,
+    disagreements_limit: int = 200,
+    frame: StudyFrame | None = None,
 ) -> dict[str, Any]:
-    """``{verifier name: {...}}`` for every verifier of the study (``{}`` when it has none)."""
+    """``{verifier name: {...}}`` for every verifier of the study (``{}`` when it has none).
+
+    The human labels and the reference come from ``frame`` (the report's study frame; by default the
+    study's own rules), so the verifiers are scored against the labels every other section counts."""
     # Pairwise judges compare claim lists; their section is pairwise_report's.
     verifiers = list(Verifier.objects.filter(study=study).exclude(preset=PAIRWISE_JUDGE.id).order_by("name"))
     if not verifiers:
         return {}
     labels = list(study.labels)
-    reference, source = human_reference(study)
+    reference, source = (frame or study_frame(study)).verifier_reference()
     reference = reference[reference["label"].isin(labels)]
     table = build_table(reference, labels) if len(reference) else None
     majority = majority_vote(table).labels() if table is not None else pd.Series(dtype=object)

@@ -7,10 +7,7 @@ from typing import Any
 import pandas as pd
 from django.db.models import Count, Q, QuerySet
 
-from annotation.models import Annotation, Item, ReferenceRule, Study
-from annotation.selectors import pseudonyms
-from annotation.selectors.adjudication import adjudicated_labels
-from metaeval import stats
+from annotation.models import Item, Study
 
 from ..models import ACTIVE_RUN_STATUSES, Prediction, Verifier, VerifierRun
 from .presets import PRESETS
@@ -20,7 +17,6 @@ __all__ = [
     "PREDICTION_COLUMNS",
     "current_predictions",
     "fitting_presets",
-    "human_reference",
     "recent_runs",
     "run_status",
     "study_verifiers",
@@ -136,88 +132,6 @@ def verifier_verdicts(study: Study) -> dict[str, pd.Series]:
     frame = pd.DataFrame.from_records(list(rows), columns=["verifier", "item", "label"])
     frame = frame.drop_duplicates(subset=["verifier", "item"], keep="first")
     return {str(name): group.set_index("item")["label"] for name, group in frame.groupby("verifier", sort=True)}
-
-
-#: The rater name adjudicated labels and gold labels take in the reference table.
-ADJUDICATED_RATER = "adjudicated"
-GOLD_RATER = "gold"
-DAWID_SKENE_RATER = "dawid_skene"
-REFERENCE_COLUMNS = ["item", "annotator", "label"]
-
-
-def human_reference(study: Study) -> tuple[pd.DataFrame, str]:
-    """(long label table item/annotator/label, source): what verifiers are scored against,
-    by the study's reference rule (Study.reference_rule), and a sentence saying where it came from.
-
-    majority: the human labels (the report takes each item's strict majority); human labels
-    on items with a gold label are quality-control answers and are left out, as in the
-    agreement report; skipped assignments carry no answer. With no human label at all, each
-    gold label is one rating by "gold". gold: the gold labels only. adjudicated: one rating by
-    "adjudicated" per item with an adjudicated label. adjudicated_else_majority (the default):
-    the human labels, with an adjudicated item's labels replaced by its adjudicated label; an
-    item whose adjudicators disagree keeps its annotators' labels. Without any adjudication the
-    last two are the first.
-    """
-    rule = study.reference_rule
-    if rule == ReferenceRule.GOLD:
-        gold = _gold_frame(study)
-        return gold, f"gold labels ({len(gold)} items; reference rule: gold)"
-    human = _human_frame(study)
-    if rule == ReferenceRule.DAWID_SKENE and len(human):
-        on_scale = human[human["label"].isin(study.labels)]
-        fitted = stats.dawid_skene(on_scale, list(study.labels)).labels if len(on_scale) else pd.Series(dtype=object)
-        frame = pd.DataFrame.from_records(
-            [(item, DAWID_SKENE_RATER, label) for item, label in fitted.items()], columns=REFERENCE_COLUMNS
-        )
-        return frame, (
-            f"the most likely label of a Dawid-Skene model of the human labels ({len(frame)} items; "
-            "reference rule: dawid_skene)"
-        )
-    adjudicated = adjudicated_labels(study)
-    gold_items = (
-        set(Item.objects.filter(study=study).exclude(gold_label="").values_list("external_id", flat=True))
-        if adjudicated.labels or adjudicated.disagreements
-        else set()
-    )
-    chosen = {item: label for item, label in adjudicated.labels.items() if item not in gold_items}
-    disagreeing = sum(1 for item in adjudicated.disagreements if item not in gold_items)
-    adjudicated_frame = pd.DataFrame.from_records(
-        [(item, ADJUDICATED_RATER, label) for item, label in chosen.items()], columns=REFERENCE_COLUMNS
-    )
-    if rule == ReferenceRule.ADJUDICATED:
-        return adjudicated_frame, (
-            f"adjudicated labels ({len(chosen)} items; {disagreeing} left out where adjudicators disagree; "
-            "reference rule: adjudicated)"
-        )
-    if rule == ReferenceRule.ADJUDICATED_ELSE_MAJORITY and (chosen or disagreeing):
-        rest = human[~human["item"].isin(chosen.keys())]
-        frame = pd.concat([adjudicated_frame, rest], ignore_index=True) if len(rest) else adjudicated_frame
-        return frame, (
-            f"adjudicated labels where given ({len(chosen)} items), else the human labels' strict majority "
-            f"({rest['item'].nunique()} items; {disagreeing} of them because adjudicators disagree); "
-            "reference rule: adjudicated_else_majority"
-        )
-    if len(human):
-        return human, "human labels (strict majority per item)"
-    return _gold_frame(study), "gold labels (the study has no human labels)"
-
-
-def _human_frame(study: Study) -> pd.DataFrame:
-    names = pseudonyms(study)
-    rows = (
-        Annotation.objects.filter(assignment__study=study, assignment__item__gold_label="")
-        .exclude(assignment__status="skipped")
-        .values_list("assignment__item__external_id", "assignment__annotator_id", "label")
-    )
-    frame = pd.DataFrame.from_records(list(rows), columns=REFERENCE_COLUMNS)
-    if len(frame):
-        frame["annotator"] = [names[uid] for uid in frame["annotator"]]
-    return frame
-
-
-def _gold_frame(study: Study) -> pd.DataFrame:
-    gold = Item.objects.filter(study=study).exclude(gold_label="").values_list("external_id", "gold_label")
-    return pd.DataFrame.from_records([(item, GOLD_RATER, label) for item, label in gold], columns=REFERENCE_COLUMNS)
 
 
 def fitting_presets(study: Study) -> list[str]:

@@ -35,7 +35,7 @@ from annotation.services.adjudication import (
 )
 from metaeval.reporting import ReportOptions, build_report
 from metaeval.reporting.csv_format import report_csv
-from metaeval.verifiers.selectors import human_reference
+from metaeval.study_frame import study_frame
 from tests.conftest import csv_bytes, jsonl, preference_item, verification_item
 
 pytestmark = pytest.mark.django_db
@@ -224,20 +224,20 @@ def test_export_carries_the_adjudicated_label_and_empty_on_disagreement(
     assert {row["adjudicated_label"] for row in exported(study)} == {""}
 
 
-def test_reference_rule_in_human_reference_and_report(loaded_verification_study, researcher):
+def test_reference_rule_in_the_verifiers_reference_and_report(loaded_verification_study, researcher):
     study = loaded_verification_study
-    frame, source = human_reference(study)
+    frame, source = study_frame(study).verifier_reference()
     assert source == "human labels (strict majority per item)" and len(frame) == 6
     adjudicate(item=item(study, "c-2"), adjudicator=researcher, verdict=verdict_for(study, label="contradicted"))
-    frame, source = human_reference(study)
+    frame, source = study_frame(study).verifier_reference()
     assert "adjudicated_else_majority" in source
     assert frame[frame["item"] == "c-2"][["annotator", "label"]].values.tolist() == [["adjudicated", "contradicted"]]
     assert len(frame[frame["item"] == "c-1"]) == 2
     set_adjudication_settings(study=study, user=None, reference_rule="adjudicated")
-    frame, _ = human_reference(study)
+    frame, _ = study_frame(study).verifier_reference()
     assert frame["item"].tolist() == ["c-2"]
     set_adjudication_settings(study=study, user=None, reference_rule="majority")
-    frame, _ = human_reference(study)
+    frame, _ = study_frame(study).verifier_reference()
     assert len(frame[frame["item"] == "c-2"]) == 2
     report = build_report(study, ReportOptions(n_resamples=50))
     assert report["adjudication"]["items_adjudicated"] == 1
@@ -477,7 +477,7 @@ def test_gold_reference_rule(loaded_verification_study):
     study = loaded_verification_study
     study.items.filter(external_id="c-3").update(gold_label="contradicted")
     set_adjudication_settings(study=study, user=None, reference_rule="gold")
-    frame, source = human_reference(study)
+    frame, source = study_frame(study).verifier_reference()
     assert frame.values.tolist() == [["c-3", "gold", "contradicted"]]
     assert "reference rule: gold" in source
 

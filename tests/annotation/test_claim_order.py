@@ -164,3 +164,21 @@ def test_check_items_are_never_handed_out_as_items_and_progress_does_not_count_t
     crowd.configure_link(study=study, changes={"qualification_items": [], "qualification_pass": 0})
     assert not Item.objects.get(study=study, external_id="g-0").is_check  # no longer a check: it may be served
     assert claim_next(user=users[0], study=study).item.external_id == "g-0"
+
+
+def test_the_migration_takes_back_leases_held_on_items_that_are_checks():
+    """A lease held on a check item from before 0022 would be handed out again (held and expired leases
+    come before fresh items): the migration closes it as a lease that ran out and gives its slot back."""
+    study = create_study(slug="held-check", name="held", kind="verification", annotators_per_item=2)
+    add_members(study=study, usernames=["hc-a1", "hc-a2"], role="annotator")
+    import_items(study=study, stream=jsonl(verification_item("g-0", evidence=[], gold="supported")), fmt="jsonl")
+    crowd.configure_link(study=study, changes={"attention_items": ["g-0"], "attention_every": 2})
+    Item.objects.filter(study=study).update(is_check=False)  # as before the migration
+    first, second = (get_user_model().objects.get(username=name) for name in ("hc-a1", "hc-a2"))
+    held = claim_next(user=first, study=study)
+    assert held is not None and held.item.external_id == "g-0"
+    importlib.import_module("annotation.migrations.0022_claim_rank_checks").rank_and_mark(apps, None)
+    held.refresh_from_db()
+    assert (held.status, held.slot) == ("skipped", None)
+    assert Item.objects.get(study=study).slots_taken == 0
+    assert claim_next(user=first, study=study) is None and claim_next(user=second, study=study) is None

@@ -211,7 +211,16 @@ def test_duplicate_copies_settings_and_optionally_items(draft, annotator, make_u
     annotate_one(draft, annotator)
     update_study(study=draft, changes={"instructions": "# Read me"})
     copier = make_user("carl")
+    Study.objects.filter(pk=draft.pk).update(
+        source_labels=[
+            {"from": "factscore", "as": "gold", "annotators": ["factscore"]},
+            {"from": "factcheckgpt", "as": "annotator", "annotators": ["factcheck-bench"]},
+        ]
+    )
+    draft.refresh_from_db()
     copy = duplicate_study(study=draft, slug="d-main", name="Main run", copy_items=True, user=copier)
+    # the items' gold labels come along, an imported annotator's labels (answers) do not
+    assert copy.source_labels == [{"from": "factscore", "as": "gold", "annotators": ["factscore"]}]
     assert copy.status == "draft" and copy.instructions == "# Read me" and copy.labels == draft.labels
     assert copy.seed != Study.objects.get(pk=draft.pk).seed
     assert list(copy.items.values_list("external_id", flat=True)) == ["c-0", "c-1", "c-2"]

@@ -18,6 +18,8 @@ from annotation.models import Item
 from annotation.services import add_members, create_study
 from metaeval.models import Prediction
 from metaeval.reporting.build import build_report
+from metaeval.reporting.charts import chart_figure
+from metaeval.reporting.options import ReportOptions
 from metaeval.stats import build_table, human_ceiling
 from metaeval.verifiers.report import verifier_report
 from metaeval.verifiers.services import create_verifier, import_predictions
@@ -73,6 +75,10 @@ def test_constant_labels_blank_the_ceiling_for_kappa_not_for_a_label_count(clien
     per_annotator = build_report(study)["human_ceiling"]["annotators"]
     assert all(CONSTANT in entry["human"]["cohen_kappa"]["reason"] for entry in per_annotator)
     assert not any("verifier" in entry["human"]["cohen_kappa"]["reason"] for entry in per_annotator)
+    # The verifier chart's legend gives the table's reason, not a guess ("needs two or more labels").
+    figure = chart_figure(study, "verifiers", ReportOptions(n_resamples=0))
+    legend = " ".join(text.get_text() for text in figure.legends[0].get_texts()).replace("\n", " ")
+    assert CONSTANT in legend and "two or more human labels" not in legend
 
 
 def test_one_label_per_item_says_the_ceiling_needs_two():
