@@ -258,6 +258,7 @@ class Item(models.Model):
     )
     claim_rank = models.BigIntegerField(
         default=0,
+        db_default=0,  # the release serving during `migrate` inserts items without it
         help_text=(
             "Where the item stands among items equally far along when fresh slots are handed out: a keyed "
             "hash of (study seed, item), so the order across the study is a random permutation "

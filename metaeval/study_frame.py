@@ -237,7 +237,7 @@ class StudyFrame:
     def verifier_reference(self) -> tuple[pd.DataFrame, str]:
         """(long table item / annotator / label, a sentence): what verifiers are scored against, by ``rule``.
 
-        The shape ``metaeval.verifiers.selectors.human_reference`` gives (the verifiers section takes
+        The long table the verifiers section reads (it takes
         each item's strict majority of it and the human ceiling from its labels), from this frame:
         human labels are ``agreed`` (the gold, participants and checks rules); adjudicated and
         Dawid-Skene items are one rating each ("adjudicated", "dawid_skene"); gold labels one "gold".

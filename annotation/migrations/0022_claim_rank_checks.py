@@ -82,6 +82,7 @@ class Migration(migrations.Migration):
             model_name="item",
             name="claim_rank",
             field=models.BigIntegerField(
+                db_default=0,  # the release serving during `migrate` inserts items without it
                 default=0,
                 help_text=(
                     "Where the item stands among items equally far along when fresh slots are handed out: a keyed "

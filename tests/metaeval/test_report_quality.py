@@ -165,7 +165,7 @@ def test_the_studys_rule_applies_without_an_option_and_adjudications_feed_it(dem
     until something is adjudicated); an adjudication then takes its item over; dawid_skene as the
     study's rule reaches the verifier reference too."""
     from annotation.models import Adjudication, Item, Study
-    from metaeval.verifiers.selectors import human_reference
+    from metaeval.study_frame import study_frame
 
     # a copy of its own: the shared object would keep the rule set below after the rollback
     study = Study.objects.get(pk=demo["xsum-factuality"].pk)
@@ -184,7 +184,7 @@ def test_the_studys_rule_applies_without_an_option_and_adjudications_feed_it(dem
     study.reference_rule = "dawid_skene"
     study.save(update_fields=["reference_rule"])
     assert build_report(study, ReportOptions(n_resamples=0))["reference"]["rule"] == "dawid_skene"
-    frame, sentence = human_reference(study)
+    frame, sentence = study_frame(study).verifier_reference()
     assert "Dawid-Skene" in sentence and set(frame["annotator"]) == {"dawid_skene"}
 
 
