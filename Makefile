@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 export DJANGO_SETTINGS_MODULE ?= config.settings
 
-.PHONY: run serve test lint format lock bench demo-passwords install install-dev check clean
+.PHONY: run serve test lint format docs lock bench demo-passwords install install-dev check clean
 
 $(VENV)/bin/python:
 	$(PYTHON_BOOT) -m venv $(VENV)
@@ -80,6 +80,11 @@ lint: install-dev
 format: install-dev
 	$(PY) -m ruff check --fix .
 	$(PY) -m ruff format .
+
+# The user guide (docs/, mkdocs.yml) as a site in site/; --strict fails on a broken link or a
+# page left out of the navigation.
+docs: install-dev
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 # Regenerate the hashed pins from requirements.in / requirements-dev.in (keeps current
 # versions; `make lock LOCK_ARGS=--upgrade` moves to the newest ones).
