@@ -41,7 +41,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from annotation.models import Study
-from annotation.selectors import annotation_count
+from annotation.progress.selectors import annotation_count
 from metaeval import selectors
 from metaeval.models import ReportRefresh, ReportSnapshot, ReportSnapshotPart
 

@@ -1,4 +1,4 @@
-"""The import fast path (annotation/bulk.py: executemany on SQLite, COPY on PostgreSQL)
+"""The import fast path (annotation/lib/bulk.py: executemany on SQLite, COPY on PostgreSQL)
 stores what the ORM would and refuses what the constraints refuse."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotation.bulk import insert_rows
+from annotation.lib.bulk import insert_rows
 from annotation.models import Item
-from annotation.services import create_study
+from annotation.studies.services import create_study
 
 pytestmark = pytest.mark.django_db
 

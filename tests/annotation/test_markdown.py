@@ -3,7 +3,7 @@ question labels not doubled."""
 
 from __future__ import annotations
 
-from annotation.markdown import demote_headings, normalise_list_indentation, render_markdown, strip_lead_label
+from annotation.lib.markdown import demote_headings, normalise_list_indentation, render_markdown, strip_lead_label
 from annotation.templatetags.claimlab import markdown_filter
 
 

@@ -19,9 +19,11 @@ from django.utils import timezone
 
 from accounts.services import issue_token
 from annotation.access import access_assignment, access_study
+from annotation.lib.rawsql import ModelRows, fetch_one, insert_returning_id, names
 from annotation.models import Annotation, Assignment, Item, Study
-from annotation.rawsql import ModelRows, fetch_one, insert_returning_id, names
-from annotation.services import assignment_sql, assignments, import_items
+from annotation.transfer.services.item_import import import_items
+from annotation.workbench import assignment_sql
+from annotation.workbench import services as assignments
 from tests.conftest import jsonl, verification_item
 
 

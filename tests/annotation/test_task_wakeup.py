@@ -1,4 +1,4 @@
-"""An idle worker starts a queued task at once instead of at its next look (annotation.task_wakeup, issue 15).
+"""An idle worker starts a queued task at once instead of at its next look (annotation.lib.task_wakeup, issue 15).
 
 On PostgreSQL queueing a task notifies the workers when its transaction commits, and a
 worker waiting out its interval wakes; on SQLite, which has no such signal, the worker
@@ -13,7 +13,7 @@ import pytest
 from django.db import connection, transaction
 from django_tasks_db.models import DBTaskResult
 
-from annotation.task_wakeup import NOTIFIED_POLL_SECONDS, POLL_SECONDS, Wakeup, default_interval
+from annotation.lib.task_wakeup import NOTIFIED_POLL_SECONDS, POLL_SECONDS, Wakeup, default_interval
 from metaeval.tasks import refresh_report
 from tests.support.worker import start_db_worker, stop, wait_for
 

@@ -13,13 +13,12 @@ from django.db import OperationalError
 from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
 
-from annotation import worker as worker_module
+from annotation.lib import job_runs as job_recovery
+from annotation.lib import worker as worker_module
+from annotation.lib.worker import LockTolerantWorker
 from annotation.models import ImportJob, Item
-from annotation.services import job_recovery
 from annotation.tasks import run_import_job
-from annotation.worker import LockTolerantWorker
-
-from .test_job_recovery import queued_import
+from tests.annotation.transfer.test_job_recovery import queued_import
 
 pytestmark = pytest.mark.django_db
 
