@@ -3,7 +3,6 @@ from django.urls import path
 from annotation.adjudication import api as adjudication_api
 from annotation.crowd import api as participant_api
 from annotation.members import api as member_api
-from annotation.members import invite_api
 from annotation.studies import api as study_api
 from annotation.transfer import api as transfer_api
 from annotation.workbench import api as workbench_api
@@ -72,6 +71,6 @@ urlpatterns = [
         adjudication_api.AdjudicationItem.as_view(),
         name="api-adjudication-item",
     ),
-    path("invites/<str:token>/signup", invite_api.InviteSignup.as_view(), name="api-invite-signup"),
-    path("invites/<str:token>/join", invite_api.InviteJoin.as_view(), name="api-invite-join"),
+    path("invites/<str:token>/signup", member_api.InviteSignup.as_view(), name="api-invite-signup"),
+    path("invites/<str:token>/join", member_api.InviteJoin.as_view(), name="api-invite-join"),
 ]

@@ -4,7 +4,6 @@ from annotation.adjudication import views as adjudication_views
 from annotation.crowd import ahead_views as participant_ahead_views
 from annotation.crowd import manage_views as crowd_views
 from annotation.crowd import views as participant_views
-from annotation.members import invite_views
 from annotation.members import views as member_views
 from annotation.progress import views as progress_views
 from annotation.studies import views as study_views
@@ -40,7 +39,7 @@ urlpatterns = [
     path("studies/<slug:slug>/members/<int:member_id>/password/", member_views.member_password, name="member_password"),
     path("studies/<slug:slug>/invites/", member_views.invite_create, name="invite_create"),
     path("studies/<slug:slug>/invites/<int:invite_id>/revoke/", member_views.invite_revoke, name="invite_revoke"),
-    path("invite/<str:token>/", invite_views.invite, name="invite"),
+    path("invite/<str:token>/", member_views.invite, name="invite"),
     path("studies/<slug:slug>/adjudicate/", adjudication_views.adjudication_queue_page, name="adjudication_queue"),
     path(
         "studies/<slug:slug>/adjudicate/settings/",
