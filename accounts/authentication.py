@@ -1,4 +1,4 @@
-"""API token authentication with one indexed lookup by the key's hash (annotation/rawsql.py says why SQL).
+"""API token authentication with one indexed lookup by the key's hash (annotation/lib/rawsql.py says why SQL).
 
 `Authorization: Token <key>`, as DRF's TokenAuthentication (which it extends): the key is
 hashed and looked up by its unique hash together with its user. Unknown, revoked and expired
@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from rest_framework import authentication, exceptions
 
-from annotation.rawsql import ModelRows, db_datetime, execute, fetch_one, names
+from annotation.lib.rawsql import ModelRows, db_datetime, execute, fetch_one, names
 
 from .keys import hash_key
 from .models import ApiToken

@@ -13,8 +13,8 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404
 
-from .models import Assignment, ExportJob, Invite, Item, Study, StudyMember
-from .rawsql import ModelRows, fetch_one, is_stored_pk, names
+from annotation.lib.rawsql import ModelRows, fetch_one, is_stored_pk, names
+from annotation.models import Assignment, ExportJob, Invite, Item, Study, StudyMember
 
 Researcher = StudyMember.Role.RESEARCHER
 Annotator = StudyMember.Role.ANNOTATOR
@@ -69,7 +69,7 @@ def access_study(user: User | AnonymousUser, slug: str, *, role: str | None = No
     Not a member: 404, so outsiders cannot even learn that the study exists.
     A member without the role: 403, which tells them why.
     """
-    # Hand-written SQL: every study page and API request runs this (annotation/rawsql.py).
+    # Hand-written SQL: every study page and API request runs this (annotation/lib/rawsql.py).
     S = names(Study)
     row = fetch_one(
         f"SELECT {STUDY_ROWS.select}, {_member_role_sql(f's.{S.id}')} FROM {S.table} s WHERE s.{S.slug} = %s",

@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
-from .models import (
+from annotation.models import (
     Annotation,
     AnnotationRevision,
     Assignment,

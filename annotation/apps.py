@@ -9,4 +9,4 @@ class AnnotationConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import task_wakeup  # noqa: F401  (connects the receiver that wakes idle workers)
+        from annotation.lib import task_wakeup  # noqa: F401  (connects the receiver that wakes idle workers)

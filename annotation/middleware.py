@@ -15,7 +15,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from .dblocks import is_lock_error
+from annotation.lib.dblocks import is_lock_error
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 
-from . import randomisation
+from annotation.lib import randomisation
 
 
 def new_seed() -> int:
@@ -278,7 +278,7 @@ class Item(models.Model):
         indexes = [
             models.Index(fields=["study", "domain"], name="item_study_domain"),
             models.Index(fields=["study", "position"], name="item_study_position"),
-            # the claim's walk (claim_order.py): items that are no checks, most slots taken first, then by random rank
+            # the claim's walk (workbench/claim_order.py): items that are no checks, most slots taken first, then by random rank
             models.Index(fields=["study", "is_check", "slots_taken", "claim_rank"], name="item_study_claim_order"),
             models.Index(fields=["study", "updated_at"], name="item_study_recent"),
             # the progress page's "in progress" items: a few answers, or a slot taken and none yet
@@ -491,7 +491,7 @@ class Adjudication(models.Model):
     """One adjudicator's final label for an item, beside (never instead of) its annotations.
 
     Two adjudicators may each give one; where they differ the item has no
-    adjudicated label (selectors/adjudication.py). Preference labels are in
+    adjudicated label (adjudication/selectors.py). Preference labels are in
     system space, like annotations.
     """
 
@@ -551,7 +551,7 @@ class AdjudicationRevision(models.Model):
 
 
 class StagedItem(models.Model):
-    """One parsed row of an item import on its way in (services/item_staging.py).
+    """One parsed row of an item import on its way in (transfer/item_staging.py).
 
     Not a table of the database: each import creates its own TEMPORARY table
     of this shape, private to its connection and gone with it, so a killed
@@ -583,7 +583,7 @@ class StagedItem(models.Model):
 
 
 class StagedAnnotation(models.Model):
-    """One parsed label of an annotation import on its way in (services/annotation_staging.py).
+    """One parsed label of an annotation import on its way in (transfer/annotation_staging.py).
 
     Like StagedItem: the shape of a private TEMPORARY table, not a table of
     the database. Each row becomes a submitted Assignment and its Annotation.
@@ -722,7 +722,7 @@ class Invite(models.Model):
 
     Only the SHA-256 of the token is stored (like accounts.ApiToken): the clear link exists
     only in the answer that created it. `uses` is bumped by a conditional UPDATE
-    (services/invites.py), so a 1-use invite admits one person even when two sign up at once;
+    (members/invites.py), so a 1-use invite admits one person even when two sign up at once;
     the CHECK constraint refuses more uses than `max_uses` whatever the code does.
     """
 
@@ -761,7 +761,7 @@ class Invite(models.Model):
 
 class InviteSignup(models.Model):
     """One account created through an invite, with the client address: sign-ups are throttled per
-    address (services/invites.py), and a researcher can see who came in through which link."""
+    address (members/invites.py), and a researcher can see who came in through which link."""
 
     invite = models.ForeignKey(Invite, on_delete=models.CASCADE, related_name="signups")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")

@@ -12,8 +12,8 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from .access import Researcher, access_assignment, access_study, access_study_to_manage
-from .models import Assignment, Study
+from annotation.access import Researcher, access_assignment, access_study, access_study_to_manage
+from annotation.models import Assignment, Study
 
 
 class StudyScoped:

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from django_tasks import task
 
+from annotation.transfer.services import export_runner, import_runner
 from config.request_id import task_context
-
-from .services import export_runner, import_runner
 
 
 @task()

@@ -1,24 +1,22 @@
 from django.urls import path, re_path
 
-from . import (
-    adjudication_views,
-    crowd_views,
-    invite_views,
-    member_views,
-    participant_ahead_views,
-    participant_views,
-    study_views,
-    views,
-    workbench_views,
-)
+from annotation.adjudication import views as adjudication_views
+from annotation.crowd import ahead_views as participant_ahead_views
+from annotation.crowd import manage_views as crowd_views
+from annotation.crowd import views as participant_views
+from annotation.members import views as member_views
+from annotation.progress import views as progress_views
+from annotation.studies import views as study_views
+from annotation.transfer import views as transfer_views
+from annotation.workbench import views as workbench_views
 
 app_name = "annotation"
 
 urlpatterns = [
-    path("", views.my_studies, name="my_studies"),
+    path("", study_views.my_studies, name="my_studies"),
     path("studies/new/", study_views.study_new, name="study_new"),
     path("studies/preview-markdown/", study_views.markdown_preview, name="markdown_preview"),
-    path("studies/<slug:slug>/", views.study_detail, name="study_detail"),
+    path("studies/<slug:slug>/", study_views.study_detail, name="study_detail"),
     path("studies/<slug:slug>/settings/", study_views.study_settings, name="study_settings"),
     path("studies/<slug:slug>/status/", study_views.study_status, name="study_status"),
     path("studies/<slug:slug>/duplicate/", study_views.study_duplicate, name="study_duplicate"),
@@ -29,10 +27,10 @@ urlpatterns = [
         study_views.format_example,
         name="format_example",
     ),
-    path("studies/<slug:slug>/items/", views.item_list, name="item_list"),
-    path("studies/<slug:slug>/items/<path:external_id>/", views.item_detail, name="item_detail"),
-    path("studies/<slug:slug>/import/", views.study_import, name="study_import"),
-    path("studies/<slug:slug>/imports/<int:pk>/", views.import_job, name="import_job"),
+    path("studies/<slug:slug>/items/", study_views.item_list, name="item_list"),
+    path("studies/<slug:slug>/items/<path:external_id>/", study_views.item_detail, name="item_detail"),
+    path("studies/<slug:slug>/import/", transfer_views.study_import, name="study_import"),
+    path("studies/<slug:slug>/imports/<int:pk>/", transfer_views.import_job, name="import_job"),
     path("studies/<slug:slug>/members/", member_views.study_members, name="study_members"),
     path("studies/<slug:slug>/members/", member_views.study_members, name="study_add_members"),  # the add form's POST
     path("studies/<slug:slug>/members/<int:member_id>/role/", member_views.member_role, name="member_role"),
@@ -41,7 +39,7 @@ urlpatterns = [
     path("studies/<slug:slug>/members/<int:member_id>/password/", member_views.member_password, name="member_password"),
     path("studies/<slug:slug>/invites/", member_views.invite_create, name="invite_create"),
     path("studies/<slug:slug>/invites/<int:invite_id>/revoke/", member_views.invite_revoke, name="invite_revoke"),
-    path("invite/<str:token>/", invite_views.invite, name="invite"),
+    path("invite/<str:token>/", member_views.invite, name="invite"),
     path("studies/<slug:slug>/adjudicate/", adjudication_views.adjudication_queue_page, name="adjudication_queue"),
     path(
         "studies/<slug:slug>/adjudicate/settings/",
@@ -80,8 +78,8 @@ urlpatterns = [
         participant_ahead_views.participant_release,
         name="participant_release",
     ),
-    path("studies/<slug:slug>/progress/", views.study_progress, name="study_progress"),
-    path("studies/<slug:slug>/progress/live/", views.study_progress_live, name="study_progress_live"),
+    path("studies/<slug:slug>/progress/", progress_views.study_progress, name="study_progress"),
+    path("studies/<slug:slug>/progress/live/", progress_views.study_progress_live, name="study_progress_live"),
     path("studies/<slug:slug>/annotate/", workbench_views.annotate, name="annotate"),
     path("studies/<slug:slug>/annotate/<int:assignment_id>/", workbench_views.annotate_submit, name="annotate_submit"),
     path(
@@ -101,11 +99,17 @@ urlpatterns = [
         workbench_views.annotate_release,
         name="annotate_release",
     ),
-    re_path(r"^studies/(?P<slug>[-\w]+)/export\.(?P<fmt>csv|jsonl)$", views.study_export, name="study_export"),
-    path("studies/<slug:slug>/exports/", views.study_export_request, name="study_export_request"),
+    re_path(r"^studies/(?P<slug>[-\w]+)/export\.(?P<fmt>csv|jsonl)$", transfer_views.study_export, name="study_export"),
+    path("studies/<slug:slug>/exports/", transfer_views.study_export_request, name="study_export_request"),
     path(
-        "studies/<slug:slug>/export-labelstudio.json", views.study_export_labelstudio, name="study_export_labelstudio"
+        "studies/<slug:slug>/export-labelstudio.json",
+        transfer_views.study_export_labelstudio,
+        name="study_export_labelstudio",
     ),
-    path("studies/<slug:slug>/exports/<int:export_id>/", views.export_job, name="export_job"),
-    path("studies/<slug:slug>/exports/<int:export_id>/download", views.export_job_download, name="export_job_download"),
+    path("studies/<slug:slug>/exports/<int:export_id>/", transfer_views.export_job, name="export_job"),
+    path(
+        "studies/<slug:slug>/exports/<int:export_id>/download",
+        transfer_views.export_job_download,
+        name="export_job_download",
+    ),
 ]

@@ -130,7 +130,8 @@ def item_records(kind: str, items: int) -> io.BytesIO:
 def fresh_study(slug: str, kind: str, name: str, items: int, **options):
     """The study `slug`, made anew with `items` items (an earlier run's is deleted first)."""
     from annotation.models import Study
-    from annotation.services import create_study, import_items
+    from annotation.studies.services import create_study
+    from annotation.transfer.services.item_import import import_items
 
     Study.objects.filter(slug=slug).delete()
     study = create_study(
@@ -151,7 +152,7 @@ def setup_studies(items: int) -> dict[tuple[str, str], str]:
     """One preference and one verification study per path (so every path labels fresh items)."""
     from django.contrib.auth import get_user_model
 
-    from annotation.services import add_members
+    from annotation.members.services import add_members
 
     User = get_user_model()
     slugs: dict[tuple[str, str], str] = {}
@@ -170,7 +171,7 @@ def setup_studies(items: int) -> dict[tuple[str, str], str]:
 
 def setup_crowd_studies(items: int) -> dict[str, str]:
     """One verification study per crowd path, its participant link on, a quota of every item: path -> link token."""
-    from annotation.services.participants import configure_link
+    from annotation.crowd.services import configure_link
 
     tokens: dict[str, str] = {}
     for path in CROWD_PATHS:

@@ -118,8 +118,10 @@ def setup_study(items: int, annotators: int, password: str, slug: str = SLUG) ->
     from django.contrib.auth import get_user_model
     from django.contrib.auth.hashers import make_password
 
+    from annotation.members.services import add_members
     from annotation.models import Study
-    from annotation.services import add_members, create_study, import_items
+    from annotation.studies.services import create_study
+    from annotation.transfer.services.item_import import import_items
 
     Study.objects.filter(slug=slug).delete()
     study = create_study(slug=slug, name="Load benchmark", kind="verification", annotators_per_item=N)

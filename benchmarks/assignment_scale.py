@@ -14,7 +14,7 @@ The studies are timed interleaved, in blocks of 20 labels each, so that
 whatever else the machine is doing weighs on all of them alike.
 
 Items are generated realistic verification items (claim, context, three
-evidence passages) bulk-loaded with `annotation.services.import_items` from a
+evidence passages) bulk-loaded with `annotation.transfer.services.item_import.import_items` from a
 JSONL file. Uses a fresh SQLite file (WAL) in a temporary folder, or the
 database in DATABASE_URL (its `bench-scale-*` studies are replaced).
 
@@ -115,8 +115,11 @@ def setup_django(folder: Path) -> None:
 def make_study(slug: str, items_file: Path, annotators: list, labels_file: Path | None = None):
     from django.db import connection
 
+    from annotation.members.services import add_members
     from annotation.models import Study
-    from annotation.services import add_members, create_study, import_annotations, import_items
+    from annotation.studies.services import create_study
+    from annotation.transfer.services.annotation_import import import_annotations
+    from annotation.transfer.services.item_import import import_items
 
     Study.objects.filter(slug=slug).delete()
     study = create_study(slug=slug, name=slug, kind="verification", annotators_per_item=N)
@@ -173,8 +176,8 @@ def annotators(count: int) -> list:
 
 def time_labels(study, users: list, labels: int, *, api_turn: bool) -> list[float]:
     """Seconds per label (claim + submit, or the whole API turn), annotators taking turns."""
-    from annotation.selectors.workbench import annotator_progress, display_payload
-    from annotation.services.assignments import SubmittedAnswer, claim_next, submit
+    from annotation.workbench.selectors import annotator_progress, display_payload
+    from annotation.workbench.services import SubmittedAnswer, claim_next, submit
 
     rng = random.Random(3)
     timings = []

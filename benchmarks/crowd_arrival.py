@@ -44,9 +44,10 @@ def setup_study(items: int) -> str:
     """The study, its items and its link (on); returns the link's token."""
     import io
 
+    from annotation.crowd.services import configure_link
     from annotation.models import Study
-    from annotation.services import create_study, import_items
-    from annotation.services.participants import configure_link
+    from annotation.studies.services import create_study
+    from annotation.transfer.services.item_import import import_items
 
     Study.objects.filter(slug=SLUG).delete()
     study = create_study(slug=SLUG, name="Crowd arrival benchmark", kind="verification", annotators_per_item=3)

@@ -55,9 +55,11 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connection
 
-    from annotation.dblocks import is_lock_error
-    from annotation.services import add_members, create_study, import_items
-    from annotation.services.assignments import SubmittedAnswer, claim_next, submit
+    from annotation.lib.dblocks import is_lock_error
+    from annotation.members.services import add_members
+    from annotation.studies.services import create_study
+    from annotation.transfer.services.item_import import import_items
+    from annotation.workbench.services import SubmittedAnswer, claim_next, submit
 
     call_command("migrate", verbosity=0)
     create_study(slug="big-import", name="Big import", kind="verification", annotators_per_item=1)

@@ -17,7 +17,7 @@ with nothing new, and the first view after a change (recomputed). The researcher
 progress page reads live counts from the counter rows and one page of items; its
 per-annotator table and throughput (gold accuracy, median active time, labels per hour)
 are aggregates over every label, kept in the cache per state of the study's labels
-(annotation/selectors/progress_cache.py): the page shows the kept table and never computes
+(annotation/progress/cache.py): the page shows the kept table and never computes
 it, its live fragment (which static/js/progress.js asks for every 10 s) computes it when
 there is none or it is too old. So three rows: the page and the fragment with the table
 kept, and the fragment after a change (the cache emptied: computed from every label,
@@ -26,7 +26,7 @@ page's item list: the complete items, and the items in progress (found through t
 answer and slot counts, indexed with the study).
 
 Items are generated realistic verification items bulk-loaded with
-`annotation.services.import_items`, and labels with `import_annotations`. Uses a
+`annotation.transfer.services.item_import.import_items`, and labels with `import_annotations`. Uses a
 fresh SQLite file (WAL) in a temporary folder, or the database in DATABASE_URL
 (its `bench-pages-*` studies and users are removed afterwards unless --keep;
 a kept study with the same items and labels is reused by the next run).
@@ -70,8 +70,11 @@ def make_study(slug: str, items_file: Path, labels_file: Path):
     from django.contrib.auth import get_user_model
     from django.db import connection
 
+    from annotation.members.services import add_members
     from annotation.models import Study
-    from annotation.services import add_members, create_study, import_annotations, import_items
+    from annotation.studies.services import create_study
+    from annotation.transfer.services.annotation_import import import_annotations
+    from annotation.transfer.services.item_import import import_items
 
     researcher, _ = get_user_model().objects.get_or_create(username=f"{slug}-researcher")
     kept = Study.objects.filter(slug=slug).first()

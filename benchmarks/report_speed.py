@@ -81,8 +81,11 @@ def jsonl(records) -> io.BytesIO:
 
 def load_study(n_items: int, reuse: bool):
     """The benchmark study with n_items x 3 labels (replaced unless --reuse finds it complete)."""
+    from annotation.members.services import add_members
     from annotation.models import Annotation, Study
-    from annotation.services import add_members, create_study, import_annotations, import_items
+    from annotation.studies.services import create_study
+    from annotation.transfer.services.annotation_import import import_annotations
+    from annotation.transfer.services.item_import import import_items
 
     found = Study.objects.filter(slug=SLUG).first()
     if found is not None and reuse and Annotation.objects.filter(assignment__study=found).count() == 3 * n_items:
@@ -215,7 +218,7 @@ def main() -> None:
     from django_tasks_db.models import DBTaskResult
 
     from annotation.models import Study
-    from annotation.services import import_annotations
+    from annotation.transfer.services.annotation_import import import_annotations
     from metaeval import selectors
     from metaeval.models import ReportRefresh, ReportSnapshot
     from metaeval.tasks import refresh_report

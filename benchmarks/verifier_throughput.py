@@ -101,7 +101,8 @@ def main() -> int:
     from django.conf import settings
     from django.core.management import call_command
 
-    from annotation.services import create_study, import_items
+    from annotation.studies.services import create_study
+    from annotation.transfer.services.item_import import import_items
     from metaeval.models import Prediction
     from metaeval.verifiers.runner.orchestration import run_to_completion
     from metaeval.verifiers.services import create_verifier, start_run

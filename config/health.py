@@ -58,8 +58,8 @@ def queue() -> bool:
 
 def storage() -> bool:
     """Uploads and exports can be stored: a tiny probe file is written to the file storage and deleted
-    (annotation/storage.py: this host's VAR_DIR, or the shared bucket: reachable, credentials good)."""
-    from annotation.storage import files
+    (annotation/lib/storage.py: this host's VAR_DIR, or the shared bucket: reachable, credentials good)."""
+    from annotation.lib.storage import files
 
     store = files()
     name = store.save(f"probes/readyz-{uuid.uuid4().hex}", ContentFile(b"ok"))

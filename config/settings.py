@@ -273,17 +273,17 @@ SPECTACULAR_SETTINGS = {
         "StudyStatusEnum": "annotation.models.Study.Status",
         "JobStatusEnum": "annotation.models.JobStatus",
         "AssignmentStatusEnum": "annotation.models.Assignment.Status",
-        "PreferenceChoiceEnum": "annotation.services.assignments.PREFERENCE_CHOICES",
+        "PreferenceChoiceEnum": "annotation.workbench.services.PREFERENCE_CHOICES",
         "EvidenceJudgementEnum": "annotation.vocab.EVIDENCE_JUDGEMENTS",
     },
 }
 
 # --- API errors and contract (issue 10 §5) -------------------------------------
 # One JSON error shape for every API error ({"detail", "code", "fields"}), declared on every operation.
-REST_FRAMEWORK["EXCEPTION_HANDLER"] = "annotation.api_errors.exception_handler"
+REST_FRAMEWORK["EXCEPTION_HANDLER"] = "annotation.lib.api_errors.exception_handler"
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [
     "drf_spectacular.hooks.postprocess_schema_enums",
-    "annotation.api_errors.add_error_responses",
+    "annotation.lib.api_errors.add_error_responses",
 ]
 
 # --- background work ----------------------------------------------------------
@@ -321,7 +321,7 @@ VERIFIER_CHUNK_SIZE = _verifier_chunk_size()
 PREDICTION_UPLOAD_MAX_BYTES = int(os.environ.get("PREDICTION_UPLOAD_MAX_BYTES", 10 * 1024 * 1024))
 
 # --- Background jobs: heartbeat, recovery, lock contention ---
-# Read here, once per process; annotation.services.job_recovery and annotation.middleware read them.
+# Read here, once per process; annotation.lib.job_runs and annotation.middleware read them.
 
 
 def _job_number(name: str, default: float, minimum: float) -> float:
@@ -489,7 +489,7 @@ LOGGING: dict[str, Any] = {
     },
 }
 
-# --- study members: invite links (annotation/services/invites.py) ---------------
+# --- study members: invite links (annotation/members/invites.py) ---------------
 # Days an invite link works when its creator does not say; and the longest they may ask for.
 INVITE_DEFAULT_DAYS = max(1, _env_number("INVITE_DEFAULT_DAYS", 7))
 INVITE_MAX_DAYS = max(1, _env_number("INVITE_MAX_DAYS", 90))
@@ -512,7 +512,7 @@ IMPORT_FROM_UPLOAD_MAX_BYTES = _env_number("IMPORT_FROM_UPLOAD_MAX_BYTES", 20 * 
 
 # --- several web hosts (issue 16 §1): shared file storage, shared cache, request ids ------------
 # Uploads waiting for a background import and finished exports go through this storage
-# (annotation/storage.py). Default: a folder under CLAIMLAB_VAR_DIR, one host's own disk. With
+# (annotation/lib/storage.py). Default: a folder under CLAIMLAB_VAR_DIR, one host's own disk. With
 # CLAIMLAB_S3_BUCKET set: an S3-compatible bucket (AWS, MinIO, Ceph...), so any web host and any
 # worker reach every file; exports are then downloaded from a short-lived presigned URL.
 S3_BUCKET = os.environ.get("CLAIMLAB_S3_BUCKET", "").strip()
@@ -548,7 +548,7 @@ if S3_BUCKET:
         },
     }
 else:
-    STORAGES["claimlab_files"] = {"BACKEND": "annotation.storage.VarDirStorage"}
+    STORAGES["claimlab_files"] = {"BACKEND": "annotation.lib.storage.VarDirStorage"}
 
 # A cache shared by every host (Redis) when REDIS_URL or CACHE_URL is set; else each process's own memory.
 CACHE_URL = (os.environ.get("CACHE_URL", "") or os.environ.get("REDIS_URL", "")).strip()

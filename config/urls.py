@@ -27,6 +27,6 @@ urlpatterns = [
     path("", include("metaeval.verifiers.urls")),
 ]
 
-# Unmatched /api/ paths and API server errors answer JSON (annotation/api_errors.py); pages stay HTML.
-handler404 = "annotation.api_errors.not_found"
-handler500 = "annotation.api_errors.server_error"
+# Unmatched /api/ paths and API server errors answer JSON (annotation/lib/api_errors.py); pages stay HTML.
+handler404 = "annotation.lib.api_errors.not_found"
+handler500 = "annotation.lib.api_errors.server_error"

@@ -9,8 +9,8 @@ from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
+from annotation.errors import ServiceError
 from annotation.http import logged_in_user
-from annotation.services.errors import ServiceError
 
 from .models import Prediction, Verifier, VerifierRun
 from .verifiers.services import start_run, stop_run

@@ -10,8 +10,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.crowd.selectors import exclusion_rule
 from annotation.permissions import IsStudyResearcher, StudyScoped
-from annotation.selectors.participants import exclusion_rule
 
 from .reference import RULE_DESCRIPTIONS
 from .reporting import cache, options_from_query

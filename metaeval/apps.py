@@ -10,4 +10,6 @@ class MetaevalConfig(AppConfig):
 
     def ready(self) -> None:
         # Importing the statistics pins pandas' string storage for every frame the app builds.
-        from . import receivers, stats  # noqa: F401  (stats: pandas' string storage; receivers: connects them)
+        # receivers connects them; stats pins pandas' string storage; tasks registers the report's refresh task
+        # with the report cache (reporting.cache.register_refresh_task).
+        from . import receivers, stats, tasks  # noqa: F401

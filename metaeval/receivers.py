@@ -8,7 +8,7 @@ from django.conf import settings
 from django.dispatch import receiver
 
 from annotation.models import Study
-from annotation.selectors import annotation_count
+from annotation.progress.selectors import annotation_count
 from annotation.signals import labels_imported
 
 from . import selectors

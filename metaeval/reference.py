@@ -10,7 +10,7 @@ provided and how many got none.
 The rule is the report option ``reference`` when given, else the study's
 ``reference_rule`` (default ``adjudicated_else_majority``, which is the
 majority until an item is adjudicated). ``adjudicated`` labels come from
-``annotation.selectors.adjudication.adjudicated_labels``: items whose
+``annotation.adjudication.selectors.adjudicated_labels``: items whose
 adjudicators disagree have none.
 """
 
@@ -62,7 +62,7 @@ class ReferenceInputs:
     labels: pd.DataFrame  # item, annotator, label (every human label, gold items included)
     items: pd.DataFrame  # item, gold_label
     categories: list[str]
-    adjudicated: pd.Series | None = None  # item -> adjudicated label (annotation.selectors.adjudication)
+    adjudicated: pd.Series | None = None  # item -> adjudicated label (annotation.adjudication.selectors)
 
     @cached_property
     def on_scale(self) -> pd.DataFrame:

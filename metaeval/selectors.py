@@ -18,6 +18,8 @@ import pandas as pd
 from django.db import connection
 from django.db.models import Count, Max, Q, QuerySet, Sum
 
+from annotation.crowd.selectors import excluded_annotator_ids
+from annotation.lib.pseudonyms import Pseudonyms, pseudonyms
 from annotation.models import (
     Adjudication,
     Annotation,
@@ -28,9 +30,7 @@ from annotation.models import (
     Study,
     StudyMember,
 )
-from annotation.selectors import Pseudonyms, pseudonyms
-from annotation.selectors.fingerprint import label_state
-from annotation.selectors.participants import excluded_annotator_ids
+from annotation.progress.fingerprint import label_state
 
 from . import snapshot_reads
 from .evidence import read_judgements
@@ -65,7 +65,7 @@ EVIDENCE_COLUMNS = [
 
 def _answerable_assignments(study: Study, *, include_screened_out: bool = False) -> QuerySet[Assignment]:
     """The assignments whose answers analysis counts: not skipped, and not by crowd participants who
-    withdrew or (unless ``include_screened_out``) were screened out (annotation.selectors.participants;
+    withdrew or (unless ``include_screened_out``) were screened out (annotation.crowd.selectors;
     the report says how many)."""
     rows = Assignment.objects.filter(study=study).exclude(status=Assignment.Status.SKIPPED).order_by()
     excluded = excluded_annotator_ids(study, include_screened_out=include_screened_out)
@@ -306,7 +306,7 @@ def report_fingerprint(study: Study) -> str:
     (no ``updated_at``); adjudications feed the reference labels and the adjudication section.
     """
     # Constant time in the study's size (a warm report page at 100,000 items is mostly this):
-    # the labels' part is annotation.selectors.fingerprint.label_state (maintained counters and
+    # the labels' part is annotation.progress.fingerprint.label_state (maintained counters and
     # one step down a (study, updated_at) index each), shared with the progress page's cache.
     annotations, answered, items = label_state(study)
     names = sorted(StudyMember.objects.filter(study=study).values_list("user_id", "pseudonym", "is_active"))

@@ -6,7 +6,7 @@ applied some of the study's rules: a chart without the gold rule counted 72 labe
 report counted 90 (issue 29). ``study_frame`` applies them all, once:
 
 - **participants**: withdrawn crowd participants' labels are out, screened-out ones too unless
-  ``include_screened_out`` (``annotation.selectors.participants.excluded_annotator_ids``); skipped
+  ``include_screened_out`` (``annotation.crowd.selectors.excluded_annotator_ids``); skipped
   assignments carry no answer;
 - **checks**: labels that items used as attention or qualification checks (``Item.is_check``) got
   as ordinary items are out unless ``Study.checks_in_agreement``: checks only score people;
@@ -30,8 +30,8 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
+from annotation.adjudication.selectors import AdjudicatedLabels, adjudicated_labels
 from annotation.models import Study
-from annotation.selectors.adjudication import AdjudicatedLabels, adjudicated_labels
 
 from . import selectors
 from .label_rows import ITEM_COLUMNS, LabelRows
@@ -165,7 +165,7 @@ class StudyFrame:
 
     @cached_property
     def adjudicated(self) -> AdjudicatedLabels:
-        """The adjudicated label per item (``annotation.selectors.adjudication``), read once."""
+        """The adjudicated label per item (``annotation.adjudication.selectors``), read once."""
         return adjudicated_labels(self.study)
 
     @cached_property

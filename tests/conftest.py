@@ -9,8 +9,11 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 
+from annotation.members.services import add_members
 from annotation.models import Study
-from annotation.services import add_members, create_study, import_annotations, import_items
+from annotation.studies.services import create_study
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.transfer.services.item_import import import_items
 
 # Browser fixtures (page, guard, ...) for every folder that drives Chromium.
 pytest_plugins = ["tests.browser.fixtures"]

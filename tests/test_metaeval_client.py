@@ -12,7 +12,7 @@ from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from accounts.services import issue_token
 from annotation.models import ExportJob
-from annotation.services.export_runner import run_export_job
+from annotation.transfer.services.export_runner import run_export_job
 from metaeval import client as client_module
 from metaeval import stats
 from metaeval.client import Claimlab, ClaimlabError

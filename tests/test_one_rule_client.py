@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 
 from accounts.services import issue_token
+from annotation.adjudication.services import adjudicate, verdict_for
+from annotation.crowd import services as crowd
 from annotation.models import Item, Participant
-from annotation.services import import_annotations
-from annotation.services import participants as crowd
-from annotation.services.adjudication import adjudicate, verdict_for
-from annotation.services.assignments import SubmittedAnswer, claim_next, submit
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.workbench.services import SubmittedAnswer, claim_next, submit
 from metaeval import stats
 from metaeval.client import Claimlab
 from metaeval.reporting import ReportOptions, build_report

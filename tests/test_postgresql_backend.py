@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from annotation.models import Item
-from annotation.services import create_study
+from annotation.studies.services import create_study
 from config.postgresql.base import MAX_BOUND_PARAMETERS, DatabaseOperations
 
 

@@ -16,10 +16,11 @@ import pandas as pd
 import pytest
 from django.db import connection, transaction
 
-from annotation.services import create_study, import_annotations, import_items
+from annotation.studies.services import create_study
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.transfer.services.item_import import import_items
 from metaeval import selectors, snapshot_reads
-
-from .conftest import jsonl, verification_item
+from tests.conftest import jsonl, verification_item
 
 # Here, not in tests/metaeval: the flush that ends a transaction=True test would also empty the
 # demo studies that package's tests share (a package-scoped fixture, tests/metaeval/conftest.py).

@@ -10,13 +10,13 @@ from typing import IO, Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ..adapters import SOURCES, import_from
-from ..adapters.base import ITEMS
-from ..adapters.source_labels import CHOICES, DEFAULT, DESCRIPTIONS
-from ..adapters.uploads import system_names as parse_system_names
-from ..formats import detect_format
-from ..models import Study
-from ..services.errors import ImportResult, ServiceError
+from annotation.errors import ImportResult, ServiceError
+from annotation.lib.formats import detect_format
+from annotation.models import Study
+from annotation.transfer.adapters import SOURCES, import_from
+from annotation.transfer.adapters.base import ITEMS
+from annotation.transfer.adapters.source_labels import CHOICES, DEFAULT, DESCRIPTIONS
+from annotation.transfer.adapters.uploads import system_names as parse_system_names
 
 
 def study_by_slug(slug: str) -> Study:

@@ -4,7 +4,7 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-from annotation.migration_operations import AddIndexWithoutLocking
+from annotation.lib.migration_operations import AddIndexWithoutLocking
 
 
 class Migration(migrations.Migration):

@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.db import migrations, models
 
-from annotation.migration_operations import AddIndexWithoutLocking
+from annotation.lib.migration_operations import AddIndexWithoutLocking
 
 
 class Migration(migrations.Migration):

@@ -2,7 +2,7 @@
 
 from django.db import DEFAULT_DB_ALIAS, connections, migrations, models, transaction
 
-from annotation.migration_operations import AddIndexWithoutLocking
+from annotation.lib.migration_operations import AddIndexWithoutLocking
 
 #: Each item's answers, counted from its annotations (items with none keep the default 0), for
 #: the items with ids in a range (%(low)s to %(high)s): the answered items are looked up in that

@@ -1,8 +1,8 @@
 from django.db import DEFAULT_DB_ALIAS, migrations, models, transaction
 from django.utils import timezone
 
-from annotation.migration_operations import AddIndexWithoutLocking, RemoveIndexWithoutLocking
-from annotation.randomisation import claim_rank
+from annotation.lib.migration_operations import AddIndexWithoutLocking, RemoveIndexWithoutLocking
+from annotation.lib.randomisation import claim_rank
 
 #: Items per transaction: the previous release serves during `migrate`, and a batch's items stay
 #: locked (their claims step over them) only while that batch is written.

@@ -1,7 +1,7 @@
 from django import template
 from django.utils.safestring import SafeString
 
-from annotation.markdown import render_markdown, strip_lead_label
+from annotation.lib.markdown import render_markdown, strip_lead_label
 
 register = template.Library()
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from annotation.crowd.selectors import exclusion_rule
 from annotation.models import Study
-from annotation.selectors.participants import exclusion_rule
 from metaeval.reference import RULE_DESCRIPTIONS
 from metaeval.reporting.agreement import agreement_sections
 from metaeval.reporting.build import gold_rule

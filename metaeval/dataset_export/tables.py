@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from annotation.models import Item, Study
-from annotation.selectors import export_rows
+from annotation.transfer.selectors import export_rows
 from annotation.vocab import PREFERENCE_BOTH_BAD, PREFERENCE_TIE, preference_parts
 from metaeval import study_frame as frames
 from metaeval.stats import PREFERENCE_LABELS

@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from annotation.errors import ServiceError
 from annotation.models import Study
-from annotation.services.errors import ServiceError
 
 from .card import UNKNOWN_LICENSE, agreement_figures, dataset_card
 from .tables import PairCounts, build_tables

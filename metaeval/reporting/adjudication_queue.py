@@ -1,6 +1,6 @@
 """The size of the adjudication queue, counted from the labels the report has already read.
 
-Why: ``annotation.selectors.adjudication.queue_size`` counts it in the database, which
+Why: ``annotation.adjudication.selectors.queue_size`` counts it in the database, which
 took 0.4 s of a 100,000-item report (a grouping of every label by item and label) for a
 number the report's label frame already holds. The frame holds every answer the queue
 counts unless some annotators' labels are left out of analysis (withdrawn or screened-out
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from annotation.adjudication.selectors import queue_size
+from annotation.crowd.selectors import excluded_annotator_ids
 from annotation.models import AdjudicationRule, Study
-from annotation.selectors.adjudication import queue_size
-from annotation.selectors.participants import excluded_annotator_ids
 
 from .votes import votes_per_item
 

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from annotation.adapters.source_labels import rule as source_labels_rule
+from annotation.adjudication.selectors import adjudication_summary
+from annotation.crowd.selectors import exclusion_rule
 from annotation.models import Study
-from annotation.selectors.adjudication import adjudication_summary
-from annotation.selectors.participants import exclusion_rule
+from annotation.transfer.adapters.source_labels import rule as source_labels_rule
 from metaeval import study_frame as frames
 from metaeval.verifiers.pairwise_report import pairwise_judge_report
 from metaeval.verifiers.report import verifier_report

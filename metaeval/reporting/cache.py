@@ -29,18 +29,19 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, overload
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from annotation.models import Study
-from annotation.selectors import annotation_count
+from annotation.progress.selectors import annotation_count
 from metaeval import selectors
 from metaeval.models import ReportRefresh, ReportSnapshot, ReportSnapshotPart
 
@@ -537,6 +538,18 @@ def _retry_seconds() -> float:
     return float(settings.REPORT_REFRESH_RETRY_SECONDS)
 
 
+#: Queues the background build (study id, options): ``metaeval.tasks`` registers its task's ``enqueue``
+#: when it is imported (the app's ``ready()`` imports it). A registry, not an import of the task
+#: module, because the task module imports this one (it runs ``refresh_report``): no import circle.
+_queue_refresh: Callable[[int, dict[str, Any]], Any] | None = None
+
+
+def register_refresh_task(queue: Callable[[int, dict[str, Any]], Any]) -> None:
+    """Say how a refresh is queued (``metaeval.tasks``: its django-tasks task's ``enqueue``)."""
+    global _queue_refresh
+    _queue_refresh = queue
+
+
 def request_refresh(study: Study, options: ReportOptions, fingerprint: str) -> bool:
     """Queue one background build of this report for this data state; False when one is already queued.
 
@@ -544,8 +557,6 @@ def request_refresh(study: Study, options: ReportOptions, fingerprint: str) -> b
     concurrent page views exactly one queues the task; a task asked for longer ago than
     ``REPORT_REFRESH_RETRY_SECONDS`` (its worker may have died) is queued again.
     """
-    from metaeval.tasks import refresh_report as refresh_task  # the task module imports this one
-
     key = options_key(options)
     now = timezone.now()
     rows = ReportRefresh.objects.filter(study=study, options_key=key)
@@ -562,7 +573,11 @@ def request_refresh(study: Study, options: ReportOptions, fingerprint: str) -> b
                 )
         except IntegrityError:  # a concurrent view created it: that one queues
             return False
-    refresh_task.enqueue(study.pk, options.as_dict())
+    if _queue_refresh is None:
+        raise ImproperlyConfigured(
+            "no report refresh task is registered: metaeval.tasks is imported by the app's ready()"
+        )
+    _queue_refresh(study.pk, options.as_dict())
     return True
 
 

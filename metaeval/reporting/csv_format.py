@@ -2,7 +2,7 @@
 
 Columns: ``section, scope, statistic, value, ci_low, ci_high, n, note, warning``;
 ``warning`` is set when an interval rests on fewer than 30 items.
-Written by annotation/csvsafe.py like the exports: text cells a spreadsheet
+Written by annotation/lib/csvsafe.py like the exports: text cells a spreadsheet
 would run as a formula get a leading ``'``, rows end in CRLF, so a cell
 holding a line break stays one cell; numbers are written as they are.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from annotation.csvsafe import csv_text
+from annotation.lib.csvsafe import csv_text
 
 from .present import Row, agreement_rows, estimate_row, pair_rows, small_n_warning
 

@@ -10,10 +10,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.formats import detect_format
+from annotation.errors import ImportFailed, ServiceError
 from annotation.http import logged_in_user
+from annotation.lib.formats import detect_format
 from annotation.permissions import IsStudyResearcher, StudyScoped
-from annotation.services.errors import ImportFailed, ServiceError
 
 from .access import access_run, access_verifier
 from .selectors import study_verifiers

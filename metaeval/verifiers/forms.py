@@ -7,8 +7,8 @@ from typing import Any
 
 from django import forms
 
-from annotation.adapters import ADAPTERS
-from annotation.adapters.base import PREDICTIONS
+from annotation.transfer.adapters import ADAPTERS
+from annotation.transfer.adapters.base import PREDICTIONS
 
 from .endpoints import endpoint_names
 from .presets import PRESETS

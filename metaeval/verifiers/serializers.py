@@ -6,8 +6,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from annotation.adapters import ADAPTERS
-from annotation.adapters.base import PREDICTIONS
+from annotation.transfer.adapters import ADAPTERS
+from annotation.transfer.adapters.base import PREDICTIONS
 
 from ..models import Verifier, VerifierRun
 from .presets import PRESETS

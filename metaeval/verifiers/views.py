@@ -17,10 +17,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.access import Researcher, access_study
-from annotation.formats import detect_format
+from annotation.errors import ImportFailed, ServiceError
 from annotation.http import AuthenticatedHttpRequest
+from annotation.lib.formats import detect_format
 from annotation.models import Study
-from annotation.services.errors import ImportFailed, ServiceError
 
 from ..models import Verifier
 from .access import access_run, access_verifier

@@ -5,9 +5,11 @@ from __future__ import annotations
 from django.test import Client
 from django.urls import reverse
 
+from annotation.crowd import services as crowd
+from annotation.members.services import add_members
 from annotation.models import Item, Participant, ParticipantLink, Study
-from annotation.services import add_members, create_study, import_items
-from annotation.services import participants as crowd
+from annotation.studies.services import create_study
+from annotation.transfer.services.item_import import import_items
 from tests.conftest import jsonl, verification_item
 
 PROLIFIC_DONE = "https://app.prolific.com/submissions/complete?cc={code}"

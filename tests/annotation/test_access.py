@@ -12,11 +12,13 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from accounts.services import issue_token
+from annotation.members.invites import create_invite
+from annotation.members.services import add_members
 from annotation.models import ExportJob, ImportJob, Invite, Item, Participant, StudyMember
-from annotation.services import add_members, create_study, import_items
-from annotation.services.export_jobs import request_export
-from annotation.services.export_runner import run_export_job
-from annotation.services.invites import create_invite
+from annotation.studies.services import create_study
+from annotation.transfer.services.export_jobs import request_export
+from annotation.transfer.services.export_runner import run_export_job
+from annotation.transfer.services.item_import import import_items
 from metaeval.models import Verifier, VerifierRun
 from metaeval.reporting import ReportOptions, build_report
 from metaeval.reporting.latex_format import report_tables

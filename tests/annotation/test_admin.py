@@ -7,7 +7,7 @@ from django.contrib import admin
 from django.urls import reverse
 
 from annotation.models import Annotation, AnnotationRevision, Assignment, ImportJob, Item, Study, StudyMember
-from annotation.services import AnswerValues, record_answer
+from annotation.workbench.answers import AnswerValues, record_answer
 
 MODELS = [Study, StudyMember, Item, Assignment, Annotation, AnnotationRevision, ImportJob]
 

@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from annotation.models import Annotation, ImportJob, Item
-from annotation.services import import_runner
+from annotation.transfer.services import import_runner
 from tests.conftest import verification_item
 
 
@@ -113,11 +113,11 @@ def test_item_import_by_upload(client, researcher, verification_study):
 def test_import_jobs_log_their_start_and_outcome(client, researcher, verification_study, caplog):
     client.force_login(researcher)
     url = reverse("api-item-import", args=["verif"])
-    with caplog.at_level(logging.INFO, logger="annotation.services.import_runner"):
+    with caplog.at_level(logging.INFO, logger="annotation.transfer.services.import_runner"):
         client.post(url, {"file": upload("items.jsonl", verification_item("a"), verification_item("b"))})
         client.post(url, {"file": upload("items.jsonl", {"id": "c", "claim": 7})})
     good, bad = ImportJob.objects.order_by("pk")
-    records = [record for record in caplog.records if record.name == "annotation.services.import_runner"]
+    records = [record for record in caplog.records if record.name == "annotation.transfer.services.import_runner"]
     messages = [record.getMessage() for record in records]
     assert (
         len(messages) == 4 and messages[0] == f"import job {good.pk} started: items into study verif from items.jsonl"
@@ -137,7 +137,7 @@ def test_an_import_that_breaks_fails_its_job_and_logs_the_traceback(
 
     monkeypatch.setitem(import_runner.IMPORTERS, ImportJob.What.ITEMS, broken)
     client.force_login(researcher)
-    with caplog.at_level(logging.INFO, logger="annotation.services.import_runner"):
+    with caplog.at_level(logging.INFO, logger="annotation.transfer.services.import_runner"):
         response = client.post(
             reverse("api-item-import", args=["verif"]), {"file": upload("items.jsonl", verification_item("a"))}
         )

@@ -45,7 +45,7 @@ def test_unmatched_api_paths_answer_json_and_pages_stay_html(client, researcher)
 def test_an_api_server_error_answers_json_without_internals(client, researcher):
     client.force_login(researcher)
     client.raise_request_exception = False
-    with mock.patch("annotation.selectors.studies_with_role", side_effect=RuntimeError("secret internals")):
+    with mock.patch("annotation.studies.selectors.studies_with_role", side_effect=RuntimeError("secret internals")):
         response = client.get(reverse("api-study-list"))
     assert response.status_code == 500 and response["Content-Type"] == "application/json"
     assert response.json() == {"detail": "Server error; it has been logged.", "code": "server_error"}

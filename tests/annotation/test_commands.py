@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotation.models import Annotation, Assignment, Item, Study, StudyMember
-from annotation.services.demo import DEMO_ANNOTATORS, DEMO_RESEARCHER
+from annotation.studies.demo import DEMO_ANNOTATORS, DEMO_RESEARCHER
 from annotation.vocab import PREFERENCE_LABELS, VERIFICATION_BINARY, VERIFICATION_LABELS
 from tests.conftest import jsonl, verification_item
 

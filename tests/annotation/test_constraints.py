@@ -440,7 +440,7 @@ def test_a_participant_answers_a_check_item_once_and_checks_are_of_a_known_kind(
     violates("participant_check_once", lambda: check(kind="qualification"), columns=("participant_id", "item_id"))
 
 
-# --- counters (services/counters.py) -------------------------------------------------
+# --- counters (progress/counters.py) -------------------------------------------------
 
 
 def test_one_counter_row_per_study_and_domain_and_per_study_annotator_and_domain(study, other_study, users):

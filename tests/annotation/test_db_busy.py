@@ -10,13 +10,12 @@ import pytest
 from django.db import OperationalError
 from django.urls import reverse
 
-from annotation import workbench_views as views  # imported before any test patches the services it imports names from
-from annotation.dblocks import is_lock_error
+from annotation.lib.dblocks import is_lock_error
 from annotation.models import Assignment
-from annotation.services import assignments
-
-from ..support.assignment_study import make_study
-from .test_workbench_pages import pref_answer
+from annotation.workbench import services as assignments
+from annotation.workbench import views  # imported before any test patches the services it imports names from
+from tests.annotation.workbench.test_workbench_pages import pref_answer
+from tests.support.assignment_study import make_study
 
 pytestmark = pytest.mark.django_db
 

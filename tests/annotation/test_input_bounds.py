@@ -9,9 +9,11 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from annotation import formats
+from annotation.errors import ImportFailed
+from annotation.lib import formats
 from annotation.models import Item
-from annotation.services import ImportFailed, import_annotations, import_items
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.transfer.services.item_import import import_items
 from metaeval.verifiers.services.prediction_import import import_predictions
 from tests.conftest import csv_bytes, jsonl, verification_item
 

@@ -2,7 +2,7 @@
 
 `manage.py migrate` runs while the previous release serves (docs/deploy.md, "Upgrade"); a plain
 CREATE INDEX would hold every submit on the table until the index is built
-(annotation/migration_operations.py).
+(annotation/lib/migration_operations.py).
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from annotation.models import Item, Study, StudyMember
-from annotation.services import import_items
-from annotation.services.counters import recount_study
+from annotation.progress.counters import recount_study
+from annotation.transfer.services.item_import import import_items
 from tests.conftest import jsonl, verification_item
 
 ASSET = re.compile(r'<(?:script|link|img|iframe|source)\b[^>]*?(?:src|href)="([^"]*)"', re.I)

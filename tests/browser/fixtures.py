@@ -175,7 +175,7 @@ def page(context, guard):
 @pytest.fixture
 def screen_context(browser, live_server, guard):
     """A browser context of the given screen size with the same guards as `page` (no external requests)."""
-    from . import screens  # its study builders import the models: only once Django is set up
+    from tests.browser import screens  # its study builders import the models: only once Django is set up
 
     contexts = []
 

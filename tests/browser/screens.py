@@ -6,8 +6,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from annotation.members.services import add_members
 from annotation.models import Study
-from annotation.services import add_members, create_study, import_annotations, import_items
+from annotation.studies.services import create_study
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.transfer.services.item_import import import_items
 from metaeval.verifiers.services import import_predictions
 from tests.conftest import jsonl, preference_item, verification_item
 

@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
+from annotation.members.services import add_members
 from annotation.models import Adjudication, Annotation, StudyMember
-from annotation.services import add_members, create_study, import_annotations, import_items
-
-from ..conftest import jsonl, verification_item
-from ..support.workbench_browser import log_in, press_and_wait
+from annotation.studies.services import create_study
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.transfer.services.item_import import import_items
+from tests.conftest import jsonl, verification_item
+from tests.support.workbench_browser import log_in, press_and_wait
 
 pytestmark = pytest.mark.browser
 
@@ -121,7 +123,7 @@ def test_researchers_queue_page_fits(page, guard, queue_study, make_user, width,
 def test_preference_item_by_keyboard_with_names_hidden(page, guard, make_user, width, height):
     """A preference item: lists as "List 1/2" (names hidden), each answer says how its annotator saw
     the lists (w2 saw them swapped, so their "List 1" is List 2 here), key 4 picks List 2 slightly better."""
-    from ..conftest import preference_item
+    from tests.conftest import preference_item
 
     make_user("rita")
     study = create_study(slug="adj-pref", name="Preference adjudication", kind="preference", annotators_per_item=2)

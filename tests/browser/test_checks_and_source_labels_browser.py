@@ -10,8 +10,7 @@ from django.urls import reverse
 
 from annotation.models import Study
 from tests.annotation.crowd_support import crowd_study
-
-from .screens import shoot_sizes
+from tests.browser.screens import shoot_sizes
 
 pytestmark = pytest.mark.browser
 

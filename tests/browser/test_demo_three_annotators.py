@@ -17,10 +17,9 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Annotation, Assignment, Study
-from annotation.services.demo import DEMO_ANNOTATORS, fixtures_dir, load_demo
-
-from ..support.workbench_browser import submit_item
-from .fixtures import VIEWPORT
+from annotation.studies.demo import DEMO_ANNOTATORS, fixtures_dir, load_demo
+from tests.browser.fixtures import VIEWPORT
+from tests.support.workbench_browser import submit_item
 
 pytestmark = pytest.mark.browser
 

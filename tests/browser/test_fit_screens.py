@@ -16,18 +16,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import Annotation, Assignment, Item
-from annotation.selectors import progress_cache
-from annotation.services.counters import answer_added, recount_study
-
-from ..support.workbench_browser import HIDE, log_in
-from .screens import (
-    VERIFIER,
-    assert_fits,
-    assert_reachable,
-    preference,
-    shoot,
-    verification,
-)
+from annotation.progress import cache as progress_cache
+from annotation.progress.counters import answer_added, recount_study
+from tests.browser.screens import VERIFIER, assert_fits, assert_reachable, preference, shoot, verification
+from tests.support.workbench_browser import HIDE, log_in
 
 pytestmark = pytest.mark.browser
 

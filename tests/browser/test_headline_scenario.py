@@ -29,9 +29,8 @@ from django.urls import reverse
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from annotation.models import Annotation, Item, Study
-
-from ..support.workbench_browser import submit_item, wait_saved
-from .fixtures import RECORD_CSP
+from tests.browser.fixtures import RECORD_CSP
+from tests.support.workbench_browser import submit_item, wait_saved
 
 pytestmark = pytest.mark.browser
 

@@ -10,12 +10,13 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
+from annotation.members.services import add_members
 from annotation.models import Annotation, Invite, StudyMember
-from annotation.services import add_members, create_study, import_items
+from annotation.studies.services import create_study
+from annotation.transfer.services.item_import import import_items
+from tests.browser.screens import SIZES, no_sideways_scroll, shoot_sizes
 from tests.conftest import jsonl, verification_item
 from tests.support.workbench_browser import shown_item, wait_for_next_item, wait_saved
-
-from .screens import SIZES, no_sideways_scroll, shoot_sizes
 
 pytestmark = pytest.mark.browser
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from annotation.crowd.selectors import payment_rows
 from annotation.models import Participant, ParticipantCheck
-from annotation.selectors.participants import payment_rows
 from tests.annotation.crowd_support import crowd_study, gold_only_as_checks
-
-from ..support.crowd_browser import consent_and_start, device, label_by_keyboard
-from .screens import shoot_sizes
+from tests.browser.screens import shoot_sizes
+from tests.support.crowd_browser import consent_and_start, device, label_by_keyboard
 
 pytestmark = pytest.mark.browser
 

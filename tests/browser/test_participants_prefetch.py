@@ -15,10 +15,9 @@ from django.urls import reverse
 
 from annotation.models import Annotation, Assignment, Item, Participant, ParticipantCheck
 from tests.annotation.crowd_support import crowd_study, gold_only_as_checks
-
-from ..support.crowd_browser import consent_and_start, device
-from ..support.workbench_browser import shown_item, submit_item, wait_saved
-from .screens import SIZES, shoot_sizes
+from tests.browser.screens import SIZES, shoot_sizes
+from tests.support.crowd_browser import consent_and_start, device
+from tests.support.workbench_browser import shown_item, submit_item, wait_saved
 
 pytestmark = pytest.mark.browser
 
@@ -221,8 +220,8 @@ RECORD_SHOWN = """() => new MutationObserver(() => {
 
 @pytest.mark.django_db(transaction=True)
 def test_the_answer_that_reaches_the_time_budget_ends_the_session_without_showing_the_item_ahead(page, guard):
-    from annotation.services import participants as crowd
-    from annotation.services.assignments import SubmittedAnswer, submit
+    from annotation.crowd import services as crowd
+    from annotation.workbench.services import SubmittedAnswer, submit
 
     study, link = crowd_study("crowd-budget", items=6, n=1, items_per_participant=10, budget_minutes=1, redirect_url="")
     consent_and_start(page, link, "budget01")

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from .screens import assert_fits, assert_reachable, shoot, verification
-from .test_workbench_browser import log_in
+from tests.browser.screens import assert_fits, assert_reachable, shoot, verification
+from tests.browser.test_workbench_browser import log_in
 
 pytestmark = pytest.mark.browser
 

@@ -13,10 +13,10 @@ from django.contrib.auth.models import Group, Permission
 from django.urls import reverse
 
 from annotation.models import Study
-from annotation.services import import_annotations, import_items
-
-from ..conftest import jsonl, verification_item
-from ..support.workbench_browser import log_in
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.transfer.services.item_import import import_items
+from tests.conftest import jsonl, verification_item
+from tests.support.workbench_browser import log_in
 
 pytestmark = pytest.mark.browser
 

@@ -11,8 +11,7 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Annotation, AnnotationRevision, Assignment, Item
-
-from ..support.workbench_browser import (
+from tests.support.workbench_browser import (
     HIDE,
     SYSTEMS,
     annotate_path,

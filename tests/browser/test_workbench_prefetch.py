@@ -13,8 +13,8 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Annotation, Assignment, Item
-
-from ..support.workbench_browser import (
+from tests.browser.fixtures import VIEWPORT
+from tests.support.workbench_browser import (
     annotate_path,
     log_in,
     preference_study,
@@ -23,7 +23,6 @@ from ..support.workbench_browser import (
     verification_study,
     wait_saved,
 )
-from .fixtures import VIEWPORT
 
 pytestmark = pytest.mark.browser
 

@@ -8,8 +8,8 @@ import io
 import pandas as pd
 import pytest
 
-from annotation.exports import export_chunks
-from annotation.selectors.adjudication import queue_item_ids
+from annotation.adjudication.selectors import queue_item_ids
+from annotation.transfer.exports import export_chunks
 
 pytestmark = pytest.mark.django_db
 
@@ -29,8 +29,8 @@ def test_xsum_queue_is_the_items_without_unanimity(xsum_study):
 def test_resolving_the_xsum_queue_reaches_export_and_report(xsum_study, demo_researcher):
     """Every queue item adjudicated (here: the label of the item's first annotator): the export
     carries 118 adjudicated items, the report counts them and scores verifiers against them."""
+    from annotation.adjudication.services import adjudicate, verdict_for
     from annotation.models import Annotation
-    from annotation.services.adjudication import adjudicate, verdict_for
     from metaeval.reporting import ReportOptions, build_report
 
     queue = queue_item_ids(xsum_study)

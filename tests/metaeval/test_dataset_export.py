@@ -18,7 +18,9 @@ import yaml
 from django.core.management import CommandError, call_command
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
-from annotation.services import create_study, import_annotations, import_items
+from annotation.studies.services import create_study
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.transfer.services.item_import import import_items
 from metaeval.dataset_export import write_hf_dataset
 from metaeval.reporting import ReportOptions, build_report
 from tests.conftest import jsonl

@@ -13,11 +13,12 @@ import pandas as pd
 import pytest
 
 from annotation.models import Item
-from annotation.services import create_study, import_annotations, import_items
+from annotation.studies.services import create_study
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.transfer.services.item_import import import_items
 from metaeval import selectors
 from metaeval.selectors import ITEM_COLUMNS, LABEL_COLUMNS
-
-from ..conftest import jsonl, verification_item
+from tests.conftest import jsonl, verification_item
 
 TRICKY = ['say "hi", then', "two\nlines", "NA", "007", "  spaced  ", "ünïcødé ✓", "null", "a\r\nb", "", "N/A,"]
 
@@ -89,8 +90,8 @@ def test_the_same_labels_give_the_same_intervals_whatever_order_they_came_in(db)
 
 
 def test_a_former_members_labels_carry_the_name_exports_give_them(tricky_study):
+    from annotation.lib.pseudonyms import pseudonyms
     from annotation.models import StudyMember
-    from annotation.selectors import pseudonyms
 
     member = StudyMember.objects.get(study=tricky_study, pseudonym="w2")
     user_id = member.user_id

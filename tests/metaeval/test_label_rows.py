@@ -14,12 +14,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotation.services import create_study, import_annotations, import_items
+from annotation.studies.services import create_study
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.transfer.services.item_import import import_items
 from metaeval import selectors
 from metaeval.reporting.agreement import agreement_sections, agreement_table, categories_for
 from metaeval.reporting.options import ReportOptions
-
-from ..conftest import jsonl, preference_item
+from tests.conftest import jsonl, preference_item
 
 
 @pytest.fixture

@@ -16,11 +16,14 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
+from annotation.adjudication.services import adjudicate, verdict_for
+from annotation.crowd import services as crowd
+from annotation.members.services import add_members
 from annotation.models import Annotation, Item, Participant, Study, StudyMember
-from annotation.services import add_members, create_study, import_annotations, import_items
-from annotation.services import participants as crowd
-from annotation.services.adjudication import adjudicate, verdict_for
-from annotation.services.assignments import SubmittedAnswer, claim_next, submit
+from annotation.studies.services import create_study
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.transfer.services.item_import import import_items
+from annotation.workbench.services import SubmittedAnswer, claim_next, submit
 from metaeval.dataset_export import write_hf_dataset
 from metaeval.planning import study_precision
 from metaeval.reporting import ReportOptions, build_report
@@ -285,7 +288,7 @@ def test_finding_9_preference_pairs_take_the_adjudicated_side(researcher, tmp_pa
 
 def test_check_items_labels_are_left_out_unless_the_study_counts_them(tmp_path):
     study, _ = crowd_study("checks", items=6, gold=4, n=3, attention_items=["g-0", "g-1"], attention_every=2)
-    # the link's lists mark them (annotation.services.participants); marked here too, as this test is the frame's
+    # the link's lists mark them (annotation.crowd.services); marked here too, as this test is the frame's
     Item.objects.filter(study=study, external_id__in=["g-0", "g-1"]).update(is_check=True)
     records = [
         {"item": item, "annotator": worker, "label": "supported" if (k + n) % 3 else "contradicted"}

@@ -107,7 +107,7 @@ def test_preference_study_precision_counts_decisive_items(db):
 
 def test_the_precision_card_is_kept_until_the_study_changes(loaded_verification_study, monkeypatch):
     """Read back while nothing changed (no label read); recomputed, to the fresh value, after a new label."""
-    from annotation.services import import_annotations
+    from annotation.transfer.services.annotation_import import import_annotations
     from metaeval import selectors
     from metaeval.planning import cached_study_precision
     from tests.conftest import jsonl

@@ -6,9 +6,10 @@ import pytest
 from django.urls import reverse
 
 from accounts.services import issue_token
-from annotation.services import add_members, create_study, import_items
-
-from ..conftest import jsonl, verification_item
+from annotation.members.services import add_members
+from annotation.studies.services import create_study
+from annotation.transfer.services.item_import import import_items
+from tests.conftest import jsonl, verification_item
 
 ROUTES = [
     ("metaeval:report", {}),

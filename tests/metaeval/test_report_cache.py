@@ -9,18 +9,19 @@ import pytest
 from django.urls import reverse
 from django_tasks_db.models import DBTaskResult
 
+from annotation.adjudication.services import adjudicate, set_adjudication_settings, verdict_for
+from annotation.members.services import add_members, ensure_annotator_identities
 from annotation.models import Participant, StudyMember
-from annotation.services import add_members, create_study, import_annotations, import_items, update_study
-from annotation.services.adjudication import adjudicate, set_adjudication_settings, verdict_for
-from annotation.services.members import ensure_annotator_identities
+from annotation.studies.services import create_study, update_study
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.transfer.services.item_import import import_items
 from metaeval import selectors
 from metaeval.models import ReportRefresh, ReportSnapshot
 from metaeval.reporting import ReportOptions, build_report, cache, page_options
 from metaeval.reporting.csv_format import report_csv
 from metaeval.tasks import refresh_report
 from metaeval.verifiers.services import create_verifier
-
-from ..conftest import jsonl, verification_item
+from tests.conftest import jsonl, verification_item
 
 TASK = "metaeval.tasks.refresh_report"
 CURRENT = "from the study's data as it is now"

@@ -1,15 +1,16 @@
-"""The report CSV is written like the exports (annotation/csvsafe.py): no row split, no formula run."""
+"""The report CSV is written like the exports (annotation/lib/csvsafe.py): no row split, no formula run."""
 
 from __future__ import annotations
 
 import csv
 import io
 
-from annotation.services import create_study, import_annotations, import_items
+from annotation.studies.services import create_study
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.transfer.services.item_import import import_items
 from metaeval.reporting import build_report
 from metaeval.reporting.csv_format import CSV_COLUMNS, report_csv
-
-from ..conftest import jsonl, verification_item
+from tests.conftest import jsonl, verification_item
 
 #: Item ids with a line break or a quote inside (ids are stripped, so not at either end).
 ITEMS = ["c\r1", "c\n2", "c\r\n3", 'c "4"']

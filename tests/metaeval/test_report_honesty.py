@@ -9,16 +9,18 @@ import json
 import pytest
 from django.urls import reverse
 
+from annotation.members.services import add_members
 from annotation.models import Annotation
-from annotation.services import add_members, create_study, import_annotations, import_items
+from annotation.studies.services import create_study
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.transfer.services.item_import import import_items
 from metaeval.reporting import ReportOptions, build_report
 from metaeval.reporting.csv_format import CSV_COLUMNS, report_csv
 from metaeval.reporting.html_format import report_html
 from metaeval.reporting.present import SMALL_N, Row, agreement_rows, small_n_warning
 from metaeval.templatetags.report_format import ci, format_p
-
-from ..conftest import jsonl, verification_item
-from .conftest import FIXTURES
+from tests.conftest import jsonl, verification_item
+from tests.metaeval.conftest import FIXTURES
 
 
 def test_p_values_below_the_fourth_decimal_print_as_a_bound():

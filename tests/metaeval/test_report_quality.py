@@ -128,7 +128,9 @@ def test_csv_latex_page_and_chart_carry_the_annotator_quality(client, demo_resea
 
 
 def test_verifiers_against_the_chosen_reference_are_sklearns_numbers(db):
-    from annotation.services import create_study, import_annotations, import_items
+    from annotation.studies.services import create_study
+    from annotation.transfer.services.annotation_import import import_annotations
+    from annotation.transfer.services.item_import import import_items
     from metaeval.verifiers.services import import_predictions
     from tests.conftest import jsonl, verification_item
 

@@ -8,14 +8,16 @@ import io
 import pytest
 from django.urls import reverse
 
+from annotation.members.services import add_members
 from annotation.models import Annotation, StudyMember
-from annotation.services import add_members, create_study, import_annotations, import_items
+from annotation.studies.services import create_study
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.transfer.services.item_import import import_items
 from metaeval import selectors
 from metaeval.reporting import ReportOptions, build_report
 from metaeval.reporting.build import GOLD_INCLUDED_RULE, GOLD_RULE
 from metaeval.reporting.csv_format import report_csv
-
-from ..conftest import jsonl, verification_item
+from tests.conftest import jsonl, verification_item
 
 TYPES = ("news", "web", "wikipedia")
 

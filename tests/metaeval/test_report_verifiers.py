@@ -7,7 +7,8 @@ from django.urls import reverse
 from sklearn.metrics import accuracy_score, cohen_kappa_score
 
 from annotation.models import Assignment
-from annotation.services import import_annotations, import_items
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.transfer.services.item_import import import_items
 from metaeval.reporting.build import build_report
 from metaeval.verifiers.services.prediction_import import import_predictions
 from tests.conftest import jsonl, verification_item

@@ -23,8 +23,7 @@ import pytest
 
 from metaeval import stats
 from tests.datasets import TEST_DATA, read_jsonl
-
-from .conftest import FIXTURES
+from tests.metaeval.conftest import FIXTURES
 
 FACTSCORE_SYSTEMS = ("InstructGPT", "ChatGPT", "PerplexityAI")
 PAPER_FACTSCORE = {"InstructGPT": 42.5, "ChatGPT": 58.3, "PerplexityAI": 71.5}

@@ -17,13 +17,15 @@ from collections import defaultdict
 import pytest
 from django.urls import reverse
 
-from annotation.services import add_members, create_study, import_annotations, import_items
+from annotation.members.services import add_members
+from annotation.studies.services import create_study
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.transfer.services.item_import import import_items
 from metaeval.reporting import ReportOptions, build_report
 from metaeval.reporting.csv_format import report_csv
 from metaeval.reporting.latex_format import report_tables
 from metaeval.verifiers.services import import_predictions
-
-from ..conftest import jsonl, verification_item
+from tests.conftest import jsonl, verification_item
 
 pytestmark = pytest.mark.django_db
 DOMAIN = "bios"

@@ -14,8 +14,8 @@ from django.urls import reverse
 from django_tasks_db.models import DBTaskResult
 from pythonjsonlogger.json import JsonFormatter
 
+from annotation.members.invites import create_invite
 from annotation.models import ExportJob
-from annotation.services.invites import create_invite
 from config.request_id import RequestIdFilter, enqueue
 
 OWN_ID = re.compile(r"[0-9a-f]{32}")
@@ -112,7 +112,9 @@ def test_a_task_queued_by_a_request_logs_under_that_requests_id_in_the_worker(
     job.refresh_from_db()
     assert job.status == "succeeded"
     task_lines = [
-        record for record in logs.records if record.name in ("claimlab.tasks", "annotation.services.export_runner")
+        record
+        for record in logs.records
+        if record.name in ("claimlab.tasks", "annotation.transfer.services.export_runner")
     ]
     messages = [record.getMessage() for record in task_lines]
     assert messages[0] == "task run_export_job started" and messages[-1].startswith("task run_export_job ended after ")

@@ -1,6 +1,6 @@
 """On the RQ backend too, a worker killed mid-job loses nothing and does nothing twice.
 
-The database-backend kill tests (tests/annotation/test_job_kill.py) with the
+The database-backend kill tests (tests/annotation/transfer/test_job_kill.py) with the
 tasks on Redis: two `manage.py worker` processes run RQ workers; the one that
 took the big import (or export) gets SIGKILL mid-job. RQ itself never runs
 that task again (no retry is set: its abandoned job ends in the failed
@@ -25,8 +25,8 @@ from django.db.models import Count
 from rq import Queue
 
 from annotation.models import ExportJob, ImportJob
-from annotation.services import import_items
 from annotation.tasks import run_export_job, run_import_job
+from annotation.transfer.services.item_import import import_items
 from metaeval.models import Prediction, VerifierRun
 from metaeval.verifiers.services import create_verifier, start_run
 from tests.conftest import verification_item

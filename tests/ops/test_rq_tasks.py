@@ -22,12 +22,13 @@ from django_tasks_db.models import DBTaskResult
 from rq import Queue
 from rq.registry import FailedJobRegistry, FinishedJobRegistry
 
+from annotation.lib.storage import files, stored_names
 from annotation.models import ExportJob, ImportJob, Item
-from annotation.services import import_annotations, import_items
-from annotation.services.export_jobs import request_export
-from annotation.services.import_jobs import submit_import
-from annotation.storage import files, stored_names
 from annotation.tasks import run_export_job
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.transfer.services.export_jobs import request_export
+from annotation.transfer.services.import_jobs import submit_import
+from annotation.transfer.services.item_import import import_items
 from metaeval.models import Prediction, VerifierRun
 from metaeval.verifiers.services import create_verifier, start_run
 from tests.conftest import verification_item

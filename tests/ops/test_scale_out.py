@@ -72,7 +72,8 @@ call_command("migrate", interactive=False, verbosity=0)
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 from accounts.services import issue_token
-from annotation.services import add_members, create_study
+from annotation.members.services import add_members
+from annotation.studies.services import create_study
 User = get_user_model()
 researcher = User.objects.create(username="scale-researcher", password=make_password({password!r}))
 annotators = User.objects.bulk_create([User(username=f"scale-annotator-{{k:02d}}", password="!") for k in range({n})])

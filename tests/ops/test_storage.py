@@ -21,12 +21,13 @@ from django.core.management import call_command
 from django.urls import reverse
 from moto import mock_aws
 
+from annotation.lib.storage import files, stored_names
+from annotation.members.services import add_members
 from annotation.models import ExportJob, ImportJob, Item
-from annotation.services import add_members, create_study
-from annotation.services.export_runner import run_export_job
-from annotation.services.import_runner import run_import_job
-from annotation.services.job_recovery import resume_stale_jobs
-from annotation.storage import files, stored_names
+from annotation.studies.services import create_study
+from annotation.transfer.services.export_runner import run_export_job
+from annotation.transfer.services.import_runner import run_import_job
+from annotation.transfer.services.recovery import resume_stale_jobs
 from tests.conftest import verification_item
 from tests.support.s3 import BUCKET, free_port, keys, moto_server, s3_client, s3_environment, s3_storages
 from tests.support.worker import start_db_worker, stop, wait_for
@@ -75,7 +76,7 @@ def test_the_settings_make_an_s3_storage_from_the_environment_and_a_var_dir_fold
     )
     assert options["querystring_expire"] == 120 and options["default_acl"] is None
     assert options["client_config"].s3 == {"addressing_style": "path"}
-    assert s3_storages({}, tmp_path)["claimlab_files"] == {"BACKEND": "annotation.storage.VarDirStorage"}
+    assert s3_storages({}, tmp_path)["claimlab_files"] == {"BACKEND": "annotation.lib.storage.VarDirStorage"}
 
 
 @pytest.mark.django_db

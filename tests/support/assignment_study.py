@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 
+from annotation.members.services import add_members
 from annotation.models import Study
-from annotation.services import add_members, create_study, import_items
+from annotation.studies.services import create_study
+from annotation.transfer.services.item_import import import_items
 from tests.conftest import jsonl, preference_item, verification_item
 
 

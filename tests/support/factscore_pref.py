@@ -15,8 +15,11 @@ import random
 import re
 from pathlib import Path
 
+from annotation.members.services import add_members
 from annotation.models import Study
-from annotation.services import add_members, create_study, import_annotations, import_items
+from annotation.studies.services import create_study
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.transfer.services.item_import import import_items
 from tests.conftest import jsonl
 
 ITEMS = Path(__file__).resolve().parents[2] / "fixtures" / "factscore" / "items.jsonl"

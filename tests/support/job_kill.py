@@ -1,6 +1,6 @@
 """The big import and export jobs the kill tests kill mid-way, and what "recovered" means for each.
 
-Shared by the database-backend tests (tests/annotation/test_job_kill.py) and the
+Shared by the database-backend tests (tests/annotation/transfer/test_job_kill.py) and the
 RQ ones (tests/ops/test_rq_kill.py): the same job, the same moment to kill,
 the same checks after recovery, whichever queue carried the task.
 """
@@ -14,9 +14,10 @@ import json
 from django.core.files.base import ContentFile
 from django.db.models import Count
 
+from annotation.lib.storage import files, scratch_dir, stored_names
 from annotation.models import ExportJob, ImportJob, Item, Study
-from annotation.services import import_annotations, import_items
-from annotation.storage import files, scratch_dir, stored_names
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.transfer.services.item_import import import_items
 from tests.conftest import verification_item
 
 N_ITEMS = 60_000

@@ -11,8 +11,11 @@ import random
 import numpy as np
 import pandas as pd
 
+from annotation.members.services import add_members
 from annotation.models import Study
-from annotation.services import add_members, create_study, import_annotations, import_items
+from annotation.studies.services import create_study
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.transfer.services.item_import import import_items
 from metaeval.reporting import ReportOptions, build_report
 from tests.conftest import jsonl, preference_item
 

@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 from moto.server import ThreadedMotoServer
 
-from .settings_env import settings_under
+from tests.support.settings_env import settings_under
 
 BUCKET = "claimlab-test-files"
 REGION = "us-east-1"

@@ -31,8 +31,8 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 
-from .s3 import free_port
-from .worker import kill
+from tests.support.s3 import free_port
+from tests.support.worker import kill
 
 REPO = Path(__file__).resolve().parents[2]
 #: The PostgreSQL server when the run's own DATABASE_URL is not a PostgreSQL one (the SQLite pass).

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from django.db import connections
 
-from annotation.services.assignments import ClaimContention
+from annotation.workbench.services import ClaimContention
 
 T = TypeVar("T")
 

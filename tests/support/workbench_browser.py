@@ -13,8 +13,10 @@ from contextlib import suppress
 from django.urls import reverse
 from playwright.sync_api import Error as PlaywrightError
 
+from annotation.members.services import add_members
 from annotation.models import Annotation, Study
-from annotation.services import add_members, create_study, import_items
+from annotation.studies.services import create_study
+from annotation.transfer.services.item_import import import_items
 from tests.conftest import jsonl, preference_item, verification_item
 
 SYSTEMS = ["sysalpha", "sysbeta"]

@@ -60,7 +60,7 @@ def start_db_worker(log: Path, env: dict[str, str], *, interval: str | None = "0
 
 def start_rq_worker(log: Path, redis_url: str, env: dict[str, str]) -> subprocess.Popen:
     """The same `manage.py worker` with the RQ backend on `redis_url`: it runs an RQ worker."""
-    from .redis_server import rq_environment
+    from tests.support.redis_server import rq_environment
 
     return start_db_worker(log, {**rq_environment(redis_url), **env})
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from metaeval.verifiers.presets.custom import make_custom_preset
-
-from .evidence import CLAIM, CONTEXT, EVIDENCE
+from tests.verifiers.evidence import CLAIM, CONTEXT, EVIDENCE
 
 TEMPLATE = """\
 Claim: {{ claim }}

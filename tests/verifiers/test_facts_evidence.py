@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from metaeval.verifiers.presets import ParseResult, get_preset
-
-from .evidence import CLAIM, CONTEXT, EVIDENCE
+from tests.verifiers.evidence import CLAIM, CONTEXT, EVIDENCE
 
 FACTS_EVIDENCE = get_preset("facts_evidence")
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from metaeval.verifiers.presets import PRESETS, ParseResult, Preset, get_preset
-
-from .evidence import CLAIM, CONTEXT, EVIDENCE
+from tests.verifiers.evidence import CLAIM, CONTEXT, EVIDENCE
 
 # Per-claim presets (the pairwise judge reads an item's two claim lists: tests/verifiers_run/test_pairwise_judge.py).
 CLAIM_LEVEL = [preset_id for preset_id, preset in PRESETS.items() if not preset.evidence_level and not preset.pairwise]

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from metaeval.verifiers.presets import get_preset
-
-from .evidence import CLAIM, EVIDENCE
+from tests.verifiers.evidence import CLAIM, EVIDENCE
 
 SAFE = get_preset("safe")
 

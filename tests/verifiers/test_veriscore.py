@@ -11,8 +11,7 @@ from metaeval.verifiers.presets import get_preset
 from metaeval.verifiers.presets.demos import DEMOS_PATH, load_demos, parse_search_results
 from metaeval.verifiers.presets.rendering import search_results
 from tests.datasets import TEST_DATA
-
-from .evidence import CLAIM, EVIDENCE
+from tests.verifiers.evidence import CLAIM, EVIDENCE
 
 ORIGINAL_DEMOS = TEST_DATA / "veriscore_demos" / "few_shot_examples.jsonl"
 

@@ -11,8 +11,7 @@ import pytest
 
 from metaeval.verifiers.presets import get_preset
 from tests.datasets import TEST_DATA, read_jsonl
-
-from .evidence import CLAIM, EVIDENCE
+from tests.verifiers.evidence import CLAIM, EVIDENCE
 
 WICE_DIR = TEST_DATA / "wice"
 RAW_OUTPUTS = WICE_DIR / "oracle_chunks_claim_test.gpt-4-0613.raw_outputs.jsonl.gz"

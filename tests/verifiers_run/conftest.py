@@ -7,8 +7,11 @@ from typing import Any
 import pytest
 from django.conf import settings as django_settings
 
+from annotation.members.services import add_members
 from annotation.models import Study
-from annotation.services import add_members, create_study, import_annotations, import_items
+from annotation.studies.services import create_study
+from annotation.transfer.services.annotation_import import import_annotations
+from annotation.transfer.services.item_import import import_items
 from metaeval.models import Verifier
 from metaeval.verifiers.services import create_verifier
 from tests.conftest import jsonl

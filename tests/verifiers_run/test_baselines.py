@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.services import ServiceError, create_study
+from annotation.errors import ServiceError
+from annotation.studies.services import create_study
 from metaeval.models import Prediction
 from metaeval.verifiers.presets.baselines import content_words, default_sides, majority_label, overlap_score
 from metaeval.verifiers.runner.orchestration import run_to_completion
 from metaeval.verifiers.services import create_verifier, ensure_baselines, start_run
 from metaeval.verifiers.tasks import run_verifier_chunk
-
-from .conftest import add_items, add_labels
+from tests.verifiers_run.conftest import add_items, add_labels
 
 pytestmark = pytest.mark.django_db
 

@@ -27,8 +27,7 @@ from metaeval.verifiers.services import create_verifier, start_run, update_verif
 from metaeval.verifiers.services.verifiers import VerifierInvalid
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.settings_env import settings_under
-
-from .conftest import llm_verifier, operator_endpoint
+from tests.verifiers_run.conftest import llm_verifier, operator_endpoint
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.verifiers_run.urls")]
 SERVER_KEY = "sk-operator-server-key-0123456789"

@@ -15,12 +15,13 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django_tasks_db.models import DBTaskResult
 
 from accounts.services import issue_token
-from annotation.services import add_members, create_study, import_items
+from annotation.members.services import add_members
+from annotation.studies.services import create_study
+from annotation.transfer.services.item_import import import_items
 from metaeval.models import Prediction, Verifier, VerifierRun
 from metaeval.verifiers.services import create_verifier, start_run
 from tests.conftest import jsonl
-
-from .conftest import llm_verifier, operator_endpoint
+from tests.verifiers_run.conftest import llm_verifier, operator_endpoint
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.verifiers_run.urls")]
 REPO = Path(__file__).resolve().parents[2]

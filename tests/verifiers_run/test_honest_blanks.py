@@ -14,8 +14,9 @@ import pandas as pd
 import pytest
 from django.urls import reverse
 
+from annotation.members.services import add_members
 from annotation.models import Item
-from annotation.services import add_members, create_study
+from annotation.studies.services import create_study
 from metaeval.models import Prediction
 from metaeval.reporting.build import build_report
 from metaeval.reporting.charts import chart_figure
@@ -24,8 +25,7 @@ from metaeval.stats import build_table, human_ceiling
 from metaeval.verifiers.report import verifier_report
 from metaeval.verifiers.services import create_verifier, import_predictions
 from tests.conftest import jsonl
-
-from .conftest import add_items, add_labels, claim_item, operator_endpoint
+from tests.verifiers_run.conftest import add_items, add_labels, claim_item, operator_endpoint
 
 pytestmark = pytest.mark.django_db
 LABELS = ["supported", "contradicted", "inconclusive"]

@@ -8,12 +8,12 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotation.services import ImportFailed, ServiceError, create_study
+from annotation.errors import ImportFailed, ServiceError
+from annotation.studies.services import create_study
 from metaeval.models import Prediction, Verifier
 from metaeval.verifiers.services import import_predictions
 from tests.conftest import csv_bytes, jsonl
-
-from .conftest import llm_verifier
+from tests.verifiers_run.conftest import llm_verifier
 
 pytestmark = pytest.mark.django_db
 GOOD = {

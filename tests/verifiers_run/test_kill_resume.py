@@ -28,8 +28,7 @@ from metaeval.verifiers.runner.spec import item_input, preset_for, render_item
 from metaeval.verifiers.services import start_run
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.worker import start_db_worker, stop, wait_for
-
-from .conftest import add_items, claim_item, llm_verifier
+from tests.verifiers_run.conftest import add_items, claim_item, llm_verifier
 
 N_ITEMS = 40
 ANSWERED_BEFORE_KILL = 14

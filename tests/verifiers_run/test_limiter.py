@@ -28,8 +28,7 @@ from tests.support.fake_openai import FakeOpenAI
 from tests.support.redis_server import redis_server
 from tests.support.threads import run_in_threads
 from tests.support.worker import REPO
-
-from .conftest import llm_verifier
+from tests.verifiers_run.conftest import llm_verifier
 
 CAP = 2
 RUNS = 4

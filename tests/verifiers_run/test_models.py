@@ -6,7 +6,7 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from annotation.models import Item
-from annotation.services import create_study
+from annotation.studies.services import create_study
 from metaeval.models import Prediction, Verifier, VerifierRun
 
 pytestmark = pytest.mark.django_db

@@ -18,8 +18,8 @@ from django.urls import reverse
 from scipy.stats import binomtest
 from sklearn.metrics import cohen_kappa_score
 
+from annotation.errors import ServiceError
 from annotation.models import Item
-from annotation.services.errors import ServiceError
 from metaeval.models import Prediction, Verifier
 from metaeval.reporting import ReportOptions, build_report
 from metaeval.reporting.csv_format import report_csv
@@ -37,8 +37,7 @@ from tests.support.factscore_pref import (
     make_study,
     record_label,
 )
-
-from .conftest import llm_verifier
+from tests.verifiers_run.conftest import llm_verifier
 
 pytestmark = pytest.mark.django_db
 THREE = {"a_strong": "a", "a_slight": "a", "tie": "tie", "b_slight": "b", "b_strong": "b"}
@@ -202,7 +201,7 @@ def test_the_dry_run_shows_both_orders_without_system_names(researcher):
 
 
 def _endpoint() -> str:
-    from .conftest import operator_endpoint
+    from tests.verifiers_run.conftest import operator_endpoint
 
     return operator_endpoint("http://127.0.0.1:9/v1")
 

@@ -20,9 +20,8 @@ from metaeval.models import Verifier
 from metaeval.verifiers.runner.orchestration import run_to_completion
 from metaeval.verifiers.services import start_run
 from tests.support.factscore_pref import judge_answer, make_study
-
-from .conftest import operator_endpoint
-from .test_verifiers_browser import log_in
+from tests.verifiers_run.conftest import operator_endpoint
+from tests.verifiers_run.test_verifiers_browser import log_in
 
 pytestmark = [
     pytest.mark.browser,

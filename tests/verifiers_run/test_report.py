@@ -11,15 +11,14 @@ from scipy import stats as scipy_stats
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, cohen_kappa_score, f1_score
 
 from annotation.models import Item
-from annotation.services import create_study
+from annotation.studies.services import create_study
 from metaeval.models import Prediction, Verifier
 from metaeval.stats.classification import classification_bootstrap
 from metaeval.stats.system_correlation import spearman_rows, tau_b
 from metaeval.verifiers.report import verifier_report
 from metaeval.verifiers.services import create_verifier, import_predictions
 from tests.conftest import jsonl
-
-from .conftest import add_items, add_labels, operator_endpoint
+from tests.verifiers_run.conftest import add_items, add_labels, operator_endpoint
 
 pytestmark = pytest.mark.django_db
 LABELS = ["supported", "contradicted", "inconclusive"]

@@ -12,8 +12,7 @@ from metaeval.models import VerifierRun
 from metaeval.verifiers.runner import orchestration
 from metaeval.verifiers.runner.orchestration import run_to_completion
 from metaeval.verifiers.services import start_run
-
-from .conftest import llm_verifier
+from tests.verifiers_run.conftest import llm_verifier
 
 pytestmark = pytest.mark.django_db
 URL = "http://llm.test/v1"

@@ -13,8 +13,7 @@ from metaeval.models import Prediction, VerifierRun
 from metaeval.verifiers.runner import jobs, orchestration
 from metaeval.verifiers.runner.orchestration import run_to_completion
 from metaeval.verifiers.services import start_run, stop_run, update_verifier
-
-from .conftest import add_items, claim_item, llm_verifier
+from tests.verifiers_run.conftest import add_items, claim_item, llm_verifier
 
 pytestmark = pytest.mark.django_db
 URL = "http://llm.test/v1"

@@ -9,8 +9,7 @@ from metaeval.models import Prediction, VerifierRun
 from metaeval.verifiers.runner.orchestration import run_to_completion
 from metaeval.verifiers.services import start_run
 from metaeval.verifiers.tasks import run_verifier_chunk
-
-from .conftest import add_items, claim_item, llm_verifier
+from tests.verifiers_run.conftest import add_items, claim_item, llm_verifier
 
 pytestmark = pytest.mark.django_db
 

@@ -8,13 +8,13 @@ import pytest
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from annotation.services import ServiceError, create_study
+from annotation.errors import ServiceError
+from annotation.studies.services import create_study
 from metaeval.models import VerifierRun
 from metaeval.verifiers.runner.chunks import count_cached
 from metaeval.verifiers.services import create_verifier, import_predictions, resume_stale_runs, start_run, stop_run
 from tests.conftest import jsonl
-
-from .conftest import llm_verifier
+from tests.verifiers_run.conftest import llm_verifier
 
 pytestmark = pytest.mark.django_db
 URL = "http://127.0.0.1:9/v1"

@@ -6,12 +6,12 @@ from decimal import Decimal
 
 import pytest
 
-from annotation.services import ServiceError, create_study
+from annotation.errors import ServiceError
+from annotation.studies.services import create_study
 from metaeval.models import Verifier
 from metaeval.verifiers import addresses
 from metaeval.verifiers.services import VerifierInvalid, create_verifier, ensure_baselines, update_verifier
-
-from .conftest import operator_endpoint
+from tests.verifiers_run.conftest import operator_endpoint
 
 pytestmark = pytest.mark.django_db
 

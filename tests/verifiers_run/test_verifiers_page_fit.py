@@ -7,7 +7,8 @@ import re
 import pytest
 from django.urls import reverse
 
-from annotation.services import add_members, create_study
+from annotation.members.services import add_members
+from annotation.studies.services import create_study
 from metaeval.verifiers.selectors import missing_baselines
 from metaeval.verifiers.services import ensure_baselines
 

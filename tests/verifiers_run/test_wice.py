@@ -17,7 +17,7 @@ from django.core.management import call_command
 from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
 
 from annotation.models import Annotation, Study
-from annotation.services.demo import load_demo
+from annotation.studies.demo import load_demo
 from metaeval.models import Prediction, Verifier
 from metaeval.verifiers.report import verifier_report
 from tests.datasets import TEST_DATA, read_jsonl

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from annotation.errors import ServiceError
 from annotation.management.base import study_by_slug
-from annotation.services import ServiceError, add_members
+from annotation.members.services import add_members
 
 
 class Command(BaseCommand):

@@ -4,7 +4,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.services import ServiceError, create_study
+from annotation.errors import ServiceError
+from annotation.studies.services import create_study
 
 
 def _pairs(text: str | None, flag: str) -> dict[str, str]:

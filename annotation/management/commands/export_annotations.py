@@ -4,9 +4,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.adapters.labelstudio_export import labelstudio_chunks
-from annotation.exports import export_chunks, write_export
 from annotation.management.base import study_by_slug
+from annotation.transfer.adapters.labelstudio_export import labelstudio_chunks
+from annotation.transfer.exports import export_chunks, write_export
 
 
 class Command(BaseCommand):

@@ -1,4 +1,4 @@
-"""The command-line face of importing past adjudications (services/adjudication.py)."""
+"""The command-line face of importing past adjudications (adjudication/services.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from annotation.adjudication.services import import_adjudications
+from annotation.errors import ServiceError
 from annotation.management.base import input_file, study_by_slug
-from annotation.services import ServiceError
-from annotation.services.adjudication import import_adjudications
 
 
 class Command(BaseCommand):

@@ -1,5 +1,5 @@
 from annotation.management.base import ImportCommand
-from annotation.services import import_annotations
+from annotation.transfer.services.annotation_import import import_annotations
 
 
 class Command(ImportCommand):

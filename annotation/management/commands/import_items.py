@@ -1,5 +1,5 @@
 from annotation.management.base import ImportCommand
-from annotation.services import import_items
+from annotation.transfer.services.item_import import import_items
 
 
 class Command(ImportCommand):

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotation.services.demo import DEMO_ANNOTATORS, DEMO_RESEARCHER, load_demo
+from annotation.studies.demo import DEMO_ANNOTATORS, DEMO_RESEARCHER, load_demo
 
 
 class Command(BaseCommand):

@@ -4,14 +4,14 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.management.base import study_by_slug
 from annotation.models import Study
-from annotation.selectors.counters import counted
-from annotation.services.counters import recount_study
+from annotation.progress.counters import recount_study
+from annotation.progress.tally import counted
 
 
 class Command(BaseCommand):
     help = (
         "Recompute the counters behind the home page and the study overview from the items and annotations "
-        "(services/counters.py), and say whether they had drifted."
+        "(progress/counters.py), and say whether they had drifted."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

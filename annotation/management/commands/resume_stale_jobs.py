@@ -7,8 +7,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from annotation.lib.job_runs import stale_after
 from annotation.models import ImportJob
-from annotation.services.job_recovery import resume_stale_jobs, stale_after
+from annotation.transfer.services.recovery import resume_stale_jobs
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ Database backend: `db_worker`, surviving lock contention. RQ backend: an RQ work
 on the same queues (--batch: burst mode; --max-tasks and --worker-id as they are;
 --interval, --reload and the startup delay do not apply to RQ). Idle, it looks at the
 queue every --interval seconds, and on PostgreSQL a queued task wakes it at once
-(annotation.task_wakeup).
+(annotation.lib.task_wakeup).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from django_tasks import task_backends
 from django_tasks.exceptions import InvalidTaskBackendError
 from django_tasks_db.management.commands import db_worker
 
-from annotation.task_wakeup import POLL_SECONDS, default_interval
-from annotation.worker import LockTolerantWorker, is_rq, run_rq_worker
+from annotation.lib.task_wakeup import POLL_SECONDS, default_interval
+from annotation.lib.worker import LockTolerantWorker, is_rq, run_rq_worker
 
 
 class Command(db_worker.Command):

@@ -4,8 +4,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from annotation.errors import ServiceError
 from annotation.management.base import study_by_slug
-from annotation.services.errors import ServiceError
 from metaeval.dataset_export import write_hf_dataset
 from metaeval.dataset_export.card import UNKNOWN_LICENSE
 

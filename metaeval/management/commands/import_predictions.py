@@ -1,8 +1,8 @@
 from collections.abc import Callable
 from functools import partial
 
+from annotation.errors import ImportResult
 from annotation.management.base import ImportCommand
-from annotation.services.errors import ImportResult
 from metaeval.verifiers.services import import_predictions
 
 

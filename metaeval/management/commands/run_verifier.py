@@ -8,8 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from annotation.errors import ServiceError
 from annotation.management.base import study_by_slug
-from annotation.services.errors import ServiceError
 from metaeval.models import Verifier
 from metaeval.verifiers.endpoints import EndpointUnavailable
 from metaeval.verifiers.presets.pairwise import PAIRWISE_JUDGE

@@ -12,17 +12,28 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 from ...models import Prediction, VerifierRun
 
-if TYPE_CHECKING:
-    from .jobs import Job
-
-__all__ = ["CACHE_VERSION", "answered", "cache_key", "split_cached"]
+__all__ = ["CACHE_VERSION", "Keyed", "answered", "cache_key", "split_cached"]
 
 #: Bumped when the runner's parsing or request shape changes in a way that must invalidate old answers.
 CACHE_VERSION = 1
+
+
+class Keyed(Protocol):
+    """What the cache reads of a job (runner.jobs.Job): its item and key. A protocol, not the class,
+    so that jobs.py, which keys its jobs with `cache_key`, is not imported back (no import circle)."""
+
+    @property
+    def item_id(self) -> int: ...
+
+    @property
+    def cache_key(self) -> str: ...
+
+
+KeyedJob = TypeVar("KeyedJob", bound=Keyed)
 
 
 def cache_key(parts: Mapping[str, Any]) -> str:
@@ -33,7 +44,7 @@ def cache_key(parts: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def answered(run: VerifierRun, jobs: Sequence[Job]) -> dict[tuple[int, str], int | None]:
+def answered(run: VerifierRun, jobs: Sequence[Keyed]) -> dict[tuple[int, str], int | None]:
     """(item, cache key) -> the run that stored it, for each job that already has an error-free answer."""
     return {
         (item_id, key): owner
@@ -46,14 +57,14 @@ def answered(run: VerifierRun, jobs: Sequence[Job]) -> dict[tuple[int, str], int
     }
 
 
-def split_cached(run: VerifierRun, jobs: Sequence[Job]) -> tuple[list[Job], int]:
+def split_cached(run: VerifierRun, jobs: Sequence[KeyedJob]) -> tuple[list[KeyedJob], int]:
     """The jobs still to ask, and how many of the others an earlier run answered.
 
     An item counts as cached once: not when this run stored its answer
     (a redone chunk), nor when it lies before the run's counted cursor.
     """
     found = answered(run, jobs)
-    to_do: list[Job] = []
+    to_do: list[KeyedJob] = []
     n_cached = 0
     for job in jobs:
         if (job.item_id, job.cache_key) not in found:

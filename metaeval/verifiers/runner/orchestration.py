@@ -16,8 +16,8 @@ from typing import Any
 import httpx2
 from asgiref.sync import async_to_sync, sync_to_async
 
+from annotation.errors import ServiceError
 from annotation.models import Item
-from annotation.services.errors import ServiceError
 
 from ...models import Verifier, VerifierRun
 from ..endpoints import EndpointUnavailable

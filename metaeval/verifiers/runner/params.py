@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from annotation.errors import ServiceError
 from annotation.models import Annotation, Item
-from annotation.services.errors import ServiceError
 
 from ...models import Verifier
 from ..presets.baselines import majority_label

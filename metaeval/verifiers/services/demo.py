@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from annotation.models import Study
-from annotation.services.demo import fixtures_dir
+from annotation.studies.demo import fixtures_dir
 
 from ...models import Verifier
 from ..runner.orchestration import run_to_completion

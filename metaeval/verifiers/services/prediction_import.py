@@ -23,12 +23,12 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.adapters import import_from
-from annotation.adapters.base import PREDICTIONS
-from annotation.adapters.uploads import check_size
-from annotation.formats import MAX_LINE_BYTES, RecordError, json_type
+from annotation.errors import ErrorCollector, ImportResult, ServiceError
+from annotation.lib.formats import MAX_LINE_BYTES, RecordError, json_type
 from annotation.models import Item, Study
-from annotation.services.errors import ErrorCollector, ImportResult, ServiceError
+from annotation.transfer.adapters import import_from
+from annotation.transfer.adapters.base import PREDICTIONS
+from annotation.transfer.adapters.uploads import check_size
 from annotation.vocab import canonical_label
 
 from ...models import Prediction, Verifier

@@ -25,8 +25,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from annotation.errors import ServiceError
 from annotation.models import Item
-from annotation.services.errors import ServiceError
 from config.request_id import enqueue
 
 from ...models import ACTIVE_RUN_STATUSES, Verifier, VerifierRun

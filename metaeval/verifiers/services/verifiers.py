@@ -20,8 +20,8 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
+from annotation.errors import ServiceError
 from annotation.models import Study
-from annotation.services.errors import ServiceError
 
 from ...models import Verifier
 from ..addresses import host_problem

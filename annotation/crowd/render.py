@@ -1,0 +1,89 @@
+"""How a crowd participant's pages are drawn: the frame, the item page, and an item as the fragment
+that static/js/workbench.js keeps ready off-screen (issue 15). One template, participant/_item.html,
+draws an item both ways, so the item swapped in is the item a page load would show.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.template.loader import render_to_string
+from django.urls import reverse
+
+from annotation.crowd import services as crowd
+from annotation.models import Assignment, Item, Participant, ParticipantLink
+from annotation.workbench.forms import answer_form as study_answer_form
+from annotation.workbench.prefetch import prefetch_config
+from annotation.workbench.selectors import display_payload
+
+
+def page(request: HttpRequest, template: str, context: dict, *, status: int = 200) -> HttpResponse:
+    response = render(request, f"annotation/participant/{template}", context, status=status)
+    response["X-Robots-Tag"] = "noindex"
+    return response
+
+
+def stop(request: HttpRequest, title: str, reason: str, *, status: int) -> HttpResponse:
+    return page(request, "stop.html", {"title": title, "reason": reason}, status=status)
+
+
+def answer_form(participant: Participant, item: Item, data=None):
+    study = participant.study
+    passages = 0 if study.is_preference else len(item.payload.get("evidence", []))
+    return study_answer_form(study, passages=passages, data=data)
+
+
+def progress(participant: Participant, link: ParticipantLink) -> dict:
+    """Answers given and the quota; with a time budget, the active time spent and the budget, so the
+    page can tell the answer that reaches it (it ends the session: the item ahead is not shown)."""
+    counts: dict = {"done": crowd.items_done(participant), "total": link.items_per_participant}
+    if link.budget_minutes is not None:
+        counts.update(active_ms=crowd.active_ms(participant), budget_ms=link.budget_minutes * 60_000)
+    return counts
+
+
+def item_context(
+    participant: Participant, link: ParticipantLink, shown: Assignment, form, *, check: bool, counts: dict
+) -> dict:
+    """What participant/_item.html needs for one item; a regular one carries the config to fetch the next ahead."""
+    study = participant.study
+    slug = study.slug
+    item = display_payload(shown)
+    timer: dict = {
+        "study": slug,
+        "assignment": f"check-{participant.pk}-{shown.item_id}" if check else shown.pk,
+        "base_ms": 0,
+        "persist": True,
+        # One keystroke per label when the study asks for nothing else, as on the annotate page.
+        "submit_on_label": study.submit_on_label,
+    }
+    if not check:
+        timer["prefetch"] = prefetch_config(
+            shown,
+            ahead_url=reverse("annotation:participant_ahead", args=[slug, shown.pk]),
+            release_url=reverse("annotation:participant_release", args=[slug, shown.pk]),
+            annotate_url=reverse("annotation:participant_step", args=[slug]),
+            progress=counts,
+        )
+    return {
+        "study": study,
+        "participant": participant,
+        "link": link,
+        "progress": counts,
+        "assignment": shown,
+        "item": item,
+        "form": form,
+        "passages": [] if study.is_preference else form.passage_rows(item["evidence"]),
+        "check": check,
+        "check_item": shown.item_id if check else None,
+        "timer": timer,
+    }
+
+
+def item_fragment(
+    request: HttpRequest, participant: Participant, link: ParticipantLink, assignment: Assignment, counts: dict
+) -> dict:
+    """An item claimed ahead, as workbench.js keeps it: its id and its rendered item."""
+    form = answer_form(participant, assignment.item)
+    context = item_context(participant, link, assignment, form, check=False, counts=counts)
+    return {"id": assignment.pk, "html": render_to_string("annotation/participant/_item.html", context, request)}

@@ -1,0 +1,180 @@
+"""Reads of a study's crowd participants: the payment table and its study-level summary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+from statistics import median
+
+from django.db.models import Count, Sum
+
+from annotation.models import Annotation, Assignment, Participant, ParticipantCheck, ParticipantLink, Study
+
+CENT = Decimal("0.01")
+
+
+@dataclass
+class PaymentRow:
+    participant: Participant
+    pseudonym: str
+    panel_id: str
+    status: str
+    items_done: int
+    checks_passed: int
+    checks_failed: int
+    active_minutes: float
+    wall_minutes: float
+    pay: Decimal
+    code: str
+
+
+@dataclass
+class PaymentSummary:
+    participants: int
+    by_status: dict[str, int]  # status (completed, screened_out, ...) -> participants
+    median_active_minutes_per_item: float | None
+    cost_so_far: Decimal
+    projected_total_cost: Decimal | None
+
+    def status_labels(self) -> list[tuple[str, int]]:
+        """(label, participants) for the page, e.g. ("Screened out", 2)."""
+        return [(Participant.Status(status).label, n) for status, n in self.by_status.items()]
+
+
+def _pay(active_ms: int, per_hour: Decimal) -> Decimal:
+    return (Decimal(active_ms) / Decimal(3_600_000) * per_hour).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def payment_rows(study: Study, link: ParticipantLink) -> list[PaymentRow]:
+    """One row per participant, in arrival order: what they did, for how long, and what they are owed.
+
+    Active time is what the item pages measured (answers and checks); wall time is first
+    visit to last sign of life. Pay is at the link's hourly rate on active time.
+    """
+    from annotation.crowd.services import code_for  # the codes' one home
+
+    participants = list(Participant.objects.filter(study=study).select_related("member").order_by("created_at", "id"))
+    users = [p.member.user_id for p in participants]
+    done = dict(
+        Assignment.objects.filter(study=study, annotator_id__in=users, status=Assignment.Status.SUBMITTED)
+        .values("annotator_id")
+        .annotate(n=Count("id"))
+        .values_list("annotator_id", "n")
+    )
+    label_ms = dict(
+        Annotation.objects.filter(assignment__study=study, assignment__annotator_id__in=users)
+        .values("assignment__annotator_id")
+        .annotate(ms=Sum("active_ms"))
+        .values_list("assignment__annotator_id", "ms")
+    )
+    check_ms = dict(
+        ParticipantCheck.objects.filter(participant__study=study)
+        .values("participant_id")
+        .annotate(ms=Sum("active_ms"))
+        .values_list("participant_id", "ms")
+    )
+    rows = []
+    for p in participants:
+        active = (label_ms.get(p.member.user_id) or 0) + (check_ms.get(p.pk) or 0)
+        wall = ((p.finished_at or p.last_seen_at) - p.created_at).total_seconds() / 60
+        rows.append(
+            PaymentRow(
+                participant=p,
+                pseudonym=p.member.pseudonym,
+                panel_id=p.panel_id,
+                status=p.status,
+                items_done=done.get(p.member.user_id, 0),
+                checks_passed=p.checks_passed,
+                checks_failed=p.checks_failed,
+                active_minutes=round(active / 60_000, 2),
+                wall_minutes=round(max(wall, 0.0), 2),
+                pay=_pay(active, link.pay_per_hour),
+                code=code_for(p, link),
+            )
+        )
+    return rows
+
+
+def payment_summary(study: Study, link: ParticipantLink, rows: list[PaymentRow]) -> PaymentSummary:
+    """Median active minutes per item, cost so far, and the projected cost of labelling every item N times."""
+    per_item = [row.active_minutes / row.items_done for row in rows if row.items_done]
+    cost = sum((row.pay for row in rows), Decimal(0))
+    labels = sum(row.items_done for row in rows)
+    needed = study.items.count() * study.annotators_per_item
+    projected = (cost / labels * needed).quantize(CENT) if labels else None
+    by_status: dict[str, int] = {}
+    for row in rows:
+        by_status[row.status] = by_status.get(row.status, 0) + 1
+    return PaymentSummary(
+        participants=len(rows),
+        by_status=by_status,
+        median_active_minutes_per_item=round(median(per_item), 2) if per_item else None,
+        cost_so_far=cost,
+        projected_total_cost=projected,
+    )
+
+
+def link_warnings(link: ParticipantLink) -> list[str]:
+    """What the link's settings promise that its check items cannot keep, in words for the settings page
+    and the API: fewer usable attention items than a full quota's checks (each is shown to a
+    participant once, so the checks would stop part-way and a participant meets fewer than the rule says).
+    """
+    from annotation.crowd.services import attention_checks_due, usable_attention_items  # the rule's one home
+
+    due = attention_checks_due(link)
+    usable = usable_attention_items(link)
+    if len(usable) >= due:
+        return []
+    every, quota = link.attention_every, link.items_per_participant
+    after = ", ".join(str(every * k) for k in range(1, due + 1))
+    also = len(link.attention_items) - len(usable)
+    overlap = f" ({also} of them also qualification item(s), already answered by then)" if also else ""
+    return [
+        f"A full quota of {quota} items with a check after every {every} needs {due} attention check item(s) "
+        f"per participant (after items {after}; none after the last item), and each is shown to a participant "
+        f"once: there {'is' if len(usable) == 1 else 'are'} only {len(usable)} usable attention item(s){overlap}, "
+        f"so participants who finish meet only {len(usable)} check(s). Add {due - len(usable)} more gold item(s) "
+        "to the attention-check items, or check less often."
+    ]
+
+
+#: Participants whose labels stay out of analysis by default: screened out, or withdrawn.
+EXCLUDED_STATUSES = (Participant.Status.SCREENED_OUT, Participant.Status.WITHDRAWN)
+
+
+def excluded_annotator_ids(study: Study, *, include_screened_out: bool = False) -> list[int]:
+    """User ids of the study's participants whose labels analysis leaves out (the withdrawn always)."""
+    statuses = (Participant.Status.WITHDRAWN,) if include_screened_out else EXCLUDED_STATUSES
+    return list(Participant.objects.filter(study=study, status__in=statuses).values_list("member__user_id", flat=True))
+
+
+def exclusion_counts(study: Study, *, include_screened_out: bool = False) -> dict[str, int]:
+    """How many participants were screened out or withdrew, and how many labels analysis leaves out."""
+    by_status = dict(
+        Participant.objects.filter(study=study, status__in=EXCLUDED_STATUSES)
+        .values("status")
+        .annotate(n=Count("id"))
+        .values_list("status", "n")
+    )
+    labels = Annotation.objects.filter(
+        assignment__study=study,
+        assignment__annotator_id__in=excluded_annotator_ids(study, include_screened_out=include_screened_out),
+    ).count()
+    return {status: by_status.get(status, 0) for status in EXCLUDED_STATUSES} | {"labels": labels}
+
+
+def exclusion_rule(study: Study, *, include_screened_out: bool = False) -> str | None:
+    """The report's sentence on crowd participants left out, with counts; None for a study without participants."""
+    if not Participant.objects.filter(study=study).exists():
+        return None
+    counts = exclusion_counts(study, include_screened_out=include_screened_out)
+    if include_screened_out:
+        return (
+            f"crowd participants who were screened out ({counts['screened_out']}) are included, as asked "
+            f"(include_screened_out); those who withdrew ({counts['withdrawn']}) are left out of every number "
+            f"here, with their {counts['labels']} label(s)"
+        )
+    return (
+        f"crowd participants who were screened out ({counts['screened_out']}) or withdrew ({counts['withdrawn']}) "
+        f"are left out of every number here, with their {counts['labels']} label(s)"
+    )

@@ -1,0 +1,146 @@
+"""The background worker: django-tasks-db's worker made to survive a locked database, or RQ's worker.
+
+`manage.py worker` is the one command for either task backend (settings.TASKS):
+the database backend runs `LockTolerantWorker` below, the RQ backend
+(django-tasks-rq, tasks on Redis) runs `run_rq_worker`.
+
+Why not the stock `db_worker`: when SQLite's write lock outlasts the busy
+timeout while the worker records a task's outcome (`set_successful` /
+`set_failed` retry three times, 0.1 s apart, then raise), the exception leaves
+its loop and the process exits; every later job then stays queued. Here the
+outcome is saved with the jobs' own backoff (job_runs.retry_on_lock), and
+a lock error that still escapes one turn of the loop is logged and the loop
+goes on after a pause. Any other error still stops the worker, as before. And an
+idle worker here waits for a queued task's notification (task_wakeup) instead of
+sleeping its whole interval.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from functools import partial
+from typing import Any
+
+from django.db import OperationalError, close_old_connections
+from django_tasks.backends.base import BaseTaskBackend
+from django_tasks_db.management.commands.db_worker import Worker
+from django_tasks_db.models import DBTaskResult
+from django_tasks_db.utils import exclusive_transaction, is_locked_database_exception
+
+from annotation.lib import job_runs
+from annotation.lib.dblocks import is_lock_error
+from annotation.lib.task_wakeup import Wakeup
+
+logger = logging.getLogger(__name__)
+
+#: Pause after a lock error escaped a turn of the loop, before the next turn.
+LOCKED_PAUSE_SECONDS = 1.0
+
+
+class LockTolerantWorker(Worker):
+    """A Worker whose loop and outcome saves outlast lock contention, and that a queued task wakes."""
+
+    def run(self) -> None:
+        logger.info("Starting worker worker_id=%s queues=%s", self.worker_id, ",".join(self.queue_names))
+        if self.startup_delay and self.interval:
+            time.sleep(random.random())
+        wakeup = Wakeup()
+        try:
+            while self.running:
+                try:
+                    self._work(wakeup)
+                    return  # the loop ended on its own (batch done, max tasks, or shut down)
+                except Exception as exc:
+                    if not is_lock_error(exc):
+                        raise
+                    logger.warning("worker %s: database locked (%s); going on shortly", self.worker_id, exc)
+                    close_old_connections()
+                    job_runs.sleep(LOCKED_PAUSE_SECONDS)
+        finally:
+            wakeup.close()
+
+    def _work(self, wakeup: Wakeup) -> None:
+        """django-tasks-db 0.13's `Worker.run` loop, waiting on `wakeup` where it sleeps the interval.
+
+        Why a copy: the stock loop's sleep has no hook, and a task queued during it waited for
+        the sleep's end (task_wakeup). Claiming and running a task are the stock worker's own.
+        """
+        while self.running:
+            close_old_connections()
+            tasks = DBTaskResult.objects.ready().filter(backend_name=self.backend_name)
+            if not self.process_all_queues:
+                tasks = tasks.filter(queue_name__in=self.queue_names)
+            if self.excluded_queue_names:
+                tasks = tasks.exclude(queue_name__in=self.excluded_queue_names)
+            with exclusive_transaction(tasks.db):
+                try:
+                    task_result = tasks.get_locked()
+                    retrieved = True
+                    if task_result is not None:
+                        task_result.claim(self.worker_id)  # so no other worker runs it
+                except OperationalError as exc:
+                    if not is_locked_database_exception(exc):
+                        raise
+                    task_result, retrieved = None, False
+            if task_result is not None:
+                self.run_task(task_result)
+            if self.batch and retrieved and task_result is None:
+                logger.info("No more tasks to run for worker_id=%s - exiting gracefully.", self.worker_id)
+                return
+            if self.max_tasks is not None and self._run_tasks >= self.max_tasks:
+                logger.info("Run maximum tasks (%d) on worker=%s - exiting gracefully.", self.max_tasks, self.worker_id)
+                return
+            close_old_connections()
+            if self.running and task_result is None:
+                wakeup.wait(self.interval)
+
+    def run_task(self, db_task_result: DBTaskResult) -> None:
+        set_successful, set_failed = db_task_result.set_successful, db_task_result.set_failed
+
+        def save_success(value: Any) -> None:
+            job_runs.retry_on_lock(partial(set_successful, value), what=f"recording task {db_task_result.id} as done")
+
+        def save_failure(exc: BaseException) -> None:
+            job_runs.retry_on_lock(partial(set_failed, exc), what=f"recording task {db_task_result.id} as failed")
+
+        db_task_result.set_successful = save_success
+        db_task_result.set_failed = save_failure
+        super().run_task(db_task_result)
+
+
+RQ_BACKEND = "django_tasks_rq.RQBackend"
+#: The job class that runs a django-tasks Task (a plain rq Job would call the Task object itself).
+RQ_JOB_CLASS = "django_tasks_rq.Job"
+
+
+def is_rq(backend: BaseTaskBackend) -> bool:
+    """Whether the backend puts its tasks on Redis through RQ (django-tasks-rq)."""
+    return f"{type(backend).__module__.split('.')[0]}.{type(backend).__name__}" == RQ_BACKEND
+
+
+def run_rq_worker(
+    backend: BaseTaskBackend, *, queue_names: list[str], burst: bool, max_jobs: int | None, name: str, verbosity: int
+) -> None:
+    """Work the backend's RQ queues (all of them for "*"): each task in a forked work horse, as `rqworker` does.
+
+    Why not tell operators to run django-rq's `rqworker`: it needs the job class
+    spelled out (`--job-class django_tasks_rq.Job`, else every task fails), and one
+    documented command (`manage.py worker`, what `make run`/`make serve` start) is
+    simpler. A worker killed mid-task leaves the task to RQ's abandoned-job
+    handling (moved to the failed registry, never retried: no Retry is set); the
+    job rows' heartbeats let `resume_stale_jobs` / `resume_stale_runs` queue the
+    work again, and each job's claim (or a run's generation) lets only one
+    worker do it.
+    """
+    import django_rq
+    from django_rq.utils import reset_db_connections
+    from rq.logutils import setup_loghandlers
+
+    queues = sorted(backend.queues) if "*" in queue_names else queue_names
+    level = "WARNING" if verbosity == 0 else "DEBUG" if verbosity >= 2 else "INFO"
+    setup_loghandlers(level)
+    worker = django_rq.get_worker(*queues, job_class=RQ_JOB_CLASS, name=name)
+    reset_db_connections()  # each task runs in a fork: no connection of this process may be shared with it
+    worker.work(burst=burst, max_jobs=max_jobs, with_scheduler=True, logging_level=level)

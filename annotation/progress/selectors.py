@@ -1,0 +1,631 @@
+"""Reads about how far a study's annotation has come.
+
+For researchers (the study's progress page): per-annotator numbers and quality
+(done, skipped, flagged, median active time, gold accuracy), per-item slot
+status with active leases, and flagged items with their reasons. For the
+annotator: their own assignment, fetched through them.
+
+Every function issues a fixed number of queries, whatever the size of the
+study: aggregates are grouped in the database, never computed per row. The two
+that read every label (`label_quality`, `label_rate`) grow with the study all
+the same; the progress page serves them from the cache (progress_cache.py).
+"""
+
+# Every read of the annotation app that is more than `obj.field`.
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
+
+from django.contrib.auth.models import User
+from django.db.models import Count, F, Max, Min, OuterRef, Q, QuerySet, Subquery, Sum, Window
+from django.db.models.functions import Coalesce, RowNumber
+from django.utils import timezone
+
+from annotation.lib.pseudonyms import pseudonyms, unknown_pseudonym
+from annotation.models import Annotation, AnnotatorCount, Assignment, Item, Participant, Study, StudyMember
+from annotation.vocab import PREFERENCE_BOTH_BAD
+
+if TYPE_CHECKING:  # django-stubs-ext is a development dependency
+    from django_stubs_ext import WithAnnotations
+from annotation.models import DomainCount
+
+Status = Assignment.Status
+
+# What an assignment closed as skipped (slot freed, never served to its annotator again) was, told
+# apart by what is stored (issue 29, finding 8: progress counts what people did):
+#
+# - a skip the annotator pressed (workbench/services.skip): the lease is cleared;
+# - a lease that ran out and was taken over (assignment_sql.close_expired), or that had run out when
+#   the study closed: the lease is kept, and it ended before the row was closed (`updated_at`);
+# - given back on the annotator's behalf, which they did not do: a live lease closed when the study
+#   closed, or when a member was deactivated, removed or made a researcher (members/membership.
+#   free_leases), keeps its lease, still running when the row was closed; and every skip of a crowd
+#   participant, who has no skip button: the items given back when their session ended (the one on
+#   screen and the one fetched ahead) and items met earlier as a check. An item fetched ahead and
+#   released by the page (assignment_sql.delete_unseen_ahead) leaves no row at all.
+
+
+def _participant_users(study: Study) -> QuerySet[Participant, Any]:
+    """The user ids of the study's crowd participants (a subquery)."""
+    return Participant.objects.filter(study=study).values("member__user_id")
+
+
+def pressed_skip(study: Study) -> Q:
+    """A skip its annotator pressed: closed with the lease cleared, by someone who has a skip button."""
+    return Q(status=Status.SKIPPED, lease_expires_at__isnull=True) & ~Q(annotator_id__in=_participant_users(study))
+
+
+#: A lease that ran out: closed after its expiry (taken over, or the study closed over it).
+TIMED_OUT = Q(status=Status.SKIPPED, lease_expires_at__lt=F("updated_at"))
+
+#: Participants shown as having left: their labels are out of analysis (metaeval.selectors), and the
+#: progress page marks them so.
+LEFT_STUDY: dict[str, str] = {
+    Participant.Status.WITHDRAWN: "withdrawn",
+    Participant.Status.SCREENED_OUT: "screened out",
+}
+
+
+# --- the annotator's own ------------------------------------------------------
+
+
+def own_assignment(user: User, study: Study, assignment_id: int) -> Assignment | None:
+    """One of the user's assignments in this study (with item and answer), or None."""
+    assignment = (
+        Assignment.objects.filter(study=study, annotator=user, pk=assignment_id)
+        .select_related("item", "annotation")
+        .first()
+    )
+    if assignment is not None:
+        assignment.study = study  # display_payload reads the study; spare a query
+    return assignment
+
+
+# --- per annotator --------------------------------------------------------------
+
+
+@dataclass
+class AnnotatorRow:
+    """One annotator's numbers in a study (shown by pseudonym only)."""
+
+    user_id: int
+    pseudonym: str
+    is_external: bool = False
+    #: A crowd participant who left ("withdrawn", "screened out"): marked, their labels out of analysis.
+    left_study: str = ""
+    done: int = 0
+    skipped: int = 0
+    timed_out: int = 0
+    active: int = 0
+    flagged: int = 0
+    timed: int = 0
+    median_active_ms: float | None = None
+    gold_n: int = 0
+    gold_correct: int = 0
+    labelled: int = 0
+    abstained: int = 0
+    alerts: list[str] = field(default_factory=list)
+
+    @property
+    def abstain_share(self) -> float | None:
+        """Share of the annotator's labels that are "both bad" / "inconclusive"; None without labels."""
+        return self.abstained / self.labelled if self.labelled else None
+
+    @property
+    def abstain_percent(self) -> float | None:
+        share = self.abstain_share
+        return None if share is None else 100 * share
+
+    @property
+    def median_seconds(self) -> float | None:
+        return None if self.median_active_ms is None else self.median_active_ms / 1000
+
+    @property
+    def gold_share(self) -> float | None:
+        """Share of gold items labelled as the gold says; None when the annotator met no gold item."""
+        return self.gold_correct / self.gold_n if self.gold_n else None
+
+    @property
+    def gold_percent(self) -> float | None:
+        share = self.gold_share
+        return None if share is None else 100 * share
+
+
+#: The table's numbers that are read from every label (`label_quality`), the rest being live (`annotator_rows`).
+LABEL_FIELDS = ("skipped", "timed_out", "timed", "median_active_ms", "gold_n", "gold_correct", "labelled", "abstained")
+
+
+@dataclass
+class LabelQuality:
+    """The part of the annotator table computed from every label, as plain data (it is cached).
+
+    `annotators`: user id -> LABEL_FIELDS; `study_median_ms`: the median active time over
+    every timed label, which the speeder alert compares against.
+    """
+
+    annotators: dict[int, dict[str, float | int | None]]
+    study_median_ms: float | None
+
+
+def annotator_quality(study: Study) -> list[AnnotatorRow]:
+    """Per annotator: done, skipped, timed out, active, flagged, median active time, gold accuracy.
+
+    Computed now from every label (`label_quality`, whose cost grows with the study); the
+    progress page serves the same rows from a cache instead (progress/cache.py).
+    """
+    return annotator_rows(study, label_quality(study))
+
+
+def annotator_rows(study: Study, quality: LabelQuality) -> list[AnnotatorRow]:
+    """The annotator table: `quality`'s numbers with the live ones, and the alerts they raise.
+
+    Four queries whose cost does not grow with the study's labels: the members (with the status
+    of those who are crowd participants, live: one who withdrew or was screened out is marked),
+    done from the counter rows (progress/counters.py; every answer ends its assignment as
+    submitted), open now from the active assignments (a partial index) and flagged from the
+    flagged ones (another). Anyone holding assignments appears, including imported identities and
+    former members (as `user-<id>`, as in the export).
+    """
+    rows: dict[int, AnnotatorRow] = {
+        user_id: AnnotatorRow(
+            user_id=user_id,
+            pseudonym=pseudonym,
+            is_external=external,
+            left_study=LEFT_STUDY.get(participant_status or "", ""),
+        )
+        for user_id, pseudonym, external, participant_status in StudyMember.objects.filter(
+            study=study, role=StudyMember.Role.ANNOTATOR
+        ).values_list("user_id", "pseudonym", "is_external", "participant__status")
+    }
+
+    def row(user_id: int) -> AnnotatorRow:
+        if user_id not in rows:
+            rows[user_id] = AnnotatorRow(user_id=user_id, pseudonym=unknown_pseudonym(user_id))
+        return rows[user_id]
+
+    done = AnnotatorCount.objects.filter(study=study).values("user_id").annotate(n=Sum("annotations")).order_by()
+    for entry in done:
+        if entry["n"]:
+            row(entry["user_id"]).done = entry["n"]
+    for field_name, rows_counted in (
+        ("active", Assignment.objects.filter(study=study, status=Status.ACTIVE)),
+        ("flagged", Assignment.objects.filter(study=study, flagged=True)),
+    ):
+        for user_id, n in (
+            rows_counted.order_by().values("annotator_id").annotate(n=Count("pk")).values_list("annotator_id", "n")
+        ):
+            setattr(row(user_id), field_name, n)
+    for user_id, numbers in quality.annotators.items():
+        target = row(user_id)
+        for name in LABEL_FIELDS:
+            setattr(target, name, numbers[name])
+    ordered = sorted(rows.values(), key=lambda entry: (entry.is_external, entry.pseudonym))
+    for annotator in ordered:
+        annotator.alerts = quality_alerts(annotator, quality.study_median_ms)
+    return ordered
+
+
+def _no_labels() -> dict[str, float | int | None]:
+    """LABEL_FIELDS of an annotator without labels: zero counts, no median."""
+    numbers: dict[str, float | int | None] = dict.fromkeys(LABEL_FIELDS, 0)
+    numbers["median_active_ms"] = None
+    return numbers
+
+
+def label_quality(study: Study) -> LabelQuality:
+    """Per annotator: skipped, timed out, timed and labelled answers, abstentions, gold accuracy,
+    median active time; and the study's median active time.
+
+    Six queries that read every label of the study (0.5 s at 100,000 items x 3 on PostgreSQL):
+    the progress page caches the result (progress/cache.py). Answers are found by their own
+    copy of the study (`Annotation.study`, indexed), so a small study does not scan a big one's
+    labels. Gold accuracy compares the canonical label with the item's gold label, on gold items only.
+    Skipped counts the skips pressed and timed out the leases that ran out, not what was given back
+    on the annotator's behalf (`pressed_skip`, `TIMED_OUT`).
+    """
+    numbers: dict[int, dict[str, float | int | None]] = defaultdict(_no_labels)
+    skips = (
+        Assignment.objects.filter(study=study, status=Status.SKIPPED)
+        .order_by()
+        .values("annotator_id")
+        .annotate(skipped=Count("pk", filter=pressed_skip(study)), timed_out=Count("pk", filter=TIMED_OUT))
+    )
+    for entry in skips:
+        numbers[entry["annotator_id"]].update(skipped=entry["skipped"], timed_out=entry["timed_out"])
+
+    labels = (
+        Annotation.objects.filter(study=study)
+        .order_by()
+        .values("assignment__annotator_id")
+        .annotate(
+            timed=Count("active_ms"), labelled=Count("pk"), abstained=Count("pk", filter=Q(label__in=ABSTAIN_LABELS))
+        )
+    )
+    for label_entry in labels:
+        numbers[label_entry["assignment__annotator_id"]].update(
+            timed=label_entry["timed"], labelled=label_entry["labelled"], abstained=label_entry["abstained"]
+        )
+    # Gold items on their own (a WHERE, not a FILTER over every label): the items' table is joined
+    # for the few gold items only, not for every label of a big study.
+    gold = (
+        Annotation.objects.filter(study=study)
+        .exclude(assignment__item__gold_label="")
+        .order_by()
+        .values("assignment__annotator_id")
+        .annotate(gold_n=Count("pk"), gold_correct=Count("pk", filter=Q(label=F("assignment__item__gold_label"))))
+    )
+    for gold_entry in gold:
+        numbers[gold_entry["assignment__annotator_id"]].update(
+            gold_n=gold_entry["gold_n"], gold_correct=gold_entry["gold_correct"]
+        )
+
+    for user_id, median in median_active_ms(study).items():
+        numbers[user_id]["median_active_ms"] = median
+    return LabelQuality(annotators=dict(numbers), study_median_ms=study_median_active_ms(study))
+
+
+# --- alerts -------------------------------------------------------------------------
+
+#: Labels that decline to decide: a high share of them may mean an annotator avoids hard items.
+ABSTAIN_LABELS = (PREFERENCE_BOTH_BAD, "inconclusive")
+#: A likely speeder: median active time below this share of the study's median ...
+SPEEDER_RATIO = 1 / 3
+#: ... over at least this many timed labels (fewer say little about a habit).
+SPEEDER_MIN_LABELS = 10
+#: Low gold accuracy: below this share correct ...
+LOW_GOLD_ACCURACY = 0.6
+#: ... on at least this many gold items.
+LOW_GOLD_MIN_ITEMS = 5
+
+SPEEDER_RULE = (
+    f"median active time below one third of the study's median, over at least {SPEEDER_MIN_LABELS} timed labels"
+)
+LOW_GOLD_RULE = f"gold accuracy below {LOW_GOLD_ACCURACY:.0%} on at least {LOW_GOLD_MIN_ITEMS} gold items"
+
+
+def quality_alerts(row: AnnotatorRow, study_median_ms: float | None) -> list[str]:
+    """Why this annotator's answers deserve a look (SPEEDER_RULE, LOW_GOLD_RULE); empty when none applies."""
+    alerts = []
+    if (
+        study_median_ms
+        and row.median_active_ms is not None
+        and row.timed >= SPEEDER_MIN_LABELS
+        and row.median_active_ms < SPEEDER_RATIO * study_median_ms
+    ):
+        alerts.append(
+            f"likely speeder: median {row.median_active_ms / 1000:.1f} s per item, "
+            f"study median {study_median_ms / 1000:.1f} s"
+        )
+    share = row.gold_share
+    if share is not None and row.gold_n >= LOW_GOLD_MIN_ITEMS and share < LOW_GOLD_ACCURACY:
+        alerts.append(f"low gold accuracy: {row.gold_correct} of {row.gold_n} ({share:.0%})")
+    return alerts
+
+
+def study_median_active_ms(study: Study) -> float | None:
+    """The median active time over every timed label of the study (ms); None when no label is timed.
+
+    Two queries: a count, then the middle one or two values in time order
+    (the database sorts; at most two rows come back).
+    """
+    timed = Annotation.objects.filter(study=study, active_ms__isnull=False)
+    n = timed.count()
+    if not n:
+        return None
+    middle = list(timed.order_by("active_ms").values_list("active_ms", flat=True)[(n - 1) // 2 : n // 2 + 1])
+    return sum(value for value in middle if value is not None) / len(middle)
+
+
+def median_active_ms(study: Study) -> dict[int, float]:
+    """annotator id -> median active time per answered item (ms), over answers that carry a time.
+
+    One query on every database: rank each annotator's times with a window
+    function and fetch only the middle one or two rows, so the work stays in
+    the database however many annotations there are.
+    """
+    annotator = F("assignment__annotator_id")
+    ranked = (
+        Annotation.objects.filter(study=study, active_ms__isnull=False)
+        .annotate(
+            rank=Window(RowNumber(), partition_by=[annotator], order_by=[F("active_ms").asc(), F("pk").asc()]),
+            total=Window(Count("pk"), partition_by=[annotator]),
+        )
+        .filter(Q(rank=(F("total") + 1) / 2) | Q(rank=F("total") / 2 + 1))
+        .values_list("assignment__annotator_id", "active_ms")
+    )
+    middles: dict[int, list[int]] = defaultdict(list)
+    for user_id, active_ms in ranked:
+        assert active_ms is not None  # the query keeps only answers with a time (active_ms__isnull=False)
+        middles[user_id].append(active_ms)
+    return {user_id: sum(values) / len(values) for user_id, values in middles.items()}
+
+
+# --- per item -------------------------------------------------------------------
+
+#: Filters of the per-item table: name -> what it shows.
+ITEM_STATES = {
+    "": "all items",
+    "open": "in progress",
+    "complete": "complete",
+    "untouched": "not started",
+    "flagged": "flagged",
+}
+
+
+class SlotCounts(TypedDict):
+    """What `items_with_slots` adds to each item: its assignments by state (the submitted ones are its answers)."""
+
+    n_skipped: int
+    n_timed_out: int
+    n_active: int
+    n_flagged: int
+
+
+ItemWithSlots: TypeAlias = "WithAnnotations[Item, SlotCounts]"
+
+
+def _assignments_of_item(condition: Q) -> Coalesce:
+    """How many of the outer item's assignments meet `condition` (0 when none)."""
+    matching = (
+        Assignment.objects.filter(condition, item_id=OuterRef("pk"))
+        .order_by()
+        .values("item_id")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return Coalesce(Subquery(matching), 0)
+
+
+def items_with_slots(study: Study, state: str = "") -> QuerySet[ItemWithSlots]:
+    """The study's items in import order with their slot counts (paginate this).
+
+    `state` narrows them (`_in_state`): "open", "complete", "untouched", "flagged".
+    """
+    # Answers are the item's own count (Item.n_answers); the rest counted per item by correlated subqueries, not by grouping a join of every item with its
+    # assignments: the database counts for the 50 rows of the page only, and the paginator's
+    # COUNT reads the items alone (the grouped join took 0.3 s per view at 100,000 items).
+    items = (
+        Item.objects.filter(study=study)
+        .annotate(
+            n_skipped=_assignments_of_item(pressed_skip(study)),
+            n_timed_out=_assignments_of_item(TIMED_OUT),
+            n_active=_assignments_of_item(Q(status=Status.ACTIVE)),
+            n_flagged=_assignments_of_item(Q(flagged=True)),
+        )
+        .only("pk", "external_id", "domain", "summary", "slots_taken", "n_answers", "gold_label", "position")
+        .order_by("position", "pk")
+    )
+    return items.filter(_in_state(study, state)) if state else items
+
+
+def _in_state(study: Study, state: str) -> Q:
+    """The items a filter of the per-item table keeps, by their answer and slot counts (indexed with the study).
+
+    "open": some answers but fewer than N, or none yet and a slot taken; "complete": N answers;
+    "untouched": neither an answer nor a slot taken; "flagged": a flagged assignment.
+    """
+    n = study.annotators_per_item
+    if state == "open":
+        return Q(n_answers__gt=0, n_answers__lt=n) | Q(n_answers=0, slots_taken__gt=0)
+    if state == "complete":
+        return Q(n_answers__gte=n)
+    if state == "untouched":
+        return Q(n_answers=0, slots_taken=0)
+    if state == "flagged":
+        # through the partial index of flagged assignments: time that grows with the flags, not the items
+        return Q(pk__in=Assignment.objects.filter(study=study, flagged=True).values("item_id"))
+    raise ValueError(f"no item filter {state!r}")
+
+
+def items_in_state(study: Study, state: str, *, complete: int | None = None) -> int:
+    """How many items `items_with_slots(study, state)` lists: through the (study, answers, slots) index.
+
+    `complete`: the study's complete items from its counters (`study_counts`), which the page has
+    already read; the complete items are then not counted again. The others are counted in time
+    that grows with what they count: the items under way, not started, or flagged.
+    """
+    if state == "complete" and complete is not None:
+        return complete
+    return Item.objects.filter(Q(study=study) & _in_state(study, state)).count()
+
+
+@dataclass
+class Lease:
+    pseudonym: str
+    expires_at: datetime | None
+    expired: bool
+
+
+@dataclass
+class ItemSlots:
+    item: ItemWithSlots
+    slots: int
+    leases: list[Lease] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.item.n_answers >= self.slots
+
+
+def item_slot_status(study: Study, items: Iterable[ItemWithSlots], *, now: datetime | None = None) -> list[ItemSlots]:
+    """Slot status of a page of items (from `items_with_slots`), with their active leases: two queries."""
+    now = now or timezone.now()
+    items = list(items)  # read twice
+    ids = [item.pk for item in items]
+    leases: dict[int, list[Lease]] = defaultdict(list)
+    if ids:
+        names = pseudonyms(study)
+        active = (
+            Assignment.objects.filter(item_id__in=ids, status=Status.ACTIVE)
+            .order_by("lease_expires_at", "pk")
+            .values_list("item_id", "annotator_id", "lease_expires_at")
+        )
+        for item_id, annotator_id, expires_at in active:
+            leases[item_id].append(Lease(names[annotator_id], expires_at, expires_at is not None and expires_at < now))
+    return [ItemSlots(item=item, slots=study.annotators_per_item, leases=leases[item.pk]) for item in items]
+
+
+# --- flags ------------------------------------------------------------------------
+
+
+@dataclass
+class Flag:
+    external_id: str
+    pseudonym: str
+    reason: str
+    status: str
+    when: datetime
+
+
+def flagged(study: Study, *, limit: int = 100) -> tuple[list[Flag], int]:
+    """The latest flagged assignments (item, who, why, status) and how many there are in all.
+
+    Both read the partial index of the flagged assignments: they cost what the flags do, not the study.
+    """
+    flags = Assignment.objects.filter(study=study, flagged=True)
+    total = flags.count()
+    if not total:
+        return [], 0
+    names = pseudonyms(study)
+    rows = flags.order_by("-updated_at", "-pk").values_list(
+        "item__external_id", "annotator_id", "flag_reason", "status", "updated_at"
+    )[:limit]
+    return [
+        Flag(external_id, names[annotator_id], reason, status, when)
+        for external_id, annotator_id, reason, status, when in rows
+    ], total
+
+
+# --- throughput -------------------------------------------------------------------
+
+
+@dataclass
+class Throughput:
+    """Labels per hour made here (web and API; imported labels are not collection speed) and an ETA.
+
+    The ETA divides the labels still missing by the last hour's rate: the
+    pace of the people working now, not of the study's first day.
+    """
+
+    last_hour: int
+    collected: int
+    first: datetime | None
+    last: datetime | None
+    remaining: int
+
+    @property
+    def overall_per_hour(self) -> float | None:
+        """Labels per hour from the first label to the latest; None before two labels an instant apart."""
+        if self.first is None or self.last is None or self.last <= self.first:
+            return None
+        return self.collected / ((self.last - self.first).total_seconds() / 3600)
+
+    @property
+    def eta(self) -> timedelta | None:
+        """Time to the last missing label at the last hour's rate; None when nothing is missing or nobody works."""
+        if self.remaining <= 0 or not self.last_hour:
+            return None
+        return timedelta(hours=self.remaining / self.last_hour)
+
+    @property
+    def eta_note(self) -> str:
+        """Why there is no ETA while labels are missing; "" otherwise."""
+        return "no estimate: no label in the last hour" if self.remaining > 0 and not self.last_hour else ""
+
+    @property
+    def eta_text(self) -> str:
+        if self.remaining <= 0:
+            return "complete"
+        eta = self.eta
+        if eta is None:
+            return "—"
+        minutes = max(1, round(eta.total_seconds() / 60))
+        if minutes < 120:
+            return f"about {minutes} min"
+        hours = minutes / 60
+        return f"about {hours:.0f} h" if hours < 48 else f"about {hours / 24:.1f} days"
+
+
+class LabelRate(TypedDict):
+    """What `label_rate` counts of the labels made here, as of `now`."""
+
+    last_hour: int
+    collected: int
+    first: datetime | None
+    last: datetime | None
+    #: The oldest of the last hour's labels: until it is an hour old, `last_hour` holds without new labels.
+    hour_oldest: datetime | None
+
+
+def label_rate(study: Study, *, now: datetime) -> LabelRate:
+    """Labels made here (not imported) in the hour before `now` and over the study's span: one query over every label."""
+    made_here = Annotation.objects.filter(study=study).exclude(source=Annotation.Source.IMPORT)
+    hour = Q(created_at__gte=now - timedelta(hours=1))
+    stats = made_here.aggregate(
+        collected=Count("pk"),
+        last_hour=Count("pk", filter=hour),
+        first=Min("created_at"),
+        last=Max("created_at"),
+        hour_oldest=Min("created_at", filter=hour),
+    )
+    return LabelRate(
+        last_hour=stats["last_hour"],
+        collected=stats["collected"],
+        first=stats["first"],
+        last=stats["last"],
+        hour_oldest=stats["hour_oldest"],
+    )
+
+
+def throughput(study: Study, *, expected: int, collected_total: int, now: datetime | None = None) -> Throughput:
+    """Labels in the last hour and over the study's span, and what is left of `expected`: one query."""
+    rate = label_rate(study, now=now or timezone.now())
+    return Throughput(
+        last_hour=rate["last_hour"],
+        collected=rate["collected"],
+        first=rate["first"],
+        last=rate["last"],
+        remaining=max(0, expected - collected_total),
+    )
+
+
+def annotation_count(study: Study) -> int:
+    """The study's answers, from the counter rows (progress/counters.py): constant time whatever its size."""
+    return AnnotatorCount.objects.filter(study=study).aggregate(n=Coalesce(Sum("annotations"), 0))["n"]
+
+
+def item_totals(study: Study) -> tuple[int, int]:
+    """(items, items with a gold label) of the study, from the counter rows: constant time whatever its size."""
+    totals = DomainCount.objects.filter(study=study).aggregate(
+        n=Coalesce(Sum("items"), 0), gold=Coalesce(Sum("gold"), 0)
+    )
+    return totals["n"], totals["gold"]
+
+
+def study_counts(study: Study) -> dict[str, int]:
+    """Headline numbers of a study's overview, in four queries whatever the study's size.
+
+    Items and annotations come from the counter rows (progress/counters.py);
+    `items_complete` is the items holding all N labels. Annotators and active
+    assignments are counted from their rows: they grow with the people at work,
+    not with the study (active assignments through the `assignment_leases` index).
+    """
+    labels = AnnotatorCount.objects.filter(study=study).aggregate(
+        n_annotations=Coalesce(Sum("annotations"), 0), n_complete=Coalesce(Sum("complete"), 0)
+    )
+    items, _gold = item_totals(study)
+    annotators = StudyMember.objects.filter(study=study, role=StudyMember.Role.ANNOTATOR).count()
+    active = Assignment.objects.filter(study=study, status=Assignment.Status.ACTIVE).count()
+    return {
+        "items": items,
+        "items_complete": labels["n_complete"],
+        "annotations": labels["n_annotations"],
+        "expected": items * study.annotators_per_item,
+        "annotators": annotators,
+        "active_assignments": active,
+    }

@@ -1,0 +1,185 @@
+"""Forms of the study pages (new study, settings, duplicate): they parse text, the study service decides."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from annotation.models import Study
+from annotation.studies.services import EDITABLE_FIELDS, MAX_INSTRUCTIONS, TRANSITIONS
+from annotation.vocab import default_binary_map, default_labels
+
+
+def _pairs(text: str, what: str, example: str) -> dict[str, str]:
+    """'key = value' lines (or comma-separated) into a dict; an error names the bad line."""
+    pairs: dict[str, str] = {}
+    for part in text.replace(",", "\n").splitlines():
+        if not part.strip():
+            continue
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise forms.ValidationError(f"{what}: write one name=value pair per line (e.g. {example}); got {part!r}")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.replace(",", "\n").splitlines() if name.strip()]
+
+
+def pairs_text(pairs: dict[str, str]) -> str:
+    return "\n".join(f"{key}={value}" for key, value in pairs.items())
+
+
+class StudySettingsForm(forms.Form):
+    """A study's settings as the researcher types them; `settings()` gives the service's values."""
+
+    name = forms.CharField(max_length=200)
+    kind = forms.ChoiceField(
+        choices=Study.Kind.choices,
+        widget=forms.RadioSelect,
+        help_text="Preference: which of two claim lists is better. Verification: is each claim supported?",
+    )
+    annotators_per_item = forms.IntegerField(min_value=1, max_value=100, initial=3, label="Annotators per item")
+    labels = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="One per line, in order. Empty: the kind's vocabulary "
+        f"(verification: {', '.join(default_labels('verification'))}; "
+        f"preference: {', '.join(default_labels('preference'))}).",
+    )
+    label_aliases = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Label aliases",
+        help_text="raw=label, one per line: what imported files may write for a label (e.g. yes=supported).",
+    )
+    binary_map = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        label="Binary collapse",
+        help_text="label=positive or label=negative, one per line (empty: the default for the kind's labels).",
+    )
+    systems = forms.CharField(
+        required=False,
+        label="Systems (preference)",
+        help_text="The two systems whose claim lists are compared, A then B (e.g. veriscore, safe); "
+        "empty: taken from the first imported item.",
+    )
+    seed = forms.IntegerField(
+        required=False, min_value=0, max_value=2**63 - 1, help_text="Empty: a random seed (shown afterwards)."
+    )
+    tie_allowed = forms.BooleanField(required=False, initial=True, label="Offer a tie (preference)")
+    both_bad_allowed = forms.BooleanField(required=False, label="Offer 'both bad' (preference)")
+    justification_required = forms.BooleanField(required=False, label="Require a justification with every answer")
+    submit_on_label = forms.BooleanField(
+        required=False,
+        label="Submit on the label key",
+        help_text="When nothing else is asked for (no required justification, every passage judged), "
+        "pressing a label's key also submits: one keystroke per label.",
+    )
+    evidence_judgements = forms.BooleanField(
+        required=False, label="Ask for a judgement of each evidence passage (verification)"
+    )
+    irrelevant_in_credibility = forms.BooleanField(
+        required=False, label="Count 'irrelevant' passages in the credibility denominator (report)"
+    )
+    gold_in_agreement = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Count items with a gold label in agreement (off: gold items only score annotators)",
+    )
+    checks_in_agreement = forms.BooleanField(
+        required=False,
+        initial=False,
+        label="Count check items in agreement (off: attention and qualification items only score people)",
+        help_text="Check items (the participant link's) are never handed out as items; this counts the labels "
+        "they got before they became checks.",
+    )
+    instructions = forms.CharField(
+        required=False,
+        max_length=MAX_INSTRUCTIONS,
+        widget=forms.Textarea(attrs={"rows": 14, "class": "mono", "data-markdown-source": ""}),
+        help_text="Markdown: headings, **bold**, lists (indent a sub-list under its item), tables, links.",
+    )
+
+    def __init__(self, *args: Any, frozen: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name, reason in (frozen or {}).items():
+            field = self.fields[name]
+            field.help_text = f"Locked: {reason}."
+            field.widget.attrs["aria-describedby"] = f"id_{name}_helptext"
+            field.widget.attrs["data-locked"] = ""
+
+    def clean_labels(self) -> list[str]:
+        return _names(self.cleaned_data["labels"])
+
+    def clean_label_aliases(self) -> dict[str, str]:
+        return _pairs(self.cleaned_data["label_aliases"], "Label aliases", "yes=supported")
+
+    def clean_binary_map(self) -> dict[str, str]:
+        return _pairs(self.cleaned_data["binary_map"], "Binary collapse", "contradicted=negative")
+
+    def clean_systems(self) -> list[str]:
+        systems = _names(self.cleaned_data["systems"])
+        if systems and len(systems) != 2:
+            raise forms.ValidationError("Give exactly two systems, separated by a comma, or none.")
+        return systems
+
+    def settings(self) -> dict[str, Any]:
+        """The cleaned values under the service's names."""
+        return {name: self.cleaned_data[name] for name in EDITABLE_FIELDS if name in self.cleaned_data}
+
+    @classmethod
+    def initial_for(cls, study: Study) -> dict[str, Any]:
+        """A study's current settings as the form shows them."""
+        binary = study.binary_map if study.binary_map != default_binary_map(study.kind, study.labels) else {}
+        return {
+            "name": study.name,
+            "kind": study.kind,
+            "annotators_per_item": study.annotators_per_item,
+            "labels": "\n".join(study.labels),
+            "label_aliases": pairs_text(study.label_aliases),
+            "binary_map": pairs_text(binary),
+            "systems": ", ".join(study.systems),
+            "seed": study.seed,
+            "tie_allowed": study.tie_allowed,
+            "both_bad_allowed": study.both_bad_allowed,
+            "justification_required": study.justification_required,
+            "submit_on_label": study.submit_on_label,
+            "evidence_judgements": study.evidence_judgements,
+            "irrelevant_in_credibility": study.irrelevant_in_credibility,
+            "gold_in_agreement": study.gold_in_agreement,
+            "checks_in_agreement": study.checks_in_agreement,
+            "instructions": study.instructions,
+        }
+
+
+class NewStudyForm(StudySettingsForm):
+    slug = forms.SlugField(
+        max_length=64, help_text="Short name in addresses and files: lowercase letters, digits and hyphens."
+    )
+    field_order = ["kind", "name", "slug"]
+
+
+class StatusForm(forms.Form):
+    status = forms.ChoiceField(choices=Study.Status.choices)
+
+
+def status_actions(study: Study) -> list[tuple[str, str]]:
+    """The lifecycle moves open to this study: (status, button text)."""
+    opening: dict[str, str] = {Study.Status.PAUSED: "Resume", Study.Status.CLOSED: "Reopen"}
+    words: dict[str, str] = {
+        Study.Status.OPEN: opening.get(study.status, "Open for annotation"),
+        Study.Status.PAUSED: "Pause",
+        Study.Status.CLOSED: "Close" if study.status != Study.Status.ARCHIVED else "Unarchive",
+        Study.Status.ARCHIVED: "Archive",
+    }
+    return [(status, words[status]) for status in TRANSITIONS[study.status]]
+
+
+class DuplicateForm(forms.Form):
+    slug = forms.SlugField(max_length=64, label="Slug of the copy")
+    name = forms.CharField(max_length=200, required=False, label="Name of the copy")
+    copy_items = forms.BooleanField(required=False, label="Copy the items too")

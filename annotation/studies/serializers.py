@@ -1,0 +1,143 @@
+"""DRF serializers: shapes of the API, no business logic."""
+
+# Shapes of the study-making API (create, update, status, duplicate); the study service validates.
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from annotation.models import Item, Study
+from annotation.studies.services import MAX_INSTRUCTIONS
+
+
+class StudySerializer(serializers.ModelSerializer):
+    role = serializers.CharField(source="user_role", read_only=True, default=None)
+    n_items = serializers.IntegerField(
+        read_only=True, default=None, allow_null=True, help_text="In the study list; null where not counted."
+    )
+
+    class Meta:
+        model = Study
+        fields = [
+            "slug",
+            "name",
+            "kind",
+            "status",
+            "labels",
+            "annotators_per_item",
+            "evidence_judgements",
+            "justification_required",
+            "submit_on_label",
+            "tie_allowed",
+            "both_bad_allowed",
+            "role",
+            "n_items",
+            "created_at",
+        ]
+
+
+class StudyDetailSerializer(StudySerializer):
+    counts = serializers.DictField(child=serializers.IntegerField(), read_only=True)
+    domains = serializers.ListField(child=serializers.DictField(), read_only=True)
+
+    class Meta(StudySerializer.Meta):
+        fields = [
+            *StudySerializer.Meta.fields,
+            "instructions",
+            "label_aliases",
+            "binary_map",
+            "systems",
+            "seed",
+            "counts",
+            "domains",
+        ]
+
+
+class ItemSerializer(serializers.ModelSerializer):
+    id = serializers.CharField(source="external_id", read_only=True)
+    gold = serializers.CharField(source="gold_label", read_only=True)
+    n_annotations = serializers.IntegerField(
+        read_only=True, default=None, allow_null=True, help_text="In the item list; null where not counted."
+    )
+
+    class Meta:
+        model = Item
+        fields = ["id", "domain", "payload", "response_id", "system", "gold", "slots_taken", "n_annotations"]
+
+
+class StrictSerializer(serializers.Serializer):
+    """A field we do not know is a mistake (a typo), not something to ignore."""
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(self.initial_data) - set(self.fields)) if hasattr(self.initial_data, "keys") else []
+        if unknown:
+            raise serializers.ValidationError(
+                f"unknown field(s) {', '.join(map(repr, unknown))}; expected {', '.join(self.fields)}"
+            )
+        return attrs
+
+
+class StudySettingsSerializer(StrictSerializer):
+    """A study's editable settings; every field optional on update (PATCH)."""
+
+    name = serializers.CharField(max_length=200)
+    kind = serializers.ChoiceField(choices=Study.Kind.choices)
+    instructions = serializers.CharField(allow_blank=True, max_length=MAX_INSTRUCTIONS, required=False, default="")
+    labels = serializers.ListField(
+        child=serializers.CharField(max_length=100),
+        required=False,
+        help_text="In order; omitted: the kind's vocabulary.",
+    )
+    label_aliases = serializers.DictField(child=serializers.CharField(max_length=100), required=False)
+    binary_map = serializers.DictField(child=serializers.ChoiceField(choices=["positive", "negative"]), required=False)
+    systems = serializers.ListField(
+        child=serializers.CharField(max_length=200), required=False, max_length=2, help_text="Preference: A then B."
+    )
+    annotators_per_item = serializers.IntegerField(min_value=1, max_value=100, required=False, default=3)
+    seed = serializers.IntegerField(min_value=0, max_value=2**63 - 1, required=False, allow_null=True)
+    evidence_judgements = serializers.BooleanField(required=False, default=False)
+    justification_required = serializers.BooleanField(required=False, default=False)
+    submit_on_label = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Workbench: the label key also submits when nothing else is asked for (one keystroke per label).",
+    )
+    tie_allowed = serializers.BooleanField(required=False, default=True)
+    both_bad_allowed = serializers.BooleanField(required=False, default=False)
+    irrelevant_in_credibility = serializers.BooleanField(required=False, default=False)
+    gold_in_agreement = serializers.BooleanField(required=False, default=True)
+    checks_in_agreement = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text=(
+            "Count the items used as attention or qualification checks in agreement and the other analyses "
+            "(their labels from before they became checks); off: checks only score people."
+        ),
+    )
+
+
+class StudyCreateSerializer(StudySettingsSerializer):
+    slug = serializers.SlugField(max_length=64)
+
+
+class StudyStatusSerializer(StrictSerializer):
+    status = serializers.ChoiceField(
+        choices=Study.Status.choices,
+        help_text="draft -> open <-> paused -> closed -> archived (closed may reopen; archived may go back to closed).",
+    )
+
+
+class StudyDuplicateSerializer(StrictSerializer):
+    slug = serializers.SlugField(max_length=64)
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    copy_items = serializers.BooleanField(required=False, default=False)
+
+
+class StudyChangeSerializer(serializers.Serializer):
+    field = serializers.CharField()
+    old_value = serializers.JSONField(allow_null=True)
+    new_value = serializers.JSONField(allow_null=True)
+    changed_at = serializers.DateTimeField()
+    changed_by = serializers.CharField(source="changed_by.username", allow_null=True, default=None)

@@ -1,0 +1,150 @@
+"""DRF endpoints of the annotation app; thin like the HTML views."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.errors import ServiceError
+from annotation.http import logged_in_user
+from annotation.models import Annotation, Assignment
+from annotation.permissions import AssignmentScoped, IsAssignmentStudyMember, IsStudyMember, StudyScoped
+from annotation.workbench import services as assignments
+from annotation.workbench.results import answer_result, next_in_result, next_result
+from annotation.workbench.selectors import annotator_progress, display_payload
+from annotation.workbench.serializers import (
+    AnswerResultSerializer,
+    FlagSerializer,
+    NextAssignmentSerializer,
+    SubmitAnswerSerializer,
+    SubmitResultSerializer,
+)
+
+
+class ServiceErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+
+
+# --- annotating ------------------------------------------------------------------
+
+
+def _errors(*codes: int) -> dict[int, OpenApiResponse]:
+    described = {
+        400: "The answer does not fit the study; `detail` says why.",
+        403: "Not an annotator of this study, or the study is not open.",
+        404: "No such study or assignment, or you are not a member of its study.",
+        409: "The assignment is not yours (any more): its lease ran out and someone else took it, or it belongs to another annotator.",
+        503: "Too many annotators claimed at once; try again.",
+    }
+    return {code: OpenApiResponse(ServiceErrorSerializer, description=described[code]) for code in codes}
+
+
+class AssignmentServiceView(StudyScoped, APIView):
+    """Turns the assignment service's refusals into HTTP answers."""
+
+    STATUS_FOR = (
+        (assignments.LeaseLost, status.HTTP_409_CONFLICT),
+        (assignments.NotAllowed, status.HTTP_403_FORBIDDEN),
+        (assignments.ClaimContention, status.HTTP_503_SERVICE_UNAVAILABLE),
+        (ServiceError, status.HTTP_400_BAD_REQUEST),
+    )
+
+    def handle_exception(self, exc: Exception) -> Response:
+        for kind, code in self.STATUS_FOR:
+            if isinstance(exc, kind):
+                retry = {"Retry-After": "1"} if code == status.HTTP_503_SERVICE_UNAVAILABLE else None
+                return Response({"detail": str(exc)}, status=code, headers=retry)
+        return super().handle_exception(exc)
+
+    def result(self, assignment: Assignment) -> Response:
+        return Response(answer_result(assignment, annotator_progress(logged_in_user(self.request), self.study)))
+
+
+class NextAssignment(AssignmentServiceView):
+    """Your current item, or the next one: the same assignment until you submit or skip it."""
+
+    permission_classes = [IsStudyMember]
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: NextAssignmentSerializer,
+            204: OpenApiResponse(description="Nothing is left for you in this study."),
+            **_errors(403, 404, 503),
+        },
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        user = logged_in_user(request)
+        assignment = assignments.claim_next(user=user, study=self.study)
+        if assignment is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(next_result(assignment, display_payload(assignment), annotator_progress(user, self.study)))
+
+
+class SubmitAssignment(AssignmentScoped, AssignmentServiceView):
+    """Answer your assignment; again on an answered one to revise it (kept as a revision).
+
+    With `next: true` the response also carries your next assignment, so a label is one round
+    trip; the answer is stored whatever happens to the claim after it.
+    """
+
+    permission_classes = [IsAssignmentStudyMember]
+
+    @extend_schema(
+        request=SubmitAnswerSerializer, responses={200: SubmitResultSerializer, **_errors(400, 403, 404, 409)}
+    )
+    def post(self, request: Request, assignment_id: int) -> Response:
+        answer = SubmitAnswerSerializer.validated(request.data)
+        user = logged_in_user(request)
+        done, progress = assignments.submit_with_progress(
+            user=user,
+            study=self.study,
+            assignment_id=self.assignment.pk,
+            answer=SubmitAnswerSerializer.answer(answer),
+            source=Annotation.Source.API,
+            shown_left=self.assignment.left_system,
+        )
+        data = answer_result(done, progress)
+        if not answer["next"]:
+            return Response(data)
+        try:
+            following, holding_lost = assignments.next_after_submit(user, self.study, answer.get("holding"))
+        except (assignments.ClaimContention, assignments.NotAllowed):
+            # The answer is stored; `next` is left out and the client asks `assignments/next`, which says why.
+            return Response(data)
+        data["next"] = None if following is None else next_in_result(following, display_payload(following))
+        if "holding" in answer:
+            data["holding_lost"] = holding_lost
+        return Response(data)
+
+
+class SkipAssignment(AssignmentScoped, AssignmentServiceView):
+    """Give your assignment back without answering: the slot goes to someone else."""
+
+    permission_classes = [IsAssignmentStudyMember]
+
+    @extend_schema(request=None, responses={200: AnswerResultSerializer, **_errors(403, 404, 409)})
+    def post(self, request: Request, assignment_id: int) -> Response:
+        skipped = assignments.skip(user=logged_in_user(request), study=self.study, assignment_id=self.assignment.pk)
+        return self.result(skipped)
+
+
+class FlagAssignment(AssignmentScoped, AssignmentServiceView):
+    """Flag the item of your assignment as a problem, with a reason; then answer or skip it."""
+
+    permission_classes = [IsAssignmentStudyMember]
+
+    @extend_schema(request=FlagSerializer, responses={200: AnswerResultSerializer, **_errors(400, 403, 404, 409)})
+    def post(self, request: Request, assignment_id: int) -> Response:
+        form = FlagSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        flagged = assignments.flag(
+            user=logged_in_user(request),
+            study=self.study,
+            assignment_id=self.assignment.pk,
+            reason=form.validated_data["reason"],
+        )
+        return self.result(flagged)

@@ -1,0 +1,197 @@
+"""Background jobs survive their worker: lock retries, heartbeat, recovery of stale jobs.
+
+The kill test (a real worker, SIGKILL mid-import) is test_job_kill.py; these
+cover each rule on its own, without a worker process.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from datetime import timedelta
+
+import pytest
+from django.core.files.base import ContentFile
+from django.core.management import call_command
+from django.db import OperationalError
+from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
+
+from annotation.lib import job_runs as job_recovery
+from annotation.lib.storage import files, scratch_dir, stored_names
+from annotation.models import ExportJob, ImportJob, Item
+from annotation.transfer.services import import_runner
+from annotation.transfer.services.import_runner import run_import_job
+from annotation.transfer.services.recovery import resume_stale_jobs
+from tests.conftest import verification_item
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def var(settings, tmp_path, monkeypatch):
+    settings.VAR_DIR = tmp_path / "var"
+    settings.JOB_LOCK_RETRIES = 3
+    settings.JOB_LOCK_BACKOFF_SECONDS = 2.0
+    settings.JOB_MAX_ATTEMPTS = 2
+    slept: list[float] = []
+    monkeypatch.setattr(job_recovery, "sleep", slept.append)
+    return slept
+
+
+def queued_import(study, count: int = 3) -> ImportJob:
+    """A big-upload job as submit_import leaves it: queued, with its file in the file storage (var/uploads)."""
+    job = ImportJob.objects.create(study=study, what="items", file_name="items.jsonl", file_format="jsonl")
+    text = "".join(json.dumps(verification_item(f"r-{n}")) + "\n" for n in range(count))
+    job.file_path = files().save(f"uploads/{job.pk}-test.jsonl", ContentFile(text.encode()))
+    job.save(update_fields=["file_path"])
+    return job
+
+
+def locking(times: int):
+    """The items importer, failing with "database is locked" the first `times` calls."""
+    real = import_runner.IMPORTERS[ImportJob.What.ITEMS]
+    calls = {"n": 0}
+
+    def importer(**kwargs):
+        calls["n"] += 1
+        if calls["n"] <= times:
+            raise OperationalError("database is locked")
+        return real(**kwargs)
+
+    return importer
+
+
+def test_an_import_retries_a_locked_database_with_backoff_and_succeeds(verification_study, monkeypatch, var):
+    job = queued_import(verification_study)
+    monkeypatch.setitem(import_runner.IMPORTERS, ImportJob.What.ITEMS, locking(2))
+    run_import_job(job_id=job.pk)
+    job.refresh_from_db()
+    assert (job.status, job.created, job.attempts) == ("succeeded", 3, 1), job.errors
+    assert var == [2.0, 4.0]  # doubling backoff
+    assert Item.objects.filter(study=verification_study).count() == 3
+    assert stored_names("uploads") == [] and job.file_path == ""
+
+
+def test_an_import_that_stays_locked_fails_with_the_reason_and_removes_its_upload(verification_study, monkeypatch, var):
+    job = queued_import(verification_study)
+    monkeypatch.setitem(import_runner.IMPORTERS, ImportJob.What.ITEMS, locking(99))
+    run_import_job(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == "failed" and job.error_count == 1
+    assert "stayed locked by another write through 4 attempt(s)" in job.errors[0]["message"]
+    assert "nothing was changed" in job.errors[0]["message"]
+    assert var == [2.0, 4.0, 8.0]
+    assert not Item.objects.filter(study=verification_study).exists()
+    assert stored_names("uploads") == []
+
+
+def test_other_errors_are_not_retried(verification_study, monkeypatch, var):
+    def broken(**kwargs):
+        raise OperationalError("disk I/O error")
+
+    job = queued_import(verification_study)
+    monkeypatch.setitem(import_runner.IMPORTERS, ImportJob.What.ITEMS, broken)
+    run_import_job(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == "failed" and "disk I/O error" in job.errors[0]["message"] and var == []
+
+
+def stale(job, **fields) -> None:
+    """Make `job` look like its worker died long ago while running it."""
+    old = timezone.now() - timedelta(hours=1)
+    type(job).objects.filter(pk=job.pk).update(status="running", heartbeat_at=old, **fields)
+
+
+def test_a_stale_import_is_queued_again_then_runs_once(verification_study, django_capture_on_commit_callbacks):
+    job = queued_import(verification_study)
+    stale(job, attempts=1)
+    fresh = queued_import(verification_study)
+    type(fresh).objects.filter(pk=fresh.pk).update(status="running", heartbeat_at=timezone.now(), attempts=1)
+    with django_capture_on_commit_callbacks(execute=True):
+        [handled] = resume_stale_jobs()
+    assert handled.pk == job.pk and handled.status == "queued"
+    assert DBTaskResult.objects.filter(args_kwargs__args=[job.pk]).count() == 1  # handed to the workers
+    assert ImportJob.objects.get(pk=fresh.pk).status == "running"  # a live worker's job is left alone
+    run_import_job(job_id=job.pk)
+    job.refresh_from_db()
+    assert (job.status, job.created, job.attempts) == ("succeeded", 3, 2)
+    assert Item.objects.filter(study=verification_study).count() == 3
+
+
+def test_a_stale_import_out_of_attempts_fails_with_the_reason_and_its_upload_is_removed(verification_study):
+    job = queued_import(verification_study)
+    upload = job.file_path
+    assert files().exists(upload)
+    stale(job, attempts=2)
+    out = io.StringIO()
+    call_command("resume_stale_jobs", stdout=out)
+    job.refresh_from_db()
+    assert job.status == "failed" and job.finished_at is not None and job.file_path == ""
+    assert "stopped without finishing it" in job.errors[0]["message"] and "changed nothing" in job.errors[0]["message"]
+    assert not files().exists(upload)
+    assert f"import job {job.pk} of study verif: failed (attempt 2)" in out.getvalue()
+
+
+def test_a_stale_import_whose_upload_is_gone_fails_with_that_reason(verification_study):
+    job = queued_import(verification_study)
+    files().delete(job.file_path)
+    stale(job, attempts=1)
+    resume_stale_jobs()
+    job.refresh_from_db()
+    assert job.status == "failed" and "uploaded file is gone" in job.errors[0]["message"]
+
+
+def test_a_stale_export_loses_its_partial_file_and_is_queued_again_or_failed(loaded_verification_study):
+    export = ExportJob.objects.create(study=loaded_verification_study, file_format="csv")
+    other = ExportJob.objects.create(study=loaded_verification_study, file_format="csv")
+    partial = scratch_dir("exports") / f"{export.pk}-abc-verif-annotations.csv.partial"
+    partial.write_text("half a file")
+    kept = scratch_dir("exports") / f"{other.pk}-def-verif-annotations.csv.partial"
+    kept.write_text("another job's file")
+    # stored by a worker that died before it could name the file on its job
+    unrecorded = files().save(f"exports/{export.pk}-ghi-verif-annotations.csv", ContentFile(b"whole but unrecorded"))
+    others = files().save(f"exports/{other.pk}-jkl-verif-annotations.csv", ContentFile(b"another job's export"))
+    stale(export, attempts=1)
+    resume_stale_jobs()
+    export.refresh_from_db()
+    assert export.status == "queued" and not partial.exists() and kept.exists()
+    assert not files().exists(unrecorded) and files().exists(others)
+    stale(export, attempts=2)
+    resume_stale_jobs()
+    export.refresh_from_db()
+    assert export.status == "failed" and "stopped without finishing it" in export.error
+
+
+def test_import_jobs_have_a_stuck_rule_by_heartbeat(verification_study):
+    job = queued_import(verification_study)
+    now = timezone.now()
+    assert not job.looks_stuck(now)
+    assert job.looks_stuck(now + ImportJob.STUCK_AFTER + timedelta(seconds=1))
+    job.status, job.heartbeat_at = "running", now + ImportJob.STUCK_AFTER
+    assert not job.looks_stuck(now + ImportJob.STUCK_AFTER + timedelta(seconds=1))  # its worker is alive
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_running_import_stamps_its_heartbeat(verification_study, monkeypatch, settings):
+    settings.JOB_STALE_SECONDS = 0.2  # a beat every 0.05 s
+    job = queued_import(verification_study)
+    real = import_runner.IMPORTERS[ImportJob.What.ITEMS]
+    beats: list = []
+
+    def watched(**kwargs):
+        claimed = ImportJob.objects.get(pk=job.pk).heartbeat_at
+        seen = threading.Event()
+        for _ in range(400):  # until the side thread has stamped a newer heartbeat (at most 20 s)
+            if ImportJob.objects.get(pk=job.pk).heartbeat_at != claimed:
+                seen.set()
+                break
+            seen.wait(0.05)
+        beats.append(seen.is_set())
+        return real(**kwargs)
+
+    monkeypatch.setitem(import_runner.IMPORTERS, ImportJob.What.ITEMS, watched)
+    run_import_job(job_id=job.pk)
+    assert beats == [True]
+    assert ImportJob.objects.get(pk=job.pk).status == "succeeded"
