@@ -1,6 +1,6 @@
 """Login throttling on top of django-axes: who the client is, when it is locked out, what it is told.
 
-Failures are counted per (username, address) and per address (docs: README, Logins). The
+Failures are counted per (username, address) and per address (docs/security.md, Logins). The
 (username, address) pair locks after LOGIN_FAILURE_LIMIT failures, the address alone after the
 higher LOGIN_IP_FAILURE_LIMIT, so a guesser is stopped while the real user, from another
 address, still logs in. Axes checks the lockout before any password is hashed.

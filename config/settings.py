@@ -345,7 +345,7 @@ DB_BUSY_RETRY_AFTER_SECONDS = int(_job_number("CLAIMLAB_DB_BUSY_RETRY_AFTER_SECO
 
 # --- Logins and API tokens ---------------------------------------------------------
 # django-axes counts failed logins (login page, admin, POST /api/auth/token/) and refuses a
-# locked-out client before its password is hashed. See accounts/lockout.py and the README.
+# locked-out client before its password is hashed. See accounts/lockout.py and docs/security.md.
 AUTHENTICATION_BACKENDS = [
     "accounts.lockout.LoginThrottleBackend",
     "django.contrib.auth.backends.ModelBackend",

@@ -115,7 +115,7 @@ class Claimlab:
         return frame.rename(columns={"id": "item", "gold": "gold_label"})
 
     def annotations(self, slug: str) -> pd.DataFrame:
-        """One row per annotation, the export's columns (README, File formats).
+        """One row per annotation, the export's columns (docs/formats.md).
 
         A study too big to stream is exported in the background: the client
         starts the job, waits for it and downloads the file.

@@ -1,4 +1,4 @@
-"""Example import files, per study kind, made from a study's own settings (README, File formats).
+"""Example import files, per study kind, made from a study's own settings (docs/formats.md).
 
 The format help page offers them for download; tests import them back, so an
 example that stops importing cleanly fails the suite.
@@ -17,7 +17,7 @@ from annotation.vocab import PREFERENCE_TIE, VERIFICATION_LABELS
 #: What the example files hold.
 WHATS = ("items", "annotations")
 FORMATS = ("jsonl", "csv")
-#: Systems of a preference study that has not declared its own yet (the README's).
+#: Systems of a preference study that has not declared its own yet (the guide's examples, docs/formats.md).
 EXAMPLE_SYSTEMS = ("veriscore", "safe")
 EXAMPLE_ANNOTATORS = ("w1", "w2")
 

@@ -1,4 +1,4 @@
-"""Annotation export as streamed CSV or JSON Lines text (README, File formats)."""
+"""Annotation export as streamed CSV or JSON Lines text (docs/formats.md)."""
 
 from __future__ import annotations
 

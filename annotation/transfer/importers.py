@@ -1,4 +1,4 @@
-"""Validation of imported records (README, File formats) into typed rows.
+"""Validation of imported records (docs/formats.md) into typed rows.
 
 Each `parse_*` function takes one record (a dict from JSONL or CSV) and returns
 either a row ready to store or the list of problems, each naming its field.

@@ -1,7 +1,7 @@
 """The dataset's tables (configs), built from the study's items and its annotation export rows.
 
 - ``annotations``: one row per (item, annotator), the columns of the CSV/JSONL
-  export (README, File formats) minus the study slug.
+  export (docs/formats.md) minus the study slug.
 - ``items``: one row per item: its content, every label given (``labels``, in
   the order of ``annotators``), the reference label and where it came from (the
   study's reference rule: adjudicated, else the strict majority by default) and

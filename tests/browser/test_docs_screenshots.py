@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from annotation.services.demo import DEMO_ANNOTATORS, DEMO_RESEARCHER, load_demo
+from annotation.studies.demo import DEMO_ANNOTATORS, DEMO_RESEARCHER, load_demo
 from metaeval.verifiers.services.demo import load_demo_verifiers
 
 from .screens import SCREENS

@@ -1,7 +1,7 @@
 """What every adapter shares: the records it yields, where they came from, and bounded readers.
 
 An adapter reads one pipeline's own file and yields Claimlab records (the
-shapes of README, File formats), each with the line or record of the SOURCE
+shapes of docs/formats.md), each with the line or record of the SOURCE
 file it came from, so that every problem found later, by the import services,
 still names a place in the file the user has.
 """

@@ -11,7 +11,7 @@ from .parsing import ParseResult
 __all__ = ["Aggregate", "Evidence", "Message", "Preset"]
 
 Evidence = Mapping[str, Any]
-"""One evidence passage as items store it (README, File formats): text, title, url, source_type; extra keys are ignored."""
+"""One evidence passage as items store it (docs/formats.md): text, title, url, source_type; extra keys are ignored."""
 
 
 class Message(TypedDict):

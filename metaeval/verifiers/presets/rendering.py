@@ -1,6 +1,6 @@
 """Evidence passages as text blocks for prompts, in the layouts the presets' methods used.
 
-Items store evidence as dicts (README, File formats); missing or non-string fields are
+Items store evidence as dicts (docs/formats.md); missing or non-string fields are
 left out rather than printed as "None", so a passage without a title or URL
 still renders cleanly.
 """

@@ -1,4 +1,4 @@
-"""Importing predictions of verifiers run elsewhere (README, File formats), all or nothing.
+"""Importing predictions of verifiers run elsewhere (docs/formats.md), all or nothing.
 
 One record per (item, verifier)::
 

@@ -1,4 +1,4 @@
-"""Annotation export (README, File formats): round trip, columns, pseudonyms, CSV injection, streaming."""
+"""Annotation export (docs/formats.md): round trip, columns, pseudonyms, CSV injection, streaming."""
 
 from __future__ import annotations
 

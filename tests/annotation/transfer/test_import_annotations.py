@@ -1,4 +1,4 @@
-"""Importing labels collected elsewhere (docs/architecture.md: Data model, Label vocabularies; README: File formats)."""
+"""Importing labels collected elsewhere (docs/architecture.md: Data model, Label vocabularies; docs/formats.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Item import (README, File formats): line-numbered errors, all or nothing, streaming, BOM and CRLF.
+"""Item import (docs/formats.md): line-numbered errors, all or nothing, streaming, BOM and CRLF.
 
 Every malformed file below has valid records before the bad one, so "nothing
 was stored" also proves that valid lines of a failed import are rolled back.
