@@ -18,7 +18,7 @@ import pandas as pd
 from django.db import connection
 from django.db.models import Count, Max, Q, QuerySet, Sum
 
-from annotation.crowd.selectors import excluded_annotator_ids
+from annotation.lib.analysis_rules import excluded_annotator_ids
 from annotation.lib.pseudonyms import Pseudonyms, pseudonyms
 from annotation.models import (
     Adjudication,

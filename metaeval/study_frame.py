@@ -6,7 +6,7 @@ applied some of the study's rules: a chart without the gold rule counted 72 labe
 report counted 90 (issue 29). ``study_frame`` applies them all, once:
 
 - **participants**: withdrawn crowd participants' labels are out, screened-out ones too unless
-  ``include_screened_out`` (``annotation.crowd.selectors.excluded_annotator_ids``); skipped
+  ``include_screened_out`` (``annotation.lib.analysis_rules.excluded_annotator_ids``); skipped
   assignments carry no answer;
 - **checks**: labels that items used as attention or qualification checks (``Item.is_check``) got
   as ordinary items are out unless ``Study.checks_in_agreement``: checks only score people;

@@ -8,6 +8,7 @@ from statistics import median
 
 from django.db.models import Count, Sum
 
+from annotation.lib.analysis_rules import EXCLUDED_STATUSES, excluded_annotator_ids
 from annotation.models import Annotation, Assignment, Participant, ParticipantCheck, ParticipantLink, Study
 
 CENT = Decimal("0.01")
@@ -136,16 +137,6 @@ def link_warnings(link: ParticipantLink) -> list[str]:
         f"so participants who finish meet only {len(usable)} check(s). Add {due - len(usable)} more gold item(s) "
         "to the attention-check items, or check less often."
     ]
-
-
-#: Participants whose labels stay out of analysis by default: screened out, or withdrawn.
-EXCLUDED_STATUSES = (Participant.Status.SCREENED_OUT, Participant.Status.WITHDRAWN)
-
-
-def excluded_annotator_ids(study: Study, *, include_screened_out: bool = False) -> list[int]:
-    """User ids of the study's participants whose labels analysis leaves out (the withdrawn always)."""
-    statuses = (Participant.Status.WITHDRAWN,) if include_screened_out else EXCLUDED_STATUSES
-    return list(Participant.objects.filter(study=study, status__in=statuses).values_list("member__user_id", flat=True))
 
 
 def exclusion_counts(study: Study, *, include_screened_out: bool = False) -> dict[str, int]:

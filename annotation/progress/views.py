@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET
 
 from annotation.access import Researcher, access_study
 from annotation.http import AuthenticatedHttpRequest
+from annotation.lib.analysis_rules import left_out_of_analysis
 from annotation.models import Study
 from annotation.progress import cache as progress_cache
 from annotation.progress import selectors as progress_selectors
@@ -31,9 +32,12 @@ def _progress_live_context(study: Study, *, compute: bool) -> dict:
     counts = progress_selectors.study_counts(study)
     flags, flag_total = progress_selectors.flagged(study)
     quality = (progress_cache.current_quality if compute else progress_cache.peek_quality)(study, counts=counts)
+    left_out = left_out_of_analysis(study)
     return {
         "study": study,
         "counts": counts,
+        "left_out": left_out,
+        "in_report": counts["annotations"] - left_out["total"],
         "labels_left": max(0, counts["expected"] - counts["annotations"]),
         "quality": quality,
         "flags": flags,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from annotation.adjudication.selectors import queue_size
-from annotation.crowd.selectors import excluded_annotator_ids
+from annotation.lib.analysis_rules import excluded_annotator_ids
 from annotation.models import AdjudicationRule, Study
 
 from .votes import votes_per_item
