@@ -182,8 +182,11 @@ def annotate_release(request: AuthenticatedHttpRequest, slug: str, assignment_id
     """Give back an item fetched ahead that the annotator never saw (sent when they leave the page).
 
     `updated_at` (as handed out) guards against releasing one that another page of theirs renewed.
+    Access before parsing: an assignment that is not the user's own is a 404, whatever was sent.
     """
     study = access_study(request.user, slug)
+    if not Assignment.objects.filter(study=study, annotator=request.user, pk=assignment_id).exists():
+        raise Http404("No such assignment of yours in this study.")
     stamp = release_stamp(request)
     if stamp is None:
         return JsonResponse({"error": STAMP_MISSING}, status=400)
