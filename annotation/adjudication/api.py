@@ -34,7 +34,7 @@ from annotation.http import logged_in_user
 from annotation.lib.api_errors import bad_request
 from annotation.lib.formats import detect_format
 from annotation.models import Adjudication
-from annotation.permissions import IsStudyResearcher, StudyScoped
+from annotation.permissions import AccessBeforeParsing, IsStudyResearcher, StudyScoped
 
 
 class IsStudyAdjudicator(BasePermission):
@@ -114,7 +114,7 @@ class AdjudicationItem(APIView):
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
-class AdjudicationImport(StudyScoped, APIView):
+class AdjudicationImport(AccessBeforeParsing, StudyScoped, APIView):
     """Researchers: import past adjudications (item, adjudicator, label or preferred + strength,
     note, guidelines_unclear) from JSON Lines or CSV; all or nothing, errors by line."""
 

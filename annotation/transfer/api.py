@@ -19,7 +19,7 @@ from annotation.errors import ServiceError
 from annotation.http import logged_in_user
 from annotation.lib.api_errors import bad_request
 from annotation.models import ImportJob
-from annotation.permissions import IsStudyResearcher, StudyScoped
+from annotation.permissions import AccessBeforeParsing, IsStudyResearcher, StudyScoped
 from annotation.transfer import selectors
 from annotation.transfer.adapters.labelstudio_export import labelstudio_response
 from annotation.transfer.adapters.uploads import import_upload_from, system_names
@@ -35,7 +35,7 @@ from annotation.transfer.services.import_jobs import submit_import
 from annotation.workbench.api import ServiceErrorSerializer
 
 
-class ImportUpload(StudyScoped, APIView):
+class ImportUpload(AccessBeforeParsing, StudyScoped, APIView):
     """Upload items or annotations; small files import at once, big ones in the background."""
 
     permission_classes = [IsStudyResearcher]
