@@ -7,7 +7,10 @@ constraints, so that they hold even when application code races.
 
 from __future__ import annotations
 
+import os
 import secrets
+import socket
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -636,8 +639,14 @@ class BackgroundJob(models.Model):
         null=True, blank=True, help_text="Last sign of life of the worker running the job (a killed worker stops it)."
     )
     attempts = models.PositiveSmallIntegerField(default=0, help_text="Times a worker has started the job.")
+    worker = models.CharField(
+        max_length=100,
+        blank=True,
+        default="",
+        help_text="The registered worker (WorkerHeartbeat) running the job; when it is gone, any worker re-queues it.",
+    )
 
-    #: Queued or silent this long: no live worker holds the job (the page says so; recovery re-queues it).
+    #: Queued this long: no worker took the job (the page says so).
     STUCK_AFTER = timedelta(minutes=10)
 
     class Meta:
@@ -648,10 +657,16 @@ class BackgroundJob(models.Model):
         ]
 
     def looks_stuck(self, now: datetime | None = None) -> bool:
-        """Unfinished, and no sign of life (queued, or last heartbeat) for STUCK_AFTER: no worker holds it."""
-        unfinished = self.status in (JobStatus.QUEUED, JobStatus.RUNNING)
-        last = self.heartbeat_at or self.created_at
-        return unfinished and (now or timezone.now()) - last > self.STUCK_AFTER
+        """No live worker holds it: running for a worker that is gone (WorkerHeartbeat.lost_ids), or
+        running without a heartbeat for JOB_STALE_SECONDS, or queued for STUCK_AFTER. A worker
+        re-queues a running one within seconds (annotation/transfer/services/recovery.py)."""
+        now = now or timezone.now()
+        if self.status == JobStatus.RUNNING:
+            if self.worker and self.worker in WorkerHeartbeat.lost_ids([self.worker], now=now):
+                return True
+            silent_since = self.heartbeat_at or self.created_at
+            return now - silent_since > timedelta(seconds=settings.JOB_STALE_SECONDS)
+        return self.status == JobStatus.QUEUED and now - self.created_at > self.STUCK_AFTER
 
 
 class ImportJob(BackgroundJob):
@@ -956,3 +971,88 @@ class AnnotatorCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study_id}:{self.user_id}:{self.domain or '-'}: {self.annotations} annotations"
+
+
+class WorkerHeartbeat(models.Model):
+    """A running background worker (`manage.py worker`, either task backend), as it last said.
+
+    Each worker registers at start and stamps `last_seen` every few seconds from a side thread;
+    the jobs, verifier runs and report builds it takes record its `id`. A worker is gone when
+    its process is dead on this host (same host name and process namespace, pid not alive, or
+    its pid taken by a newer worker), when it is silent for WORKER_LOST_SECONDS elsewhere, or when its row is
+    missing; any worker then re-queues what it held (annotation/lib/job_runs.py).
+    """
+
+    id = models.CharField(primary_key=True, max_length=100)
+    host = models.CharField(max_length=255)
+    pid = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    last_seen = models.DateTimeField()
+
+    #: Silence after which a worker on another host counts as gone (beats come every second).
+    LOST_AFTER = timedelta(seconds=6)
+
+    class Meta:
+        ordering = ["host", "started_at"]
+
+    def __str__(self) -> str:
+        return f"worker {self.id} on {self.host} (pid {self.pid}), last seen {self.last_seen:%Y-%m-%d %H:%M:%S}"
+
+    @classmethod
+    def lost_after(cls) -> timedelta:
+        return timedelta(seconds=getattr(settings, "WORKER_LOST_SECONDS", cls.LOST_AFTER.total_seconds()))
+
+    @classmethod
+    def lost_ids(cls, ids: Iterable[str], *, now: datetime | None = None) -> set[str]:
+        """Which of these worker ids belong to no live worker."""
+        wanted = {worker_id for worker_id in ids if worker_id}
+        if not wanted:
+            return set()
+        rows = {row.id: row for row in cls.objects.filter(pk__in=wanted)}
+        dead = cls.dead_ids(now=now)
+        return {worker_id for worker_id in wanted if worker_id not in rows or worker_id in dead}
+
+    @classmethod
+    def dead_ids(cls, *, now: datetime | None = None) -> set[str]:
+        """The registered workers that are gone (see the class)."""
+        now = now or timezone.now()
+        here = this_host()
+        dead: set[str] = set()
+        by_pid: dict[int, list[WorkerHeartbeat]] = {}
+        for row in cls.objects.all():
+            if row.host != here:
+                if now - row.last_seen > cls.lost_after():
+                    dead.add(row.id)
+            elif not pid_alive(row.pid):
+                dead.add(row.id)
+            else:
+                by_pid.setdefault(row.pid, []).append(row)
+        for rows in by_pid.values():  # a pid reused (a restarted container): only the newest worker owns it
+            rows.sort(key=lambda row: row.started_at)
+            dead.update(row.id for row in rows[:-1])
+        return dead
+
+
+def this_host() -> str:
+    """This host as the registry names it: its host name, and its process-id namespace where Linux
+    tells it (two containers sharing a host name do not see each other's processes)."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return socket.gethostname()
+    return f"{socket.gethostname()} {namespace}"[:255]
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id runs on this host (a zombie counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True

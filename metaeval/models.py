@@ -171,6 +171,15 @@ class VerifierRun(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    worker = models.CharField(
+        max_length=100,
+        blank=True,
+        default="",
+        help_text="The registered worker running the current chunk; when it is gone, any worker resumes the run.",
+    )
+    recoveries = models.PositiveSmallIntegerField(
+        default=0, help_text="Times the current chunk was resumed after its worker died (reset when a chunk ends)."
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -344,6 +353,11 @@ class ReportRefresh(models.Model):
     options = models.JSONField(help_text="ReportOptions.as_dict(), for the task.")
     fingerprint = models.CharField(max_length=64, help_text="The data state the queued task was asked for.")
     queued_at = models.DateTimeField()
+    worker = models.CharField(
+        max_length=100, blank=True, default="", help_text="The registered worker building it now; empty when none."
+    )
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Builds started since it was last queued.")
+    error = models.TextField(blank=True, default="", help_text="Why recovery gave the build up, if it did.")
 
     class Meta:
         constraints = [

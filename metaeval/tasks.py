@@ -6,7 +6,10 @@ from typing import Any
 
 from django_tasks import task
 
+from annotation.lib.job_runs import register_recovery
+
 from .reporting import cache
+from .verifiers.services.runs import recover_lost_runs
 
 
 @task()
@@ -21,3 +24,8 @@ def _queue_refresh(study_id: int, options: dict[str, Any]) -> Any:
 
 
 cache.register_refresh_task(_queue_refresh)
+
+# What every worker does at start and every few seconds while idle: queue again the verifier runs
+# and report builds whose worker is gone (annotation.lib.job_runs.recover_lost_work).
+register_recovery(recover_lost_runs)
+register_recovery(cache.recover_lost_refreshes)

@@ -12,18 +12,21 @@ outcome is saved with the jobs' own backoff (job_runs.retry_on_lock), and
 a lock error that still escapes one turn of the loop is logged and the loop
 goes on after a pause. Any other error still stops the worker, as before. And an
 idle worker here waits for a queued task's notification (task_wakeup) instead of
-sleeping its whole interval.
+sleeping its whole interval. Either worker registers itself (job_runs.WorkerRegistration) and,
+at start and every few seconds while idle, re-queues the work of gone workers
+(job_runs.recover_lost_work): no cron is needed.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from functools import partial
 from typing import Any
 
-from django.db import OperationalError, close_old_connections
+from django.db import DatabaseError, OperationalError, close_old_connections, connections
 from django_tasks.backends.base import BaseTaskBackend
 from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
@@ -43,9 +46,15 @@ class LockTolerantWorker(Worker):
     """A Worker whose loop and outcome saves outlast lock contention, and that a queued task wakes."""
 
     def run(self) -> None:
+        # Registered under an id of its own (the operator's --worker-id plus a random suffix): a
+        # restarted worker with the same --worker-id must not pass for the dead one.
+        self.worker_id = job_runs.new_worker_id(self.worker_id)
         logger.info("Starting worker worker_id=%s queues=%s", self.worker_id, ",".join(self.queue_names))
         if self.startup_delay and self.interval:
             time.sleep(random.random())
+        registration = job_runs.WorkerRegistration(self.worker_id)
+        self._recovered_at = 0.0
+        self._recover()
         wakeup = Wakeup()
         try:
             while self.running:
@@ -60,6 +69,23 @@ class LockTolerantWorker(Worker):
                     job_runs.sleep(LOCKED_PAUSE_SECONDS)
         finally:
             wakeup.close()
+            registration.close()
+
+    def _recover(self) -> None:
+        """Re-queue what gone workers held (job_runs.recover_lost_work); at most every RECOVERY_CHECK_SECONDS."""
+        if time.monotonic() - self._recovered_at < job_runs.RECOVERY_CHECK_SECONDS:
+            return
+        self._recovered_at = time.monotonic()
+        try:
+            handled = job_runs.recover_lost_work()
+        except Exception as exc:  # a busy or briefly absent database: the next idle turn tries again
+            if not is_lock_error(exc) and not isinstance(exc, DatabaseError):
+                raise
+            logger.warning("worker %s: recovery of lost jobs postponed (%s)", self.worker_id, exc)
+            close_old_connections()
+            return
+        if handled:
+            logger.warning("worker %s: re-queued or failed %d job(s) of gone workers", self.worker_id, len(handled))
 
     def _work(self, wakeup: Wakeup) -> None:
         """django-tasks-db 0.13's `Worker.run` loop, waiting on `wakeup` where it sleeps the interval.
@@ -94,7 +120,8 @@ class LockTolerantWorker(Worker):
                 return
             close_old_connections()
             if self.running and task_result is None:
-                wakeup.wait(self.interval)
+                self._recover()
+                wakeup.wait(min(self.interval, job_runs.RECOVERY_CHECK_SECONDS))
 
     def run_task(self, db_task_result: DBTaskResult) -> None:
         set_successful, set_failed = db_task_result.set_successful, db_task_result.set_failed
@@ -128,11 +155,11 @@ def run_rq_worker(
     Why not tell operators to run django-rq's `rqworker`: it needs the job class
     spelled out (`--job-class django_tasks_rq.Job`, else every task fails), and one
     documented command (`manage.py worker`, what `make run`/`make serve` start) is
-    simpler. A worker killed mid-task leaves the task to RQ's abandoned-job
-    handling (moved to the failed registry, never retried: no Retry is set); the
-    job rows' heartbeats let `resume_stale_jobs` / `resume_stale_runs` queue the
-    work again, and each job's claim (or a run's generation) lets only one
-    worker do it.
+    simpler. The worker registers itself under its RQ name; a worker killed mid-task
+    is seen gone by the others (dead pid here, silent row elsewhere), which move its
+    RQ job to the failed registry and queue the work again (job_runs.recover_lost_work,
+    from a side thread here since RQ's loop has no idle hook); each job's claim (or a
+    run's generation) lets only one worker do it.
     """
     import django_rq
     from django_rq.utils import reset_db_connections
@@ -141,6 +168,46 @@ def run_rq_worker(
     queues = sorted(backend.queues) if "*" in queue_names else queue_names
     level = "WARNING" if verbosity == 0 else "DEBUG" if verbosity >= 2 else "INFO"
     setup_loghandlers(level)
-    worker = django_rq.get_worker(*queues, job_class=RQ_JOB_CLASS, name=name)
-    reset_db_connections()  # each task runs in a fork: no connection of this process may be shared with it
-    worker.work(burst=burst, max_jobs=max_jobs, with_scheduler=True, logging_level=level)
+    worker_id = job_runs.new_worker_id(name)
+    worker = django_rq.get_worker(*queues, job_class=RQ_JOB_CLASS, name=worker_id)
+    registration = job_runs.WorkerRegistration(worker_id)
+    recovery = RecoveryThread(worker_id)
+    try:
+        reset_db_connections()  # each task runs in a fork: no connection of this process may be shared with it
+        worker.work(burst=burst, max_jobs=max_jobs, with_scheduler=True, logging_level=level)
+    finally:
+        recovery.close()
+        registration.close()
+
+
+class RecoveryThread:
+    """For the RQ worker, whose loop has no idle hook: job_runs.recover_lost_work at once and every
+    RECOVERY_CHECK_SECONDS from a side thread of the parent process (tasks run in forked work horses)."""
+
+    def __init__(self, worker_id: str) -> None:
+        self.worker_id = worker_id
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"recovery-{worker_id}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while True:
+                try:
+                    handled = job_runs.recover_lost_work()
+                    if handled:
+                        logger.warning(
+                            "worker %s: re-queued or failed %d job(s) of gone workers", self.worker_id, len(handled)
+                        )
+                except Exception as exc:  # the database or Redis away for a moment: the next turn tries again
+                    logger.warning("worker %s: recovery of lost jobs postponed (%s)", self.worker_id, exc)
+                finally:
+                    connections.close_all()
+                if self._done.wait(job_runs.RECOVERY_CHECK_SECONDS):
+                    return
+        finally:
+            connections.close_all()
+
+    def close(self) -> None:
+        self._done.set()
+        self._thread.join()

@@ -32,15 +32,17 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, overload
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, connection, transaction
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
-from annotation.models import Study
+from annotation.lib.job_runs import current_worker
+from annotation.models import Study, WorkerHeartbeat
 from annotation.progress.selectors import annotation_count
 from metaeval import selectors
 from metaeval.models import ReportRefresh, ReportSnapshot, ReportSnapshotPart
@@ -591,10 +593,52 @@ def refresh_report(study_id: int, options_data: dict[str, Any]) -> dict[str, Any
     if study is None:
         return {"status": "study deleted"}
     options = options_from_dict(options_data)
-    fingerprint = selectors.report_fingerprint(study)
-    stored = _complete(study, options)
-    if stored.filter(fingerprint=fingerprint).exists():
-        return {"status": "already current", "fingerprint": fingerprint}
-    report, fingerprint, seconds = _built(study, options, first_sections=not stored.exists())
-    _store(study, options, _Encoded.of(report), fingerprint, seconds)
-    return {"status": "built", "fingerprint": fingerprint, "seconds": round(seconds, 3)}
+    # Which worker builds it: when that worker is gone, any worker queues the build again (recover_lost_refreshes).
+    worker = current_worker()
+    refresh = ReportRefresh.objects.filter(study=study, options_key=options_key(options))
+    refresh.update(worker=worker, attempts=F("attempts") + 1)
+    try:
+        fingerprint = selectors.report_fingerprint(study)
+        stored = _complete(study, options)
+        if stored.filter(fingerprint=fingerprint).exists():
+            return {"status": "already current", "fingerprint": fingerprint}
+        report, fingerprint, seconds = _built(study, options, first_sections=not stored.exists())
+        _store(study, options, _Encoded.of(report), fingerprint, seconds)
+        return {"status": "built", "fingerprint": fingerprint, "seconds": round(seconds, 3)}
+    finally:
+        refresh.filter(worker=worker).update(worker="", attempts=0)
+
+
+def recover_lost_refreshes(lost: set[str]) -> list[ReportRefresh]:
+    """Queue again the report builds whose worker is gone (in ``lost``, or no longer registered); a build
+    started JOB_MAX_ATTEMPTS times without ending is given up, with the reason in ``error`` (the next
+    page view after ``REPORT_REFRESH_RETRY_SECONDS`` asks again). Run by every worker at start and every
+    few seconds while idle (annotation.lib.job_runs.recover_lost_work)."""
+    held = list(ReportRefresh.objects.exclude(worker="").values_list("pk", "worker"))
+    if not held:
+        return []
+    registered = set(WorkerHeartbeat.objects.filter(pk__in={w for _, w in held}).values_list("pk", flat=True))
+    handled: list[ReportRefresh] = []
+    for pk, worker in held:
+        if worker not in lost and worker in registered:
+            continue
+        with transaction.atomic():
+            row = ReportRefresh.objects.select_for_update().filter(pk=pk, worker=worker).first()
+            if row is None:
+                continue
+            row.worker = ""
+            if row.attempts >= settings.JOB_MAX_ATTEMPTS:
+                row.error = f"the worker building this report stopped {row.attempts} time(s); given up"
+                row.attempts = 0
+                row.save(update_fields=["worker", "error", "attempts"])
+                logger.warning("report build of study %s failed: %s", row.study_id, row.error)
+            else:
+                row.queued_at, row.error = timezone.now(), ""
+                row.save(update_fields=["worker", "queued_at", "error"])
+                if _queue_refresh is not None:
+                    transaction.on_commit(partial(_queue_refresh, row.study_id, row.options))
+                logger.warning(
+                    "report build of study %s: worker died (attempt %d); queued again", row.study_id, row.attempts
+                )
+        handled.append(row)
+    return handled

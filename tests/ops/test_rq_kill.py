@@ -3,26 +3,27 @@
 The database-backend kill tests (tests/annotation/transfer/test_job_kill.py) with the
 tasks on Redis: two `manage.py worker` processes run RQ workers; the one that
 took the big import (or export) gets SIGKILL mid-job. RQ itself never runs
-that task again (no retry is set: its abandoned job ends in the failed
-registry); the job row's stale heartbeat lets ``resume_stale_jobs`` queue it
-again through the configured backend, and the other worker, already
-running, finishes it: every item imported once, the export whole. A verifier
-run killed mid-chunk is resumed the same way (``resume_stale_runs``).
+that task again (no retry is set). The other worker, already running and idle,
+sees within seconds that the job's worker is dead (no ``resume_stale_jobs``, and
+its own stale-heartbeat limit is ten minutes), moves the RQ job to the failed
+registry, queues the work again through the configured backend and finishes it:
+every item imported once, the export whole. A verifier run killed mid-chunk is
+resumed the same way (no ``resume_stale_runs``).
 """
 
 from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 import redis
-from django.core.management import call_command
 from django.db.models import Count
 from rq import Queue
+from rq.registry import FailedJobRegistry, StartedJobRegistry
 
 from annotation.models import ExportJob, ImportJob
 from annotation.tasks import run_export_job, run_import_job
@@ -65,16 +66,51 @@ def rq(settings, redis_url, tmp_path):
     return redis_url
 
 
-def start_worker(log: Path, redis_url: str) -> subprocess.Popen:
-    env = {"CLAIMLAB_VAR_DIR": str(log.parent / "var"), "CLAIMLAB_JOB_STALE_SECONDS": JOB_STALE_SECONDS}
+#: A generous bound on "running again within the recovery window" (the goal is 10 s).
+RECOVERY_DEADLINE = 30.0
+
+
+def start_worker(log: Path, redis_url: str, stale_seconds: str = JOB_STALE_SECONDS) -> subprocess.Popen:
+    env = {"CLAIMLAB_VAR_DIR": str(log.parent / "var"), "CLAIMLAB_JOB_STALE_SECONDS": stale_seconds}
     return start_rq_worker(log, redis_url, env)
+
+
+def start_idle_worker(log: Path, redis_url: str) -> subprocess.Popen:
+    """The other worker, with a ten-minute stale-heartbeat limit: only the dead-worker rule can recover."""
+    return start_worker(log, redis_url, "600")
+
+
+def running_again(model: type[ImportJob] | type[ExportJob], job_id: int) -> bool:
+    job = model.objects.get(pk=job_id)
+    return job.attempts >= 2 and job.status != model.Status.QUEUED
+
+
+def wait_until_running_again(model, job_id: int, worker: subprocess.Popen, log: Path) -> None:
+    killed_at = time.monotonic()
+    wait_for(
+        lambda: running_again(model, job_id), "the idle worker to run the job again", worker, log, RECOVERY_DEADLINE
+    )
+    print(f"{model.__name__} {job_id} running again {time.monotonic() - killed_at:.2f} s after the kill")
+
+
+def assert_lost_rq_job_failed(redis_url: str) -> None:
+    queue = Queue("default", connection=redis.Redis.from_url(redis_url))
+    failed = FailedJobRegistry(queue=queue)
+    assert failed.count == 1  # the killed task, failed at once (RQ alone would wait for its lease to run out)
+    job_id = failed.get_job_ids()[0]
+    assert job_id not in StartedJobRegistry(queue=queue).get_job_ids(cleanup=False)
+    job = queue.fetch_job(job_id)
+    result = job.latest_result() if job is not None else None
+    assert result is not None and "WorkerLost" in (result.exc_string or "")
 
 
 def queued_tasks(redis_url: str) -> int:
     return Queue("default", connection=redis.Redis.from_url(redis_url)).count
 
 
-def test_an_rq_worker_killed_mid_import_is_recovered_by_the_other_worker_exactly_once(verification_study, rq, tmp_path):
+def test_an_rq_worker_killed_mid_import_is_run_again_by_the_idle_worker_by_itself_exactly_once(
+    verification_study, rq, tmp_path
+):
     job, upload = big_import_job(verification_study)
     run_import_job.enqueue(job.pk)
     assert queued_tasks(rq) == 1  # on Redis, not in the database table
@@ -84,12 +120,12 @@ def test_an_rq_worker_killed_mid_import_is_recovered_by_the_other_worker_exactly
     try:
         since: list = []
         wait_for(lambda: import_is_staging(job.pk, since), "the import to be staging", first, tmp_path / "worker1.log")
-        second = start_worker(tmp_path / "worker2.log", rq)  # idle: the only task is the first worker's
+        second = start_idle_worker(tmp_path / "worker2.log", rq)  # idle: the only task is the first worker's
         kill(first)
         assert_killed_import_changed_nothing(job, upload)
 
-        call_command("resume_stale_jobs", "--stale-after", "0", stdout=open(os.devnull, "w"))
-        assert ImportJob.objects.get(pk=job.pk).status == ImportJob.Status.QUEUED
+        wait_until_running_again(ImportJob, job.pk, second, tmp_path / "worker2.log")
+        assert_lost_rq_job_failed(rq)
         wait_for(lambda: import_ended(job.pk), "the re-queued import to end", second, tmp_path / "worker2.log", 300)
     finally:
         stop(first)
@@ -99,7 +135,7 @@ def test_an_rq_worker_killed_mid_import_is_recovered_by_the_other_worker_exactly
     assert queued_tasks(rq) == 0
 
 
-def test_an_rq_worker_killed_mid_export_is_recovered_by_the_other_worker_with_the_export_whole(
+def test_an_rq_worker_killed_mid_export_is_run_again_by_the_idle_worker_by_itself_with_the_export_whole(
     verification_study, rq, tmp_path
 ):
     job = labelled_export_job(verification_study)
@@ -109,12 +145,12 @@ def test_an_rq_worker_killed_mid_export_is_recovered_by_the_other_worker_with_th
     second = None
     try:
         wait_for(lambda: export_is_writing(job.pk), "the export to be writing", first, tmp_path / "worker1.log")
-        second = start_worker(tmp_path / "worker2.log", rq)
+        second = start_idle_worker(tmp_path / "worker2.log", rq)
         kill(first)
         assert_killed_export_left_a_partial_file(job)
 
-        call_command("resume_stale_jobs", "--stale-after", "0", stdout=open(os.devnull, "w"))
-        assert ExportJob.objects.get(pk=job.pk).status == ExportJob.Status.QUEUED
+        wait_until_running_again(ExportJob, job.pk, second, tmp_path / "worker2.log")
+        assert_lost_rq_job_failed(rq)
         wait_for(lambda: export_ended(job.pk), "the re-queued export to end", second, tmp_path / "worker2.log", 300)
     finally:
         stop(first)
@@ -129,7 +165,7 @@ CHUNK = 10
 CONCURRENCY = 4
 
 
-def test_an_rq_worker_killed_mid_verifier_run_is_resumed_on_the_other_worker_without_paying_twice(
+def test_an_rq_worker_killed_mid_verifier_run_is_resumed_by_the_idle_worker_by_itself_without_paying_twice(
     verification_study, settings, rq, tmp_path
 ):
     """The verifier-run kill test (tests/verifiers_run/test_kill_resume.py) on RQ, with the endpoint capped
@@ -182,7 +218,16 @@ def test_an_rq_worker_killed_mid_verifier_run_is_resumed_on_the_other_worker_wit
             assert VerifierRun.objects.get(pk=run.pk).status == VerifierRun.Status.RUNNING
 
             server.release()
-            call_command("resume_stale_runs", "--stale-after", "0", stdout=open(os.devnull, "w"))
+            killed_at = time.monotonic()
+            wait_for(
+                lambda: VerifierRun.objects.get(pk=run.pk).generation == 1,
+                "the idle worker to resume the run by itself",
+                second,
+                tmp_path / "worker2.log",
+                RECOVERY_DEADLINE,
+            )
+            print(f"verifier run resumed {time.monotonic() - killed_at:.2f} s after the kill")
+            assert_lost_rq_job_failed(rq)
             wait_for(
                 lambda: not VerifierRun.objects.get(pk=run.pk).is_active,
                 "the resumed run to end",

@@ -4,7 +4,8 @@ Database backend: `db_worker`, surviving lock contention. RQ backend: an RQ work
 on the same queues (--batch: burst mode; --max-tasks and --worker-id as they are;
 --interval, --reload and the startup delay do not apply to RQ). Idle, it looks at the
 queue every --interval seconds, and on PostgreSQL a queued task wakes it at once
-(annotation.lib.task_wakeup).
+(annotation.lib.task_wakeup). At start and every few seconds while idle it re-queues the
+jobs, verifier runs and report builds of workers that are gone (annotation.lib.job_runs).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from django_tasks_db.management.commands import db_worker
 
 from annotation.lib.task_wakeup import POLL_SECONDS, default_interval
 from annotation.lib.worker import LockTolerantWorker, is_rq, run_rq_worker
+from annotation.transfer.services import recovery  # noqa: F401  (registers the import/export jobs' recovery)
 
 
 class Command(db_worker.Command):

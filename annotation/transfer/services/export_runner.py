@@ -25,8 +25,8 @@ def run_export_job(*, job_id: int) -> ExportJob:
 
     The file is written in this host's scratch folder (as `.partial`, renamed when whole), then
     handed to the file storage, and only then named on the job: a download never meets half a
-    file. The worker stamps a heartbeat while writing, so a killed one is noticed by
-    resume_stale_jobs, which removes what it left and queues the job again.
+    file. The claim records the worker, so a killed one is noticed within seconds by any worker
+    (recovery.recover_lost_jobs), which removes what it left and queues the job again.
     """
     if not claim(ExportJob, job_id):
         return ExportJob.objects.select_related("study").get(pk=job_id)

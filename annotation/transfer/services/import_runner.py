@@ -35,8 +35,8 @@ IMPORTERS: dict[str, Callable[..., ImportResult]] = {
 def run_import_job(*, job_id: int) -> ImportJob:
     """Run a queued import job from its stored file; safe to call twice.
 
-    The worker stamps a heartbeat while it runs (a killed worker is noticed by
-    resume_stale_jobs) and retries the import while the database is locked by
+    The claim records the worker (a killed worker's job is queued again by any worker within
+    seconds: recovery.recover_lost_jobs), the job's heartbeat is stamped while it runs, and it retries the import while the database is locked by
     another write. The upload is read from the file storage (on another host's worker, through a
     local copy it removes afterwards) and removed once the job has finished or failed.
     """

@@ -1,9 +1,11 @@
-"""Recovery of stale import and export jobs: re-queued, or failed with the reason.
+"""Recovery of import and export jobs whose worker is gone: re-queued, or failed with the reason.
 
-A worker killed mid-job (SIGKILL, OOM, reboot) stops stamping its job's heartbeat
-(annotation/lib/job_runs.py), and `resume_stale_jobs` (run by `manage.py resume_stale_jobs`,
-which `make run` calls before starting the worker) re-queues the job, or fails it with the
-reason once it has used JOB_MAX_ATTEMPTS. An import is one transaction, so a killed one
+A job records the registered worker that runs it (annotation/lib/job_runs.py). When that
+worker is gone (SIGKILL, OOM, reboot: its process dead on this host, or its registry row
+silent for seconds elsewhere), any worker, at start and every few seconds while idle, calls
+`recover_lost_jobs`, which re-queues the job, or fails it with the reason once it has used
+JOB_MAX_ATTEMPTS; a job silent for JOB_STALE_SECONDS is handled the same way.
+`resume_stale_jobs` (`manage.py resume_stale_jobs`) runs the same code by hand. An import is one transaction, so a killed one
 changed nothing and re-running it cannot duplicate anything. Files a dead job leaves (the
 upload in the file storage, a `.partial` export in this host's scratch folder, an export
 stored but not yet recorded) are removed when the job ends or is queued again.
@@ -24,9 +26,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.lib.formats import RecordError
-from annotation.lib.job_runs import stale_after
+from annotation.lib.job_runs import register_recovery, stale_after
 from annotation.lib.storage import EXPORTS, delete_quietly, files, scratch_dir, stored_names
-from annotation.models import ExportJob, ImportJob, JobStatus
+from annotation.models import ExportJob, ImportJob, JobStatus, WorkerHeartbeat
 from annotation.tasks import run_export_job, run_import_job
 from config.request_id import enqueue
 
@@ -40,27 +42,50 @@ def _stale(model: type[ImportJob] | type[ExportJob], cutoff) -> list[int]:
     return list(model.objects.filter(running).values_list("pk", flat=True))
 
 
+def _held_by_lost_workers(model: type[ImportJob] | type[ExportJob], lost: set[str]) -> list[int]:
+    """Running jobs whose worker is gone: in `lost`, or no longer in the registry at all.
+
+    The jobs are read before the registry: a worker registers before it claims a job, so
+    a job claimed meanwhile has its worker in the registry read after it.
+    """
+    held = list(model.objects.filter(status=JobStatus.RUNNING).exclude(worker="").values_list("pk", "worker"))
+    if not held:
+        return []
+    registered = set(WorkerHeartbeat.objects.filter(pk__in={w for _, w in held}).values_list("pk", flat=True))
+    return [pk for pk, worker in held if worker in lost or worker not in registered]
+
+
 def _give_up_message(job: ImportJob | ExportJob, changed: str) -> str:
     return (
-        f"the worker running this job stopped without finishing it (no heartbeat for over "
-        f"{int(settings.JOB_STALE_SECONDS)} s) {job.attempts} time(s); {changed} Start it again"
+        f"the worker running this job stopped without finishing it (killed, or no heartbeat) "
+        f"{job.attempts} time(s); {changed} Start it again"
     )
 
 
 def resume_stale_jobs(*, older_than: timedelta | None = None) -> list[ImportJob | ExportJob]:
-    """Re-queue (or fail, after JOB_MAX_ATTEMPTS) running jobs whose heartbeat is older than `older_than`."""
+    """Re-queue (or fail, after JOB_MAX_ATTEMPTS) running jobs whose heartbeat is older than `older_than`,
+    and those whose worker is gone (the workers' own recovery, `recover_lost_jobs`, does the same)."""
+    from annotation.lib.job_runs import lost_workers
+
+    return recover_lost_jobs(lost_workers(), older_than=older_than)
+
+
+def recover_lost_jobs(lost: set[str], *, older_than: timedelta | None = None) -> list[ImportJob | ExportJob]:
+    """Re-queue (or fail, after JOB_MAX_ATTEMPTS) running jobs held by gone workers (`lost`, or missing
+    from the registry) or silent for `older_than` (default JOB_STALE_SECONDS). Run by every worker at
+    start and every few seconds while idle (annotation.lib.job_runs.recover_lost_work)."""
     threshold = stale_after() if older_than is None else older_than
     cutoff = timezone.now() - threshold
     handled: list[ImportJob | ExportJob] = []
-    for job_id in _stale(ImportJob, cutoff):
+    for job_id in sorted(set(_stale(ImportJob, cutoff)) | set(_held_by_lost_workers(ImportJob, lost))):
         with transaction.atomic():
             job = ImportJob.objects.select_for_update().get(pk=job_id)
             if job.status != JobStatus.RUNNING:
                 continue
             upload_there = bool(job.file_path) and files().exists(job.file_path)
             if job.attempts < settings.JOB_MAX_ATTEMPTS and upload_there:
-                job.status, job.heartbeat_at = JobStatus.QUEUED, None
-                job.save(update_fields=["status", "heartbeat_at"])
+                job.status, job.heartbeat_at, job.worker = JobStatus.QUEUED, None, ""
+                job.save(update_fields=["status", "heartbeat_at", "worker"])
                 transaction.on_commit(partial(enqueue, run_import_job, job.pk))
                 logger.warning("import job %s: worker died (attempt %d); queued again", job.pk, job.attempts)
             else:
@@ -69,28 +94,28 @@ def resume_stale_jobs(*, older_than: timedelta | None = None) -> list[ImportJob 
                     reason = (
                         "the uploaded file is gone, so the import cannot run again; it changed nothing. Upload it again"
                     )
-                job.status, job.finished_at = JobStatus.FAILED, timezone.now()
+                job.status, job.finished_at, job.worker = JobStatus.FAILED, timezone.now(), ""
                 job.errors, job.error_count = [RecordError(None, reason).as_dict()], 1
                 stored, job.file_path = job.file_path, ""
-                job.save(update_fields=["status", "finished_at", "errors", "error_count", "file_path"])
+                job.save(update_fields=["status", "finished_at", "errors", "error_count", "file_path", "worker"])
                 delete_quietly(stored)
                 logger.warning("import job %s failed: %s", job.pk, reason)
             handled.append(job)
-    for job_id in _stale(ExportJob, cutoff):
+    for job_id in sorted(set(_stale(ExportJob, cutoff)) | set(_held_by_lost_workers(ExportJob, lost))):
         with transaction.atomic():
             export = ExportJob.objects.select_for_update().get(pk=job_id)
             if export.status != JobStatus.RUNNING:
                 continue
             remove_partial_exports(export)
             if export.attempts < settings.JOB_MAX_ATTEMPTS:
-                export.status, export.heartbeat_at = JobStatus.QUEUED, None
-                export.save(update_fields=["status", "heartbeat_at"])
+                export.status, export.heartbeat_at, export.worker = JobStatus.QUEUED, None, ""
+                export.save(update_fields=["status", "heartbeat_at", "worker"])
                 transaction.on_commit(partial(enqueue, run_export_job, export.pk))
                 logger.warning("export job %s: worker died (attempt %d); queued again", export.pk, export.attempts)
             else:
-                export.status, export.finished_at = JobStatus.FAILED, timezone.now()
+                export.status, export.finished_at, export.worker = JobStatus.FAILED, timezone.now(), ""
                 export.error = _give_up_message(export, "no file was written.")
-                export.save(update_fields=["status", "finished_at", "error"])
+                export.save(update_fields=["status", "finished_at", "error", "worker"])
                 logger.warning("export job %s failed: %s", export.pk, export.error)
             handled.append(export)
     return handled
@@ -105,3 +130,6 @@ def remove_partial_exports(job: ExportJob) -> None:
     for name in stored_names(EXPORTS):
         if name.startswith(f"{EXPORTS}/{job.pk}-") and name != job.file_path:
             files().delete(name)
+
+
+register_recovery(recover_lost_jobs)

@@ -17,6 +17,7 @@ import httpx2
 from asgiref.sync import async_to_sync, sync_to_async
 
 from annotation.errors import ServiceError
+from annotation.lib.job_runs import current_worker
 from annotation.models import Item
 
 from ...models import Verifier, VerifierRun
@@ -77,12 +78,18 @@ def run_chunk(
         run.done,
         run.total,
     )
+    # Which worker runs this chunk: when it is gone, any worker resumes the run (services.runs.recover_lost_runs).
+    worker = current_worker()
+    VerifierRun.objects.filter(pk=run_id, generation=generation).update(worker=worker)
     try:
         result = _run_chunk(run, generation, transport=transport, progress=progress)
     except Exception as exc:  # a bug or a lost database: end the run visibly instead of leaving it "running"
         logger.exception("verifier run %s: chunk failed", run_id)
         fail_run(run_id, f"the run stopped on an internal error: {type(exc).__name__}: {exc}")
         raise
+    finally:
+        VerifierRun.objects.filter(pk=run_id, generation=generation, worker=worker).update(worker="")
+    VerifierRun.objects.filter(pk=run_id, generation=generation).update(recoveries=0)  # this chunk got through
     logger.info(
         "verifier run %s: chunk finished: %d items, %d cached, %d asked; %s%s",
         run_id,

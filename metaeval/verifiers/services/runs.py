@@ -4,8 +4,9 @@ A run is processed in chunks (docs/architecture.md, Mechanisms: Background work)
 takes the next items after the run's cursor, skips those that already have a
 prediction for their cache key, asks for the rest, writes predictions as
 they complete (``runner.chunks``), then moves the cursor and queues the next
-chunk. A worker killed mid-chunk leaves a stale heartbeat; resuming bumps the
-run's generation and queues the chunk after the cursor again, and the unique
+chunk. A chunk records the worker running it; when that worker is gone (killed: its process
+dead on this host, or its registry row silent elsewhere) any worker, within seconds, resumes
+the run (``recover_lost_runs``, also for a stale heartbeat); resuming bumps the run's generation and queues the chunk after the cursor again, and the unique
 (verifier, item, cache key) constraint makes a duplicate impossible even if
 the "dead" worker was only slow.
 
@@ -26,7 +27,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.errors import ServiceError
-from annotation.models import Item
+from annotation.models import Item, WorkerHeartbeat
 from config.request_id import enqueue
 
 from ...models import ACTIVE_RUN_STATUSES, Verifier, VerifierRun
@@ -37,6 +38,7 @@ from ..tasks import run_verifier_chunk
 
 __all__ = [
     "interrupt_run",
+    "recover_lost_runs",
     "resume_stale_runs",
     "stale_after",
     "start_run",
@@ -171,19 +173,58 @@ def _resume(run: VerifierRun, *, enqueue: bool = True) -> bool:
 
 
 def resume_stale_runs(*, older_than: timedelta | None = None) -> list[VerifierRun]:
-    """Resume every active run whose heartbeat is older than ``older_than`` (default: stale_after())."""
+    """Resume every active run whose heartbeat is older than ``older_than`` (default: stale_after()),
+    and every run whose worker is gone (what the workers themselves do: ``recover_lost_runs``)."""
+    from annotation.lib.job_runs import lost_workers
+
+    return recover_lost_runs(lost_workers(), older_than=older_than)
+
+
+def _held_by_lost_workers(lost: set[str]) -> list[int]:
+    """Active runs whose chunk's worker is gone: in ``lost``, or missing from the registry (read after the runs)."""
+    held = list(
+        VerifierRun.objects.filter(status__in=ACTIVE_RUN_STATUSES).exclude(worker="").values_list("pk", "worker")
+    )
+    if not held:
+        return []
+    registered = set(WorkerHeartbeat.objects.filter(pk__in={w for _, w in held}).values_list("pk", flat=True))
+    return [pk for pk, worker in held if worker in lost or worker not in registered]
+
+
+def recover_lost_runs(lost: set[str], *, older_than: timedelta | None = None) -> list[VerifierRun]:
+    """Resume active runs whose chunk's worker is gone (``lost``, or no longer registered) or whose heartbeat
+    is older than ``older_than``. A chunk resumed JOB_MAX_ATTEMPTS times after its worker died (a chunk
+    that kills its worker, say) fails the run with the reason. Run by every worker at start and every
+    few seconds while idle (annotation.lib.job_runs.recover_lost_work)."""
     threshold = stale_after() if older_than is None else older_than
     cutoff = timezone.now() - threshold
-    candidates = (
+    stale = (
         VerifierRun.objects.filter(status__in=ACTIVE_RUN_STATUSES)
         .filter(Q(heartbeat_at__lte=cutoff) | Q(heartbeat_at__isnull=True, created_at__lte=cutoff))
         .values_list("pk", flat=True)
     )
+    orphaned = set(_held_by_lost_workers(lost))
     resumed = []
-    for run_id in list(candidates):
+    for run_id in sorted(set(stale) | orphaned):
         with transaction.atomic():
             run = VerifierRun.objects.select_for_update().get(pk=run_id)
-            if run.is_active and _is_stale(run, threshold) and _resume(run):
+            worker_gone = bool(run.worker) and (
+                run.worker in lost or not WorkerHeartbeat.objects.filter(pk=run.worker).exists()
+            )
+            if not run.is_active or not (worker_gone or _is_stale(run, threshold)):
+                continue
+            if run.recoveries >= settings.JOB_MAX_ATTEMPTS and run.status != Status.STOPPING:
+                run.error_message = (
+                    f"the worker running this run stopped {run.recoveries} time(s) on the same chunk "
+                    f"(after item {run.cursor}); the predictions made so far are kept. Start the run again"
+                )
+                finish_run(run, Status.FAILED)
+                logger.warning("verifier run %s failed: %s", run.pk, run.error_message)
+                continue
+            run.worker = ""
+            run.recoveries += 1
+            run.save(update_fields=["worker", "recoveries"])
+            if _resume(run):
                 resumed.append(run)
     return resumed
 

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -16,11 +20,13 @@ from django.core.files.base import ContentFile
 from django.core.management import call_command
 from django.db import OperationalError
 from django.utils import timezone
+from django_tasks.base import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
 from annotation.lib import job_runs as job_recovery
 from annotation.lib.storage import files, scratch_dir, stored_names
-from annotation.models import ExportJob, ImportJob, Item
+from annotation.models import ExportJob, ImportJob, Item, WorkerHeartbeat, this_host
+from annotation.tasks import run_import_job as run_import_job_task
 from annotation.transfer.services import import_runner
 from annotation.transfer.services.import_runner import run_import_job
 from annotation.transfer.services.recovery import resume_stale_jobs
@@ -195,3 +201,124 @@ def test_a_running_import_stamps_its_heartbeat(verification_study, monkeypatch, 
     run_import_job(job_id=job.pk)
     assert beats == [True]
     assert ImportJob.objects.get(pk=job.pk).status == "succeeded"
+
+
+# The worker registry (issue 31): a job held by a worker that is gone is queued again at once.
+
+
+def dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped) on this host."""
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def registered(worker_id: str, *, host: str | None = None, pid: int | None = None, seen_ago: float = 0.0, **fields):
+    now = timezone.now()
+    return WorkerHeartbeat.objects.create(
+        pk=worker_id,
+        host=this_host() if host is None else host,
+        pid=os.getpid() if pid is None else pid,
+        started_at=fields.get("started_at", now - timedelta(seconds=seen_ago)),
+        last_seen=now - timedelta(seconds=seen_ago),
+    )
+
+
+def held_by(job, worker_id: str, **fields) -> None:
+    """`job` running for `worker_id`, with a fresh heartbeat (so the old stale rule would leave it alone)."""
+    type(job).objects.filter(pk=job.pk).update(
+        status="running", heartbeat_at=timezone.now(), worker=worker_id, attempts=1, **fields
+    )
+
+
+def task_row_of(job, worker_id: str) -> DBTaskResult:
+    """The task row a worker left RUNNING when it died, as django-tasks-db's claim leaves it."""
+    row = DBTaskResult.objects.get(pk=run_import_job_task.enqueue(job.pk).id)
+    row.claim(worker_id)
+    return row
+
+
+def test_a_job_whose_worker_process_died_on_this_host_is_queued_again_at_once_and_its_task_row_failed(
+    verification_study, django_capture_on_commit_callbacks
+):
+    job = queued_import(verification_study)
+    registered("dead", pid=dead_pid())
+    held_by(job, "dead")
+    row = task_row_of(job, "dead")
+    assert job_recovery.lost_workers() == {"dead"}
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        handled = job_recovery.recover_lost_work()
+    assert [h.pk for h in handled] == [job.pk] and len(queued) == 1
+    job.refresh_from_db()
+    assert (job.status, job.worker, job.attempts) == ("queued", "", 1)
+    row.refresh_from_db()
+    assert row.status == TaskResultStatus.FAILED and row.exception_class_path.endswith("job_runs.WorkerLost")
+    assert not WorkerHeartbeat.objects.filter(pk="dead").exists()
+
+
+def test_a_job_whose_worker_lives_is_left_alone_and_not_stuck(verification_study):
+    job = queued_import(verification_study)
+    registered("alive")  # this very process
+    registered("elsewhere", host="another-host", pid=1, seen_ago=1.0)
+    other = queued_import(verification_study)
+    held_by(job, "alive")
+    held_by(other, "elsewhere")
+    assert job_recovery.recover_lost_work() == []
+    assert {j.status for j in ImportJob.objects.filter(pk__in=[job.pk, other.pk])} == {"running"}
+    job.refresh_from_db()
+    assert not job.looks_stuck()
+
+
+def test_a_worker_silent_for_seconds_on_another_host_is_gone(verification_study, django_capture_on_commit_callbacks):
+    job = queued_import(verification_study)
+    registered("silent", host="another-host", pid=os.getpid(), seen_ago=WorkerHeartbeat.LOST_AFTER.total_seconds() + 1)
+    held_by(job, "silent")
+    job.refresh_from_db()
+    assert job.looks_stuck()  # at once, not after ten minutes
+    with django_capture_on_commit_callbacks(execute=False):
+        job_recovery.recover_lost_work()
+    assert ImportJob.objects.get(pk=job.pk).status == "queued"
+
+
+def test_a_job_of_an_unregistered_worker_or_of_one_whose_pid_was_reused_is_queued_again(
+    verification_study, django_capture_on_commit_callbacks
+):
+    missing = queued_import(verification_study)
+    held_by(missing, "never-registered")
+    reused = queued_import(verification_study)
+    registered("before-restart", seen_ago=60.0)  # same host, same (live) pid, older: the pid is a newer worker's
+    registered("after-restart")
+    held_by(reused, "before-restart")
+    with django_capture_on_commit_callbacks(execute=False):
+        job_recovery.recover_lost_work()
+    assert {j.status for j in ImportJob.objects.filter(pk__in=[missing.pk, reused.pk])} == {"queued"}
+    assert set(WorkerHeartbeat.objects.values_list("pk", flat=True)) == {"after-restart"}
+
+
+def test_a_job_whose_worker_keeps_dying_fails_with_the_reason_after_its_attempts(verification_study):
+    job = queued_import(verification_study)
+    registered("dead", pid=dead_pid())
+    held_by(job, "dead")
+    ImportJob.objects.filter(pk=job.pk).update(attempts=2)  # JOB_MAX_ATTEMPTS here
+    job_recovery.recover_lost_work()
+    job.refresh_from_db()
+    assert job.status == "failed" and "stopped without finishing it" in job.errors[0]["message"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_registers_beats_and_leaves(monkeypatch):
+    monkeypatch.setattr(job_recovery, "WORKER_BEAT_SECONDS", 0.05)
+    registration = job_recovery.WorkerRegistration("me")
+    try:
+        assert job_recovery.current_worker() == "me"
+        first = WorkerHeartbeat.objects.get(pk="me")
+        assert (first.host, first.pid) == (this_host(), os.getpid())
+        WorkerHeartbeat.objects.filter(pk="me").delete()  # taken for gone by another worker: it comes back
+        for _ in range(200):
+            if WorkerHeartbeat.objects.filter(pk="me").exists():
+                break
+            time.sleep(0.05)
+        assert WorkerHeartbeat.objects.get(pk="me").last_seen >= first.last_seen
+    finally:
+        registration.close()
+    assert job_recovery.current_worker() == "" and not WorkerHeartbeat.objects.exists()
