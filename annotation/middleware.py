@@ -1,10 +1,14 @@
-"""Lock contention answers 503 with Retry-After, never a 500.
+"""Database faults that pass answer 503 with Retry-After, never a 500.
 
-A long write (a big CLI import on SQLite) can hold the write lock past the
-busy timeout; an annotator's `next` or `submit` that waited for it then fails
-with "database is locked". Nothing was saved (the transaction rolled back), so
-the honest answer is "busy, try again shortly", which clients and the annotate
-page's script can act on.
+A long write (a big CLI import on SQLite) can hold the write lock past the busy timeout;
+a PostgreSQL failover or ``pg_terminate_backend`` cuts a request's connection
+(AdminShutdown); a serialisation failure, a deadlock that exhausted its retries or a
+read-only replica refuses a write. Nothing was saved (the transaction rolled back), so the
+honest answer is "try again shortly", which clients and the annotate page's script act on
+(`annotation.lib.dblocks.fault_response`: the API's error shape under /api/, a plain page
+elsewhere; a lost connection is closed so the next request reconnects). Faults raised
+outside a view (in a middleware) reach handler500, which answers the same
+(`annotation.lib.api_errors.server_error`).
 """
 
 from __future__ import annotations
@@ -12,18 +16,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 
-from annotation.lib.dblocks import is_lock_error
+from annotation.lib.dblocks import fault_response
 
 logger = logging.getLogger(__name__)
 
-MESSAGE = "The database is busy with another write (for example a large import); nothing was saved. Try again shortly."
-
 
 class DatabaseBusyMiddleware:
-    """Turn a lock-contention OperationalError raised by a view into 503 + Retry-After."""
+    """Turn a passing database fault raised by a view into 503 + Retry-After (`dblocks.database_fault`)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -32,14 +33,7 @@ class DatabaseBusyMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not is_lock_error(exception):
-            return None
-        logger.warning("database busy on %s %s: %s", request.method, request.path, exception)
-        retry_after = str(settings.DB_BUSY_RETRY_AFTER_SECONDS)
-        response: HttpResponse
-        if request.path.startswith("/api/") or "json" in request.headers.get("Accept", ""):
-            response = JsonResponse({"detail": MESSAGE, "code": "database_busy"}, status=503)
-        else:
-            response = HttpResponse(MESSAGE, status=503, content_type="text/plain; charset=utf-8")
-        response["Retry-After"] = retry_after
+        response = fault_response(request, exception)
+        if response is not None:
+            logger.warning("database fault on %s %s: %r", request.method, request.path, exception)
         return response

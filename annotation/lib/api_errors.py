@@ -11,6 +11,7 @@ shape for 400/401/403/404 on every operation, so the schema tells the truth.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -21,6 +22,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from annotation.lib.dblocks import fault_response
+
 API_PREFIX = "/api/"
 ERROR_COMPONENT = "Error"
 DESCRIPTIONS = {
@@ -29,6 +32,8 @@ DESCRIPTIONS = {
     "403": "Logged in, but not allowed to do this.",
     "404": "No such object, or you are not a member of its study.",
 }
+# 503 (a passing database fault, lib/dblocks.py: `code` database_busy, database_unavailable, database_conflict
+# or database_read_only, with Retry-After) may answer any operation; it is described in docs/api.md.
 
 
 def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
@@ -89,7 +94,15 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    """handler500: JSON under /api/ (no internals), Django's page elsewhere."""
+    """handler500: JSON under /api/ (no internals), Django's page elsewhere.
+
+    A passing database fault raised outside a view (a middleware reading the session when the
+    connection was cut) is a 503 with Retry-After, as views' are (lib/dblocks.fault_response).
+    """
+    exc = sys.exc_info()[1]
+    fault = fault_response(request, exc) if exc is not None else None
+    if fault is not None:
+        return fault
     if _is_api(request):
         return JsonResponse({"detail": "Server error; it has been logged.", "code": "server_error"}, status=500)
     return defaults.server_error(request)
