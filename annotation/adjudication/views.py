@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -117,9 +118,8 @@ def _page(
 def adjudication_settings(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     """Researchers: change the queue rule, audit share, system names and the reference rule."""
     study = access_study_to_adjudicate(request.user, slug)
-    if study.user_role != Researcher:
-        messages.error(request, "Only the study's researchers change how adjudication works.")
-        return redirect("annotation:adjudication_queue", slug=study.slug)
+    if study.user_role != Researcher:  # an adjudicator: 403, before the form is read
+        raise PermissionDenied("Only the study's researchers change how adjudication works.")
     form = AdjudicationSettingsForm(request.POST)
     if not form.is_valid():
         messages.error(
@@ -166,9 +166,11 @@ def member_adjudicator(request: AuthenticatedHttpRequest, slug: str, member_id: 
 def adjudication_import(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     """Researchers: import past adjudications from a JSON Lines or CSV file, all or nothing."""
     study = access_study_to_adjudicate(request.user, slug)
+    if study.user_role != Researcher:  # an adjudicator: 403, before the upload is read
+        raise PermissionDenied("Only the study's researchers import adjudications.")
     upload = request.FILES.get("file")
-    if study.user_role != Researcher or upload is None:
-        messages.error(request, "Only researchers import adjudications, and a file is needed.")
+    if upload is None:
+        messages.error(request, "A file is needed to import adjudications.")
         return redirect("annotation:adjudication_queue", slug=study.slug)
     try:
         result = import_adjudications(study=study, stream=upload, fmt=detect_format(upload.name or ""))
