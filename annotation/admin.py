@@ -9,6 +9,7 @@ from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
 from annotation.models import (
+    AccountOrigin,
     Annotation,
     AnnotationRevision,
     Assignment,
@@ -19,6 +20,7 @@ from annotation.models import (
     Participant,
     ParticipantCheck,
     ParticipantLink,
+    PasswordReset,
     Study,
     StudyChange,
     StudyMember,
@@ -251,3 +253,43 @@ class ParticipantCheckAdmin(admin.ModelAdmin):
     search_fields = ("participant__panel_id", "item__external_id")
     list_select_related = ("participant", "item")
     raw_id_fields = ("participant", "item")
+
+
+@admin.register(PasswordReset)
+class PasswordResetAdmin(admin.ModelAdmin):
+    """Password resets by studies' researchers (issue 31): who reset whose account, when, from where.
+    Evidence, so read-only: nobody adds, edits or deletes a row here."""
+
+    list_display = ("created_at", "study", "researcher_username", "account_username", "pseudonym", "ip_address")
+    list_filter = ("study",)
+    search_fields = ("researcher_username", "account_username", "pseudonym")
+    list_select_related = ("study",)
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: PasswordReset | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: PasswordReset | None = None) -> bool:
+        return False
+
+
+@admin.register(AccountOrigin)
+class AccountOriginAdmin(admin.ModelAdmin):
+    """Which study made an account (the study's researchers may reset only those passwords); read-only."""
+
+    list_display = ("user", "study", "how", "created_at")
+    list_filter = ("how", "study")
+    search_fields = ("user__username",)
+    list_select_related = ("user", "study")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: AccountOrigin | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: AccountOrigin | None = None) -> bool:
+        return False

@@ -1056,3 +1056,58 @@ def pid_alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return True
+
+
+class AccountOrigin(models.Model):
+    """Which study made an account, and how: the one thing that lets its researchers reset its password.
+
+    Written when the account is created for a study (a sign-up through the study's invite, or
+    `add_members` making a missing account); never for an account that existed before, nor for a
+    crowd participant's internal account. It outlives the membership (removing the member does not
+    give the study a claim on an account it did not make, nor take the claim away), and goes with
+    the account or the study. members/membership.password_reset_refusal reads it.
+    """
+
+    class How(models.TextChoices):
+        INVITE = "invite", "signed up through the study's invite"
+        ADDED = "added", "created when a researcher added the username"
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="origin")
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="created_accounts")
+    how = models.CharField(max_length=16, choices=How.choices)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["study", "created_at", "id"]
+        constraints = [models.CheckConstraint(condition=Q(how__in=["invite", "added"]), name="origin_how_valid")]
+
+    def __str__(self) -> str:
+        return f"user {self.user_id} made by study {self.study_id} ({self.how})"
+
+
+class PasswordReset(models.Model):
+    """One password reset from a study's members page or API: who reset whose account, when, from where.
+
+    Kept when the membership is removed, the account or the researcher deleted (the usernames are
+    copied), so the operator can always see it (read-only in the admin); a line in the study's
+    change log (StudyChange, field `password_reset`) says the same on the settings page.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="password_resets")
+    researcher = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    researcher_username = models.CharField(max_length=150)
+    account = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    account_username = models.CharField(max_length=150)
+    pseudonym = models.CharField(max_length=100, blank=True, default="")
+    ip_address = models.GenericIPAddressField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.researcher_username} reset {self.account_username} in study {self.study_id} at {self.created_at:%Y-%m-%d %H:%M}"

@@ -128,7 +128,8 @@ class MemberDetail(StudyScoped, APIView):
 
 class MemberPasswordReset(StudyScoped, APIView):
     """A new password for an annotator's account (shown once); refused with 403 when the account is
-    not the study's to reset (staff, researchers, members of studies you do not run)."""
+    not the study's to reset (one the study did not create, staff, researchers, members of studies
+    you do not run). Each reset is recorded and logged in the study's change log."""
 
     permission_classes = [IsStudyManager]
 
@@ -136,7 +137,12 @@ class MemberPasswordReset(StudyScoped, APIView):
     def post(self, request: Request, slug: str, member_id: int) -> Response:
         member = access_member(request.user, slug, member_id)
         try:
-            password = reset_password(actor=logged_in_user(request), study=self.study, member=member)
+            password = reset_password(
+                actor=logged_in_user(request),
+                study=self.study,
+                member=member,
+                ip_address=get_client_ip_address(request._request),
+            )
         except ServiceError as exc:
             raise PermissionDenied(str(exc)) from None
         return Response(PasswordResetSerializer({"username": member.user.get_username(), "password": password}).data)

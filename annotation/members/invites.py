@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from annotation.errors import ServiceError
 from annotation.members.services import next_free_pseudonym
-from annotation.models import Invite, InviteSignup, Study, StudyMember
+from annotation.models import AccountOrigin, Invite, InviteSignup, Study, StudyMember
 
 #: Characters of the token kept in clear, so researchers can tell their invites apart.
 PREFIX_LENGTH = 6
@@ -234,6 +234,9 @@ def sign_up_through_invite(
                 user = User.objects.create_user(username=username, password=password)
                 member = _add_member(invite, user)
                 InviteSignup.objects.create(invite=invite, user=user, ip_address=ip_address, created_at=now)
+                AccountOrigin.objects.create(
+                    user=user, study=invite.study, how=AccountOrigin.How.INVITE, created_at=now
+                )
                 return user, member
         except IntegrityError:
             invite.refresh_from_db()

@@ -12,6 +12,7 @@ this user an item, so a deactivation waits for a claim in flight and then frees 
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -21,11 +22,14 @@ from django.utils import timezone
 
 from annotation.errors import ServiceError
 from annotation.members.services import generate_password
-from annotation.models import Assignment, Study, StudyMember
+from annotation.models import AccountOrigin, Assignment, PasswordReset, Study, StudyChange, StudyMember
 from annotation.signals import member_password_reset
 from annotation.workbench import assignment_sql as sql
 
 Role = StudyMember.Role
+
+#: The change log's field for a password reset (StudyChange.field).
+PASSWORD_RESET_FIELD = "password_reset"
 
 #: What `remove_member` did, for the message shown.
 REMOVED = "removed"
@@ -161,9 +165,16 @@ def password_reset_refusal(*, actor: User, study: Study, member: StudyMember) ->
       cannot);
     - never an account that is a member (active or not) of a study where the actor is
       not an active researcher: otherwise a researcher of study A could take over an
-      annotator of study B and read B's items, instructions and their own progress there.
+      annotator of study B and read B's items, instructions and their own progress there;
+    - only an account this study created (`AccountOrigin`: a sign-up through one of its
+      invites, or an account `add_members` made when a researcher added a new username).
+      An account that existed before it joined may be anyone's (a colleague's, an account
+      in no study yet, one whose other memberships were removed): adding it as a member
+      and resetting its password would hand it over (issue 31). Crowd participants'
+      accounts never log in, so they have no origin and are refused above.
 
-    Staff count as researchers of every study, but the rules on the target still hold.
+    Staff count as researchers of every study, but the rules on the target still hold;
+    staff reset any other password in the admin.
     """
     target = member.user
     if member.study_id != study.pk:
@@ -191,16 +202,27 @@ def password_reset_refusal(*, actor: User, study: Study, member: StudyMember) ->
             return (
                 "this account is also in a study you are not a researcher of; an administrator must reset its password"
             )
+    origin = AccountOrigin.objects.filter(user=target).first()
+    if origin is None:
+        return (
+            f"{target.get_username()} had an account before joining this study (it was not created through "
+            "this study's invite or by adding a new username here), so it may belong to someone outside the "
+            "study; only an administrator can reset its password"
+        )
+    if origin.study_id != study.pk:
+        return "this account was created by another study; only an administrator can reset its password"
     return None
 
 
 @transaction.atomic
-def reset_password(*, actor: User, study: Study, member: StudyMember) -> str:
+def reset_password(*, actor: User, study: Study, member: StudyMember, ip_address: str | None = None) -> str:
     """Give the member's account a new generated password, returned once and never stored in clear.
 
     Every session of the account ends (Django ties sessions to the password hash), and
     `member_password_reset` lets the accounts app revoke the account's API tokens.
-    See `password_reset_refusal` for who may reset whom, and why.
+    See `password_reset_refusal` for who may reset whom, and why. Each reset is recorded
+    (`PasswordReset`: who, whose, when, from where; read-only in the admin) and logged in the
+    study's change log, and both outlive the membership.
     """
     member = _locked_member(member)
     refusal = password_reset_refusal(actor=actor, study=study, member=member)
@@ -209,5 +231,37 @@ def reset_password(*, actor: User, study: Study, member: StudyMember) -> str:
     password = generate_password()
     member.user.set_password(password)
     member.user.save(update_fields=["password"])
+    _record_reset(actor=actor, study=study, member=member, ip_address=ip_address)
     member_password_reset.send(sender=StudyMember, user=member.user, actor=actor, study=study)
     return password
+
+
+def _address(ip_address: str | None) -> str | None:
+    try:
+        return str(ipaddress.ip_address((ip_address or "").strip()))
+    except ValueError:
+        return None
+
+
+def _record_reset(*, actor: User, study: Study, member: StudyMember, ip_address: str | None) -> PasswordReset:
+    """The audit trail of one reset: a PasswordReset row and a line in the study's change log."""
+    now = timezone.now()
+    account = member.user
+    record = PasswordReset.objects.create(
+        study=study,
+        researcher=actor,
+        researcher_username=actor.get_username(),
+        account=account,
+        account_username=account.get_username(),
+        pseudonym=member.pseudonym,
+        ip_address=_address(ip_address),
+        created_at=now,
+    )
+    StudyChange.objects.create(
+        study=study,
+        changed_by=actor,
+        field=PASSWORD_RESET_FIELD,
+        old_value=None,
+        new_value=f"password of {account.get_username()} ({member.pseudonym}) reset",
+    )
+    return record

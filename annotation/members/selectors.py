@@ -6,12 +6,13 @@ from __future__ import annotations
 from django.db.models import Count, Exists, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from annotation.models import Annotation, Assignment, Invite, Study, StudyMember
+from annotation.models import AccountOrigin, Annotation, Assignment, Invite, Study, StudyMember
 
 
 def members_to_manage(study: Study) -> QuerySet[StudyMember]:
     """Every membership (active first, researchers first), with `annotations` (their answers) and
-    `was_given_items` (whether "remove" deactivates them rather than deleting: see members/membership.py)."""
+    `was_given_items` (whether "remove" deactivates them rather than deleting: see members/membership.py)
+    and `made_here` (whether this study created the account, which a password reset requires)."""
     done = (
         Annotation.objects.filter(assignment__study=study, assignment__annotator=OuterRef("user_id"))
         .order_by()
@@ -23,7 +24,11 @@ def members_to_manage(study: Study) -> QuerySet[StudyMember]:
     return (
         StudyMember.objects.filter(study=study)
         .select_related("user")
-        .annotate(annotations=Coalesce(Subquery(done), 0), was_given_items=Exists(given))
+        .annotate(
+            annotations=Coalesce(Subquery(done), 0),
+            was_given_items=Exists(given),
+            made_here=Exists(AccountOrigin.objects.filter(user=OuterRef("user_id"), study=study)),
+        )
         .order_by("-is_active", "-role", "is_external", "pseudonym")
     )
 

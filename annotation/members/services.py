@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.db import models, transaction
 
 from annotation.errors import ServiceError
-from annotation.models import Study, StudyMember
+from annotation.models import AccountOrigin, Study, StudyMember
 
 PSEUDONYM_PREFIX: dict[str, str] = {StudyMember.Role.ANNOTATOR: "ann", StudyMember.Role.RESEARCHER: "res"}
 
@@ -51,6 +51,10 @@ def next_free_pseudonym(study: Study, role: str) -> str:
 def add_members(*, study: Study, usernames: Iterable[str], role: str) -> list[MemberOutcome]:
     """Add users to a study, creating missing accounts with generated passwords.
 
+    An account created here is recorded as made by this study (AccountOrigin), the only
+    kind besides invite sign-ups whose password the study's researchers may reset; an
+    existing account added here never is.
+
     A user already in the study keeps their membership (and role); that is
     reported, not changed, so a rerun never demotes anyone. A deactivated
     member is reactivated, with their old pseudonym and role.
@@ -82,6 +86,8 @@ def add_members(*, study: Study, usernames: Iterable[str], role: str) -> list[Me
         if user is None:
             password = generate_password()
             user = User.objects.create_user(**{User.USERNAME_FIELD: name}, password=password)
+            # Made for this study: its researchers may reset this password (members/membership.py).
+            AccountOrigin.objects.create(user=user, study=study, how=AccountOrigin.How.ADDED)
         member = StudyMember.objects.filter(study=study, user=user).first()
         if member is not None and not member.is_active:
             # Added again after being removed: back in, with the same pseudonym and role.

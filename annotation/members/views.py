@@ -162,7 +162,9 @@ def member_remove(request: AuthenticatedHttpRequest, slug: str, member_id: int) 
 def member_password(request: AuthenticatedHttpRequest, slug: str, member_id: int) -> HttpResponse:
     member = access_member(request.user, slug, member_id)
     try:
-        password = reset_password(actor=request.user, study=member.study, member=member)
+        password = reset_password(
+            actor=request.user, study=member.study, member=member, ip_address=get_client_ip_address(request)
+        )
     except ServiceError as exc:
         messages.error(request, f"Password not reset: {exc}.")
     else:

@@ -20,7 +20,7 @@ from annotation.members.membership import (
     set_member_role,
 )
 from annotation.members.services import add_members
-from annotation.models import Annotation, Assignment, Item, StudyMember
+from annotation.models import AccountOrigin, Annotation, Assignment, Item, StudyMember
 from annotation.studies.services import create_study
 from annotation.transfer.exports import export_chunks
 from annotation.workbench.services import NotAllowed, SubmittedAnswer, claim_next, submit
@@ -29,6 +29,11 @@ from tests.conftest import jsonl, verification_item
 
 def member(study, username: str) -> StudyMember:
     return StudyMember.objects.select_related("user").get(study=study, user__username=username)
+
+
+def made_by(study, username: str) -> None:
+    """As if the study had created this account (the fixtures' accounts exist before the study)."""
+    AccountOrigin.objects.create(user=member(study, username).user, study=study, how=AccountOrigin.How.ADDED)
 
 
 @pytest.fixture
@@ -130,6 +135,7 @@ def test_promoting_an_annotator_frees_their_item_in_progress(study_with_items, a
 def test_password_reset_gives_a_new_password_ends_tokens_and_sessions(
     client, verification_study, researcher, annotator
 ):
+    made_by(verification_study, "anna")
     token = issue_token(user=annotator)
     client.force_login(annotator)
     password = reset_password(actor=researcher, study=verification_study, member=member(verification_study, "anna"))
@@ -168,6 +174,7 @@ def test_password_reset_never_escalates(verification_study, researcher, make_use
         assert member(study, username).user.password == before
     # A researcher of both studies may reset the shared annotator; so may staff.
     add_members(study=other, usernames=["rita"], role="researcher")
+    made_by(study, "anna")  # "shared" was created by add_members for this study
     assert reset_password(actor=researcher, study=study, member=member(study, "shared"))
     staff = make_user("ops", is_staff=True)
     assert reset_password(actor=staff, study=study, member=member(study, "anna"))
@@ -203,6 +210,7 @@ def test_members_page_actions(client, study_with_items, researcher, annotator):
     study = study_with_items
     client.force_login(researcher)
     anna = member(study, "anna")
+    made_by(study, "anna")
     claim_next(user=annotator, study=study)
 
     response = client.post(reverse("annotation:member_password", args=["verif", anna.pk]), follow=True)

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from accounts.services import issue_token
 from annotation.members.invites import find_invite
-from annotation.models import Invite, StudyMember
+from annotation.models import AccountOrigin, Invite, StudyMember
 from annotation.workbench.services import claim_next
 
 
@@ -89,6 +89,9 @@ def test_the_last_researcher_is_refused_with_a_reason(client, verification_study
 def test_password_reset_returns_the_password_once_and_refuses_researchers(client, verification_study, researcher):
     headers = auth(researcher)
     anna = member_id(verification_study, "anna")
+    AccountOrigin.objects.create(
+        user=StudyMember.objects.get(pk=anna).user, study=verification_study, how=AccountOrigin.How.ADDED
+    )
     response = client.post(reverse("api-member-password", args=["verif", anna]), **headers)
     assert response.status_code == 200 and response.json()["username"] == "anna"
     assert client.login(username="anna", password=response.json()["password"])
