@@ -10,4 +10,5 @@ class MetaevalConfig(AppConfig):
 
     def ready(self) -> None:
         # Importing the statistics pins pandas' string storage for every frame the app builds.
-        from . import receivers, stats  # noqa: F401  (stats: pandas' string storage; receivers: connects them)
+        # openapi: strict request bodies as additionalProperties: false in the schema.
+        from . import openapi, receivers, stats  # noqa: F401  (stats: pandas' string storage; receivers: connects them)
