@@ -53,8 +53,9 @@ class ObtainToken(APIView):
             raise ValidationError({"non_field_errors": ["Unable to log in with provided credentials."]})
         try:
             issued = issue_token(user=user, name=data["name"], expires_in_days=data.get("expires_in_days"))
-        except TokenError as exc:
-            raise ValidationError({"detail": str(exc)}) from exc
+        except TokenError as exc:  # "field: message"
+            field, _, message = str(exc).partition(": ")
+            raise ValidationError({field: [message]} if message else [str(exc)]) from exc
         body = dict(IssuedTokenSerializer(issued.token).data)
         body["token"] = issued.key
         return Response(body, status=status.HTTP_201_CREATED)

@@ -70,7 +70,9 @@ def lockout_response(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpRes
     retry_after = retry_after_seconds(request)
     response: HttpResponse
     if request.path.startswith("/api/"):
-        response = JsonResponse({"detail": LOCKOUT_MESSAGE, "retry_after": retry_after}, status=429)
+        response = JsonResponse(
+            {"detail": LOCKOUT_MESSAGE, "code": "throttled", "retry_after": retry_after}, status=429
+        )
     else:
         minutes = max(1, math.ceil(retry_after / 60))
         context = {"message": LOCKOUT_MESSAGE, "minutes": minutes}

@@ -5,24 +5,33 @@ from __future__ import annotations
 from django.conf import settings
 from rest_framework import serializers
 
+from annotation.studies.serializers import StrictSerializer
+
 from .models import ApiToken
 
 
-class TokenRequestSerializer(serializers.Serializer):
+class TokenRequestSerializer(StrictSerializer):
+    """A username and password for a new token; a field it does not know is refused by name."""
+
     username = serializers.CharField()
     password = serializers.CharField(style={"input_type": "password"}, trim_whitespace=False)
     name = serializers.CharField(required=False, allow_blank=True, max_length=100, default="")
-    expires_in_days = serializers.IntegerField(
-        required=False,
-        allow_null=True,
-        min_value=1,
-        help_text="Days until the token stops working; omitted: API_TOKEN_DEFAULT_DAYS (none: never).",
-    )
 
-    def validate_expires_in_days(self, value: int | None) -> int | None:
-        if value is not None and value > settings.API_TOKEN_MAX_DAYS:
-            raise serializers.ValidationError(f"At most {settings.API_TOKEN_MAX_DAYS} days.")
-        return value
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        # The range is the operator's (API_TOKEN_MAX_DAYS), read per request so the schema's maximum is true.
+        limit = settings.API_TOKEN_MAX_DAYS
+        message = f"must be a whole number from 1 to {limit}"
+        fields["expires_in_days"] = serializers.IntegerField(
+            required=False,
+            allow_null=True,
+            min_value=1,
+            max_value=limit,
+            error_messages={"min_value": message, "max_value": message},
+            help_text=f"Days until the token stops working, 1 to {limit}; omitted: API_TOKEN_DEFAULT_DAYS "
+            "(none: never).",
+        )
+        return fields
 
 
 class TokenSerializer(serializers.ModelSerializer):
@@ -43,5 +52,8 @@ class IssuedTokenSerializer(TokenSerializer):
 
 
 class LockoutSerializer(serializers.Serializer):
+    """The one error shape (detail, code), with the seconds to wait."""
+
     detail = serializers.CharField()
+    code = serializers.CharField(help_text="throttled")
     retry_after = serializers.IntegerField(help_text="Seconds until the client may try again.")

@@ -11,5 +11,6 @@ class MetaevalConfig(AppConfig):
     def ready(self) -> None:
         # Importing the statistics pins pandas' string storage for every frame the app builds.
         # receivers connects them; stats pins pandas' string storage; tasks registers the report's refresh task
-        # with the report cache (reporting.cache.register_refresh_task).
-        from . import receivers, stats, tasks  # noqa: F401
+        # with the report cache (reporting.cache.register_refresh_task); openapi: strict request bodies as
+        # additionalProperties: false in the schema.
+        from . import openapi, receivers, stats, tasks  # noqa: F401

@@ -10,6 +10,7 @@ The arithmetic is ``metaeval.stats.planning``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -70,9 +71,12 @@ def _number(query: Mapping[str, Any], name: str, default: float | None) -> float
     if not raw:
         return default
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
         raise InvalidOption(name, f"{name} must be a number, got {raw!r}") from None
+    if not math.isfinite(value):
+        raise InvalidOption(name, f"{name} must be a finite number, got {raw!r}")
+    return value
 
 
 def plan_from_query(query: Mapping[str, Any]) -> PlanInputs:
@@ -89,6 +93,8 @@ def plan_from_query(query: Mapping[str, Any]) -> PlanInputs:
             raise InvalidOption(
                 "distribution", f"distribution must be comma-separated shares such as 0.6,0.25,0.15, got {raw_dist!r}"
             ) from None
+        if not all(map(math.isfinite, distribution)):
+            raise InvalidOption("distribution", f"distribution must be finite shares, got {raw_dist!r}")
         if len(distribution) < 2 or min(distribution) <= 0:
             raise InvalidOption("distribution", "distribution needs at least two positive shares, one per label")
     else:

@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 from annotation.access import Researcher, access_study
 from annotation.http import AuthenticatedHttpRequest
 
+from .api import strict_query
 from .planning import PLAN_KINDS, PlanInputs, cached_study_precision, make_plan, plan_from_query
 from .reporting.options import InvalidOption
 
@@ -44,6 +45,14 @@ def plan_page(request: AuthenticatedHttpRequest) -> HttpResponse:
     )
 
 
+#: The ranges the planning functions take (metaeval.stats.planning); some limits depend on the other
+#: inputs (p may not be 0.5, kappa's lower bound depends on the label shares) and are refused by name.
+SHARE = {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 1, "exclusiveMaximum": True}
+WIDTH = {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 1}
+KAPPA = {"type": "number", "minimum": -1, "maximum": 1}
+PLAN_PARAMETERS = ("kind", "p", "power", "alpha", "width", "kappa", "kappa_b", "distribution")
+
+
 class Plan(APIView):
     """Items a study needs: sign-test power and Wilson width (preference), kappa CI and verifier differences."""
 
@@ -53,17 +62,18 @@ class Plan(APIView):
         operation_id="plan",
         parameters=[
             OpenApiParameter("kind", str, enum=list(PLAN_KINDS), description="preference (default) or verification"),
-            OpenApiParameter("p", OpenApiTypes.DOUBLE, description="expected preference share (default 0.65)"),
-            OpenApiParameter("power", OpenApiTypes.DOUBLE, description="target power (default 0.8)"),
-            OpenApiParameter("alpha", OpenApiTypes.DOUBLE, description="two-sided level (default 0.05)"),
-            OpenApiParameter("width", OpenApiTypes.DOUBLE, description="target 95% CI width (default 0.1)"),
-            OpenApiParameter("kappa", OpenApiTypes.DOUBLE, description="expected kappa (default 0.6)"),
-            OpenApiParameter("kappa_b", OpenApiTypes.DOUBLE, description="a second verifier's kappa"),
+            OpenApiParameter("p", SHARE, description="expected preference share, not 0.5 (default 0.65)"),
+            OpenApiParameter("power", SHARE, description="target power (default 0.8)"),
+            OpenApiParameter("alpha", SHARE, description="two-sided level (default 0.05)"),
+            OpenApiParameter("width", WIDTH, description="target 95% CI width (default 0.1)"),
+            OpenApiParameter("kappa", KAPPA, description="expected kappa (default 0.6)"),
+            OpenApiParameter("kappa_b", KAPPA, description="a second verifier's kappa"),
             OpenApiParameter("distribution", str, description="expected label shares, comma-separated"),
         ],
         responses=OpenApiTypes.OBJECT,
     )
     def get(self, request: Request) -> Response:
+        strict_query(request, PLAN_PARAMETERS)
         try:
             return Response(make_plan(plan_from_query(request.query_params)))
         except InvalidOption as exc:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.errors import ImportFailed, ServiceError
+from annotation.lib.api_errors import bad_request
 from annotation.http import logged_in_user
 from annotation.lib.formats import detect_format
 from annotation.permissions import IsStudyResearcher, StudyScoped
@@ -19,8 +21,8 @@ from .access import access_run, access_verifier
 from .selectors import study_verifiers
 from .serializers import (
     ImportOutcomeSerializer,
+    ImportProblemSerializer,
     PredictionImportSerializer,
-    ProblemSerializer,
     RunSerializer,
     StartRunSerializer,
     VerifierSerializer,
@@ -31,12 +33,15 @@ from .services import create_verifier, import_predictions, start_run, stop_run, 
 from .services.prediction_import import import_predictions_from
 from .services.verifiers import VerifierInvalid
 
+#: A refusal by the service, in the one error shape (annotation.api_errors): `fields` names the fields.
+REFUSED = OpenApiResponse(description="Refused: `detail` says why, `fields` names the fields (the one error shape).")
+
 
 def _refused(exc: ServiceError) -> Response:
-    body: dict = {"detail": str(exc)}
+    """A service's refusal as the API's one error shape; a verifier's bad fields as `fields`."""
     if isinstance(exc, VerifierInvalid):
-        body["errors"] = exc.errors
-    return Response(body, status=status.HTTP_400_BAD_REQUEST)
+        raise ValidationError({field: [message] for field, message in exc.errors.items()})
+    return bad_request(str(exc))
 
 
 class VerifierList(StudyScoped, APIView):
@@ -51,7 +56,7 @@ class VerifierList(StudyScoped, APIView):
     @extend_schema(
         operation_id="verifier_create",
         request=VerifierWriteSerializer,
-        responses={201: VerifierSerializer, 400: ProblemSerializer},
+        responses={201: VerifierSerializer, 400: REFUSED},
     )
     def post(self, request: Request, slug: str) -> Response:
         data = VerifierWriteSerializer(data=request.data)
@@ -75,7 +80,7 @@ class VerifierDetail(APIView):
     @extend_schema(
         operation_id="verifier_update",
         request=VerifierUpdateSerializer,
-        responses={200: VerifierSerializer, 400: ProblemSerializer},
+        responses={200: VerifierSerializer, 400: REFUSED},
     )
     def patch(self, request: Request, slug: str, verifier_id: int) -> Response:
         verifier = access_verifier(request.user, slug, verifier_id)
@@ -101,7 +106,7 @@ class VerifierRuns(APIView):
     @extend_schema(
         operation_id="verifier_run_start",
         request=StartRunSerializer,
-        responses={202: RunSerializer, 400: ProblemSerializer},
+        responses={202: RunSerializer, 400: REFUSED},
     )
     def post(self, request: Request, slug: str, verifier_id: int) -> Response:
         verifier = access_verifier(request.user, slug, verifier_id)
@@ -134,9 +139,7 @@ class RunStop(APIView):
 
     permission_classes = [IsStudyResearcher]
 
-    @extend_schema(
-        operation_id="verifier_run_stop", request=None, responses={200: RunSerializer, 400: ProblemSerializer}
-    )
+    @extend_schema(operation_id="verifier_run_stop", request=None, responses={200: RunSerializer, 400: REFUSED})
     def post(self, request: Request, slug: str, run_id: int) -> Response:
         run = access_run(request.user, slug, run_id)
         try:
@@ -150,6 +153,7 @@ def _import_failed(exc: ImportFailed) -> Response:
     return Response(
         {
             "detail": str(exc).splitlines()[0],
+            "code": "invalid",
             "error_count": exc.total,
             "errors": [error.as_dict() for error in exc.errors],
         },
@@ -168,7 +172,9 @@ class PredictionImport(StudyScoped, APIView):
         request=PredictionImportSerializer,
         responses={
             200: ImportOutcomeSerializer,
-            400: OpenApiResponse(description="Nothing was imported; `errors` name line and field."),
+            400: OpenApiResponse(
+                ImportProblemSerializer, description="Nothing was imported; `errors` name line and field."
+            ),
         },
     )
     def post(self, request: Request, slug: str) -> Response:
@@ -180,15 +186,11 @@ class PredictionImport(StudyScoped, APIView):
         try:
             fmt = detect_format(upload.name or "", data.validated_data.get("format"))
         except ValueError as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+            return bad_request(str(exc))
         limit = settings.PREDICTION_UPLOAD_MAX_BYTES
         if upload.size and upload.size > limit:
-            return Response(
-                {
-                    "detail": f"the file is {upload.size:,} bytes; the limit here is {limit:,} "
-                    "(use manage.py import_predictions)"
-                },
-                status=status.HTTP_400_BAD_REQUEST,
+            return bad_request(
+                f"the file is {upload.size:,} bytes; the limit here is {limit:,} (use manage.py import_predictions)"
             )
         try:
             result = import_predictions(study=self.study, stream=upload, fmt=fmt, update=data.validated_data["update"])

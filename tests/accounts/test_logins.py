@@ -70,7 +70,11 @@ def test_token_endpoint_answers_429_json_with_retry_after(client, researcher, pa
     locked = _login(client, url, "rita", "pw-rita", ATTACKER)
     assert locked.status_code == 429
     assert locked["Content-Type"] == "application/json"
-    assert locked.json() == {"detail": "Too many failed login attempts. Try again later.", "retry_after": 900}
+    assert locked.json() == {
+        "detail": "Too many failed login attempts. Try again later.",
+        "code": "throttled",
+        "retry_after": 900,
+    }
     assert locked["Retry-After"] == "900"
 
     elsewhere = _login(client, url, "rita", "pw-rita", HOME)

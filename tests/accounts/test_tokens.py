@@ -158,3 +158,27 @@ def test_staff_see_tokens_in_the_admin_without_keys(client, make_user, researche
     assert listing.status_code == 200 and issued.token.prefix in listing.content.decode()
     change = client.get(reverse("admin:accounts_apitoken_change", args=[issued.token.pk]))
     assert change.status_code == 200 and issued.key not in change.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_token_request_with_an_unknown_field_is_refused_by_name(client, researcher):
+    response = client.post(
+        reverse("api-token"),
+        {"username": "rita", "password": "pw-rita", "expires": "30"},
+        content_type="application/json",
+    )
+    assert response.status_code == 400 and not ApiToken.objects.exists()
+    body = response.json()
+    assert body["code"] == "invalid" and "unknown field(s) 'expires'" in body["detail"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("days", [0, 3651, 10**20])
+def test_a_token_expiry_out_of_range_is_refused_naming_the_range(client, researcher, days):
+    response = client.post(
+        reverse("api-token"),
+        {"username": "rita", "password": "pw-rita", "expires_in_days": days},
+        content_type="application/json",
+    )
+    assert response.status_code == 400 and not ApiToken.objects.exists()
+    assert response.json()["fields"] == {"expires_in_days": ["must be a whole number from 1 to 3650"]}

@@ -13,6 +13,7 @@ from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
+from hypothesis.errors import Unsatisfiable
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -161,3 +162,77 @@ def test_the_api_answers_as_its_schema_says(wsgi_app, researcher, loaded_verific
         except Exception as exc:  # every operation's first failure, not just the first operation's
             failures.append(f"{operation.method.upper()} {operation.path}: {exc}")
     assert not failures, "\n\n".join(failures)
+
+
+# --- schemathesis on the metaeval and accounts operations: valid and invalid requests ---------
+
+#: The operations of metaeval (reports, planning, verifiers, runs, prediction import) and accounts (tokens).
+OWN_PATHS = ("/api/auth/", "/api/plan", "/report", "/verifiers/", "/runs/", "/predictions/")
+#: Examples per operation and generation mode (valid, then invalid): 15 operations x 2 x 5, about 10 s.
+OWN_EXAMPLES = 5
+
+
+def _own(operation) -> bool:
+    return any(part in operation.path for part in OWN_PATHS)
+
+
+@pytest.fixture
+def verifier_and_run(loaded_verification_study, researcher):
+    """A study's baseline verifiers and a stopped run, so that generated ids name real objects too."""
+    from metaeval.verifiers.services import ensure_baselines, start_run, stop_run
+
+    majority, _ = ensure_baselines(study=loaded_verification_study, created_by=researcher)
+    run = stop_run(run=start_run(verifier=majority, created_by=researcher, enqueue=False))
+    return majority, run
+
+
+def test_the_metaeval_and_accounts_operations_refuse_what_they_do_not_understand(
+    wsgi_app, researcher, loaded_verification_study, verifier_and_run
+):
+    """Valid and invalid generated requests (fixed seed) on every metaeval and accounts operation.
+
+    No 5xx, every answer as the schema declares it, and every invalid request refused (4xx):
+    an unknown field, a number out of range, a wrong type.
+    """
+    from schemathesis import GenerationMode
+    from schemathesis.specs.openapi.checks import negative_data_rejection
+
+    verifier, run = verifier_and_run
+    real = {"slug": loaded_verification_study.slug, "verifier_id": verifier.pk, "run_id": run.pk}
+    schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", wsgi_app)
+    headers = {"Authorization": f"Token {issue_token(user=researcher).key}"}
+    operations = [op for op in (result.ok() for result in schema.get_all_operations()) if _own(op)]
+    assert len(operations) >= 15, [op.label for op in operations]
+    failures: list[str] = []
+    cases = 0
+
+    def run(operation, mode, checks) -> None:
+        @given(case=operation.as_strategy(generation_mode=mode))
+        @settings(
+            max_examples=OWN_EXAMPLES,
+            derandomize=True,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
+        def check(case) -> None:
+            nonlocal cases
+            cases += 1
+            for name, value in real.items():  # real objects in half the cases, not only 404s
+                if name in (case.path_parameters or {}) and cases % 2:
+                    case.path_parameters[name] = value
+            case.call_and_validate(headers=headers, checks=checks)
+
+        check()
+
+    for operation in operations:
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+            checks = [*CHECKS, negative_data_rejection] if mode is GenerationMode.NEGATIVE else CHECKS
+            try:
+                run(operation, mode, checks)
+            except Unsatisfiable:  # no request to this operation can be invalid (a list without parameters)
+                continue
+            except (Exception, BaseExceptionGroup) as exc:  # every operation's first failure
+                failures.append(f"{operation.method.upper()} {operation.path} ({mode.value}): {exc}")
+    assert cases >= len(operations) * OWN_EXAMPLES
+    assert not failures, f"{len(failures)} of {len(operations) * 2} operation runs failed:\n\n" + "\n\n".join(failures)

@@ -73,8 +73,10 @@ def test_api_refuses_bad_definitions_field_by_field(client, researcher, claims_s
         content_type="application/json",
     )
     assert response.status_code == 400
-    errors = response.json()["errors"]
-    assert set(errors) == {"base_url"} and "does not allow researcher endpoints" in errors["base_url"]
+    body = response.json()
+    assert body["code"] == "invalid" and set(body["fields"]) == {"base_url"}
+    assert "does not allow researcher endpoints" in body["fields"]["base_url"][0]
+    assert body["detail"].startswith("invalid input: base_url: ")
     assert "sk-live" not in response.content.decode()
     assert not Verifier.objects.exists()
 

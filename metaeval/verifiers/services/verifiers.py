@@ -181,13 +181,7 @@ def _check_llm(study: Study, values: dict, check: _Checker) -> None:
         check.add("model", "is longer than 200 characters")
     values["model"] = model
     cap = _check_endpoint(values, check)
-    check.number(values, "temperature", 0.0, 2.0)
-    check.number(values, "max_tokens", 1, operator_limit("tokens"), integer=True)
-    check.number(values, "concurrency", 1, min(operator_limit("concurrency"), cap or math.inf), integer=True)
-    check.number(values, "timeout", 0.001, operator_limit("timeout"))
-    check.number(values, "retries", 0, operator_limit("retries"), integer=True)
-    check.price(values, "price_input_per_1k")
-    check.price(values, "price_output_per_1k")
+    _check_numbers(values, check, cap=cap)
     custom_labels = values.get("custom_labels") or []
     if isinstance(custom_labels, str):
         custom_labels = [part.strip() for part in custom_labels.split(",") if part.strip()]
@@ -223,6 +217,27 @@ def _check_llm(study: Study, values: dict, check: _Checker) -> None:
                 "map it, e.g. {" + ", ".join(f'"{label}": "{study.labels[-1]}"' for label in unmapped) + "}"
             ),
         )
+
+
+def _check_numbers(values: dict, check: _Checker, *, cap: int | None = None, baseline: bool = False) -> None:
+    """Every numeric setting within its range (the operator's limits); each message names the range.
+
+    A baseline sends nothing to a model, but stores the same columns: they are checked too, so that
+    a huge or negative number is refused by name rather than failing in the database. Its limits
+    never fall below the defaults a baseline is created with.
+    """
+
+    def limit(name: str, field: str) -> float:
+        high = operator_limit(name)
+        return max(high, DEFAULTS[field]) if baseline else high
+
+    check.number(values, "temperature", 0.0, 2.0)
+    check.number(values, "max_tokens", 1, limit("tokens", "max_tokens"), integer=True)
+    check.number(values, "concurrency", 1, min(limit("concurrency", "concurrency"), cap or math.inf), integer=True)
+    check.number(values, "timeout", 0.001, limit("timeout", "timeout"))
+    check.number(values, "retries", 0, limit("retries", "retries"), integer=True)
+    check.price(values, "price_input_per_1k")
+    check.price(values, "price_output_per_1k")
 
 
 def _check_endpoint(values: dict, check: _Checker) -> int | None:
@@ -317,6 +332,7 @@ def validated_fields(study: Study, kind: str, values: dict, *, exclude_pk: int |
         for field in ("preset", "model", "endpoint", "base_url", "api_key", "template", "system_prompt"):
             if values.get(field):
                 check.add(field, f"a {kind} verifier sends nothing to a model: leave {field} empty")
+        _check_numbers(values, check, baseline=True)
         if kind == Verifier.Kind.BASELINE_OVERLAP:
             _check_overlap(study, values, check)
         elif values.get("options"):
@@ -351,9 +367,20 @@ def create_verifier(
         raise VerifierInvalid({"kind": "imported verifiers are made by importing predictions (import_predictions)"})
     values = stored_fields(validated_fields(study, kind, {**DEFAULTS, **fields, "name": name}))
     try:
-        return Verifier.objects.create(study=study, kind=kind, created_by=created_by, **values)
-    except IntegrityError:  # a concurrent create took the name between the check and the insert
-        raise VerifierInvalid({"name": f"the study already has a verifier named {values['name']!r}"}) from None
+        with transaction.atomic():  # a savepoint, so that the name can be looked up after a refused insert
+            return Verifier.objects.create(study=study, kind=kind, created_by=created_by, **values)
+    except IntegrityError:
+        _name_taken(study, values["name"], exclude_pk=None)
+        raise
+
+
+def _name_taken(study: Study, name: str, *, exclude_pk: int | None) -> None:
+    """After a refused write: VerifierInvalid when a concurrent write took the name (the only clash we expect).
+
+    Any other constraint is a bug in the checks above, and is raised as it is, never given a false reason.
+    """
+    if _others(study, exclude_pk).filter(name=name).exists():
+        raise VerifierInvalid({"name": f"the study already has a verifier named {name!r}"}) from None
 
 
 @transaction.atomic
@@ -375,9 +402,11 @@ def update_verifier(*, verifier: Verifier, **changes: Any) -> Verifier:
     for field, value in values.items():
         setattr(verifier, field, value)
     try:
-        verifier.save()
+        with transaction.atomic():
+            verifier.save()
     except IntegrityError:
-        raise VerifierInvalid({"name": f"the study already has a verifier named {values['name']!r}"}) from None
+        _name_taken(verifier.study, values["name"], exclude_pk=verifier.pk)
+        raise
     return verifier
 
 
