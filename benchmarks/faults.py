@@ -398,14 +398,14 @@ class Job:
         if self.kind == "import":
             from django.core.files.uploadedfile import SimpleUploadedFile
 
-            from annotation.services import create_study
-            from annotation.services.import_jobs import submit_import
+            from annotation.studies.services import create_study
+            from annotation.transfer.services.import_jobs import submit_import
 
             study = create_study(slug=f"{SLUG}-import-{self.number}", name="Fault import", kind="verification")
             upload = SimpleUploadedFile("items.jsonl", self.fixtures.import_file, content_type="application/x-ndjson")
             self.pk = submit_import(study=study, what="items", upload=upload, file_format="jsonl").pk
         elif self.kind == "export":
-            from annotation.services.export_jobs import request_export
+            from annotation.transfer.services.export_jobs import request_export
 
             self.pk = request_export(study=self.fixtures.labelled_study(), file_format="csv").pk
         elif self.kind == "verifier":
@@ -525,7 +525,9 @@ class Fixtures:
         import io
 
         from annotation.models import Study
-        from annotation.services import create_study, import_annotations, import_items
+        from annotation.studies.services import create_study
+        from annotation.transfer.services.annotation_import import import_annotations
+        from annotation.transfer.services.item_import import import_items
 
         rng = random.Random(7)
         self.import_file = "".join(

@@ -36,8 +36,7 @@ def left_out_of_analysis(study: Study) -> dict[str, int]:
     by_participants = 0
     if excluded:
         by_participants = (
-            AnnotatorCount.objects.filter(study=study, user_id__in=excluded).aggregate(n=Sum("annotations"))["n"]
-            or 0
+            AnnotatorCount.objects.filter(study=study, user_id__in=excluded).aggregate(n=Sum("annotations"))["n"] or 0
         )
     on_checks = 0
     if not study.checks_in_agreement:

@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0024_account_origin_password_resets'),
-        ('annotation', '0024_worker_registry'),
+        ("annotation", "0024_account_origin_password_resets"),
+        ("annotation", "0024_worker_registry"),
     ]
 
-    operations = [
-    ]
+    operations = []

@@ -12,10 +12,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.errors import ImportFailed, ServiceError
-from annotation.lib.api_errors import bad_request
 from annotation.http import logged_in_user
+from annotation.lib.api_errors import bad_request
 from annotation.lib.formats import detect_format
-from annotation.permissions import IsStudyResearcher, StudyScoped
+from annotation.permissions import AccessBeforeParsing, IsStudyResearcher, StudyScoped
 
 from .access import access_run, access_verifier
 from .selectors import study_verifiers
@@ -33,7 +33,7 @@ from .services import create_verifier, import_predictions, start_run, stop_run, 
 from .services.prediction_import import import_predictions_from
 from .services.verifiers import VerifierInvalid
 
-#: A refusal by the service, in the one error shape (annotation.api_errors): `fields` names the fields.
+#: A refusal by the service, in the one error shape (annotation.lib.api_errors): `fields` names the fields.
 REFUSED = OpenApiResponse(description="Refused: `detail` says why, `fields` names the fields (the one error shape).")
 
 
@@ -161,7 +161,7 @@ def _import_failed(exc: ImportFailed) -> Response:
     )
 
 
-class PredictionImport(StudyScoped, APIView):
+class PredictionImport(AccessBeforeParsing, StudyScoped, APIView):
     """Predictions made elsewhere (README, File formats), imported all or nothing; 400 lists problems by line and field."""
 
     permission_classes = [IsStudyResearcher]
