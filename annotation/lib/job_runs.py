@@ -34,7 +34,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import connections, models
+from django.db import OperationalError, ProgrammingError, connections, models
 from django.utils import timezone
 from django.utils.crypto import get_random_string
 
@@ -144,6 +144,37 @@ def new_worker_id(name: str = "") -> str:
     return f"{name[:60]}.{get_random_string(12)}" if name else f"{socket.gethostname()[:60]}.{get_random_string(16)}"
 
 
+def _is_missing_table(exc: BaseException) -> bool:
+    """A table not created yet: "no such table" (SQLite), "relation ... does not exist" (PostgreSQL)."""
+    text = str(exc).lower()
+    return isinstance(exc, (ProgrammingError, OperationalError)) and (
+        "no such table" in text or ("relation" in text and "does not exist" in text)
+    )
+
+
+def _when_schema_ready(action: Callable[[], T], *, what: str) -> T:
+    """`action()`, waited for while the database has no tables yet.
+
+    Why: a worker started beside the web server (compose, a process manager) commonly starts
+    before `migrate` has finished; it should wait for the schema, not exit. After
+    WORKER_SCHEMA_WAIT_SECONDS it gives up with the database's own error.
+    """
+    deadline = time.monotonic() + WORKER_SCHEMA_WAIT_SECONDS
+    while True:
+        try:
+            return action()
+        except (ProgrammingError, OperationalError) as exc:
+            if not _is_missing_table(exc) or time.monotonic() >= deadline:
+                raise
+            logger.info("%s waits for the database's tables (run migrate): %s", what, exc)
+            connections.close_all()
+            sleep(1.0)
+
+
+#: How long a starting worker waits for `migrate` to create its tables before it exits.
+WORKER_SCHEMA_WAIT_SECONDS = 600
+
+
 class WorkerRegistration:
     """This process as a registered worker: its row, stamped from a side thread until `close()`."""
 
@@ -151,10 +182,13 @@ class WorkerRegistration:
         global _current_worker
         now = timezone.now()
         self.worker_id = worker_id
-        retry_on_lock(
-            lambda: WorkerHeartbeat.objects.update_or_create(
-                pk=worker_id,
-                defaults={"host": this_host(), "pid": os.getpid(), "started_at": now, "last_seen": now},
+        _when_schema_ready(
+            lambda: retry_on_lock(
+                lambda: WorkerHeartbeat.objects.update_or_create(
+                    pk=worker_id,
+                    defaults={"host": this_host(), "pid": os.getpid(), "started_at": now, "last_seen": now},
+                ),
+                what=f"registering worker {worker_id}",
             ),
             what=f"registering worker {worker_id}",
         )

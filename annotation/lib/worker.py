@@ -168,6 +168,7 @@ def run_rq_worker(
     queues = sorted(backend.queues) if "*" in queue_names else queue_names
     level = "WARNING" if verbosity == 0 else "DEBUG" if verbosity >= 2 else "INFO"
     setup_loghandlers(level)
+    without_connection_pool()
     worker_id = job_runs.new_worker_id(name)
     worker = django_rq.get_worker(*queues, job_class=RQ_JOB_CLASS, name=worker_id)
     registration = job_runs.WorkerRegistration(worker_id)
@@ -178,6 +179,27 @@ def run_rq_worker(
     finally:
         recovery.close()
         registration.close()
+
+
+def without_connection_pool() -> None:
+    """Turn off psycopg's connection pool (DATABASE_POOL) in this process, before it opens a connection.
+
+    Why: RQ runs each task in a fork of this process. A pool's idle connections would be
+    inherited by the work horse while this process's heartbeat and recovery threads take
+    them from the same pool: two processes on one socket ("COPY cannot be used with this
+    method", "the connection is lost", a task failed for nothing). A worker holds a
+    connection or two for long tasks, so it loses nothing by opening its own.
+    """
+    for alias in connections:
+        wrapper = connections[alias]
+        options = wrapper.settings_dict.get("OPTIONS") or {}
+        if not options.get("pool"):
+            continue
+        wrapper.close()
+        if hasattr(wrapper, "close_pool"):
+            wrapper.close_pool()
+        options["pool"] = False
+        connections.settings[alias].setdefault("OPTIONS", {})["pool"] = False
 
 
 class RecoveryThread:

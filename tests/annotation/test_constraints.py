@@ -19,6 +19,7 @@ from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
 from annotation.models import (
+    AccountOrigin,
     Adjudication,
     Annotation,
     AnnotationRevision,
@@ -438,6 +439,12 @@ def test_a_participant_answers_a_check_item_once_and_checks_are_of_a_known_kind(
     violates("participant_check_kind", lambda: check(kind="quiz"))
     allowed(check)
     violates("participant_check_once", lambda: check(kind="qualification"), columns=("participant_id", "item_id"))
+
+
+def test_an_account_origin_says_how_the_study_made_it(study, users):
+    """AccountOrigin.how is one of its kinds: a researcher's right to reset rests on it (issue 31)."""
+    violates("origin_how_valid", lambda: AccountOrigin.objects.create(user=users[0], study=study, how="guessed"))
+    allowed(lambda: AccountOrigin.objects.create(user=users[1], study=study, how="added"))
 
 
 # --- counters (progress/counters.py) -------------------------------------------------

@@ -28,7 +28,7 @@ from django.utils import timezone
 from annotation.lib.formats import RecordError
 from annotation.lib.job_runs import register_recovery, stale_after
 from annotation.lib.storage import EXPORTS, delete_quietly, files, scratch_dir, stored_names
-from annotation.models import ExportJob, ImportJob, JobStatus, WorkerHeartbeat
+from annotation.models import ExportJob, ImportJob, JobStatus, WorkerHeartbeat, this_host
 from annotation.tasks import run_export_job, run_import_job
 from config.request_id import enqueue
 
@@ -118,7 +118,42 @@ def recover_lost_jobs(lost: set[str], *, older_than: timedelta | None = None) ->
                 export.save(update_fields=["status", "finished_at", "error", "worker"])
                 logger.warning("export job %s failed: %s", export.pk, export.error)
             handled.append(export)
+    sweep_scratch_exports()
     return handled
+
+
+def sweep_scratch_exports() -> list[str]:
+    """Delete this host's scratch export files that no worker on this host is writing; their names.
+
+    Why: a worker killed on this host leaves its `.partial` export here, and the worker that
+    re-queued the job may run on another host, which cannot reach this disk. A file is kept
+    only while its job is running on a worker registered from this host (or on no recorded
+    worker yet), so the next recovery on this host (a worker's start) removes the rest.
+    """
+    leftovers = {path: _job_id(path.name) for path in scratch_dir(EXPORTS).iterdir() if path.is_file()}
+    if not leftovers:
+        return []
+    running = dict(
+        ExportJob.objects.filter(
+            pk__in={pk for pk in leftovers.values() if pk is not None}, status=JobStatus.RUNNING
+        ).values_list("pk", "worker")
+    )
+    here = set(WorkerHeartbeat.objects.filter(host=this_host()).values_list("pk", flat=True))
+    removed = []
+    for path, job_id in leftovers.items():
+        if job_id in running and (running[job_id] == "" or running[job_id] in here):
+            continue
+        path.unlink(missing_ok=True)
+        removed.append(path.name)
+    if removed:
+        logger.warning("removed %d export file(s) a stopped worker left on this host: %s", len(removed), removed)
+    return removed
+
+
+def _job_id(file_name: str) -> int | None:
+    """The export job's id a scratch file is named after (`<job id>-<token>...`), if any."""
+    head = file_name.split("-", 1)[0]
+    return int(head) if head.isdigit() else None
 
 
 def remove_partial_exports(job: ExportJob) -> None:

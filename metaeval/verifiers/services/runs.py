@@ -27,6 +27,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.errors import ServiceError
+from annotation.lib.job_runs import lost_workers
 from annotation.models import Item, WorkerHeartbeat
 from config.request_id import enqueue
 
@@ -175,8 +176,6 @@ def _resume(run: VerifierRun, *, enqueue: bool = True) -> bool:
 def resume_stale_runs(*, older_than: timedelta | None = None) -> list[VerifierRun]:
     """Resume every active run whose heartbeat is older than ``older_than`` (default: stale_after()),
     and every run whose worker is gone (what the workers themselves do: ``recover_lost_runs``)."""
-    from annotation.lib.job_runs import lost_workers
-
     return recover_lost_runs(lost_workers(), older_than=older_than)
 
 

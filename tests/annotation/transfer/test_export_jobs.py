@@ -204,7 +204,7 @@ def test_an_export_nobody_runs_is_said_to_be_stuck(client, researcher, big):
     assert client.get(reverse("api-export-job", args=[big.slug, job.pk])).json()["stuck"] is False
     ExportJob.objects.filter(pk=job.pk).update(created_at=job.created_at - ExportJob.STUCK_AFTER - timedelta(seconds=1))
     page = client.get(reverse("annotation:export_job", args=[big.slug, job.pk])).content.decode()
-    assert "export-stuck" in page and "db_worker" in page and 'http-equiv="refresh"' not in page
+    assert "export-stuck" in page and "manage.py worker" in page and 'http-equiv="refresh"' not in page
     assert client.get(reverse("api-export-job", args=[big.slug, job.pk])).json()["stuck"] is True
     run_export_job(job_id=job.pk)  # a worker that turns up late still finishes it
     assert client.get(reverse("api-export-job", args=[big.slug, job.pk])).json()["stuck"] is False

@@ -155,7 +155,9 @@ def test_a_stale_export_loses_its_partial_file_and_is_queued_again_or_failed(loa
     partial = scratch_dir("exports") / f"{export.pk}-abc-verif-annotations.csv.partial"
     partial.write_text("half a file")
     kept = scratch_dir("exports") / f"{other.pk}-def-verif-annotations.csv.partial"
-    kept.write_text("another job's file")
+    kept.write_text("another job's file, being written on this host")
+    registered("writing-here")
+    held_by(other, "writing-here")
     # stored by a worker that died before it could name the file on its job
     unrecorded = files().save(f"exports/{export.pk}-ghi-verif-annotations.csv", ContentFile(b"whole but unrecorded"))
     others = files().save(f"exports/{other.pk}-jkl-verif-annotations.csv", ContentFile(b"another job's export"))
@@ -322,3 +324,53 @@ def test_a_worker_registers_beats_and_leaves(monkeypatch):
     finally:
         registration.close()
     assert job_recovery.current_worker() == "" and not WorkerHeartbeat.objects.exists()
+
+
+def test_recovery_on_a_host_removes_the_export_files_no_worker_there_is_writing(loaded_verification_study):
+    """A worker killed here leaves its `.partial`; the job may be re-run on another host, which cannot
+    reach this disk: the next recovery here (a worker's start, resume_stale_jobs) removes it."""
+    study = loaded_verification_study
+    jobs = {name: ExportJob.objects.create(study=study, file_format="csv") for name in ("here", "there", "done")}
+    registered("worker-here")
+    registered("worker-there", host="another-host", pid=1)
+    held_by(jobs["here"], "worker-here")
+    held_by(jobs["there"], "worker-there")  # re-queued after a kill here and now run elsewhere
+    ExportJob.objects.filter(pk=jobs["done"].pk).update(status="succeeded")
+    scratch = scratch_dir("exports")
+    for name, job in jobs.items():
+        (scratch / f"{job.pk}-{name}-verif-annotations.csv.partial").write_text("rows")
+    assert call_command_output("resume_stale_jobs").endswith("0 stale job(s) handled\n")
+    assert sorted(path.name for path in scratch.iterdir()) == [f"{jobs['here'].pk}-here-verif-annotations.csv.partial"]
+
+
+def call_command_output(*args: str) -> str:
+    out = io.StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
+
+
+def test_a_worker_started_before_migrate_waits_for_the_tables(monkeypatch, var):
+    """A worker started beside the web server may start before `migrate` ends: it waits, it does not exit."""
+    from django.db import ProgrammingError
+
+    calls: list[int] = []
+
+    def register() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise ProgrammingError('relation "annotation_workerheartbeat" does not exist')
+        return "registered"
+
+    assert job_recovery._when_schema_ready(register, what="registering") == "registered"
+    assert len(calls) == 3 and var == [1.0, 1.0]
+
+    def broken() -> None:
+        raise ProgrammingError('column "pid" is of type integer but expression is of type text')
+
+    with pytest.raises(ProgrammingError, match="is of type integer"):  # other errors are not waited out
+        job_recovery._when_schema_ready(broken, what="registering")
+    monkeypatch.setattr(job_recovery, "WORKER_SCHEMA_WAIT_SECONDS", 0)
+    calls.clear()
+    with pytest.raises(ProgrammingError, match="does not exist"):  # nor a schema that never comes
+        job_recovery._when_schema_ready(register, what="registering")
+    assert len(calls) == 1
