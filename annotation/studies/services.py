@@ -427,6 +427,12 @@ def _release_open_leases(study: Study) -> int:
     return sum(per_item.values())
 
 
+def _release_open_leases_now(study: Study) -> None:
+    with transaction.atomic():
+        if Study.objects.filter(pk=study.pk, status=Status.CLOSED).exists():
+            _release_open_leases(study)
+
+
 @transaction.atomic
 def change_status(*, study: Study, status: str, user: User | None = None) -> Study:
     """Move a study along its lifecycle; a move the lifecycle does not allow is refused with the way it goes.
@@ -447,6 +453,10 @@ def change_status(*, study: Study, status: str, user: User | None = None) -> Stu
         raise ServiceError("a study needs items before it opens: import some first")
     if status == Status.CLOSED:
         _release_open_leases(locked)
+        # A claim that committed after the release above but before this close commits is released
+        # here; one committing later sees the close and gives its lease back itself
+        # (workbench.services._unless_closed_meanwhile).
+        transaction.on_commit(lambda: _release_open_leases_now(locked))
     locked.status = status
     locked.save(update_fields=["status", "updated_at"])
     StudyChange.objects.create(study=locked, changed_by=user, field="status", old_value=old, new_value=status)

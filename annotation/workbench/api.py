@@ -25,7 +25,10 @@ from annotation.workbench.serializers import (
 
 
 class ServiceErrorSerializer(serializers.Serializer):
+    """The one error shape, with the assignment service's codes (AssignmentServiceView.STATUS_FOR)."""
+
     detail = serializers.CharField()
+    code = serializers.CharField(help_text="lease_lost, permission_denied, claim_contention or invalid")
 
 
 # --- annotating ------------------------------------------------------------------
@@ -45,18 +48,19 @@ def _errors(*codes: int) -> dict[int, OpenApiResponse]:
 class AssignmentServiceView(StudyScoped, APIView):
     """Turns the assignment service's refusals into HTTP answers."""
 
+    #: (refusal, HTTP status, `code` of the one error shape), first match wins.
     STATUS_FOR = (
-        (assignments.LeaseLost, status.HTTP_409_CONFLICT),
-        (assignments.NotAllowed, status.HTTP_403_FORBIDDEN),
-        (assignments.ClaimContention, status.HTTP_503_SERVICE_UNAVAILABLE),
-        (ServiceError, status.HTTP_400_BAD_REQUEST),
+        (assignments.LeaseLost, status.HTTP_409_CONFLICT, "lease_lost"),
+        (assignments.NotAllowed, status.HTTP_403_FORBIDDEN, "permission_denied"),
+        (assignments.ClaimContention, status.HTTP_503_SERVICE_UNAVAILABLE, "claim_contention"),
+        (ServiceError, status.HTTP_400_BAD_REQUEST, "invalid"),
     )
 
     def handle_exception(self, exc: Exception) -> Response:
-        for kind, code in self.STATUS_FOR:
+        for kind, http_status, code in self.STATUS_FOR:
             if isinstance(exc, kind):
-                retry = {"Retry-After": "1"} if code == status.HTTP_503_SERVICE_UNAVAILABLE else None
-                return Response({"detail": str(exc)}, status=code, headers=retry)
+                retry = {"Retry-After": "1"} if http_status == status.HTTP_503_SERVICE_UNAVAILABLE else None
+                return Response({"detail": str(exc), "code": code}, status=http_status, headers=retry)
         return super().handle_exception(exc)
 
     def result(self, assignment: Assignment) -> Response:

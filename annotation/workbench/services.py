@@ -217,6 +217,7 @@ def claim_next(
     if ahead_of is None and study.status == Study.Status.OPEN and connection.vendor == "postgresql":
         alone = _claim_alone(user, study, now)
         if alone is not None:
+            _unless_closed_meanwhile(alone, user, study)
             alone.study = study
             return alone
 
@@ -241,8 +242,38 @@ def claim_next(
         gave_up="too many annotators are claiming at this moment; try again in a second",
     )
     if assignment is not None:
+        _unless_closed_meanwhile(assignment, user, study)
         assignment.study = study  # callers render it; spare a query
     return assignment
+
+
+#: Statuses in which an active lease may stand (a paused study keeps them).
+LEASE_STATUSES = (Study.Status.OPEN, Study.Status.PAUSED)
+
+
+def _unless_closed_meanwhile(assignment: Assignment, user: User, study: Study) -> None:
+    """Give the claimed lease back, and refuse, when the study was closed while the claim ran.
+
+    Why: a claim reads the study's status when the request starts; a close that commits after
+    that read releases the leases it sees, not one committed later. Read after the claim has
+    committed, the status is the close's if the close committed first; a claim that committed
+    before the close is released by the close (`change_status` releases again once committed).
+    So no lease outlives a close. Costs one primary-key read per claim.
+    """
+    current = Study.objects.filter(pk=study.pk).values_list("status", flat=True).first()
+    if current in LEASE_STATUSES:
+        return
+
+    def give_back() -> None:
+        with transaction.atomic():
+            if Assignment.objects.filter(pk=assignment.pk, status=Status.ACTIVE).update(
+                status=Status.SKIPPED, slot=None, updated_at=timezone.now()
+            ):
+                sql.give_slot_back(assignment.item_id)
+
+    _retrying_deadlocks(give_back, what="release", user=user, study=study)
+    study.status = current or study.status
+    raise NotAllowed(not_open_reason(study))
 
 
 def next_after_submit(user: User, study: Study, holding: int | None) -> tuple[Assignment | None, bool]:

@@ -543,6 +543,44 @@ def test_a_closed_study_refuses_claims_and_answers():
         skip(user=a1, study=study, assignment_id=assignment.pk)
 
 
+def test_a_claim_that_read_the_study_open_before_it_closed_leaves_no_lease():
+    """The close/claim race: the annotator's request read the study open, then it closed."""
+    study, (a1, a2, _) = make_study()
+    held = claim_next(user=a2, study=study)  # released by the close itself
+    read_before_the_close = Study.objects.get(pk=study.pk)
+    set_study_status(study=study, status=Study.Status.CLOSED)
+    with pytest.raises(NotAllowed, match="closed"):
+        claim_next(user=a1, study=read_before_the_close)
+    assert not Assignment.objects.filter(study=study, status=Assignment.Status.ACTIVE).exists()
+    assert set(Item.objects.filter(study=study).values_list("slots_taken", flat=True)) == {0}
+    late = Assignment.objects.get(study=study, annotator=a1)
+    assert (late.status, late.slot) == (Assignment.Status.SKIPPED, None)  # a late submit says the lease ended
+    assert Assignment.objects.get(pk=held.pk).status == Assignment.Status.SKIPPED
+
+
+def test_a_claim_that_commits_while_the_close_runs_is_released_when_the_close_commits(
+    django_capture_on_commit_callbacks,
+):
+    from django.db import transaction
+
+    study, (a1, *_) = make_study()
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        set_study_status(study=study, status=Study.Status.CLOSED)  # its leases released, not committed yet
+        item = Item.objects.filter(study=study).first()
+        Assignment.objects.create(  # as a claim committing between the release and the close's commit
+            study=study,
+            item=item,
+            annotator=a1,
+            slot=0,
+            max_slots=study.annotators_per_item,
+            status=Assignment.Status.ACTIVE,
+            lease_expires_at=timezone.now() + lease_length(),
+        )
+        Item.objects.filter(pk=item.pk).update(slots_taken=1)
+    assert not Assignment.objects.filter(study=study, status=Assignment.Status.ACTIVE).exists()
+    assert Item.objects.get(pk=item.pk).slots_taken == 0
+
+
 def test_only_annotators_can_annotate(make_user):
     study, _ = make_study()
     researcher = make_user("res")

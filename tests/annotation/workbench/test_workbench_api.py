@@ -240,6 +240,7 @@ def test_researchers_and_closed_studies_are_refused_with_403(client, verificatio
     assert client.post(next_url(study)).status_code == 403
     response = client.post(action_url("submit", assignment_id), judged("supported"), content_type="application/json")
     assert response.status_code == 403 and "closed" in response.json()["detail"]
+    assert response.json()["code"] == "permission_denied"
 
 
 def test_contention_is_a_503_with_retry_after(client, verification, monkeypatch):
@@ -252,6 +253,7 @@ def test_contention_is_a_503_with_retry_after(client, verification, monkeypatch)
     study, _ = verification
     response = client.post(next_url(study))
     assert response.status_code == 503 and response["Retry-After"] == "1"
+    assert response.json() == {"detail": "busy", "code": "claim_contention"}  # the one error shape
 
 
 def test_anonymous_is_refused(client, verification):
