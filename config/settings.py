@@ -253,6 +253,12 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # DRF's parsers, refusing a NUL character anywhere in a body (the one rule of annotation/lib/formats.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "annotation.lib.parsers.JSONParser",
+        "annotation.lib.parsers.FormParser",
+        "annotation.lib.parsers.MultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 100,
     # `?format=csv|jsonl` selects an export format, not a DRF renderer.

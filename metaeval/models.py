@@ -282,6 +282,34 @@ class Prediction(models.Model):
         return f"{self.verifier_id}/{self.item_id}: {self.label or self.parse_status or 'error'}"
 
 
+class StagedPrediction(models.Model):
+    """One parsed row of a prediction import on its way in (verifiers/services/prediction_staging.py).
+
+    Like annotation's StagedItem: the shape of a private TEMPORARY table that each
+    import creates (annotation/lib/staging.py), not a table of the database. The
+    verifier is named, not referred to: a verifier new to the study is made only
+    when the rows go live. `target` is the prediction an update replaces.
+    """
+
+    line = models.BigIntegerField()
+    target = models.BigIntegerField(null=True)
+    verifier_name = models.CharField(max_length=100)
+    item_id = models.IntegerField()
+    label = models.CharField(max_length=100, null=True)
+    raw_label = models.CharField(max_length=200)
+    score = models.FloatField(null=True)
+    rationale = models.TextField()
+    raw_output = models.TextField()
+    parse_status = models.CharField(max_length=12)
+
+    class Meta:
+        managed = False
+        db_table = "claimlab_staged_prediction"
+
+    def __str__(self) -> str:
+        return f"staged prediction of {self.verifier_name} (line {self.line})"
+
+
 class ReportSnapshot(models.Model):
     """A built report, kept so that a page view does not recompute every bootstrap (issue 15 §3).
 

@@ -9,7 +9,6 @@ from typing import cast
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -33,6 +32,7 @@ from annotation.errors import ImportFailed, ServiceError
 from annotation.http import logged_in_user
 from annotation.lib.api_errors import bad_request
 from annotation.lib.formats import detect_format
+from annotation.lib.parsers import MultiPartParser
 from annotation.models import Adjudication
 from annotation.permissions import AccessBeforeParsing, IsStudyResearcher, StudyScoped
 

@@ -2,7 +2,8 @@
 
 Readers never hold a whole file: they decode one physical line at a time, so a
 100,000-item upload costs memory for one line, and every problem can name the
-line it is on. They drop NUL characters, which PostgreSQL cannot store.
+line it is on. They refuse NUL characters, naming the line and field
+(`nul_error`: the one rule for control characters, for every input).
 CSV is written by annotation/lib/csvsafe.py, which makes every cell safe.
 """
 
@@ -31,6 +32,27 @@ _DEPTH_STEPS = str.maketrans({"[": "\x02", "{": "\x02", "]": "\x00", "}": "\x00"
 FORMATS = ("jsonl", "csv")
 _EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv"}
 _BOM = b"\xef\xbb\xbf"
+
+# --- the one rule for control characters ---------------------------------------------------
+#
+# Every input refuses U+0000 (NUL) and keeps every other character: each file format (JSON
+# Lines, CSV, CSV cells holding JSON, every pipeline's file, whole-JSON files) through
+# `nul_error`, with the line and the field, and every API body through lib/parsers.py.
+#
+# Why refuse NUL: PostgreSQL cannot store it in text or jsonb, so the same file would import on
+# SQLite and fail (or, dropped quietly as before, import altered) on PostgreSQL; it never means
+# anything in a claim, a label or a name; it is almost always a sign of a mis-decoded file
+# (UTF-16 read as UTF-8), which its owner should know about rather than find silently mangled.
+# Why only NUL: tab, line feed and carriage return are text; the other C0 controls (a form feed
+# that pdftotext writes between pages, a vertical tab from a word processor, ESC in a model's
+# captured output) occur in real evidence and model outputs, both databases store them, and
+# every export carries them back unchanged (JSON escapes them, CSV quotes them). Refusing them
+# would turn away real files for no reason of storage. Django and DRF draw the same line
+# (ProhibitNullCharactersValidator refuses NUL only).
+NUL = "\x00"
+NUL_REFUSED = "contains a NUL character (U+0000), which cannot be stored"
+NUL_IN_NAME = "the field name contains a NUL character (U+0000), which cannot be stored"
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 
 @dataclass(frozen=True)
@@ -135,6 +157,9 @@ def iter_jsonl(
         text = text.strip()
         if not text:
             continue
+        if NUL in text:  # a raw NUL byte: invalid JSON, but the one rule says more
+            yield number, raw_nul_error(text, line=number)
+            continue
         try:
             value = loads(text)
         except json.JSONDecodeError as exc:
@@ -143,8 +168,10 @@ def iter_jsonl(
         except JSONTooDeep as exc:
             yield number, RecordError(number, f"invalid JSON: {exc}")
             continue
-        if "\\u0000" in text:
-            value = without_nul(value)
+        refused = nul_error_in_json(text, value, line=number)
+        if refused is not None:
+            yield number, refused
+            continue
         if not isinstance(value, dict):
             yield number, RecordError(number, f"expected a JSON object per line, got {json_type(value)}")
             continue
@@ -165,7 +192,7 @@ def iter_csv(
         for number, text in lines:
             current["line"] = number
             # A CRLF file must not leave a stray "\r" inside a quoted multi-line cell.
-            yield without_nul(text[:-2] + "\n" if text.endswith("\r\n") else text)
+            yield text[:-2] + "\n" if text.endswith("\r\n") else text
 
     reader = csv.reader(feed(), strict=True)
     try:
@@ -175,6 +202,8 @@ def iter_csv(
     except csv.Error as exc:
         raise FileFormatError(RecordError(current["line"], f"in the CSV header: {_csv_problem(exc)}")) from None
     header = [name.strip() for name in header]
+    if any(NUL in name for name in header):
+        raise FileFormatError(RecordError(1, f"in the CSV header: {NUL_IN_NAME}"))
     if not any(header):
         raise FileFormatError(RecordError(1, "the first line must be a header naming the columns"))
     duplicates = sorted({name for name in header if name and header.count(name) > 1})
@@ -207,7 +236,9 @@ def iter_csv(
                 ),
             )
             continue
-        yield start, {name: cell for name, cell in zip(header, cells, strict=True) if name and cell != ""}
+        record = {name: cell for name, cell in zip(header, cells, strict=True) if name and cell != ""}
+        refused = nul_error(start, record) if any(NUL in cell for cell in cells) else None
+        yield start, refused if refused is not None else record
 
 
 def _csv_problem(exc: csv.Error) -> str:
@@ -225,19 +256,71 @@ def iter_records(
     return reader(stream, max_line_bytes=max_line_bytes)
 
 
-def without_nul(value: Any) -> Any:
-    """The value with every U+0000 removed from its text.
+def nul_error(line: int | None, value: Any, field: str | None = None) -> RecordError | None:
+    """The refusal of a value that holds U+0000 anywhere (the one rule above), or None when it holds none.
 
-    PostgreSQL cannot store NUL in text or jsonb (scraped web evidence has
-    some), and it never means anything in a claim or a label.
+    `value` is decoded data: text, or a record (objects and arrays, nested). The error names
+    `line` and the place of the first NUL under `field`: `claim`, `evidence[0].text`, or the
+    field whose name holds it.
     """
+    found = _nul_place(value)
+    if found is None:
+        return None
+    place, in_name = found
+    return RecordError(line, NUL_IN_NAME if in_name else NUL_REFUSED, _joined(field, place) or None)
+
+
+def _nul_place(value: Any) -> tuple[str, bool] | None:
+    """Where the first NUL is: its path ('' for the value itself) and whether it is in a field's name."""
     if isinstance(value, str):
-        return value.replace("\x00", "") if "\x00" in value else value
-    if isinstance(value, list):
-        return [without_nul(item) for item in value]
+        return ("", False) if NUL in value else None
     if isinstance(value, dict):
-        return {without_nul(key): without_nul(item) for key, item in value.items()}
-    return value
+        for key, item in value.items():
+            name = str(key)
+            if NUL in name:
+                return name.replace(NUL, "\\u0000"), True
+            found = _nul_place(item)
+            if found is not None:
+                return _joined(name, found[0]), found[1]
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _nul_place(item)
+            if found is not None:
+                return _joined(f"[{index}]", found[0]), found[1]
+    return None
+
+
+def _joined(field: str | None, place: str) -> str:
+    if not field or not place:
+        return field or place
+    return field + place if place.startswith("[") else f"{field}.{place}"
+
+
+def nul_error_in_json(
+    text: str, value: Any, *, line: int | None = None, field: str | None = None
+) -> RecordError | None:
+    """`nul_error` for a value decoded from JSON `text` (only text with a NUL escape is searched),
+    located in the text: `line` for a one-line text, else the line of the first NUL escape."""
+    if "\\u0000" not in text:
+        return None
+    error = nul_error(line, value, field)
+    if error is not None and line is None:
+        escape = _NUL_ESCAPE.search(text)
+        if escape is not None:
+            error = RecordError(text.count("\n", 0, escape.end()) + 1, error.message, error.field)
+    return error
+
+
+def raw_nul_error(text: str, *, line: int | None = None) -> RecordError:
+    """A JSON text holding a raw NUL byte (invalid JSON as it stands): the field it is in, when the
+    text is JSON but for it, and the line it is on."""
+    where = line if line is not None else text.count("\n", 0, text.index(NUL)) + 1
+    try:
+        value = loads(text.replace(NUL, "\\u0000"))
+    except (json.JSONDecodeError, JSONTooDeep):
+        return RecordError(where, NUL_REFUSED)
+    error = nul_error(where, value)
+    return error if error is not None else RecordError(where, NUL_REFUSED)
 
 
 def json_type(value: Any) -> str:

@@ -9,7 +9,6 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
-from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -18,6 +17,7 @@ from annotation.access import access_export_job
 from annotation.errors import ServiceError
 from annotation.http import logged_in_user
 from annotation.lib.api_errors import bad_request
+from annotation.lib.parsers import MultiPartParser
 from annotation.models import ImportJob
 from annotation.permissions import AccessBeforeParsing, IsStudyResearcher, StudyScoped
 from annotation.transfer import selectors

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from annotation.lib.formats import JSONTooDeep, RecordError, json_type, loads, without_nul
+from annotation.lib.formats import JSONTooDeep, RecordError, json_type, loads, nul_error_in_json
 from annotation.models import MAX_ACTIVE_MS
 from annotation.vocab import PREFERENCE_STRENGTHS, PREFERENCE_TIE, canonical_label, preference_label, preference_parts
 from annotation.workbench.evidence import InvalidEvidence, checked_judgements
@@ -87,7 +87,7 @@ class _Problems:
 
 
 class _TooDeep:
-    """What _maybe_json returns for JSON text nested too deeply (the problem is already recorded)."""
+    """What _maybe_json returns for JSON text it refused (too deep, or a NUL; the problem is already recorded)."""
 
 
 TOO_DEEP = _TooDeep()
@@ -96,18 +96,24 @@ TOO_DEEP = _TooDeep()
 def _maybe_json(value: Any, expected: type, problems: _Problems, name: str) -> Any:
     """CSV cells carry nested values as JSON text; decode them when they look like it.
 
-    Text nested beyond formats.MAX_JSON_DEPTH is a problem of field `name` (TOO_DEEP).
+    Text nested beyond formats.MAX_JSON_DEPTH, or holding a NUL escape (the one rule of
+    formats.py), is a problem of field `name` (TOO_DEEP).
     """
     if isinstance(value, str) and not isinstance(value, expected):
         stripped = value.strip()
         if stripped[:1] in "[{":
             try:
-                return without_nul(loads(stripped))
+                decoded = loads(stripped)
             except json.JSONDecodeError:
                 return value
             except JSONTooDeep as exc:
                 problems.add(name, f"holds JSON {exc}")
                 return TOO_DEEP
+            refused = nul_error_in_json(stripped, decoded, line=problems.line, field=name)
+            if refused is not None:
+                problems.add(refused.field, refused.message)
+                return TOO_DEEP
+            return decoded
     return value
 
 

@@ -6,7 +6,6 @@ from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
-from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -15,6 +14,7 @@ from annotation.errors import ImportFailed, ServiceError
 from annotation.http import logged_in_user
 from annotation.lib.api_errors import bad_request
 from annotation.lib.formats import detect_format
+from annotation.lib.parsers import MultiPartParser
 from annotation.permissions import AccessBeforeParsing, IsStudyResearcher, StudyScoped
 
 from .access import access_run, access_verifier

@@ -7,6 +7,7 @@ from typing import Any
 
 from django import forms
 
+from annotation.lib.formats import nul_error
 from annotation.transfer.adapters import ADAPTERS
 from annotation.transfer.adapters.base import PREDICTIONS
 
@@ -82,6 +83,11 @@ class VerifierForm(forms.Form):
             raise forms.ValidationError(f"not valid JSON ({exc.msg}); {LABEL_MAP_HELP}") from None
         if not isinstance(value, dict):
             raise forms.ValidationError(LABEL_MAP_HELP)
+        refused = nul_error(None, value)  # the one rule for control characters (annotation/lib/formats.py)
+        if refused is not None:
+            raise forms.ValidationError(
+                f"at {refused.field!r}: {refused.message}" if refused.field else refused.message
+            )
         return value
 
     def service_fields(self) -> dict[str, Any]:

@@ -19,13 +19,15 @@ from typing import IO, Any
 from annotation.lib.formats import (
     MAX_JSON_DEPTH,
     MAX_LINE_BYTES,
+    NUL,
     FileFormatError,
     JSONTooDeep,
     RecordError,
     iter_jsonl,
     json_type,
     loads,
-    without_nul,
+    nul_error_in_json,
+    raw_nul_error,
 )
 from annotation.vocab import canonical_label
 
@@ -145,13 +147,16 @@ def whole_json(stream: IO[bytes], *, limit: int) -> Any | RecordError:
         )
     if not text.strip():
         return RecordError(None, "the file is empty")
+    if NUL in text:  # a raw NUL byte: invalid JSON, but the one rule (lib/formats.py) says more
+        return raw_nul_error(text)
     try:
         value = loads(text, max_depth=MAX_JSON_DEPTH)
     except json.JSONDecodeError as exc:
         return RecordError(exc.lineno, f"invalid JSON: {exc.msg} at column {exc.colno}")
     except JSONTooDeep as exc:
         return RecordError(None, f"invalid JSON: {exc}")
-    return without_nul(value) if "\\u0000" in text else value
+    refused = nul_error_in_json(text, value)
+    return refused if refused is not None else value
 
 
 def text_field(record: dict[str, Any], name: str, origin: Origin, *, required: bool = True) -> str | RecordError:

@@ -1,6 +1,6 @@
 """Staging big annotation imports: labels go into a private temporary table, then live in one transaction.
 
-Why, and how the temporary table works: staging.py. The switch inserts the
+Why, and how the temporary table works: annotation/lib/staging.py. The switch inserts the
 submitted assignments and their annotations with two INSERT ... SELECT
 statements, applies the few `--update` changes (each with its revision), and
 recounts the slots of the items it touched.
@@ -18,9 +18,9 @@ from django.db import connection, transaction
 from annotation.errors import ImportFailed
 from annotation.lib.formats import RecordError
 from annotation.lib.rawsql import Names
+from annotation.lib.staging import stage_rows, temporary_table
 from annotation.models import Annotation, Assignment, Item, StagedAnnotation, Study
 from annotation.progress.counters import labels_switched, lock_staged_items
-from annotation.transfer.services.staging import stage_rows, temporary_table
 
 STAGED_FIELDS = [
     "line",

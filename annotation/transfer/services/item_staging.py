@@ -1,6 +1,6 @@
 """Staging big item imports: rows go into a private temporary table, then live in one short transaction.
 
-Why, and how the temporary table works: staging.py.
+Why, and how the temporary table works: annotation/lib/staging.py.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from django.db import connection, transaction
 from annotation.errors import ImportFailed
 from annotation.lib.formats import RecordError
 from annotation.lib.rawsql import Names
+from annotation.lib.staging import stage_rows, temporary_table
 from annotation.models import Item, StagedItem, Study
 from annotation.progress.counters import items_switched, recount_study
-from annotation.transfer.services.staging import stage_rows, temporary_table
 
 STAGED_FIELDS = [
     "line",

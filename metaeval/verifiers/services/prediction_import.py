@@ -8,7 +8,9 @@ Each new verifier name becomes an ``imported`` verifier of the study. Labels
 are mapped to the study's labels through its aliases, raw label kept; the
 score is optional. Any problem, on any line, leaves the database as it was
 (verifiers created by the file included) and is reported by line and field,
-with the same readers and error collector as the other imports.
+with the same readers and error collector as the other imports. The file is
+read and checked with no transaction open, its rows staged in a private table,
+and made live in one short transaction (prediction_staging.py).
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from django.core.files.uploadedfile import UploadedFile
-from django.db import transaction
 from django.utils import timezone
 
 from annotation.errors import ErrorCollector, ImportResult, ServiceError
@@ -32,6 +33,7 @@ from annotation.transfer.adapters.uploads import check_size
 from annotation.vocab import canonical_label
 
 from ...models import Prediction, Verifier
+from .prediction_staging import prediction_staging_for, stage_prediction_rows, switch_predictions_live
 
 __all__ = [
     "IMPORTED_CACHE_KEY",
@@ -154,28 +156,31 @@ def import_predictions(
 
     A second prediction of the same verifier on the same item is an error,
     in the file or against what is stored, unless ``update`` is given.
+
+    Staged like the item and annotation imports (prediction_staging.py): the
+    file is read and checked, its rows written a batch at a time to a private
+    table, with no transaction open (annotators keep labelling during a big
+    import), then switched live, with the verifiers new to the study, in one
+    short transaction. A problem on any line, even the last, leaves nothing live.
     """
     if study.kind != Study.Kind.VERIFICATION:
         raise ServiceError("predictions are verdicts on claims: only verification studies take them")
     errors = ErrorCollector()
     result = ImportResult()
     now = timezone.now()
-    with transaction.atomic():
-        study = Study.objects.select_for_update().get(pk=study.pk)
-        items = dict(Item.objects.filter(study=study).values_list("external_id", "pk"))
-        verifiers = {
-            name: (pk, kind)
-            for name, pk, kind in Verifier.objects.filter(study=study).values_list("name", "pk", "kind")
-        }
-        stored = {
-            (verifier_id, item_id): pk
-            for pk, verifier_id, item_id in Prediction.objects.filter(
-                verifier__study=study, verifier__kind=Verifier.Kind.IMPORTED, cache_key=IMPORTED_CACHE_KEY
-            ).values_list("pk", "verifier_id", "item_id")
-        }
-        seen: dict[tuple[str, str], int] = {}
-        new: list[Prediction] = []
-        changed: list[Prediction] = []
+    items = dict(Item.objects.filter(study=study).values_list("external_id", "pk"))
+    verifiers = {
+        name: (pk, kind) for name, pk, kind in Verifier.objects.filter(study=study).values_list("name", "pk", "kind")
+    }
+    stored = {
+        (verifier_id, item_id): pk
+        for pk, verifier_id, item_id in Prediction.objects.filter(
+            verifier__study=study, verifier__kind=Verifier.Kind.IMPORTED, cache_key=IMPORTED_CACHE_KEY
+        ).values_list("pk", "verifier_id", "item_id")
+    }
+    seen: dict[tuple[str, str], int] = {}
+    with prediction_staging_for(study, cache_key=IMPORTED_CACHE_KEY) as staging:
+        batch: list[tuple] = []
         for line, record in errors.records(stream, fmt, result, max_line_bytes=max_line_bytes):
             row = parse_prediction(
                 line, record, labels=study.labels, aliases=study.label_aliases, keep_unparseable=keep_unparseable
@@ -183,45 +188,11 @@ def import_predictions(
             if isinstance(row, list):
                 errors.extend(row)
                 continue
-            item_id = items.get(row.item)
-            if item_id is None:
-                errors.extend(
-                    [RecordError(line, f"no item {row.item!r} in study {study.slug!r}; import the items first", "item")]
-                )
+            problem, existing = _check(row, study=study, items=items, verifiers=verifiers, stored=stored, seen=seen)
+            if problem is not None:
+                errors.extend([problem])
                 continue
-            if (row.verifier, row.item) in seen:
-                errors.extend(
-                    [
-                        RecordError(
-                            line,
-                            f"verifier {row.verifier!r} already has a prediction for item "
-                            f"{row.item!r} on line {seen[(row.verifier, row.item)]}",
-                            "item",
-                        )
-                    ]
-                )
-                continue
-            seen[(row.verifier, row.item)] = line
-            known = verifiers.get(row.verifier)
-            if known is not None and known[1] != Verifier.Kind.IMPORTED:
-                errors.extend(
-                    [
-                        RecordError(
-                            line,
-                            f"{row.verifier!r} is a {known[1]} verifier of this study; give "
-                            "imported predictions a name of their own",
-                            "verifier",
-                        )
-                    ]
-                )
-                continue
-            if known is None:
-                if errors:  # no point creating verifiers for a file that will be rolled back
-                    continue
-                verifier = Verifier.objects.create(study=study, name=row.verifier, kind=Verifier.Kind.IMPORTED)
-                known = verifiers[row.verifier] = (verifier.pk, verifier.kind)
-            existing = stored.get((known[0], item_id))
-            if existing is not None and not update:
+            if not update and existing is not None:
                 errors.extend(
                     [
                         RecordError(
@@ -234,37 +205,63 @@ def import_predictions(
                 )
                 continue
             if errors:
-                continue
-            prediction = Prediction(
-                pk=existing,
-                verifier_id=known[0],
-                item_id=item_id,
-                label=row.label,
-                raw_label=row.raw_label,
-                score=row.score,
-                rationale=row.rationale,
-                raw_output=row.raw_output,
-                parse_status=(
-                    Prediction.ParseStatus.OK if row.label is not None else Prediction.ParseStatus.UNPARSEABLE
-                ),
-                cache_key=IMPORTED_CACHE_KEY,
-                created_at=now,
-                updated_at=now,
-            )
-            (changed if existing is not None else new).append(prediction)
-            if len(new) >= BATCH_SIZE:
-                result.created += len(Prediction.objects.bulk_create(new))
-                new.clear()
-        errors.raise_if_any()
-        result.created += len(Prediction.objects.bulk_create(new))
-        if changed:
-            Prediction.objects.bulk_update(
-                changed,
-                ["label", "raw_label", "score", "rationale", "raw_output", "parse_status", "updated_at"],
-                batch_size=BATCH_SIZE,
-            )
-            result.updated = len(changed)
+                continue  # the import will fail: check the rest, stage nothing more
+            if existing is None:
+                result.created += 1
+            batch.append(_staged_row(row, items[row.item], existing))
+            if len(batch) >= BATCH_SIZE:
+                stage_prediction_rows(staging, batch)
+                batch.clear()
+        if errors:
+            raise errors.fail()
+        stage_prediction_rows(staging, batch)
+        result.updated = switch_predictions_live(staging, now=now)
     return result
+
+
+def _check(
+    row: PredictionRow,
+    *,
+    study: Study,
+    items: dict[str, int],
+    verifiers: dict[str, tuple[int, str]],
+    stored: dict[tuple[int, int], int],
+    seen: dict[tuple[str, str], int],
+) -> tuple[RecordError | None, int | None]:
+    """A row against the study and the file so far: its problem, or the stored prediction it replaces."""
+    line = row.line
+    if row.item not in items:
+        return RecordError(line, f"no item {row.item!r} in study {study.slug!r}; import the items first", "item"), None
+    first = seen.setdefault((row.verifier, row.item), line)
+    if first != line:
+        message = f"verifier {row.verifier!r} already has a prediction for item {row.item!r} on line {first}"
+        return RecordError(line, message, "item"), None
+    known = verifiers.get(row.verifier)
+    if known is None:
+        return None, None  # a verifier new to the study, made when the rows go live
+    if known[1] != Verifier.Kind.IMPORTED:
+        message = (
+            f"{row.verifier!r} is a {known[1]} verifier of this study; give imported predictions a name of their own"
+        )
+        return RecordError(line, message, "verifier"), None
+    return None, stored.get((known[0], items[row.item]))
+
+
+def _staged_row(row: PredictionRow, item_id: int, target: int | None) -> tuple:
+    """A prediction as a tuple in prediction_staging.STAGED_FIELDS order (see annotation/lib/bulk.py for why tuples)."""
+    status = Prediction.ParseStatus.OK if row.label is not None else Prediction.ParseStatus.UNPARSEABLE
+    return (
+        row.line,
+        target,
+        row.verifier,
+        item_id,
+        row.label,
+        row.raw_label,
+        row.score,
+        row.rationale,
+        row.raw_output,
+        str(status),
+    )
 
 
 def import_predictions_from(

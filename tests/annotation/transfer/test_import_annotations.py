@@ -219,19 +219,12 @@ def test_evidence_judgements_on_an_item_without_passages_are_refused(loaded_pref
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
-def test_nul_characters_are_dropped(loaded_verification_study, fmt):
-    row = {
-        "item": "c-1",
-        "annotator": "w\x003",
-        "label": "supported\x00",
-        "justification": "Why\x00 not",
-        "evidence": [{"index": 0, "judgement": "supp\x00ort"}],
-    }
+def test_nul_characters_are_refused(loaded_verification_study, fmt):
+    row = {"item": "c-1", "annotator": "w3", "label": "supported", "justification": "Why\x00 not"}
     stream = jsonl(row) if fmt == "jsonl" else csv_bytes([row])
-    import_annotations(study=loaded_verification_study, stream=stream, fmt=fmt)
-    annotation = annotations_of(loaded_verification_study)[("c-1", "w3")]
-    assert (annotation.label, annotation.raw_label, annotation.justification) == ("supported", "supported", "Why not")
-    assert annotation.evidence_judgements == [{"index": 0, "judgement": "support", "useful": False}]
+    failure = import_fails(loaded_verification_study, stream, fmt=fmt)
+    assert_error(failure, 1 if fmt == "jsonl" else 2, "justification", "contains a NUL character (U+0000)")
+    assert ("c-1", "w3") not in annotations_of(loaded_verification_study)
 
 
 # --- errors: line, field, and nothing stored ------------------------------------------------

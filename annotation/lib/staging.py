@@ -1,4 +1,8 @@
-"""Private temporary tables that big imports stage their rows in (item_staging.py, annotation_staging.py).
+"""Private temporary tables that big imports stage their rows in.
+
+Used by the item and annotation imports (transfer/services/item_staging.py,
+annotation_staging.py) and by metaeval's prediction import
+(metaeval/verifiers/services/prediction_staging.py).
 
 Why: on SQLite a transaction that writes holds the database's only write lock
 until it ends. An import that read, checked and inserted a whole big file in
