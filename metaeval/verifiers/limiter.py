@@ -27,6 +27,7 @@ from types import TracebackType
 from typing import Any
 
 import redis.asyncio
+import redis.exceptions
 from django.conf import settings
 
 __all__ = ["SharedSlots", "redis_client", "shared_slots_for", "slots_key"]
@@ -98,6 +99,8 @@ class SharedSlots:
         try:
             if self.held:  # calls cancelled mid-wait: give their slots back now, not at lease expiry
                 await self.redis.zrem(self.key, *self.held)
+        except REDIS_OUTAGES as exc:
+            logger.warning("giving back the slots of %s failed (%s); their leases run out instead", self.key, exc)
         finally:
             self.held.clear()
             await self.redis.aclose()
@@ -111,19 +114,41 @@ class SharedSlots:
         return None
 
     async def take(self) -> str:
-        """Wait for a free slot and return its token."""
+        """Wait for a free slot and return its token.
+
+        Redis unreachable (restarted, failed over) is waited out for up to REDIS_OUTAGE_SECONDS,
+        trying every second: a run then goes on where it was instead of failing for a
+        passing outage; past that, the Redis error is raised and the run says it.
+        """
         pause = POLL_SECONDS[0]
+        outage_began: float | None = None
+        loop = asyncio.get_running_loop()
         while True:
-            token = await self.try_take()
+            try:
+                token = await self.try_take()
+            except REDIS_OUTAGES as exc:
+                if outage_began is None:
+                    outage_began = loop.time()
+                    logger.warning("the limiter's Redis is unreachable (%s); waiting for it", exc)
+                elif loop.time() - outage_began > REDIS_OUTAGE_SECONDS:
+                    raise
+                await asyncio.sleep(random.uniform(0.5, 1.5))
+                continue
+            if outage_began is not None:
+                logger.warning("the limiter's Redis answers again after %.0f s", loop.time() - outage_began)
+                outage_began = None
             if token is not None:
                 return token
             await asyncio.sleep(pause * random.uniform(0.5, 1.5))
             pause = min(pause * 2, POLL_SECONDS[1])
 
     async def give_back(self, token: str) -> None:
-        """Free a slot taken by this holder."""
+        """Free a slot taken by this holder (Redis unreachable: its lease runs out instead)."""
         self.held.discard(token)
-        await self.redis.zrem(self.key, token)
+        try:
+            await self.redis.zrem(self.key, token)
+        except REDIS_OUTAGES as exc:
+            logger.warning("giving back a slot of %s failed (%s); its lease runs out instead", self.key, exc)
 
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
@@ -154,6 +179,11 @@ class SharedSlots:
             except Exception as exc:  # Redis unreachable for a moment: the next turn tries again
                 logger.warning("renewing the slots of %s failed: %s", self.key, exc)
 
+
+#: Redis errors of a passing outage (refused, reset, timed out, restarting), waited out by `take`.
+REDIS_OUTAGES = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, redis.exceptions.BusyLoadingError)
+#: How long `take` waits for an unreachable Redis before the call fails with Redis's error.
+REDIS_OUTAGE_SECONDS = 120.0
 
 #: Seconds a call to the limiter's Redis may take before it fails (connecting or waiting for an answer):
 #: a Redis that stops answering makes a verifier call fail with an error instead of waiting forever.
