@@ -18,6 +18,7 @@ from annotation.access import access_export_job
 from annotation.errors import ServiceError
 from annotation.http import logged_in_user
 from annotation.lib.api_errors import bad_request
+from annotation.lib.strict import strict_query
 from annotation.models import ImportJob
 from annotation.permissions import AccessBeforeParsing, IsStudyResearcher, StudyScoped
 from annotation.transfer import selectors
@@ -32,7 +33,6 @@ from annotation.transfer.serializers import (
 )
 from annotation.transfer.services.export_jobs import request_export
 from annotation.transfer.services.import_jobs import submit_import
-from annotation.workbench.api import ServiceErrorSerializer
 
 
 class ImportUpload(AccessBeforeParsing, StudyScoped, APIView):
@@ -136,13 +136,14 @@ class AnnotationExport(StudyScoped, APIView):
         responses={
             (200, "text/csv"): OpenApiTypes.STR,
             (200, "application/x-ndjson"): OpenApiTypes.STR,
-            (200, "application/json"): OpenApiTypes.STR,
-            400: OpenApiResponse(
-                ServiceErrorSerializer, description="Unknown format, or the study is too big to stream."
+            (200, "application/json"): OpenApiResponse(
+                {"type": "array", "items": {"type": "object"}}, description="format=labelstudio: Label Studio tasks."
             ),
+            400: OpenApiResponse(description="Unknown format, or the study is too big to stream."),
         },
     )
     def get(self, request: Request, slug: str) -> StreamingHttpResponse | Response:
+        strict_query(request, ("format",))
         fmt = request.query_params.get("format", "csv")
         if fmt not in CONTENT_TYPES and fmt != "labelstudio":
             return bad_request("format must be csv, jsonl or labelstudio")
