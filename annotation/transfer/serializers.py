@@ -92,6 +92,23 @@ class ImportJobSerializer(serializers.ModelSerializer):
         return job.looks_stuck()
 
 
+class FailedImportSerializer(ImportJobSerializer):
+    """An import that changed nothing: the job with its errors, in the one error shape too (`detail`, `code`),
+    so a client reads every 400 of the API the same way."""
+
+    detail = serializers.SerializerMethodField()
+    code = serializers.SerializerMethodField(help_text="invalid")
+
+    class Meta(ImportJobSerializer.Meta):
+        fields = ["detail", "code", *ImportJobSerializer.Meta.fields]
+
+    def get_detail(self, job: ImportJob) -> str:
+        return f"Nothing was imported ({job.error_count} problem(s)): `errors` name line and field."
+
+    def get_code(self, job: ImportJob) -> str:
+        return "invalid"
+
+
 class ExportRequestSerializer(StrictSerializer):
     format = serializers.ChoiceField(choices=["csv", "jsonl"], default="csv")
 

@@ -235,3 +235,14 @@ def test_json_the_api_cannot_read_without_doubt_is_a_400(api, body, says):
     response = api.post(reverse("api-export-create", args=["verif"]), body, content_type="application/json")
     assert response.status_code == 400 and response.json()["code"] == "parse_error", response.content
     assert says in response.json()["detail"]
+
+
+def test_a_failed_import_answers_the_one_error_shape_with_its_job(api):
+    upload = SimpleUploadedFile("items.jsonl", b'{"id": "c-9", "cliam": "typo"}\n')
+    response = api.post(reverse("api-item-import", args=["verif"]), {"file": upload})
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == "invalid" and body["detail"].startswith(
+        f"Nothing was imported ({body['error_count']} problem(s))"
+    )
+    assert body["status"] == "failed" and body["errors"][0]["line"] == 1
