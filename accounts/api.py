@@ -14,6 +14,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.http import logged_in_user
+from annotation.lib.parsers import FormParser, MultiPartParser
+from annotation.lib.strict import StrictJSONParser, strict_query
 
 from .access import access_token
 from .lockout import lockout_response
@@ -31,6 +33,9 @@ class ObtainToken(APIView):
 
     authentication_classes: list[Any] = []
     permission_classes = [AllowAny]
+    #: JSON like every body of the API, and a form too (curl -d, a login script): this body is flat strings
+    #: and a number, nothing a form cannot say, so unlike the others (settings.REST_FRAMEWORK) it may be one.
+    parser_classes = [StrictJSONParser, FormParser, MultiPartParser]
 
     @extend_schema(
         request=TokenRequestSerializer,
@@ -65,6 +70,10 @@ class TokenList(generics.ListAPIView):
     """The requesting user's API tokens, newest first; never their keys."""
 
     serializer_class = TokenSerializer
+
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        strict_query(request, ("page",))
+        return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
         return tokens_of(logged_in_user(self.request))

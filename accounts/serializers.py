@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from rest_framework import serializers
 
-from annotation.studies.serializers import StrictSerializer
+from annotation.lib.strict import StrictSerializer
 
 from .models import ApiToken
 

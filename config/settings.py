@@ -253,13 +253,12 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    # DRF's parsers, refusing a NUL character anywhere in a body (the one rule of annotation/lib/formats.py).
-    "DEFAULT_PARSER_CLASSES": [
-        "annotation.lib.parsers.JSONParser",
-        "annotation.lib.parsers.FormParser",
-        "annotation.lib.parsers.MultiPartParser",
-    ],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    # Request bodies are JSON; the upload routes take multipart themselves (parser_classes). Why: a form body
+    # cannot say an object, a null or an empty list, and DRF read such a field from a form as absent, so a
+    # value the client sent was dropped without a word (issue 31). Another media type is a 415.
+    # StrictJSONParser (annotation/lib/strict.py) also refuses a key given twice, NUL and deep nesting.
+    "DEFAULT_PARSER_CLASSES": ["annotation.lib.strict.StrictJSONParser"],
+    "DEFAULT_PAGINATION_CLASS": "annotation.lib.strict.StrictPageNumberPagination",
     "PAGE_SIZE": 100,
     # `?format=csv|jsonl` selects an export format, not a DRF renderer.
     "URL_FORMAT_OVERRIDE": None,

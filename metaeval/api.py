@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.crowd.selectors import exclusion_rule
+from annotation.lib.strict import strict_query
 from annotation.permissions import IsStudyResearcher, StudyScoped
 
 from .reference import REFERENCE_RULES, RULE_DESCRIPTIONS
@@ -23,26 +24,9 @@ from .study_frame import TABLE_COLUMNS, study_frame
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 #: Query parameters that may repeat and may be empty (a list of source types).
-_LISTS = {"source_type", "exclude_source_type"}
+LISTS = {"source_type", "exclude_source_type"}
 REPORT_PARAMETERS = ("by_domain", "binary", "source_type", "exclude_source_type", "k", "include_screened_out")
 LABELS_PARAMETERS = ("include_gold_items", "reference", "include_screened_out")
-
-
-def strict_query(request: Request, known: tuple[str, ...]) -> None:
-    """Refuse (400, naming them) query parameters the route does not know, and known ones given empty.
-
-    A typo (``?by_domian=true``) or an empty ``?k=`` would otherwise be read as "the default"
-    without a word, and the answer would not be what was asked for.
-    """
-    query = request.query_params
-    unknown = sorted(set(query) - set(known))
-    if unknown:
-        raise ValidationError(
-            {name: [f"unknown query parameter {name!r}; this route takes {', '.join(known)}"] for name in unknown}
-        )
-    empty = [name for name in known if name in query and name not in _LISTS and not query.get(name, "").strip()]
-    if empty:
-        raise ValidationError({name: [f"{name} is empty: give a value, or leave {name} out"] for name in empty})
 
 
 def _gold_items(raw: str | None) -> bool | None:
@@ -88,7 +72,7 @@ class StudyReport(StudyScoped, APIView):
         responses=ReportSerializer,
     )
     def get(self, request: Request, slug: str) -> Response:
-        strict_query(request, REPORT_PARAMETERS)
+        strict_query(request, REPORT_PARAMETERS, may_be_empty=LISTS)
         try:
             options = options_from_query(request.query_params)
         except InvalidOption as exc:

@@ -1,9 +1,9 @@
 """The schema says what the API refuses: a strict request body allows no other properties.
 
-``StrictSerializer`` (annotation.study_serializers) refuses a field it does not know with a 400
+``StrictSerializer`` (annotation/lib/strict.py) refuses a field it does not know with a 400
 naming it; this drf-spectacular extension writes the same rule into the schema as
 ``additionalProperties: false`` on the request body of every serializer built on it (the
-verifier and run bodies here, the token request in accounts, the study bodies in annotation).
+verifier and run bodies here, the token request in accounts, every request body of annotation).
 Registered when this module is imported (MetaevalConfig.ready).
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from drf_spectacular.extensions import OpenApiSerializerExtension
 
-from annotation.studies.serializers import StrictSerializer
+from annotation.lib.strict import StrictSerializer
 
 
 class StrictRequestBody(OpenApiSerializerExtension):

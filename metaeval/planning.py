@@ -66,6 +66,37 @@ class PlanInputs:
         return out
 
 
+@dataclass(frozen=True)
+class Range:
+    """A planning number's range: the API's schema says it (planning_views) and `plan_from_query` checks it."""
+
+    low: float
+    high: float
+    low_open: bool = False
+    high_open: bool = False
+
+    def holds(self, value: float) -> bool:
+        above = value > self.low if self.low_open else value >= self.low
+        below = value < self.high if self.high_open else value <= self.high
+        return above and below
+
+    def says(self) -> str:
+        return f"{'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+
+
+#: Every number's range, for every kind, whether the kind uses it or not. Why: a preference plan ignores
+#: kappa, and an out-of-range kappa was answered 200 as if it made sense. The stats functions check the
+#: limits that depend on other inputs (p may not be 0.5, kappa's lower bound depends on the label shares).
+RANGES = {
+    "p": Range(0, 1, low_open=True, high_open=True),
+    "power": Range(0, 1, low_open=True, high_open=True),
+    "alpha": Range(0, 1, low_open=True, high_open=True),
+    "width": Range(0, 1, low_open=True),
+    "kappa": Range(-1, 1),
+    "kappa_b": Range(-1, 1),
+}
+
+
 def _number(query: Mapping[str, Any], name: str, default: float | None) -> float | None:
     raw = str(query.get(name, "") or "").strip()
     if not raw:
@@ -76,6 +107,8 @@ def _number(query: Mapping[str, Any], name: str, default: float | None) -> float
         raise InvalidOption(name, f"{name} must be a number, got {raw!r}") from None
     if not math.isfinite(value):
         raise InvalidOption(name, f"{name} must be a finite number, got {raw!r}")
+    if not RANGES[name].holds(value):
+        raise InvalidOption(name, f"{name} must be in {RANGES[name].says()}, got {raw!r}")
     return value
 
 

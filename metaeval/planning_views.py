@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
@@ -16,9 +18,9 @@ from rest_framework.views import APIView
 
 from annotation.access import Researcher, access_study
 from annotation.http import AuthenticatedHttpRequest
+from annotation.lib.strict import strict_query
 
-from .api import strict_query
-from .planning import PLAN_KINDS, PlanInputs, cached_study_precision, make_plan, plan_from_query
+from .planning import PLAN_KINDS, RANGES, PlanInputs, cached_study_precision, make_plan, plan_from_query
 from .reporting.options import InvalidOption
 
 
@@ -45,11 +47,17 @@ def plan_page(request: AuthenticatedHttpRequest) -> HttpResponse:
     )
 
 
-#: The ranges the planning functions take (metaeval.stats.planning); some limits depend on the other
-#: inputs (p may not be 0.5, kappa's lower bound depends on the label shares) and are refused by name.
-SHARE = {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 1, "exclusiveMaximum": True}
-WIDTH = {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 1}
-KAPPA = {"type": "number", "minimum": -1, "maximum": 1}
+def _range(name: str) -> dict[str, Any]:
+    """A planning number's range (metaeval.planning.RANGES) as the schema says it."""
+    bounds = RANGES[name]
+    schema: dict[str, Any] = {"type": "number", "minimum": bounds.low, "maximum": bounds.high}
+    if bounds.low_open:
+        schema["exclusiveMinimum"] = True
+    if bounds.high_open:
+        schema["exclusiveMaximum"] = True
+    return schema
+
+
 PLAN_PARAMETERS = ("kind", "p", "power", "alpha", "width", "kappa", "kappa_b", "distribution")
 
 
@@ -62,12 +70,12 @@ class Plan(APIView):
         operation_id="plan",
         parameters=[
             OpenApiParameter("kind", str, enum=list(PLAN_KINDS), description="preference (default) or verification"),
-            OpenApiParameter("p", SHARE, description="expected preference share, not 0.5 (default 0.65)"),
-            OpenApiParameter("power", SHARE, description="target power (default 0.8)"),
-            OpenApiParameter("alpha", SHARE, description="two-sided level (default 0.05)"),
-            OpenApiParameter("width", WIDTH, description="target 95% CI width (default 0.1)"),
-            OpenApiParameter("kappa", KAPPA, description="expected kappa (default 0.6)"),
-            OpenApiParameter("kappa_b", KAPPA, description="a second verifier's kappa"),
+            OpenApiParameter("p", _range("p"), description="expected preference share, not 0.5 (default 0.65)"),
+            OpenApiParameter("power", _range("power"), description="target power (default 0.8)"),
+            OpenApiParameter("alpha", _range("alpha"), description="two-sided level (default 0.05)"),
+            OpenApiParameter("width", _range("width"), description="target 95% CI width (default 0.1)"),
+            OpenApiParameter("kappa", _range("kappa"), description="expected kappa (default 0.6)"),
+            OpenApiParameter("kappa_b", _range("kappa_b"), description="a second verifier's kappa"),
             OpenApiParameter("distribution", str, description="expected label shares, comma-separated"),
         ],
         responses=OpenApiTypes.OBJECT,

@@ -7,7 +7,7 @@ from dataclasses import asdict
 from typing import cast
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
@@ -82,7 +82,13 @@ class AdjudicationItem(APIView):
             entry.pop("adjudicator_id")
         return Response(view)
 
-    @extend_schema(request=AdjudicationSubmitSerializer, responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        request=AdjudicationSubmitSerializer,
+        responses={
+            201: OpenApiResponse(OpenApiTypes.OBJECT, description="Your first adjudication of the item."),
+            200: OpenApiResponse(OpenApiTypes.OBJECT, description="Your adjudication revised (the old one kept)."),
+        },
+    )
     def post(self, request: Request, slug: str, external_id: str) -> Response:
         item = access_item_to_adjudicate(request.user, slug, external_id)
         given = AdjudicationSubmitSerializer(data=request.data)
@@ -121,7 +127,13 @@ class AdjudicationImport(AccessBeforeParsing, StudyScoped, APIView):
     permission_classes = [IsStudyResearcher]
     parser_classes = [MultiPartParser]
 
-    @extend_schema(request=AdjudicationImportSerializer, responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        request=AdjudicationImportSerializer,
+        responses={
+            201: OpenApiResponse(OpenApiTypes.OBJECT, description="Imported: counts of what was created."),
+            400: OpenApiResponse(description="Nothing was imported; `errors` name line and field."),
+        },
+    )
     def post(self, request: Request, slug: str) -> Response:
         upload = AdjudicationImportSerializer(data=request.data)
         upload.is_valid(raise_exception=True)

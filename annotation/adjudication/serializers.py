@@ -5,10 +5,11 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from annotation.adjudication.services import MAX_NOTE_LENGTH as MAX_ADJUDICATION_NOTE
+from annotation.lib.strict import StrictSerializer
 from annotation.models import AdjudicationRule, ReferenceRule
 
 
-class AdjudicationSubmitSerializer(serializers.Serializer):
+class AdjudicationSubmitSerializer(StrictSerializer):
     label = serializers.CharField(required=False, allow_blank=True, default="")
     preferred = serializers.CharField(
         required=False, allow_blank=True, default="", help_text="Preference: a system name, 'List 1'/'List 2' or 'tie'."
@@ -18,12 +19,12 @@ class AdjudicationSubmitSerializer(serializers.Serializer):
     guidelines_unclear = serializers.BooleanField(required=False, default=False)
 
 
-class AdjudicationImportSerializer(serializers.Serializer):
+class AdjudicationImportSerializer(StrictSerializer):
     file = serializers.FileField()
     format = serializers.ChoiceField(choices=["jsonl", "csv"], required=False)
 
 
-class AdjudicationSettingsSerializer(serializers.Serializer):
+class AdjudicationSettingsSerializer(StrictSerializer):
     adjudication_rule = serializers.ChoiceField(choices=AdjudicationRule.choices, required=False)
     adjudication_audit_share = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
     adjudication_shows_systems = serializers.BooleanField(required=False)

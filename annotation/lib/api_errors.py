@@ -32,6 +32,7 @@ DESCRIPTIONS = {
     "403": "Logged in, but not allowed to do this.",
     "404": "No such object, or you are not a member of its study.",
 }
+UNSUPPORTED = "The body is not of a media type this operation takes (JSON; multipart for the uploads)."
 # 503 (a passing database fault, lib/dblocks.py: `code` database_busy, database_unavailable, database_conflict
 # or database_read_only, with Retry-After) may answer any operation; it is described in docs/api.md.
 
@@ -113,7 +114,10 @@ def add_error_responses(result: dict[str, Any], generator: Any, request: Any, pu
 
     A response an operation declares itself stays; when its body is another
     shape (an import's job with line errors), the error shape is added as an
-    alternative, since invalid input still answers the error shape.
+    alternative, since invalid input still answers the error shape. Any other
+    error an operation declares with a description only (409, 410, 503...)
+    answers the error shape too, so views declare refusals without a body. An
+    operation that takes a body may answer 415 for a body of another media type.
     """
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     schemas[ERROR_COMPONENT] = {
@@ -136,6 +140,11 @@ def add_error_responses(result: dict[str, Any], generator: Any, request: Any, pu
             if not isinstance(operation, dict) or "responses" not in operation:
                 continue
             responses = operation["responses"]
+            if "requestBody" in operation and "415" not in responses:
+                responses["415"] = {"content": {"application/json": {"schema": ref}}, "description": UNSUPPORTED}
+            for code, declared in responses.items():  # 409, 410, 503...: declared with a description only
+                if str(code)[0] in "45" and not declared.get("content"):
+                    declared["content"] = {"application/json": {"schema": ref}}
             for code, description in DESCRIPTIONS.items():
                 declared = responses.get(code)
                 if declared is None:

@@ -23,6 +23,7 @@ from annotation.adjudication.services import set_can_adjudicate
 from annotation.errors import ServiceError
 from annotation.http import logged_in_user
 from annotation.lib.api_errors import bad_request
+from annotation.lib.strict import StrictSerializer
 from annotation.members.invites import (
     AccountRefused,
     InviteUnusable,
@@ -46,7 +47,6 @@ from annotation.members.serializers import (
     MemberRemovedSerializer,
     MemberSerializer,
     PasswordResetSerializer,
-    StrictSerializer,
 )
 from annotation.members.services import add_members
 from annotation.models import Invite, Study, StudyMember
@@ -200,11 +200,6 @@ class InviteDetail(StudyScoped, APIView):
 # come back through a link. After signing up, `POST /api/auth/token` gives the new account a token.
 
 
-class InviteErrorSerializer(serializers.Serializer):
-    detail = serializers.CharField()
-    code = serializers.CharField()
-
-
 class InviteSignupRequestSerializer(StrictSerializer):
     username = serializers.CharField(max_length=150)
     password = serializers.CharField(max_length=4096, trim_whitespace=False, style={"input_type": "password"})
@@ -218,10 +213,8 @@ class JoinedSerializer(serializers.Serializer):
     joined = serializers.BooleanField(help_text="False when you were already a member (no use of the invite counted).")
 
 
-GONE = OpenApiResponse(InviteErrorSerializer, description="The invite was withdrawn, expired or is used up.")
-THROTTLED = OpenApiResponse(
-    InviteErrorSerializer, description="Too many accounts were created from this address lately; see Retry-After."
-)
+GONE = OpenApiResponse(description="The invite was withdrawn, expired or is used up.")
+THROTTLED = OpenApiResponse(description="Too many accounts were created from this address lately; see Retry-After.")
 
 
 def _usable_invite(token: str) -> Invite:

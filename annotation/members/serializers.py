@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from rest_framework import serializers
 
+from annotation.lib.strict import StrictSerializer
 from annotation.models import Invite, StudyMember
 
 ROLES = StudyMember.Role.choices
-
-
-class StrictSerializer(serializers.Serializer):
-    """A request body: a field we do not know is a mistake (a typo), not something to ignore."""
-
-    def validate(self, attrs: dict) -> dict:
-        unknown = sorted(set(self.initial_data) - set(self.fields)) if hasattr(self.initial_data, "keys") else []
-        if unknown:
-            expected = ", ".join(self.fields)
-            raise serializers.ValidationError(f"unknown field(s) {', '.join(map(repr, unknown))}; expected {expected}")
-        return attrs
 
 
 class MemberSerializer(serializers.ModelSerializer):
@@ -130,21 +122,29 @@ class IssuedInviteSerializer(InviteSerializer):
 
 class InviteRequestSerializer(StrictSerializer):
     role = serializers.ChoiceField(choices=ROLES, default=StudyMember.Role.ANNOTATOR)
-    max_uses = serializers.IntegerField(
-        min_value=1, default=1, help_text="People the link may admit (INVITE_MAX_USES at most)."
-    )
-    expires_in_days = serializers.IntegerField(
-        min_value=1,
-        required=False,
-        help_text="Days the link works; omitted: INVITE_DEFAULT_DAYS (INVITE_MAX_DAYS at most).",
-    )
 
-    def validate_max_uses(self, value: int) -> int:
-        if value > settings.INVITE_MAX_USES:
-            raise serializers.ValidationError(f"At most {settings.INVITE_MAX_USES}.")
-        return value
+    def get_fields(self) -> dict[str, serializers.Field]:
+        """The ranges are the operator's (INVITE_MAX_USES, INVITE_MAX_DAYS), read per request so the schema's
+        minimum and maximum are the ones this server checks."""
+        fields = super().get_fields()
+        uses, days = settings.INVITE_MAX_USES, settings.INVITE_MAX_DAYS
+        fields["max_uses"] = serializers.IntegerField(
+            min_value=1,
+            max_value=uses,
+            default=1,
+            error_messages=_range(1, uses),
+            help_text=f"People the link may admit, 1 to {uses} (INVITE_MAX_USES).",
+        )
+        fields["expires_in_days"] = serializers.IntegerField(
+            min_value=1,
+            max_value=days,
+            required=False,
+            error_messages=_range(1, days),
+            help_text=f"Days the link works, 1 to {days} (INVITE_MAX_DAYS); omitted: INVITE_DEFAULT_DAYS.",
+        )
+        return fields
 
-    def validate_expires_in_days(self, value: int) -> int:
-        if value > settings.INVITE_MAX_DAYS:
-            raise serializers.ValidationError(f"At most {settings.INVITE_MAX_DAYS} days.")
-        return value
+
+def _range(low: int, high: int) -> dict[str, Any]:
+    message = f"must be a whole number from {low} to {high}"
+    return {"min_value": message, "max_value": message}

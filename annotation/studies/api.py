@@ -20,6 +20,7 @@ from annotation.access import Researcher, access_item, access_study, may_create_
 from annotation.errors import ServiceError
 from annotation.http import logged_in_user
 from annotation.lib.api_errors import bad_request
+from annotation.lib.strict import strict_query
 from annotation.models import Item, Study
 from annotation.permissions import IsStudyMember, IsStudyResearcher, StudyScoped
 from annotation.progress import selectors as study_progress
@@ -40,6 +41,10 @@ class StudyList(generics.ListAPIView):
     """The studies you are a member of (staff: all), with your role."""
 
     serializer_class = StudySerializer
+
+    def get(self, request: Request, *args, **kwargs) -> Response:
+        strict_query(request, ("page",))
+        return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
         return selectors.studies_with_role(logged_in_user(self.request))
@@ -70,6 +75,7 @@ class ItemList(StudyScoped, generics.ListAPIView):
         parameters=[OpenApiParameter("domain", str), OpenApiParameter("q", str, description="id or text contains")]
     )
     def get(self, request: Request, *args, **kwargs) -> Response:
+        strict_query(request, ("domain", "q", "page"), may_be_empty=("domain", "q"))  # empty: no filter
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):

@@ -4,10 +4,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rest_framework import serializers
 
+from annotation.lib.strict import StrictSerializer
 from annotation.models import Item, Study
 from annotation.studies.services import MAX_INSTRUCTIONS
 
@@ -65,18 +64,6 @@ class ItemSerializer(serializers.ModelSerializer):
     class Meta:
         model = Item
         fields = ["id", "domain", "payload", "response_id", "system", "gold", "slots_taken", "n_annotations"]
-
-
-class StrictSerializer(serializers.Serializer):
-    """A field we do not know is a mistake (a typo), not something to ignore."""
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(self.initial_data) - set(self.fields)) if hasattr(self.initial_data, "keys") else []
-        if unknown:
-            raise serializers.ValidationError(
-                f"unknown field(s) {', '.join(map(repr, unknown))}; expected {', '.join(self.fields)}"
-            )
-        return attrs
 
 
 class StudySettingsSerializer(StrictSerializer):

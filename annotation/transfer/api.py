@@ -18,6 +18,7 @@ from annotation.errors import ServiceError
 from annotation.http import logged_in_user
 from annotation.lib.api_errors import bad_request
 from annotation.lib.parsers import MultiPartParser
+from annotation.lib.strict import strict_query
 from annotation.models import ImportJob
 from annotation.permissions import AccessBeforeParsing, IsStudyResearcher, StudyScoped
 from annotation.transfer import selectors
@@ -27,12 +28,12 @@ from annotation.transfer.exports import CONTENT_TYPES, export_chunks, export_fil
 from annotation.transfer.serializers import (
     ExportJobSerializer,
     ExportRequestSerializer,
+    FailedImportSerializer,
     ImportJobSerializer,
     ImportUploadSerializer,
 )
 from annotation.transfer.services.export_jobs import request_export
 from annotation.transfer.services.import_jobs import submit_import
-from annotation.workbench.api import ServiceErrorSerializer
 
 
 class ImportUpload(AccessBeforeParsing, StudyScoped, APIView):
@@ -47,7 +48,9 @@ class ImportUpload(AccessBeforeParsing, StudyScoped, APIView):
         responses={
             201: ImportJobSerializer,
             202: OpenApiResponse(ImportJobSerializer, description="Queued: poll the job."),
-            400: OpenApiResponse(ImportJobSerializer, description="Nothing was imported; errors name line and field."),
+            400: OpenApiResponse(
+                FailedImportSerializer, description="Nothing was imported; `errors` name line and field."
+            ),
         },
     )
     def post(self, request: Request, slug: str) -> Response:
@@ -74,9 +77,9 @@ class ImportUpload(AccessBeforeParsing, StudyScoped, APIView):
                     created_by=logged_in_user(request),
                     source_labels=upload.validated_data.get("source_labels"),
                 )
-                return Response(
-                    ImportJobSerializer(job).data,
-                    status=status.HTTP_201_CREATED
+                return _job_response(
+                    job,
+                    status.HTTP_201_CREATED
                     if job.status == ImportJob.Status.SUCCEEDED
                     else status.HTTP_400_BAD_REQUEST,
                 )
@@ -94,8 +97,13 @@ class ImportUpload(AccessBeforeParsing, StudyScoped, APIView):
             ImportJob.Status.SUCCEEDED: status.HTTP_201_CREATED,
             ImportJob.Status.FAILED: status.HTTP_400_BAD_REQUEST,
         }
-        code = codes.get(job.status, status.HTTP_202_ACCEPTED)
-        return Response(ImportJobSerializer(job).data, status=code)
+        return _job_response(job, codes.get(job.status, status.HTTP_202_ACCEPTED))
+
+
+def _job_response(job: ImportJob, code: int) -> Response:
+    """The import job as answered: a 400 in the one error shape too (FailedImportSerializer)."""
+    shape = FailedImportSerializer if code == status.HTTP_400_BAD_REQUEST else ImportJobSerializer
+    return Response(shape(job).data, status=code)
 
 
 class AnnotationImportUpload(ImportUpload):
@@ -136,13 +144,14 @@ class AnnotationExport(StudyScoped, APIView):
         responses={
             (200, "text/csv"): OpenApiTypes.STR,
             (200, "application/x-ndjson"): OpenApiTypes.STR,
-            (200, "application/json"): OpenApiTypes.STR,
-            400: OpenApiResponse(
-                ServiceErrorSerializer, description="Unknown format, or the study is too big to stream."
+            (200, "application/json"): OpenApiResponse(
+                {"type": "array", "items": {"type": "object"}}, description="format=labelstudio: Label Studio tasks."
             ),
+            400: OpenApiResponse(description="Unknown format, or the study is too big to stream."),
         },
     )
     def get(self, request: Request, slug: str) -> StreamingHttpResponse | Response:
+        strict_query(request, ("format",))
         fmt = request.query_params.get("format", "csv")
         if fmt not in CONTENT_TYPES and fmt != "labelstudio":
             return bad_request("format must be csv, jsonl or labelstudio")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.urls import reverse
 from rest_framework import serializers
 
+from annotation.lib.strict import StrictSerializer
 from annotation.models import ExportJob, ImportJob
 from annotation.transfer.adapters import SOURCES
 from annotation.transfer.adapters.source_labels import DEFAULT as SOURCE_LABEL_DEFAULT
@@ -21,7 +22,7 @@ def from_field() -> serializers.ChoiceField:
     )
 
 
-class ImportUploadSerializer(serializers.Serializer):
+class ImportUploadSerializer(StrictSerializer):
     file = serializers.FileField(help_text="JSON Lines (.jsonl) or CSV (.csv), UTF-8; or a pipeline's own file.")
     format = serializers.ChoiceField(choices=["jsonl", "csv"], required=False, help_text="Default: from the file name.")
     update = serializers.BooleanField(required=False, default=False, help_text="Replace entries whose id exists.")
@@ -91,15 +92,25 @@ class ImportJobSerializer(serializers.ModelSerializer):
         return job.looks_stuck()
 
 
-class ExportRequestSerializer(serializers.Serializer):
-    format = serializers.ChoiceField(choices=["csv", "jsonl"], default="csv")
+class FailedImportSerializer(ImportJobSerializer):
+    """An import that changed nothing: the job with its errors, in the one error shape too (`detail`, `code`),
+    so a client reads every 400 of the API the same way."""
 
-    def validate(self, attrs: dict) -> dict:
-        """A field we do not know is a mistake (a typo of `format`), not something to ignore."""
-        unknown = sorted(set(self.initial_data) - set(self.fields)) if hasattr(self.initial_data, "keys") else []
-        if unknown:
-            raise serializers.ValidationError(f"unknown field(s) {', '.join(map(repr, unknown))}; expected format")
-        return attrs
+    detail = serializers.SerializerMethodField()
+    code = serializers.SerializerMethodField(help_text="invalid")
+
+    class Meta(ImportJobSerializer.Meta):
+        fields = ["detail", "code", *ImportJobSerializer.Meta.fields]
+
+    def get_detail(self, job: ImportJob) -> str:
+        return f"Nothing was imported ({job.error_count} problem(s)): `errors` name line and field."
+
+    def get_code(self, job: ImportJob) -> str:
+        return "invalid"
+
+
+class ExportRequestSerializer(StrictSerializer):
+    format = serializers.ChoiceField(choices=["csv", "jsonl"], default="csv")
 
 
 class ExportJobSerializer(serializers.ModelSerializer):

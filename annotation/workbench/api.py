@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -23,44 +23,36 @@ from annotation.workbench.serializers import (
     SubmitResultSerializer,
 )
 
-
-class ServiceErrorSerializer(serializers.Serializer):
-    """The one error shape, with the assignment service's codes (AssignmentServiceView.STATUS_FOR)."""
-
-    detail = serializers.CharField()
-    code = serializers.CharField(help_text="lease_lost, permission_denied, claim_contention or invalid")
-
-
 # --- annotating ------------------------------------------------------------------
 
 
 def _errors(*codes: int) -> dict[int, OpenApiResponse]:
+    """The refusals an annotating route declares; their body is the one error shape (lib/api_errors.py)."""
     described = {
         400: "The answer does not fit the study; `detail` says why.",
         403: "Not an annotator of this study, or the study is not open.",
         404: "No such study or assignment, or you are not a member of its study.",
         409: "The assignment is not yours (any more): its lease ran out and someone else took it, or it belongs to another annotator.",
-        503: "Too many annotators claimed at once; try again.",
+        503: "Too many annotators claimed at once; try again (see Retry-After).",
     }
-    return {code: OpenApiResponse(ServiceErrorSerializer, description=described[code]) for code in codes}
+    return {code: OpenApiResponse(description=described[code]) for code in codes}
 
 
 class AssignmentServiceView(StudyScoped, APIView):
-    """Turns the assignment service's refusals into HTTP answers."""
+    """Turns the assignment service's refusals into HTTP answers in the one error shape."""
 
-    #: (refusal, HTTP status, `code` of the one error shape), first match wins.
     STATUS_FOR = (
         (assignments.LeaseLost, status.HTTP_409_CONFLICT, "lease_lost"),
         (assignments.NotAllowed, status.HTTP_403_FORBIDDEN, "permission_denied"),
-        (assignments.ClaimContention, status.HTTP_503_SERVICE_UNAVAILABLE, "claim_contention"),
+        (assignments.ClaimContention, status.HTTP_503_SERVICE_UNAVAILABLE, "busy"),
         (ServiceError, status.HTTP_400_BAD_REQUEST, "invalid"),
     )
 
     def handle_exception(self, exc: Exception) -> Response:
-        for kind, http_status, code in self.STATUS_FOR:
+        for kind, code, name in self.STATUS_FOR:
             if isinstance(exc, kind):
-                retry = {"Retry-After": "1"} if http_status == status.HTTP_503_SERVICE_UNAVAILABLE else None
-                return Response({"detail": str(exc), "code": code}, status=http_status, headers=retry)
+                retry = {"Retry-After": "1"} if code == status.HTTP_503_SERVICE_UNAVAILABLE else None
+                return Response({"detail": str(exc), "code": name}, status=code, headers=retry)
         return super().handle_exception(exc)
 
     def result(self, assignment: Assignment) -> Response:
@@ -98,7 +90,7 @@ class SubmitAssignment(AssignmentScoped, AssignmentServiceView):
     permission_classes = [IsAssignmentStudyMember]
 
     @extend_schema(
-        request=SubmitAnswerSerializer, responses={200: SubmitResultSerializer, **_errors(400, 403, 404, 409)}
+        request=SubmitAnswerSerializer, responses={200: SubmitResultSerializer, **_errors(400, 403, 404, 409, 503)}
     )
     def post(self, request: Request, assignment_id: int) -> Response:
         answer = SubmitAnswerSerializer.validated(request.data)
@@ -130,7 +122,7 @@ class SkipAssignment(AssignmentScoped, AssignmentServiceView):
 
     permission_classes = [IsAssignmentStudyMember]
 
-    @extend_schema(request=None, responses={200: AnswerResultSerializer, **_errors(403, 404, 409)})
+    @extend_schema(request=None, responses={200: AnswerResultSerializer, **_errors(403, 404, 409, 503)})
     def post(self, request: Request, assignment_id: int) -> Response:
         skipped = assignments.skip(user=logged_in_user(request), study=self.study, assignment_id=self.assignment.pk)
         return self.result(skipped)

@@ -7,9 +7,17 @@ from typing import Any
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
+from annotation.lib.strict import StrictSerializer
 from annotation.models import MAX_ACTIVE_MS, Assignment
 from annotation.vocab import EVIDENCE_JUDGEMENTS, PREFERENCE_CHOICES
-from annotation.workbench.services import SubmittedAnswer
+from annotation.workbench.services import MAX_TEXT, SubmittedAnswer
+
+#: The largest database id (a bigint): a larger `holding` is refused here, not by the database.
+MAX_ID = 2**63 - 1
+#: The largest evidence passage index the API takes (an item has far fewer; the service checks which exist).
+MAX_INDEX = 2**31 - 1
+#: The longest label (Annotation.label); a longer one cannot be one of the study's.
+MAX_LABEL = 100
 
 # --- annotating through the API ---------------------------------------------------
 # Shapes only: whether an answer fits the study (its labels, tie allowed,
@@ -102,17 +110,17 @@ class SubmitResultSerializer(AnswerResultSerializer):
     )
 
 
-class EvidenceJudgementSerializer(serializers.Serializer):
-    index = serializers.IntegerField(min_value=0, help_text="The passage's `index` in the item.")
+class EvidenceJudgementSerializer(StrictSerializer):
+    index = serializers.IntegerField(min_value=0, max_value=MAX_INDEX, help_text="The passage's `index` in the item.")
     judgement = serializers.ChoiceField(choices=EVIDENCE_JUDGEMENTS)
     useful = serializers.BooleanField(default=False)
 
 
-class SubmitAnswerSerializer(serializers.Serializer):
+class SubmitAnswerSerializer(StrictSerializer):
     """An answer: `label` (+ `evidence`, `rationale`) for verification, `choice` (+ `justification`) for preference."""
 
     label = serializers.CharField(
-        required=False, allow_blank=True, help_text="Verification: one of the study's labels."
+        required=False, allow_blank=True, max_length=MAX_LABEL, help_text="Verification: one of the study's labels."
     )
     evidence = EvidenceJudgementSerializer(
         many=True,
@@ -120,7 +128,7 @@ class SubmitAnswerSerializer(serializers.Serializer):
         help_text="Verification, when the study asks for evidence judgements: exactly one per passage (required then, refused otherwise).",
     )
     rationale = serializers.CharField(
-        required=False, allow_blank=True, help_text="Verification: why (the study may require it)."
+        required=False, allow_blank=True, max_length=MAX_TEXT, help_text="Verification: why (the study may require it)."
     )
     choice = serializers.ChoiceField(
         choices=PREFERENCE_CHOICES,
@@ -128,7 +136,7 @@ class SubmitAnswerSerializer(serializers.Serializer):
         help_text="Preference, in screen terms (list_1 is left): the server stores the preferred system.",
     )
     justification = serializers.CharField(
-        required=False, allow_blank=True, help_text="Preference: why (the study may require it)."
+        required=False, allow_blank=True, max_length=MAX_TEXT, help_text="Preference: why (the study may require it)."
     )
     active_ms = serializers.IntegerField(
         required=False,
@@ -144,6 +152,7 @@ class SubmitAnswerSerializer(serializers.Serializer):
     holding = serializers.IntegerField(
         required=False,
         min_value=1,
+        max_value=MAX_ID,
         help_text="With `next`: the id of an assignment you already hold (fetched ahead and shown "
         "next); `next` is then the one after it, and its lease is renewed.",
     )
@@ -180,8 +189,8 @@ class SubmitAnswerSerializer(serializers.Serializer):
         )
 
 
-#: The text fields of SubmitAnswerSerializer (CharField: whitespace trimmed, blank allowed).
-_PLAIN_TEXT = ("label", "rationale", "justification")
+#: The text fields of SubmitAnswerSerializer (CharField: whitespace trimmed, blank allowed) and their longest.
+_PLAIN_TEXT = {"label": MAX_LABEL, "rationale": MAX_TEXT, "justification": MAX_TEXT}
 
 
 def _plain_answer(data: Any) -> dict[str, Any] | None:
@@ -201,6 +210,8 @@ def _plain_answer(data: Any) -> dict[str, Any] | None:
             if type(value) is not str or not value.isascii() or "\x00" in value:
                 return None
             checked[name] = value.strip()
+            if len(checked[name]) > _PLAIN_TEXT[name]:
+                return None
         elif name == "choice":
             if type(value) is not str or value not in PREFERENCE_CHOICES:
                 return None
@@ -213,7 +224,7 @@ def _plain_answer(data: Any) -> dict[str, Any] | None:
             if type(value) is not bool:
                 return None
             checked[name] = value
-        elif type(value) is not int or value < 1:  # holding
+        elif type(value) is not int or not 1 <= value <= MAX_ID:  # holding
             return None
         else:
             checked[name] = value
@@ -228,5 +239,7 @@ def _plain_answer(data: Any) -> dict[str, Any] | None:
 _PLAIN_KEYS = {*_PLAIN_TEXT, "choice", "active_ms", "next", "holding"}
 
 
-class FlagSerializer(serializers.Serializer):
-    reason = serializers.CharField(help_text="Why the item is a problem (broken, offensive, impossible to judge).")
+class FlagSerializer(StrictSerializer):
+    reason = serializers.CharField(
+        max_length=MAX_TEXT, help_text="Why the item is a problem (broken, offensive, impossible to judge)."
+    )

@@ -23,7 +23,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 
 import numpy as np
@@ -59,15 +59,56 @@ def _check_probability(name: str, value: float, *, open_interval: bool = True) -
     return value
 
 
+def _items(count: Callable[[], float]) -> int:
+    """The number of items ``count()`` works out, rounded up; ValueError when it is beyond any count.
+
+    Why: a level or power a hair from 0 or 1 (alpha=1e-45) puts a z at infinity, or a width near 0
+    overflows a square, and OverflowError was a server error where the inputs deserve an answer.
+    """
+    try:
+        value = count()
+        if math.isfinite(value):
+            return math.ceil(value)
+    except OverflowError:
+        pass
+    raise ValueError("no finite number of items reaches this; check power, alpha, width and the kappas")
+
+
 def _z(level: float) -> float:
     return float(_scipy_stats().norm.ppf(level))
 
 
+def _sign_test_criticals(ns: np.ndarray, alpha: float) -> np.ndarray:
+    """For each n, the largest k with P(X <= k | n, 0.5) <= alpha / 2 (-1 when none): reject if X <= k or X >= n - k.
+
+    From the binomial quantile, corrected to the exact definition where floating point puts it one off;
+    a few vectorised calls for any number of n. Why: the search over every k of every n took time
+    quadratic in n, and a share near 0.5 (p=0.5001 asks for about 100,000 items) held a request
+    for minutes.
+    """
+    binom = _scipy_stats().binom
+    half = alpha / 2
+    k = np.nan_to_num(binom.ppf(half, ns, 0.5), nan=-1.0).astype(np.int64)
+    for _ in range(8):  # the quantile is exact or one off; each pass moves k one step towards the definition
+        too_high = (k >= 0) & (binom.cdf(k, ns, 0.5) > half)
+        too_low = (k < ns) & (binom.cdf(k + 1, ns, 0.5) <= half)
+        if not (too_high.any() or too_low.any()):
+            break
+        k = k - too_high + too_low
+    return np.maximum(k, -1)
+
+
 def _sign_test_critical(n: int, alpha: float) -> int:
     """Largest k with P(X <= k | n, 0.5) <= alpha / 2 (-1 when none): reject if X <= k or X >= n - k."""
-    cdf = _scipy_stats().binom.cdf(np.arange(n + 1), n, 0.5)
-    below = np.flatnonzero(cdf <= alpha / 2)
-    return int(below[-1]) if len(below) else -1
+    return int(_sign_test_criticals(np.array([n]), alpha)[0])
+
+
+def _sign_test_powers(ns: np.ndarray, p: float, alpha: float) -> np.ndarray:
+    """Exact power of the two-sided sign test for each number of decisive items in ``ns``."""
+    k = _sign_test_criticals(ns, alpha)
+    binom = _scipy_stats().binom
+    power = binom.cdf(k, ns, p) + binom.sf(ns - k - 1, ns, p)
+    return np.where(k < 0, 0.0, power)
 
 
 def sign_test_power(n: int, p: float, alpha: float = 0.05) -> float:
@@ -76,11 +117,7 @@ def sign_test_power(n: int, p: float, alpha: float = 0.05) -> float:
         raise ValueError(f"n must be at least 1, got {n}")
     _check_probability("alpha", alpha)
     p = _check_probability("p", p)
-    k = _sign_test_critical(n, alpha)
-    if k < 0:
-        return 0.0
-    binom = _scipy_stats().binom
-    return float(binom.cdf(k, n, p) + binom.sf(n - k - 1, n, p))
+    return float(_sign_test_powers(np.array([n]), p, alpha)[0])
 
 
 def sign_test_items(p: float, power: float = 0.8, alpha: float = 0.05, max_items: int = 100_000) -> dict:
@@ -96,9 +133,9 @@ def sign_test_items(p: float, power: float = 0.8, alpha: float = 0.05, max_items
     if p == 0.5:
         raise ValueError("p must differ from 0.5: a share of exactly 0.5 is the null hypothesis")
     za, zb = _z(1 - alpha / 2), _z(power)
-    n_normal = math.ceil(((za * 0.5 + zb * math.sqrt(p * (1 - p))) / (p - 0.5)) ** 2)
+    n_normal = _items(lambda: ((za * 0.5 + zb * math.sqrt(p * (1 - p))) / (p - 0.5)) ** 2)
     limit = min(max(4 * n_normal + 50, 100), max_items)
-    powers = np.array([sign_test_power(n, p, alpha) for n in range(1, limit + 1)])
+    powers = _sign_test_powers(np.arange(1, limit + 1), p, alpha)
     reached = np.flatnonzero(powers >= power)
     if not len(reached):
         raise ValueError(f"more than {limit} decisive items are needed; check p, power and alpha")
@@ -187,7 +224,7 @@ def kappa_ci_items(width: float, kappa: float, marginals: Sequence[float], confi
     if not 0 < width <= 2:
         raise ValueError(f"width must be in (0, 2], got {width}")
     z = _z(1 - (1 - _check_probability("confidence", confidence)) / 2)
-    return max(1, math.ceil((2 * z / width) ** 2 * kappa_item_variance(kappa, marginals)))
+    return max(1, _items(lambda: (2 * z / width) ** 2 * kappa_item_variance(kappa, marginals)))
 
 
 def verifier_difference_items(
@@ -200,4 +237,4 @@ def verifier_difference_items(
     alpha = _check_probability("alpha", alpha)
     v = kappa_item_variance(kappa_a, marginals) + kappa_item_variance(kappa_b, marginals)
     za, zb = _z(1 - alpha / 2), _z(power)
-    return max(1, math.ceil((za + zb) ** 2 * v / (kappa_a - kappa_b) ** 2))
+    return max(1, _items(lambda: (za + zb) ** 2 * v / (kappa_a - kappa_b) ** 2))

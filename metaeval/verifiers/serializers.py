@@ -10,7 +10,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from annotation.studies.serializers import StrictSerializer
+from annotation.lib.strict import StrictSerializer
 from annotation.transfer.adapters import ADAPTERS
 from annotation.transfer.adapters.base import PREDICTIONS
 

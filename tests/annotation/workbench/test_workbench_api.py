@@ -253,7 +253,7 @@ def test_contention_is_a_503_with_retry_after(client, verification, monkeypatch)
     study, _ = verification
     response = client.post(next_url(study))
     assert response.status_code == 503 and response["Retry-After"] == "1"
-    assert response.json() == {"detail": "busy", "code": "claim_contention"}  # the one error shape
+    assert response.json() == {"detail": "busy", "code": "busy"}  # the one error shape
 
 
 def test_anonymous_is_refused(client, verification):
