@@ -164,3 +164,44 @@ def test_expired_leases_are_dropped_and_live_ones_count(empty_redis):
     first, second = asyncio.run(take_two())
     assert first is not None and second is None  # the two dead leases are gone, the live one still counts
     assert client.zrange(slots_key("test"), 0, -1) == [b"live"]  # the taken slot was given back on exit
+
+
+class _FlakyRedis:
+    """A Redis client whose first `down` calls fail as a stopped server does (connection refused)."""
+
+    def __init__(self, down: int) -> None:
+        self.down, self.calls, self.removed = down, 0, []
+
+    def register_script(self, _source: str):
+        async def script(keys, args):
+            self.calls += 1
+            if self.calls <= self.down:
+                raise redis.exceptions.ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+            return 1
+
+        return script
+
+    async def zrem(self, _key, *tokens):
+        raise redis.exceptions.ConnectionError("Connection refused.")
+
+
+def test_a_redis_outage_is_waited_out_and_a_long_one_fails_with_its_error(monkeypatch):
+    """Redis restarted mid-run (fault matrix, issue 31): the run waits for it instead of failing."""
+    from metaeval.verifiers import limiter
+
+    pauses: list[float] = []
+
+    async def no_sleep(seconds: float) -> None:
+        pauses.append(seconds)
+
+    monkeypatch.setattr(limiter.asyncio, "sleep", no_sleep)
+    flaky = _FlakyRedis(down=3)
+    slots = SharedSlots(flaky, "local", 2, lease_seconds=5.0)
+    token = asyncio.run(slots.take())
+    assert flaky.calls == 4 and len(pauses) == 3 and token in slots.held
+    asyncio.run(slots.give_back(token))  # Redis away again: the lease runs out instead of an error
+    assert token not in slots.held
+
+    monkeypatch.setattr(limiter, "REDIS_OUTAGE_SECONDS", -1.0)  # an outage longer than the wait
+    with pytest.raises(redis.exceptions.ConnectionError, match="Connection refused"):
+        asyncio.run(SharedSlots(_FlakyRedis(down=10), "local", 2, lease_seconds=5.0).take())
