@@ -170,7 +170,7 @@ class _FlakyRedis:
     """A Redis client whose first `down` calls fail as a stopped server does (connection refused)."""
 
     def __init__(self, down: int) -> None:
-        self.down, self.calls, self.removed = down, 0, []
+        self.down, self.calls = down, 0
 
     def register_script(self, _source: str):
         async def script(keys, args):
