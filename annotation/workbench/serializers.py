@@ -8,7 +8,7 @@ from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_fiel
 from rest_framework import serializers
 
 from annotation.lib.strict import StrictSerializer
-from annotation.models import MAX_ACTIVE_MS, Assignment
+from annotation.models import MAX_ACTIVE_MS, Annotation, Assignment
 from annotation.vocab import EVIDENCE_JUDGEMENTS, PREFERENCE_CHOICES
 from annotation.workbench.services import MAX_TEXT, SubmittedAnswer
 
@@ -16,8 +16,8 @@ from annotation.workbench.services import MAX_TEXT, SubmittedAnswer
 MAX_ID = 2**63 - 1
 #: The largest evidence passage index the API takes (an item has far fewer; the service checks which exist).
 MAX_INDEX = 2**31 - 1
-#: The longest label (Annotation.label); a longer one cannot be one of the study's.
-MAX_LABEL = 100
+#: The longest label (Annotation.label's column); a longer one cannot be one of the study's.
+MAX_LABEL: int = Annotation._meta.get_field("label").max_length or 100
 
 # --- annotating through the API ---------------------------------------------------
 # Shapes only: whether an answer fits the study (its labels, tie allowed,
