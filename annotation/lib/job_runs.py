@@ -1,7 +1,8 @@
 """Background jobs survive their worker: the worker registry, claim, heartbeat and lock retries.
 
 Each `manage.py worker` registers itself (WorkerHeartbeat: id, host, pid, started, last seen)
-and stamps its row every WORKER_BEAT_SECONDS from a side thread (`register_worker`). A job
+and stamps its row every WORKER_BEAT_SECONDS (`WorkerRegistration`: from a side thread, or from
+the RQ worker's own loop). A job
 (import, export, verifier run chunk, report build) records the worker that runs it
 (`current_worker()`). Any worker, at start and every RECOVERY_CHECK_SECONDS while idle, calls
 `recover_lost_work()`: the recoveries registered in RECOVERIES re-queue (or, after their attempts, fail
@@ -176,9 +177,15 @@ WORKER_SCHEMA_WAIT_SECONDS = 600
 
 
 class WorkerRegistration:
-    """This process as a registered worker: its row, stamped from a side thread until `close()`."""
+    """This process as a registered worker: its row, stamped every WORKER_BEAT_SECONDS until `close()`.
 
-    def __init__(self, worker_id: str) -> None:
+    With `beat_thread` (the database worker, which runs tasks in its own process) a side thread
+    stamps the row; without it the owner calls `beat()` from its own loop (the RQ worker, which
+    forks a work horse per task: a fork taken while a side thread is inside the database driver
+    inherits that thread's locks, and the horse hangs for ever on its first query).
+    """
+
+    def __init__(self, worker_id: str, *, beat_thread: bool = True) -> None:
         global _current_worker
         now = timezone.now()
         self.worker_id = worker_id
@@ -194,23 +201,29 @@ class WorkerRegistration:
         )
         _current_worker = worker_id
         self._done = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"worker-heartbeat-{worker_id}", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        if beat_thread:
+            self._thread = threading.Thread(target=self._beat_loop, name=f"worker-heartbeat-{worker_id}", daemon=True)
+            self._thread.start()
 
-    def _beat(self) -> None:
+    def beat(self) -> None:
+        """Stamp the row (made again if it was removed); a busy database skips this beat, never an error."""
+        try:
+            now = timezone.now()
+            if not WorkerHeartbeat.objects.filter(pk=self.worker_id).update(last_seen=now):
+                # Removed as gone (it was silent too long): what it held was re-queued; it lives on.
+                WorkerHeartbeat.objects.create(
+                    pk=self.worker_id, host=this_host(), pid=os.getpid(), started_at=now, last_seen=now
+                )
+        except Exception as exc:  # a busy database must not kill the worker
+            logger.info("heartbeat of worker %s skipped: %s", self.worker_id, exc)
+        finally:
+            connections.close_all()
+
+    def _beat_loop(self) -> None:
         try:
             while not self._done.wait(WORKER_BEAT_SECONDS):
-                try:
-                    now = timezone.now()
-                    if not WorkerHeartbeat.objects.filter(pk=self.worker_id).update(last_seen=now):
-                        # Removed as gone (it was silent too long): what it held was re-queued; it lives on.
-                        WorkerHeartbeat.objects.create(
-                            pk=self.worker_id, host=this_host(), pid=os.getpid(), started_at=now, last_seen=now
-                        )
-                except Exception as exc:  # a busy database must not kill the worker
-                    logger.info("heartbeat of worker %s skipped: %s", self.worker_id, exc)
-                finally:
-                    connections.close_all()
+                self.beat()
         finally:
             connections.close_all()
 
@@ -218,7 +231,8 @@ class WorkerRegistration:
         """Stop beating and leave the registry (a worker that ends normally holds nothing)."""
         global _current_worker
         self._done.set()
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
         try:
             WorkerHeartbeat.objects.filter(pk=self.worker_id).delete()
         except Exception as exc:

@@ -20,8 +20,8 @@ at start and every few seconds while idle, re-queues the work of gone workers
 from __future__ import annotations
 
 import logging
+import os
 import random
-import threading
 import time
 from functools import partial
 from typing import Any
@@ -158,8 +158,8 @@ def run_rq_worker(
     simpler. The worker registers itself under its RQ name; a worker killed mid-task
     is seen gone by the others (dead pid here, silent row elsewhere), which move its
     RQ job to the failed registry and queue the work again (job_runs.recover_lost_work,
-    from a side thread here since RQ's loop has no idle hook); each job's claim (or a
-    run's generation) lets only one worker do it.
+    from RQ's own loop: RegisteredRQWorker); each job's claim (or a run's generation)
+    lets only one worker do it.
     """
     import django_rq
     from django_rq.utils import reset_db_connections
@@ -170,15 +170,70 @@ def run_rq_worker(
     setup_loghandlers(level)
     without_connection_pool()
     worker_id = job_runs.new_worker_id(name)
-    worker = django_rq.get_worker(*queues, job_class=RQ_JOB_CLASS, name=worker_id)
-    registration = job_runs.WorkerRegistration(worker_id)
-    recovery = RecoveryThread(worker_id)
+    registration = job_runs.WorkerRegistration(worker_id, beat_thread=False)
     try:
+        worker = django_rq.get_worker(
+            *queues, job_class=RQ_JOB_CLASS, name=worker_id, worker_class=registered_rq_worker_class(registration)
+        )
         reset_db_connections()  # each task runs in a fork: no connection of this process may be shared with it
         worker.work(burst=burst, max_jobs=max_jobs, with_scheduler=True, logging_level=level)
     finally:
-        recovery.close()
         registration.close()
+
+
+def registered_rq_worker_class(registration: job_runs.WorkerRegistration) -> type:
+    """RQ's forking Worker, whose registry beat and lost-work recovery run in its own loop (no side thread).
+
+    Why no thread: RQ forks a work horse for every task. A fork taken while a side thread is
+    inside the database driver (SQLite's mutexes, a socket mid-query) leaves those locks held
+    for ever in the horse, which then hangs on its first query until RQ's job timeout kills it
+    (seen in CI: an import's horse stuck for ten minutes). So the parent process has one
+    thread of ours, and no database connection open when it forks (closed after each turn).
+    RQ's loop calls `heartbeat()` at least every second: idle, because the dequeue waits at
+    most a second (`dequeue_timeout`); while a horse runs, because it checks on the horse every
+    second (`job_monitoring_interval`).
+    """
+    from rq import Worker
+
+    class RegisteredRQWorker(Worker):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("job_monitoring_interval", 1)
+            super().__init__(*args, **kwargs)
+            self._parent_pid = os.getpid()
+            self._beaten_at = self._recovered_at = float("-inf")
+
+        @property
+        def dequeue_timeout(self) -> int:
+            return 1
+
+        def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
+            super().heartbeat(timeout, pipeline)
+            if os.getpid() == self._parent_pid:  # never in a work horse
+                self._registry_turn()
+
+        def _registry_turn(self) -> None:
+            now = time.monotonic()
+            if now - self._beaten_at >= job_runs.WORKER_BEAT_SECONDS:
+                self._beaten_at = now
+                registration.beat()
+            if now - self._recovered_at >= job_runs.RECOVERY_CHECK_SECONDS:
+                self._recovered_at = now
+                recover_quietly(self.name)
+
+    return RegisteredRQWorker
+
+
+def recover_quietly(worker_id: str) -> None:
+    """job_runs.recover_lost_work, logged; a database or Redis away for a moment only postpones it.
+    No connection is left open after it (the RQ worker forks next)."""
+    try:
+        handled = job_runs.recover_lost_work()
+        if handled:
+            logger.warning("worker %s: re-queued or failed %d job(s) of gone workers", worker_id, len(handled))
+    except Exception as exc:
+        logger.warning("worker %s: recovery of lost jobs postponed (%s)", worker_id, exc)
+    finally:
+        connections.close_all()
 
 
 def without_connection_pool() -> None:
@@ -200,36 +255,3 @@ def without_connection_pool() -> None:
             wrapper.close_pool()
         options["pool"] = False
         connections.settings[alias].setdefault("OPTIONS", {})["pool"] = False
-
-
-class RecoveryThread:
-    """For the RQ worker, whose loop has no idle hook: job_runs.recover_lost_work at once and every
-    RECOVERY_CHECK_SECONDS from a side thread of the parent process (tasks run in forked work horses)."""
-
-    def __init__(self, worker_id: str) -> None:
-        self.worker_id = worker_id
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"recovery-{worker_id}", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            while True:
-                try:
-                    handled = job_runs.recover_lost_work()
-                    if handled:
-                        logger.warning(
-                            "worker %s: re-queued or failed %d job(s) of gone workers", self.worker_id, len(handled)
-                        )
-                except Exception as exc:  # the database or Redis away for a moment: the next turn tries again
-                    logger.warning("worker %s: recovery of lost jobs postponed (%s)", self.worker_id, exc)
-                finally:
-                    connections.close_all()
-                if self._done.wait(job_runs.RECOVERY_CHECK_SECONDS):
-                    return
-        finally:
-            connections.close_all()
-
-    def close(self) -> None:
-        self._done.set()
-        self._thread.join()

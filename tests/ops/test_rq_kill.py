@@ -70,9 +70,11 @@ def rq(settings, redis_url, tmp_path):
 RECOVERY_DEADLINE = 30.0
 
 
-def start_worker(log: Path, redis_url: str, stale_seconds: str = JOB_STALE_SECONDS) -> subprocess.Popen:
+def start_worker(
+    log: Path, redis_url: str, stale_seconds: str = JOB_STALE_SECONDS, *, hold: str | None = None
+) -> subprocess.Popen:
     env = {"CLAIMLAB_VAR_DIR": str(log.parent / "var"), "CLAIMLAB_JOB_STALE_SECONDS": stale_seconds}
-    return start_rq_worker(log, redis_url, env)
+    return start_rq_worker(log, redis_url, env, hold=hold)
 
 
 def start_idle_worker(log: Path, redis_url: str) -> subprocess.Popen:
@@ -115,11 +117,11 @@ def test_an_rq_worker_killed_mid_import_is_run_again_by_the_idle_worker_by_itsel
     run_import_job.enqueue(job.pk)
     assert queued_tasks(rq) == 1  # on Redis, not in the database table
 
-    first = start_worker(tmp_path / "worker1.log", rq)
+    first = start_worker(tmp_path / "worker1.log", rq, hold="import")
     second = None
     try:
-        since: list = []
-        wait_for(lambda: import_is_staging(job.pk, since), "the import to be staging", first, tmp_path / "worker1.log")
+        log = tmp_path / "worker1.log"
+        wait_for(lambda: import_is_staging(job.pk, log), "the import to be staging", first, log)
         second = start_idle_worker(tmp_path / "worker2.log", rq)  # idle: the only task is the first worker's
         kill(first)
         assert_killed_import_changed_nothing(job, upload)
@@ -141,10 +143,11 @@ def test_an_rq_worker_killed_mid_export_is_run_again_by_the_idle_worker_by_itsel
     job = labelled_export_job(verification_study)
     run_export_job.enqueue(job.pk)
 
-    first = start_worker(tmp_path / "worker1.log", rq)
+    first = start_worker(tmp_path / "worker1.log", rq, hold="export")
     second = None
     try:
-        wait_for(lambda: export_is_writing(job.pk), "the export to be writing", first, tmp_path / "worker1.log")
+        log = tmp_path / "worker1.log"
+        wait_for(lambda: export_is_writing(job.pk, log), "the export to be writing", first, log)
         second = start_idle_worker(tmp_path / "worker2.log", rq)
         kill(first)
         assert_killed_export_left_a_partial_file(job)

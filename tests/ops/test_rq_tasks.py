@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import signal
+import threading
 
 import pytest
 import redis
@@ -19,6 +21,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django_tasks import default_task_backend
 from django_tasks_db.models import DBTaskResult
+from redis.client import PubSubWorkerThread
 from rq import Queue
 from rq.registry import FailedJobRegistry, FinishedJobRegistry
 
@@ -62,7 +65,12 @@ def work(connection: redis.Redis) -> tuple[int, int]:
     assert queue.count > 0  # something is queued on Redis
     call_command("worker", "--batch", "--no-reload", "--no-startup-delay", verbosity=0)
     assert queue.count == 0
-    return FinishedJobRegistry(queue=queue).count, FailedJobRegistry(queue=queue).count
+    failed = FailedJobRegistry(queue=queue)
+    for job_id in failed.get_job_ids():  # say why, should a test fail on it
+        job = queue.fetch_job(job_id)
+        result = job.latest_result() if job is not None else None
+        print(f"RQ job {job_id} failed: {result.exc_string if result is not None else '(no result)'}")
+    return FinishedJobRegistry(queue=queue).count, failed.count
 
 
 def test_a_big_import_runs_on_rq(verification_study, settings, rq):
@@ -130,3 +138,40 @@ def test_a_verifier_run_runs_on_rq_as_a_chain_of_chunk_tasks(verification_study,
     assert (run.status, run.done, run.total, run.errors) == (VerifierRun.Status.SUCCEEDED, 6, 6, 0)
     assert Prediction.objects.filter(run=run).count() == 6
     assert server.requests == 6
+
+
+#: Threads alive in this process each time it forked, while `_forks_watched` is on.
+_threads_at_fork: list[set[threading.Thread]] = []
+_forks_watched = False
+
+
+def _note_threads_at_fork() -> None:
+    if _forks_watched:
+        _threads_at_fork.append(set(threading.enumerate()))
+
+
+os.register_at_fork(before=_note_threads_at_fork)
+
+
+def test_the_rq_worker_forks_its_work_horses_with_no_thread_of_its_own_running(verification_study, settings, rq):
+    """A fork taken while another thread is inside the database driver hangs the horse on its first
+    query (seen in CI: an import's horse stuck until RQ's timeout). The worker's registry beat and its
+    recovery of lost work run in RQ's own loop: at each fork, the only new threads are RQ's pub/sub."""
+    global _forks_watched
+    settings.IMPORT_INLINE_MAX_BYTES = 0
+    for n in range(3):
+        records = json.dumps(verification_item(f"fork-{n}")) + "\n"
+        submit_import(study=verification_study, what="items", upload=SimpleUploadedFile(f"{n}.jsonl", records.encode()))
+    before = set(threading.enumerate())
+    _threads_at_fork.clear()
+    _forks_watched = True
+    try:
+        assert work(rq) == (3, 0)
+    finally:
+        _forks_watched = False
+    assert len(_threads_at_fork) >= 3  # a work horse per task (and RQ's scheduler process)
+    for alive in _threads_at_fork:
+        started_by_the_worker = alive - before
+        assert all(isinstance(thread, PubSubWorkerThread) for thread in started_by_the_worker), started_by_the_worker
+    assert Item.objects.filter(study=verification_study).count() == 3
+    assert ImportJob.objects.filter(status=ImportJob.Status.SUCCEEDED, attempts=1).count() == 3

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from pathlib import Path
 
 from django.core.files.base import ContentFile
 from django.db.models import Count
@@ -19,10 +20,11 @@ from annotation.models import ExportJob, ImportJob, Item, Study
 from annotation.transfer.services.annotation_import import import_annotations
 from annotation.transfer.services.item_import import import_items
 from tests.conftest import verification_item
+from tests.support.worker import is_held
 
-N_ITEMS = 60_000
-N_LABELLED = 20_000  # x 3 annotators: an export that takes the worker a few seconds
-#: Worker settings: heartbeats every half second, so "staging" is seen quickly.
+N_ITEMS = 10_000
+N_LABELLED = 3_000  # x 3 annotators: an export of five chunks, killed after the first (held_worker.py)
+#: Worker settings: job heartbeats every half second.
 JOB_STALE_SECONDS = "2"
 
 
@@ -36,16 +38,14 @@ def big_import_job(study: Study) -> tuple[ImportJob, str]:
     return job, upload
 
 
-def import_is_staging(job_id: int, since: list) -> bool:
-    """The job has been running for two heartbeats (about a second) with no item live yet: it is
-    reading and staging the file (60,000 items take several seconds more)."""
-    job = ImportJob.objects.get(pk=job_id)
-    if job.status != ImportJob.Status.RUNNING or job.heartbeat_at is None:
+def import_is_staging(job_id: int, log: Path) -> bool:
+    """The worker logging to `log` was started with hold="import" and has stopped there: every
+    record staged, nothing live (tests/support/held_worker.py)."""
+    if not is_held(log):
         return False
-    if not since:
-        since.append(job.heartbeat_at)
-    beats = (job.heartbeat_at - since[0]).total_seconds()
-    return beats >= 1.0 and not Item.objects.filter(study_id=job.study_id).exists()
+    job = ImportJob.objects.get(pk=job_id)
+    assert job.status == ImportJob.Status.RUNNING and not Item.objects.filter(study_id=job.study_id).exists()
+    return True
 
 
 def assert_killed_import_changed_nothing(job: ImportJob, upload: str) -> None:
@@ -87,8 +87,10 @@ def labelled_export_job(study: Study) -> ExportJob:
     return ExportJob.objects.create(study=study, file_format="csv")
 
 
-def export_is_writing(job_id: int) -> bool:
-    return any(path.stat().st_size > 0 for path in scratch_dir("exports").glob(f"{job_id}-*.partial"))
+def export_is_writing(job_id: int, log: Path) -> bool:
+    """The worker logging to `log` was started with hold="export" and has stopped there, its first
+    chunk in the `.partial` file (tests/support/held_worker.py)."""
+    return is_held(log) and any(path.stat().st_size > 0 for path in scratch_dir("exports").glob(f"{job_id}-*.partial"))
 
 
 def assert_killed_export_left_a_partial_file(job: ExportJob) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import redis
 
-QUEUE_TIMEOUT = 600  # RQ's per-task timeout in these tests: a big import on a slow machine fits easily
+QUEUE_TIMEOUT = 180  # RQ's per-task timeout in these tests: a big import takes seconds; a hung horse fails in minutes
 
 
 def _free_port() -> int:

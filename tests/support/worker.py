@@ -32,19 +32,29 @@ def database_url() -> str:
     return f"postgres://{auth}@{settings['HOST'] or '127.0.0.1'}:{settings['PORT'] or 5432}/{settings['NAME']}"
 
 
-def start_db_worker(log: Path, env: dict[str, str], *, interval: str | None = "0.1") -> subprocess.Popen:
+def start_db_worker(
+    log: Path, env: dict[str, str], *, interval: str | None = "0.1", hold: str | None = None
+) -> subprocess.Popen:
     """A `worker` on the test database in its own process group (so `stop` ends all of it);
-    `env` adds to the test settings (var dir, chunk sizes, endpoints...); `interval` None: its default."""
+    `env` adds to the test settings (var dir, chunk sizes, endpoints...); `interval` None: its default.
+    `hold` ("import" or "export", tests/support/held_worker.py): the worker stops dead at that point
+    of its job and writes `held_mark(log)`."""
     environment = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings_test",
         "DATABASE_URL": database_url(),
         **env,
     }
+    entry = ["manage.py"]
+    if hold is not None:
+        from tests.support.held_worker import HOLD_ENV, MARK_ENV
+
+        environment.update({HOLD_ENV: hold, MARK_ENV: str(held_mark(log))})
+        entry = ["-m", "tests.support.held_worker"]
     return subprocess.Popen(
         [
             sys.executable,
-            "manage.py",
+            *entry,
             "worker",
             "--no-reload",
             "--no-startup-delay",
@@ -58,11 +68,21 @@ def start_db_worker(log: Path, env: dict[str, str], *, interval: str | None = "0
     )
 
 
-def start_rq_worker(log: Path, redis_url: str, env: dict[str, str]) -> subprocess.Popen:
+def start_rq_worker(log: Path, redis_url: str, env: dict[str, str], *, hold: str | None = None) -> subprocess.Popen:
     """The same `manage.py worker` with the RQ backend on `redis_url`: it runs an RQ worker."""
     from tests.support.redis_server import rq_environment
 
-    return start_db_worker(log, {**rq_environment(redis_url), **env})
+    return start_db_worker(log, {**rq_environment(redis_url), **env}, hold=hold)
+
+
+def held_mark(log: Path) -> Path:
+    """The file a held worker (start_db_worker's `hold`) writes when it has stopped at its point."""
+    return log.with_suffix(".held")
+
+
+def is_held(log: Path) -> bool:
+    """Whether the worker logging to `log` has stopped at its hold point."""
+    return held_mark(log).exists()
 
 
 def descendants(pid: int) -> list[int]:

@@ -50,8 +50,11 @@ RECOVERY_DEADLINE = 30.0
 NO_STALE_RULE = "600"
 
 
-def start_worker(log: Path, var: Path, stale_seconds: str = JOB_STALE_SECONDS) -> subprocess.Popen:
-    return start_db_worker(log, {"CLAIMLAB_VAR_DIR": str(var), "CLAIMLAB_JOB_STALE_SECONDS": stale_seconds})
+def start_worker(
+    log: Path, var: Path, stale_seconds: str = JOB_STALE_SECONDS, *, hold: str | None = None
+) -> subprocess.Popen:
+    env = {"CLAIMLAB_VAR_DIR": str(var), "CLAIMLAB_JOB_STALE_SECONDS": stale_seconds}
+    return start_db_worker(log, env, hold=hold)
 
 
 def running_again(model: type[ImportJob] | type[ExportJob], job_id: int) -> bool:
@@ -89,10 +92,10 @@ def test_a_worker_killed_mid_import_is_run_again_by_a_new_worker_without_duplica
     job, upload = big_import_job(verification_study)
     task = run_import_job.enqueue(job.pk)
 
-    first = start_worker(tmp_path / "worker1.log", var)
+    first = start_worker(tmp_path / "worker1.log", var, hold="import")
     try:
-        since: list = []
-        wait_for(lambda: import_is_staging(job.pk, since), "the import to be staging", first, tmp_path / "worker1.log")
+        log = tmp_path / "worker1.log"
+        wait_for(lambda: import_is_staging(job.pk, log), "the import to be staging", first, log)
         kill(first)
     finally:
         stop(first)
@@ -116,9 +119,10 @@ def test_a_worker_killed_mid_export_is_run_again_by_a_new_worker_whole_and_witho
     job = labelled_export_job(verification_study)
     task = run_export_job.enqueue(job.pk)
 
-    first = start_worker(tmp_path / "worker1.log", var)
+    first = start_worker(tmp_path / "worker1.log", var, hold="export")
     try:
-        wait_for(lambda: export_is_writing(job.pk), "the export to be writing", first, tmp_path / "worker1.log")
+        log = tmp_path / "worker1.log"
+        wait_for(lambda: export_is_writing(job.pk, log), "the export to be writing", first, log)
         kill(first)
     finally:
         stop(first)
