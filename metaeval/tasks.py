@@ -9,6 +9,7 @@ from django_tasks import task
 from annotation.lib.job_runs import register_recovery
 
 from .reporting import cache
+from .verifiers.limiter import release_slots_of
 from .verifiers.services.runs import recover_lost_runs
 
 
@@ -27,5 +28,6 @@ cache.register_refresh_task(_queue_refresh)
 
 # What every worker does at start and every few seconds while idle: queue again the verifier runs
 # and report builds whose worker is gone (annotation.lib.job_runs.recover_lost_work).
+register_recovery(release_slots_of)  # a gone worker's endpoint slots, free before its run is queued again
 register_recovery(recover_lost_runs)
 register_recovery(cache.recover_lost_refreshes)

@@ -11,7 +11,10 @@ clock, so the hosts' clocks do not matter). Taking one first drops expired
 leases, then adds a lease if fewer than the cap are held, in one script, so
 two workers never both take the last slot. A holder renews its leases every
 third of the lease time; a worker killed mid-call stops renewing, and its
-slots come back once their leases run out (``VERIFIER_SLOT_LEASE_SECONDS``).
+slots come back once their leases run out (``VERIFIER_SLOT_LEASE_SECONDS``), or sooner:
+a slot's token starts with the registered worker that holds it, and the worker that
+finds it gone (annotation.lib.job_runs.recover_lost_work) gives its slots back at once
+(`release_slots_of`), so the resumed run need not wait out the lease.
 Without Redis there is nothing to share: the in-process semaphore is the limit.
 """
 
@@ -26,11 +29,14 @@ from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any
 
+import redis
 import redis.asyncio
 import redis.exceptions
 from django.conf import settings
 
-__all__ = ["SharedSlots", "redis_client", "shared_slots_for", "slots_key"]
+from annotation.lib.job_runs import current_worker
+
+__all__ = ["SharedSlots", "redis_client", "release_slots_of", "shared_slots_for", "slots_key"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +71,23 @@ return renewed
 
 def slots_key(endpoint: str) -> str:
     """The Redis key holding an endpoint's leased slots."""
-    return f"claimlab:verifier-slots:{endpoint}"
+    return f"{SLOTS_KEY_PREFIX}{endpoint}"
+
+
+SLOTS_KEY_PREFIX = "claimlab:verifier-slots:"
+#: Between the holding worker's id and the random part of a slot's token.
+TOKEN_SEPARATOR = "|"
+
+
+def new_token() -> str:
+    """A slot's token: the registered worker holding it ("" outside a worker), then a random part."""
+    return f"{current_worker()}{TOKEN_SEPARATOR}{uuid.uuid4().hex}"
+
+
+def holder_of(token: bytes | str) -> str:
+    """The worker id a slot's token names."""
+    text = token.decode() if isinstance(token, bytes) else token
+    return text.rpartition(TOKEN_SEPARATOR)[0]
 
 
 class SharedSlots:
@@ -107,7 +129,7 @@ class SharedSlots:
 
     async def try_take(self) -> str | None:
         """A slot's token if one is free now, else None."""
-        token = uuid.uuid4().hex
+        token = new_token()
         if await self._take(keys=[self.key], args=[self.limit, self.lease_seconds, token]):
             self.held.add(token)
             return token
@@ -195,6 +217,34 @@ def redis_client(url: str) -> Any:
     return redis.asyncio.from_url(
         url, socket_timeout=REDIS_TIMEOUT_SECONDS, socket_connect_timeout=REDIS_TIMEOUT_SECONDS
     )
+
+
+def release_slots_of(lost_workers: set[str]) -> list[Any]:
+    """Give back every slot held by a gone worker, on every endpoint (a recovery, job_runs.register_recovery).
+
+    Why not wait for the leases: a killed worker's slots would keep the run it held, resumed
+    by another worker, waiting VERIFIER_SLOT_LEASE_SECONDS (30 s) for its own endpoint. A worker
+    taken for gone while alive (silent past WorkerHeartbeat.LOST_AFTER) loses its slots as it
+    would by its leases running out. Returns no handled jobs (slots are not jobs); Redis away:
+    the leases run out instead.
+    """
+    if not lost_workers or not settings.REDIS_URL:
+        return []
+    client = redis.Redis.from_url(
+        settings.REDIS_URL, socket_timeout=REDIS_TIMEOUT_SECONDS, socket_connect_timeout=REDIS_TIMEOUT_SECONDS
+    )
+    try:
+        for key in client.scan_iter(match=f"{SLOTS_KEY_PREFIX}*"):
+            tokens: list[bytes] = client.zrange(key, 0, -1)  # type: ignore[assignment]  # no scores asked
+            gone = [token for token in tokens if holder_of(token) in lost_workers]
+            if gone:
+                client.zrem(key, *gone)
+                logger.warning("gave back %d slot(s) of %s held by gone workers", len(gone), key.decode())
+    except REDIS_OUTAGES as exc:
+        logger.info("slots of gone workers not given back (%s); their leases run out instead", exc)
+    finally:
+        client.close()
+    return []
 
 
 def shared_slots_for(endpoint: str, limit: int | None) -> SharedSlots | None:

@@ -15,10 +15,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import connection
+from django.utils import timezone
+
+from annotation.models import WorkerHeartbeat, this_host
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -83,6 +88,27 @@ def held_mark(log: Path) -> Path:
 def is_held(log: Path) -> bool:
     """Whether the worker logging to `log` has stopped at its hold point."""
     return held_mark(log).exists()
+
+
+def dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped) on this host."""
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def registered(
+    worker_id: str, *, host: str | None = None, pid: int | None = None, seen_ago: float = 0.0, **fields: Any
+) -> WorkerHeartbeat:
+    """A worker's registry row (this host and process unless told), last seen `seen_ago` seconds ago."""
+    now = timezone.now()
+    return WorkerHeartbeat.objects.create(
+        pk=worker_id,
+        host=this_host() if host is None else host,
+        pid=os.getpid() if pid is None else pid,
+        started_at=fields.get("started_at", now - timedelta(seconds=seen_ago)),
+        last_seen=now - timedelta(seconds=seen_ago),
+    )
 
 
 def descendants(pid: int) -> list[int]:

@@ -20,14 +20,16 @@ import redis
 import redis.asyncio
 from django.conf import settings as django_settings
 
+from annotation.lib import job_runs
+from annotation.models import WorkerHeartbeat
 from metaeval.models import Prediction, VerifierRun
-from metaeval.verifiers.limiter import SharedSlots, redis_client, slots_key
+from metaeval.verifiers.limiter import SharedSlots, holder_of, redis_client, slots_key
 from metaeval.verifiers.runner.orchestration import run_to_completion
 from metaeval.verifiers.services import start_run
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.redis_server import redis_server
 from tests.support.threads import run_in_threads
-from tests.support.worker import REPO
+from tests.support.worker import REPO, dead_pid, registered
 from tests.verifiers_run.conftest import llm_verifier
 
 CAP = 2
@@ -107,7 +109,8 @@ def test_a_killed_holders_slots_come_back_when_their_leases_run_out(empty_redis)
         [
             sys.executable,
             "-c",
-            "import asyncio, sys\n"
+            "import asyncio, sys, django\n"
+            "django.setup()\n"
             "from metaeval.verifiers.limiter import SharedSlots, redis_client\n"
             "async def main():\n"
             f"    async with SharedSlots(redis_client({empty_redis!r}), 'test', 2, lease_seconds=1.0) as s:\n"
@@ -205,3 +208,36 @@ def test_a_redis_outage_is_waited_out_and_a_long_one_fails_with_its_error(monkey
     monkeypatch.setattr(limiter, "REDIS_OUTAGE_SECONDS", -1.0)  # an outage longer than the wait
     with pytest.raises(redis.exceptions.ConnectionError, match="Connection refused"):
         asyncio.run(SharedSlots(_FlakyRedis(down=10), "local", 2, lease_seconds=5.0).take())
+
+
+def test_the_slots_of_a_gone_worker_are_given_back_by_the_recovery_not_when_their_leases_run_out(
+    empty_redis, settings, monkeypatch
+):
+    """A worker killed mid-run held its endpoint's slots for a 10-minute lease here: the worker that finds
+    it gone frees them at once, so the resumed run need not wait; a live worker's slot stays taken."""
+    settings.REDIS_URL = empty_redis
+    registered("killed", pid=dead_pid())
+    registered("alive")
+
+    async def take_as(worker_id: str, count: int) -> list[str]:
+        monkeypatch.setattr(job_runs, "_current_worker", worker_id)
+        holder = slots(empty_redis, 3, 600.0)
+        try:
+            return [await holder.take() for _ in range(count)]
+        finally:
+            holder.held.clear()  # as if killed: nothing given back on the way out
+            await holder.redis.aclose()
+
+    killed = asyncio.run(take_as("killed", 2))
+    alive = asyncio.run(take_as("alive", 1))
+    assert all(holder_of(token) == "killed" for token in killed) and holder_of(alive[0]) == "alive"
+
+    async def try_take() -> str | None:
+        async with slots(empty_redis, 3, 600.0) as other:
+            return await other.try_take()
+
+    assert asyncio.run(try_take()) is None  # all three taken
+    job_runs.recover_lost_work()
+    held = {token.decode() for token in redis.Redis.from_url(empty_redis).zrange(slots_key("test"), 0, -1)}
+    assert held == set(alive)  # the gone worker's two given back, the live one's kept
+    assert not WorkerHeartbeat.objects.filter(pk="killed").exists()

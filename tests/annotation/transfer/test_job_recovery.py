@@ -9,8 +9,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
-import sys
 import threading
 import time
 from datetime import timedelta
@@ -31,6 +29,7 @@ from annotation.transfer.services import import_runner
 from annotation.transfer.services.import_runner import run_import_job
 from annotation.transfer.services.recovery import resume_stale_jobs
 from tests.conftest import verification_item
+from tests.support.worker import dead_pid, registered
 
 pytestmark = pytest.mark.django_db
 
@@ -206,24 +205,6 @@ def test_a_running_import_stamps_its_heartbeat(verification_study, monkeypatch, 
 
 
 # The worker registry (issue 31): a job held by a worker that is gone is queued again at once.
-
-
-def dead_pid() -> int:
-    """The pid of a process that has ended (and been reaped) on this host."""
-    process = subprocess.Popen([sys.executable, "-c", "pass"])
-    process.wait()
-    return process.pid
-
-
-def registered(worker_id: str, *, host: str | None = None, pid: int | None = None, seen_ago: float = 0.0, **fields):
-    now = timezone.now()
-    return WorkerHeartbeat.objects.create(
-        pk=worker_id,
-        host=this_host() if host is None else host,
-        pid=os.getpid() if pid is None else pid,
-        started_at=fields.get("started_at", now - timedelta(seconds=seen_ago)),
-        last_seen=now - timedelta(seconds=seen_ago),
-    )
 
 
 def held_by(job, worker_id: str, **fields) -> None:
