@@ -554,6 +554,9 @@ if S3_BUCKET:
     }
 else:
     STORAGES["claimlab_files"] = {"BACKEND": "annotation.lib.storage.VarDirStorage"}
+# Seconds a background job waits out an object store that does not answer (restarted, failing
+# over) before it fails with the store's error (annotation/lib/storage.py, while_storage_away).
+STORAGE_OUTAGE_SECONDS = max(0.0, _env_number("CLAIMLAB_STORAGE_OUTAGE_SECONDS", 120.0, integer=False))
 
 # A cache shared by every host (Redis) when REDIS_URL or CACHE_URL is set; else each process's own memory.
 CACHE_URL = (os.environ.get("CACHE_URL", "") or os.environ.get("REDIS_URL", "")).strip()

@@ -34,7 +34,7 @@ DESCRIPTIONS = {
 }
 UNSUPPORTED = "The body is not of a media type this operation takes (JSON; multipart for the uploads)."
 # 503 (a passing database fault, lib/dblocks.py: `code` database_busy, database_unavailable, database_conflict
-# or database_read_only, with Retry-After) may answer any operation; it is described in docs/api.md.
+# database_read_only or storage_unavailable, with Retry-After) may answer any operation; it is described in docs/api.md.
 
 
 def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:

@@ -15,6 +15,10 @@ and from api_errors.server_error for the rest), never a 500:
   exhausted its retries);
 - ``database_read_only``: the server is a read-only replica (or SQLite's file is read-only).
 
+The file store's outage (an S3-compatible bucket refusing, timing out or answering 5xx while an
+upload is saved or an export handed out, lib/storage.is_storage_outage) passes the same way and
+answers the same 503, with ``storage_unavailable``.
+
 A programming error (a missing table, a syntax error, a constraint) is none of these and
 stays a 500. After a lost connection the request's connections are closed
 (`close_broken_connections`), so the next request connects afresh.
@@ -27,6 +31,8 @@ from django.db import Error, InterfaceError, OperationalError, connections
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 
+from annotation.lib.storage import is_storage_outage
+
 #: PostgreSQL SQLSTATEs of a lock wait that gave up: lock_not_available, deadlock_detected.
 _PG_LOCK_CODES = {"55P03", "40P01"}
 _MESSAGES = ("database is locked", "database table is locked", "lock timeout", "deadlock detected")
@@ -35,6 +41,7 @@ BUSY = "database_busy"
 UNAVAILABLE = "database_unavailable"
 CONFLICT = "database_conflict"
 READ_ONLY = "database_read_only"
+STORAGE_UNAVAILABLE = "storage_unavailable"
 
 MESSAGES = {
     BUSY: "The database is busy with another write (for example a large import); nothing was saved. Try again shortly.",
@@ -43,6 +50,8 @@ MESSAGES = {
     CONFLICT: "This change collided with another one at the same moment; nothing was saved. Try again shortly.",
     READ_ONLY: "The database accepts no changes at the moment (read-only, for example during a failover); "
     "nothing was saved. Try again shortly.",
+    STORAGE_UNAVAILABLE: "The file store does not answer at the moment (it may be restarting); nothing was saved. "
+    "Try again shortly.",
 }
 
 #: SQLite's messages (sqlite3.OperationalError has no code) of a fault that passes, by kind.
@@ -125,13 +134,13 @@ def close_broken_connections() -> None:
 
 
 def fault_response(request: HttpRequest, exc: BaseException) -> HttpResponse | None:
-    """503 with Retry-After for a passing database fault (None for anything else): the API's error shape
+    """503 with Retry-After for a passing database or file-store fault (None for anything else): the API's error shape
     (``{"detail", "code"}``) under /api/ or when JSON is asked for, else a plain page.
 
     The page is rendered without the request (no context processors): the database it would
     read the user from is the one that just failed.
     """
-    kind = database_fault(exc)
+    kind = database_fault(exc) or (STORAGE_UNAVAILABLE if is_storage_outage(exc) else None)
     if kind is None:
         return None
     if kind == UNAVAILABLE:

@@ -14,13 +14,17 @@ that seeks, an export being written) uses a scratch folder local to the process
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
+from botocore.exceptions import ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as StoreConnectionError
 from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import FileSystemStorage, Storage, storages
@@ -29,6 +33,9 @@ from django.http import FileResponse, HttpResponseRedirect
 from django.http.response import HttpResponseBase
 from django.utils.functional import cached_property
 from django.utils.http import content_disposition_header
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 STORAGE_ALIAS = "claimlab_files"
 UPLOADS = "uploads"
@@ -81,10 +88,50 @@ class _FinishedFile(File):
         return str(self.name)
 
 
+#: Patched by tests, so that waiting out an outage costs no real time.
+sleep: Callable[[float], None] = time.sleep
+
+
+def is_storage_outage(exc: BaseException) -> bool:
+    """Whether `exc` is an object store not answering for now (refused, reset, timed out, or its own
+    5xx such as 503 SlowDown), as opposed to a refusal that trying again would not change."""
+    if isinstance(exc, (StoreConnectionError, HTTPClientError)):
+        return True
+    if isinstance(exc, ClientError):
+        return int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0) >= 500
+    return False
+
+
+def while_storage_away(action: Callable[[], T], *, what: str) -> T:
+    """`action()`, tried again while the object store is away, for up to settings.STORAGE_OUTAGE_SECONDS.
+
+    Why: a job that fails because the bucket restarted for half a minute (an upgrade, a
+    failover) makes the researcher start it again for nothing. Only whole steps are retried
+    (an upload appears in a bucket only once complete); past the limit, the store's own error
+    is raised and the job says it.
+    """
+    deadline = time.monotonic() + settings.STORAGE_OUTAGE_SECONDS
+    pause = 0.5
+    while True:
+        try:
+            return action()
+        except Exception as exc:
+            if not is_storage_outage(exc) or time.monotonic() >= deadline:
+                raise
+            logger.warning("%s: the file store does not answer (%s); trying again in %.1f s", what, exc, pause)
+            sleep(pause)
+            pause = min(pause * 2, 8.0)
+
+
 def store_finished_file(local: Path, name: str) -> str:
-    """Hand the finished local file `local` to the storage as `name`; the stored name (`local` is gone after)."""
-    with local.open("rb") as handle:
-        stored = files().save(name, _FinishedFile(handle, name=str(local)))
+    """Hand the finished local file `local` to the storage as `name`; the stored name (`local` is gone after).
+    An object store away for a while is waited out (`while_storage_away`)."""
+
+    def save() -> str:
+        with local.open("rb") as handle:
+            return files().save(name, _FinishedFile(handle, name=str(local)))
+
+    stored = while_storage_away(save, what=f"storing {name}")
     local.unlink(missing_ok=True)  # moved by FileSystemStorage; uploaded (and left here) by the others
     return stored
 
@@ -99,8 +146,14 @@ def local_copy(name: str, *, kind: str) -> Iterator[IO[bytes]]:
             yield stored
         return
     with tempfile.NamedTemporaryFile(dir=scratch_dir(kind), prefix=Path(name).stem + "-", suffix=".download") as copy:
-        with storage.open(name, "rb") as stored:
-            shutil.copyfileobj(stored, copy, length=1024 * 1024)
+
+        def download() -> None:
+            copy.seek(0)
+            copy.truncate()
+            with storage.open(name, "rb") as stored:
+                shutil.copyfileobj(stored, copy, length=1024 * 1024)
+
+        while_storage_away(download, what=f"reading {name}")
         copy.flush()
         copy.seek(0)
         yield copy
@@ -116,9 +169,10 @@ def stored_names(folder: str) -> list[str]:
 
 
 def delete_quietly(name: str) -> None:
-    """Remove stored `name` if it is there (a second delete, or one after a crash, is no error)."""
+    """Remove stored `name` if it is there (a second delete, or one after a crash, is no error);
+    an object store away for a while is waited out."""
     if name:
-        files().delete(name)
+        while_storage_away(lambda: files().delete(name), what=f"removing {name}")
 
 
 def download_response(name: str, *, filename: str, content_type: str) -> HttpResponseBase:

@@ -12,6 +12,7 @@ import json
 import urllib.request
 from datetime import timedelta
 from pathlib import Path
+from unittest.mock import patch
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -20,12 +21,16 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.urls import reverse
 from moto import mock_aws
+from moto.server import ThreadedMotoServer
 
-from annotation.lib.storage import files, stored_names
+from annotation.lib import storage
+from annotation.lib.storage import files, scratch_dir, stored_names
 from annotation.members.services import add_members
 from annotation.models import ExportJob, ImportJob, Item
 from annotation.studies.services import create_study
+from annotation.transfer.services.export_jobs import request_export
 from annotation.transfer.services.export_runner import run_export_job
+from annotation.transfer.services.import_jobs import submit_import
 from annotation.transfer.services.import_runner import run_import_job
 from annotation.transfer.services.recovery import resume_stale_jobs
 from tests.conftest import verification_item
@@ -240,3 +245,79 @@ def test_a_worker_whose_disk_never_saw_the_upload_imports_it_and_its_export_down
         assert disposition == 'attachment; filename="verif-annotations.jsonl"'
         rows = [json.loads(line) for line in io.BytesIO(body)]
         assert len(rows) == export.rows == 6 and {row["item"] for row in rows} == {"c-1", "c-2", "c-3"}
+
+
+@pytest.fixture
+def store_on_loopback(settings, tmp_path):
+    """The file storage is a moto S3 server on a loopback port that a test can stop and start again
+    (its objects live in this process, so they outlast a restart); the server."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
+    server.start()
+    url = f"http://127.0.0.1:{server._port}"
+    s3_client(url).create_bucket(Bucket=BUCKET)
+    settings.VAR_DIR = tmp_path / "worker-host"
+    settings.STORAGES = s3_storages(s3_environment(endpoint_url=url), tmp_path / "settings")
+    settings.CLAIMLAB_S3_CONNECT_TIMEOUT_SECONDS = 1
+    yield server
+    server.stop()
+
+
+@pytest.mark.django_db
+def test_an_export_waits_out_an_object_store_outage_and_is_stored_once(big, store_on_loopback, settings):
+    """The bucket restarts while the export is being handed to it: the job waits (it does not fail
+    for a passing outage, nor store twice) and succeeds once the store answers again."""
+    job = request_export(study=big, file_format="csv")
+    store_on_loopback.stop()
+    waits: list[float] = []
+
+    def store_back_after_two_waits(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 2:
+            store_on_loopback.start()
+
+    with patch.object(storage, "sleep", store_back_after_two_waits):
+        run_export_job(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.SUCCEEDED, job.error
+    assert len(waits) >= 2 and stored_names("exports") == [job.file_path]
+    with files().open(job.file_path, "rb") as stored:
+        assert len(stored.read().decode().splitlines()) == job.rows + 1
+
+
+@pytest.mark.django_db
+def test_an_export_fails_with_the_stores_error_when_the_outage_outlasts_the_limit(big, store_on_loopback, settings):
+    settings.STORAGE_OUTAGE_SECONDS = 0
+    job = request_export(study=big, file_format="csv")
+    store_on_loopback.stop()
+    run_export_job(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.FAILED and job.file_path == ""
+    assert "EndpointConnectionError" in job.error or "Could not connect" in job.error, job.error
+    assert list(scratch_dir("exports").iterdir()) == []  # nothing half-written left behind
+
+
+@pytest.mark.django_db
+def test_an_import_job_reads_its_upload_after_an_object_store_outage(big, store_on_loopback, settings):
+    job = submit_import(study=big, what="items", upload=items_file())
+    assert job.file_path.startswith("uploads/")
+    store_on_loopback.stop()
+    with patch.object(storage, "sleep", lambda seconds: store_on_loopback.start()):
+        run_import_job(job_id=job.pk)
+    job.refresh_from_db()
+    assert (job.status, job.created, job.file_path) == (ImportJob.Status.SUCCEEDED, ITEMS, ""), job.errors
+    assert stored_names("uploads") == []
+
+
+@pytest.mark.django_db
+def test_an_upload_while_the_store_is_away_answers_503_and_leaves_no_job(
+    client, researcher, big, store_on_loopback, settings
+):
+    store_on_loopback.stop()
+    client.force_login(researcher)
+    before = ImportJob.objects.count()
+    response = client.post(reverse("api-item-import", args=[big.slug]), {"file": items_file()})
+    assert response.status_code == 503, response.content
+    assert response.json()["code"] == "storage_unavailable" and response["Retry-After"]
+    assert ImportJob.objects.count() == before  # no job queued without its file
+    page = client.post(reverse("annotation:study_import", args=[big.slug]), {"what": "items", "file": items_file()})
+    assert page.status_code == 503 and b"file store" in page.content

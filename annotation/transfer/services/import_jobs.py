@@ -60,7 +60,11 @@ def submit_import(
         run_import(job, upload)
         return job
     upload.seek(0)
-    job.file_path = files().save(f"{UPLOADS}/{job.pk}-{uuid.uuid4().hex}.{fmt}", upload)
+    try:
+        job.file_path = files().save(f"{UPLOADS}/{job.pk}-{uuid.uuid4().hex}.{fmt}", upload)
+    except Exception:  # the file store away (a 503 for the client): no job without its file is left queued
+        job.delete()
+        raise
     job.save(update_fields=["file_path"])
     transaction.on_commit(lambda: enqueue(run_import_job, job.pk))
     return job
