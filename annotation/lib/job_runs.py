@@ -17,8 +17,9 @@ task, e.g. an RQ work horse killed alone) is re-queued by the same code
 (`resume_stale_jobs`, annotation/transfer/services/recovery.py).
 
 Lock contention ("database is locked" on SQLite when a long write holds the
-lock past the busy timeout) is temporary: `retry_on_lock` retries with
-exponential backoff a bounded number of times before giving up.
+lock past the busy timeout), a lost connection (a PostgreSQL restart) and the other passing
+faults of lib/dblocks.py are temporary: `retry_on_db_fault` retries with exponential backoff
+a bounded number of times before giving up.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from django.db import OperationalError, ProgrammingError, connections, models
 from django.utils import timezone
 from django.utils.crypto import get_random_string
 
-from annotation.lib.dblocks import is_lock_error
+from annotation.lib.dblocks import UNAVAILABLE, close_broken_connections, database_fault
 from annotation.models import ExportJob, ImportJob, JobStatus, WorkerHeartbeat, this_host
 
 logger = logging.getLogger(__name__)
@@ -54,21 +55,28 @@ def stale_after() -> timedelta:
     return timedelta(seconds=settings.JOB_STALE_SECONDS)
 
 
-def retry_on_lock(action: Callable[[], T], *, what: str, retries: int | None = None) -> T:
-    """`action()`, retried with exponential backoff while it fails on a lock; then the lock error is raised.
+def retry_on_db_fault(action: Callable[[], T], *, what: str, retries: int | None = None) -> T:
+    """`action()`, retried with exponential backoff while it fails on a passing database fault; then
+    the fault is raised.
 
-    Only for actions that are whole transactions (a lock error rolled them back, so running
-    them again is safe).
+    The faults are dblocks.database_fault's: a lock held too long (SQLite's busy timeout), a
+    lost connection (a PostgreSQL restart or failover: the broken connection is closed so the
+    next try connects afresh), a serialisation conflict or deadlock, a read-only server. Only
+    for actions that are whole transactions (the fault rolled them back, so running them again
+    is safe).
     """
     retries = settings.JOB_LOCK_RETRIES if retries is None else retries
     for attempt in range(retries + 1):
         try:
             return action()
         except Exception as exc:
-            if not is_lock_error(exc) or attempt == retries:
+            kind = database_fault(exc)
+            if kind is None or attempt == retries:
                 raise
+            if kind == UNAVAILABLE:
+                close_broken_connections()
             delay = settings.JOB_LOCK_BACKOFF_SECONDS * 2**attempt
-            logger.warning("%s: database locked (%s); retry %d of %d in %.1f s", what, exc, attempt + 1, retries, delay)
+            logger.warning("%s: %s (%s); retry %d of %d in %.1f s", what, kind, exc, attempt + 1, retries, delay)
             sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -78,7 +86,7 @@ def claim(model: type[ImportJob] | type[ExportJob], job_id: int) -> bool:
     records the worker (current_worker()), so that the job is re-queued as soon as its worker is gone."""
     now = timezone.now()
     return bool(
-        retry_on_lock(
+        retry_on_db_fault(
             lambda: model.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(
                 status=JobStatus.RUNNING, heartbeat_at=now, attempts=models.F("attempts") + 1, worker=current_worker()
             ),
@@ -154,20 +162,26 @@ def _is_missing_table(exc: BaseException) -> bool:
 
 
 def _when_schema_ready(action: Callable[[], T], *, what: str) -> T:
-    """`action()`, waited for while the database has no tables yet.
+    """`action()`, waited for while the database has no tables yet or does not answer yet.
 
     Why: a worker started beside the web server (compose, a process manager) commonly starts
-    before `migrate` has finished; it should wait for the schema, not exit. After
-    WORKER_SCHEMA_WAIT_SECONDS it gives up with the database's own error.
+    before the database is up or before `migrate` has finished; it should wait, not exit.
+    After WORKER_SCHEMA_WAIT_SECONDS it gives up with the database's own error.
     """
     deadline = time.monotonic() + WORKER_SCHEMA_WAIT_SECONDS
     while True:
         try:
             return action()
         except (ProgrammingError, OperationalError) as exc:
-            if not _is_missing_table(exc) or time.monotonic() >= deadline:
+            if _is_missing_table(exc):
+                waiting_for = "the database's tables (run migrate)"
+            elif database_fault(exc) == UNAVAILABLE:
+                waiting_for = "the database to answer"
+            else:
                 raise
-            logger.info("%s waits for the database's tables (run migrate): %s", what, exc)
+            if time.monotonic() >= deadline:
+                raise
+            logger.info("%s waits for %s: %s", what, waiting_for, exc)
             connections.close_all()
             sleep(1.0)
 
@@ -190,7 +204,7 @@ class WorkerRegistration:
         now = timezone.now()
         self.worker_id = worker_id
         _when_schema_ready(
-            lambda: retry_on_lock(
+            lambda: retry_on_db_fault(
                 lambda: WorkerHeartbeat.objects.update_or_create(
                     pk=worker_id,
                     defaults={"host": this_host(), "pid": os.getpid(), "started_at": now, "last_seen": now},
@@ -283,10 +297,10 @@ def recover_lost_work() -> list[Any]:
     lost = lost_workers()
     handled: list[Any] = []
     if lost:  # the lost tasks fail first, so that a task row is never seen running beside its retry
-        retry_on_lock(partial(fail_lost_task_rows, lost), what="failing the task rows of gone workers")
+        retry_on_db_fault(partial(fail_lost_task_rows, lost), what="failing the task rows of gone workers")
         lost_rq_jobs(lost)
     for recovery in RECOVERIES:
-        handled += retry_on_lock(partial(recovery, lost), what=f"recovery {recovery.__qualname__}")
+        handled += retry_on_db_fault(partial(recovery, lost), what=f"recovery {recovery.__qualname__}")
     if lost:
         WorkerHeartbeat.objects.filter(pk__in=lost).delete()
     return handled

@@ -8,9 +8,10 @@ Why not the stock `db_worker`: when SQLite's write lock outlasts the busy
 timeout while the worker records a task's outcome (`set_successful` /
 `set_failed` retry three times, 0.1 s apart, then raise), the exception leaves
 its loop and the process exits; every later job then stays queued. Here the
-outcome is saved with the jobs' own backoff (job_runs.retry_on_lock), and
-a lock error that still escapes one turn of the loop is logged and the loop
-goes on after a pause. Any other error still stops the worker, as before. And an
+outcome is saved with the jobs' own backoff (job_runs.retry_on_db_fault), and
+a passing database fault that still escapes one turn of the loop (a lock, or a
+connection lost to a database restart: lib/dblocks.database_fault) is logged and the
+loop goes on after a pause. Any other error still stops the worker, as before. And an
 idle worker here waits for a queued task's notification (task_wakeup) instead of
 sleeping its whole interval. Either worker registers itself (job_runs.WorkerRegistration) and,
 at start and every few seconds while idle, re-queues the work of gone workers
@@ -33,7 +34,7 @@ from django_tasks_db.models import DBTaskResult
 from django_tasks_db.utils import exclusive_transaction, is_locked_database_exception
 
 from annotation.lib import job_runs
-from annotation.lib.dblocks import is_lock_error
+from annotation.lib.dblocks import close_broken_connections, database_fault, is_lock_error
 from annotation.lib.task_wakeup import Wakeup
 
 logger = logging.getLogger(__name__)
@@ -62,9 +63,13 @@ class LockTolerantWorker(Worker):
                     self._work(wakeup)
                     return  # the loop ended on its own (batch done, max tasks, or shut down)
                 except Exception as exc:
-                    if not is_lock_error(exc):
+                    fault = database_fault(exc)
+                    if fault is None:
                         raise
-                    logger.warning("worker %s: database locked (%s); going on shortly", self.worker_id, exc)
+                    # A lock held too long, or the database restarting (a lost connection): the
+                    # worker waits for it instead of exiting with its jobs left to recovery.
+                    logger.warning("worker %s: %s (%s); going on shortly", self.worker_id, fault, exc)
+                    close_broken_connections()
                     close_old_connections()
                     job_runs.sleep(LOCKED_PAUSE_SECONDS)
         finally:
@@ -127,10 +132,12 @@ class LockTolerantWorker(Worker):
         set_successful, set_failed = db_task_result.set_successful, db_task_result.set_failed
 
         def save_success(value: Any) -> None:
-            job_runs.retry_on_lock(partial(set_successful, value), what=f"recording task {db_task_result.id} as done")
+            job_runs.retry_on_db_fault(
+                partial(set_successful, value), what=f"recording task {db_task_result.id} as done"
+            )
 
         def save_failure(exc: BaseException) -> None:
-            job_runs.retry_on_lock(partial(set_failed, exc), what=f"recording task {db_task_result.id} as failed")
+            job_runs.retry_on_db_fault(partial(set_failed, exc), what=f"recording task {db_task_result.id} as failed")
 
         db_task_result.set_successful = save_success
         db_task_result.set_failed = save_failure

@@ -137,7 +137,7 @@ def test_programming_errors_stay_500(client, monkeypatch):
     assert database_fault(RuntimeError("database is locked")) is None
 
 
-def _terminate_own_backend() -> None:
+def terminate_own_backend() -> None:
     """Terminate this test's PostgreSQL backend from a second connection, as a failover or an operator would."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
@@ -166,7 +166,7 @@ def test_a_terminated_postgresql_backend_is_a_503_and_the_next_request_reconnect
     else:
         page = reverse("annotation:annotate", args=[study.slug])
         request = lambda: client.get(page)  # noqa: E731
-    _terminate_own_backend()
+    terminate_own_backend()
     failed = request()
     assert_503(failed, None if route == "page" else "database_unavailable")
     assert request().status_code == 200

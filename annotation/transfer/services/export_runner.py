@@ -12,7 +12,7 @@ import uuid
 
 from django.utils import timezone
 
-from annotation.lib.job_runs import claim, heartbeat, retry_on_lock
+from annotation.lib.job_runs import claim, heartbeat, retry_on_db_fault
 from annotation.lib.storage import EXPORTS, delete_quietly, scratch_dir, store_finished_file
 from annotation.models import ExportJob
 from annotation.transfer.exports import write_export
@@ -38,7 +38,10 @@ def run_export_job(*, job_id: int) -> ExportJob:
     local = scratch_dir(EXPORTS) / basename
     try:
         with heartbeat(ExportJob, job.pk):
-            rows = write_export(job.study, job.file_format, local)
+            # A database restart mid-read is tried again from the start (the file is rewritten whole).
+            rows = retry_on_db_fault(
+                lambda: write_export(job.study, job.file_format, local), what=f"export job {job.pk}"
+            )
             stored = store_finished_file(local, f"{EXPORTS}/{basename}")
     except Exception as exc:
         local.unlink(missing_ok=True)
@@ -56,7 +59,7 @@ def run_export_job(*, job_id: int) -> ExportJob:
         )
         job.status, job.rows, job.file_path = ExportJob.Status.SUCCEEDED, rows, stored
     job.finished_at = timezone.now()
-    retry_on_lock(
+    retry_on_db_fault(
         lambda: job.save(update_fields=["status", "rows", "file_path", "error", "finished_at"]),
         what=f"recording the outcome of export job {job.pk}",
     )

@@ -16,9 +16,9 @@ from django.conf import settings
 from django.utils import timezone
 
 from annotation.errors import ImportFailed, ImportResult
-from annotation.lib.dblocks import is_lock_error
+from annotation.lib.dblocks import database_fault, is_lock_error
 from annotation.lib.formats import RecordError
-from annotation.lib.job_runs import claim, heartbeat, retry_on_lock
+from annotation.lib.job_runs import claim, heartbeat, retry_on_db_fault
 from annotation.lib.storage import delete_quietly, local_copy
 from annotation.models import ImportJob
 from annotation.transfer.services.annotation_import import import_annotations
@@ -74,7 +74,7 @@ def run_import(job: ImportJob, stream: IO[bytes], *, lock_retries: int = 0) -> N
         return IMPORTERS[job.what](study=job.study, stream=stream, fmt=job.file_format, update=job.update_existing)
 
     try:
-        result = retry_on_lock(attempt, what=f"import job {job.pk}", retries=lock_retries)
+        result = retry_on_db_fault(attempt, what=f"import job {job.pk}", retries=lock_retries)
     except ImportFailed as exc:
         seconds = round(time.monotonic() - started, 3)
         logger.info(
@@ -95,6 +95,11 @@ def run_import(job: ImportJob, stream: IO[bytes], *, lock_retries: int = 0) -> N
             message = (
                 f"the database stayed locked by another write through {lock_retries + 1} attempt(s) "
                 f"over {seconds:.0f} s; nothing was changed. Import the file again once the other write is done"
+            )
+        elif database_fault(exc) is not None:
+            message = (
+                f"the database did not answer ({exc}) through {lock_retries + 1} attempt(s) over {seconds:.0f} s; "
+                "nothing was changed. Import the file again once the database is back"
             )
         else:
             message = f"the import stopped on an unexpected error ({type(exc).__name__}: {exc}); nothing was changed"
@@ -120,4 +125,4 @@ def run_import(job: ImportJob, stream: IO[bytes], *, lock_retries: int = 0) -> N
         job.created, job.updated = result.created, result.updated
     job.finished_at = timezone.now()
     job.file_path = ""
-    retry_on_lock(job.save, what=f"recording the outcome of import job {job.pk}", retries=lock_retries)
+    retry_on_db_fault(job.save, what=f"recording the outcome of import job {job.pk}", retries=lock_retries)

@@ -8,6 +8,7 @@ real task records through both workers.
 
 from __future__ import annotations
 
+import psycopg
 import pytest
 from django.db import OperationalError
 from django_tasks_db.management.commands.db_worker import Worker
@@ -87,16 +88,31 @@ def test_the_worker_saves_the_outcome_once_the_lock_is_released(verification_stu
 
 
 @pytest.mark.django_db(transaction=True)  # the worker closes and reopens connections, as in production
-def test_the_worker_loop_goes_on_after_a_lock_error_and_runs_the_next_task(verification_study, monkeypatch):
-    """A lock error that escapes one turn of the loop pauses the worker; it then runs what is queued."""
+@pytest.mark.parametrize(
+    "fault",
+    [
+        OperationalError("database is locked"),
+        # a database restart as psycopg reports it, once Django has wrapped it
+        OperationalError("consuming input failed: server closed the connection unexpectedly"),
+        OperationalError("unable to open database file"),  # SQLite's file away for a moment
+    ],
+    ids=["locked", "connection-lost", "file-away"],
+)
+def test_the_worker_loop_goes_on_after_a_passing_database_fault_and_runs_the_next_task(
+    verification_study, monkeypatch, fault
+):
+    """A lock error, or a connection lost to a database restart, that escapes one turn of the loop
+    pauses the worker (it used to exit, its supervisor restarting it); it then runs what is queued."""
     task = enqueued_import(verification_study)
     real_work = LockTolerantWorker._work
     turns = {"n": 0}
+    if "consuming input" in str(fault):
+        fault.__cause__ = psycopg.OperationalError(str(fault))
 
     def flaky_work(self, wakeup):
         turns["n"] += 1
         if turns["n"] == 1:
-            raise OperationalError("database is locked")
+            raise fault
         return real_work(self, wakeup)
 
     monkeypatch.setattr(LockTolerantWorker, "_work", flaky_work)

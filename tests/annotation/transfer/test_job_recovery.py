@@ -16,7 +16,7 @@ from datetime import timedelta
 import pytest
 from django.core.files.base import ContentFile
 from django.core.management import call_command
-from django.db import OperationalError
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 from django_tasks.base import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
@@ -25,9 +25,10 @@ from annotation.lib import job_runs as job_recovery
 from annotation.lib.storage import files, scratch_dir, stored_names
 from annotation.models import ExportJob, ImportJob, Item, WorkerHeartbeat, this_host
 from annotation.tasks import run_import_job as run_import_job_task
-from annotation.transfer.services import import_runner
+from annotation.transfer.services import export_runner, import_runner
 from annotation.transfer.services.import_runner import run_import_job
 from annotation.transfer.services.recovery import resume_stale_jobs
+from tests.annotation.test_db_faults import terminate_own_backend
 from tests.conftest import verification_item
 from tests.support.worker import dead_pid, registered
 
@@ -94,13 +95,48 @@ def test_an_import_that_stays_locked_fails_with_the_reason_and_removes_its_uploa
 
 def test_other_errors_are_not_retried(verification_study, monkeypatch, var):
     def broken(**kwargs):
-        raise OperationalError("disk I/O error")
+        raise OperationalError("no such column: annotation_item.nonexistent")  # a bug, not a passing fault
 
     job = queued_import(verification_study)
     monkeypatch.setitem(import_runner.IMPORTERS, ImportJob.What.ITEMS, broken)
     run_import_job(job_id=job.pk)
     job.refresh_from_db()
-    assert job.status == "failed" and "disk I/O error" in job.errors[0]["message"] and var == []
+    assert job.status == "failed" and "no such column" in job.errors[0]["message"] and var == []
+
+
+@pytest.mark.django_db(transaction=True)  # the connection is really cut: no test transaction to keep
+def test_an_import_whose_connection_is_cut_by_a_database_restart_runs_again_and_succeeds(
+    verification_study, monkeypatch, var
+):
+    """PostgreSQL restarting (or failing over) under a running import cuts its connection: the import,
+    one transaction, is tried again on a new connection instead of failing (it failed in the fault
+    matrix's postgres row). On PostgreSQL the backend is really terminated; SQLite's equivalent is
+    its file being away for a moment."""
+    job = queued_import(verification_study)
+    real = import_runner.IMPORTERS[ImportJob.What.ITEMS]
+    calls = {"n": 0}
+
+    def cut_once(**kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            real(**kwargs)  # the whole import, rolled back below: nothing of it may stay
+            if connection.vendor == "postgresql":
+                terminate_own_backend()
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT 1")  # the cut connection fails here, as mid-import it would
+            raise OperationalError("disk I/O error")
+        return real(**kwargs)
+
+    def in_one_transaction(**kwargs):
+        with transaction.atomic():
+            return cut_once(**kwargs)
+
+    monkeypatch.setitem(import_runner.IMPORTERS, ImportJob.What.ITEMS, in_one_transaction)
+    run_import_job(job_id=job.pk)
+    job.refresh_from_db()
+    assert (job.status, job.created, job.attempts) == ("succeeded", 3, 1), job.errors
+    assert calls["n"] == 2 and len(var) == 1
+    assert Item.objects.filter(study=verification_study).count() == 3
 
 
 def stale(job, **fields) -> None:
@@ -355,3 +391,28 @@ def test_a_worker_started_before_migrate_waits_for_the_tables(monkeypatch, var):
     with pytest.raises(ProgrammingError, match="does not exist"):  # nor a schema that never comes
         job_recovery._when_schema_ready(register, what="registering")
     assert len(calls) == 1
+
+
+def test_an_export_whose_database_goes_away_mid_read_is_written_again_whole(
+    loaded_verification_study, monkeypatch, var
+):
+    """A database restart while the export reads: the export starts again on a new connection and
+    stores one whole file (the half-written `.partial` of the first try is gone)."""
+    real = export_runner.write_export
+    calls = {"n": 0}
+
+    def cut_once(study, fmt, path):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            path.with_name(path.name + ".partial").write_text("half a file")
+            raise OperationalError("disk I/O error")
+        return real(study, fmt, path)
+
+    monkeypatch.setattr(export_runner, "write_export", cut_once)
+    job = ExportJob.objects.create(study=loaded_verification_study, file_format="csv")
+    export_runner.run_export_job(job_id=job.pk)
+    job.refresh_from_db()
+    assert (job.status, job.attempts, calls["n"], len(var)) == ("succeeded", 1, 2, 1), job.error
+    assert stored_names("exports") == [job.file_path]
+    with files().open(job.file_path, "rb") as stored:
+        assert len(stored.read().decode().splitlines()) == job.rows + 1
