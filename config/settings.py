@@ -25,6 +25,20 @@ load_dotenv(BASE_DIR / ".env", override=False)
 VAR_DIR = Path(os.environ.get("CLAIMLAB_VAR_DIR", BASE_DIR / "var"))
 
 
+def _env_number(name: str, default: float, *, integer: bool = True) -> Any:
+    """A positive number from the environment; ImproperlyConfigured names the variable when it is not one."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw) if integer else float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a {'whole ' if integer else ''}number, got {raw!r}") from None
+    if value < 0:
+        raise ImproperlyConfigured(f"{name} must not be negative, got {raw!r}")
+    return value
+
+
 def env_bool(name: str, default: bool = False) -> bool:
     """Parse a boolean environment variable ("1", "true", "yes", "on")."""
     value = os.environ.get(name)
@@ -154,7 +168,16 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"]["ENGINE"] = "config.postgresql"
     DATABASES["default"].setdefault("OPTIONS", {})
     if env_bool("DATABASE_POOL", False):
-        DATABASES["default"]["OPTIONS"]["pool"] = True
+        # A pooled connection is checked (one round trip) before a request gets it (Django passes
+        # psycopg's check_connection to the pool under CONN_HEALTH_CHECKS): after a restart or
+        # failover the pool's old connections are dead, and a request handed one would answer
+        # 503 although the server is back.
+        DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+        DATABASES["default"]["OPTIONS"]["pool"] = {
+            # While the server is down, a request waits this long for a connection (the pool
+            # reconnects by itself), then answers 503; a restart takes a few seconds.
+            "timeout": _env_number("DATABASE_POOL_TIMEOUT_SECONDS", 10.0, integer=False),
+        }
     if env_bool("DATABASE_PREPARED_STATEMENTS", True):
         # Parameters bound by the server and statements prepared after 5 uses per connection:
         # PostgreSQL then plans the annotating requests' statements once instead of on every
@@ -439,20 +462,6 @@ def _verifier_endpoints() -> dict[str, dict[str, Any]]:
             "max_concurrency": spec.get("max_concurrency"),
         }
     return endpoints
-
-
-def _env_number(name: str, default: float, *, integer: bool = True) -> Any:
-    """A positive number from the environment; ImproperlyConfigured names the variable when it is not one."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw) if integer else float(raw)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a {'whole ' if integer else ''}number, got {raw!r}") from None
-    if value < 0:
-        raise ImproperlyConfigured(f"{name} must not be negative, got {raw!r}")
-    return value
 
 
 # Named endpoints a verifier may use; DEBUG without CLAIMLAB_ENDPOINTS: "local" = Ollama at 127.0.0.1:11434.
