@@ -49,11 +49,12 @@ from typing import Any, NamedTuple, TypeVar
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import IntegrityError, OperationalError, connection, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from annotation.errors import ServiceError
+from annotation.lib.dblocks import UNAVAILABLE, close_broken_connections, database_fault
 from annotation.lib.randomisation import left_system_for, queue_position, side_coin
 from annotation.models import MAX_ACTIVE_MS, Annotation, Assignment, Item, Study
 from annotation.vocab import (
@@ -171,7 +172,7 @@ def _retrying(
     """
     for attempt in range(CLAIM_ATTEMPTS):
         try:
-            return write()
+            return _reconnecting(write, what=what)
         except (IntegrityError, _Busy, OperationalError) as exc:
             if not lost(exc):
                 raise
@@ -196,6 +197,33 @@ def _retrying(
     raise ClaimContention(gave_up)
 
 
+#: How long a claim or answer cut off by a lost connection (a PostgreSQL restart or failover) is
+#: tried again on a new one before the client gets 503 database_unavailable; and the pause between.
+RECONNECT_SECONDS = 5.0
+RECONNECT_PAUSE_SECONDS = 0.25
+
+
+def _reconnecting(write: Callable[[], T], *, what: str) -> T:
+    """`write()` (its own transaction), run again on a new connection when its connection was lost.
+
+    Why: a database restart cuts the claims and answers in flight; each was rolled back whole or,
+    if only the commit's acknowledgement was lost, committed, and both services are repeat-safe
+    (a claim returns the user's current assignment, an identical answer is left alone), so running
+    it again here is what the workbench's outbox would do after a 503, minus the annotator's wait.
+    Inside a caller's transaction nothing is retried (the caller's work was lost too).
+    """
+    deadline = time.monotonic() + RECONNECT_SECONDS
+    while True:
+        try:
+            return write()
+        except (OperationalError, InterfaceError) as exc:
+            if database_fault(exc) != UNAVAILABLE or connection.in_atomic_block or time.monotonic() >= deadline:
+                raise
+            logger.warning("%s: the database connection was lost (%s); trying again on a new one", what, exc)
+            close_broken_connections()
+            time.sleep(RECONNECT_PAUSE_SECONDS)
+
+
 def _retrying_deadlocks(write: Callable[[], T], *, what: str, user: User, study: Study) -> T:
     """An answer, skip or release, run again when it was a deadlock's victim (`_deadlock_victim`)."""
     gave_up = f"too many annotators are working on this item at this moment; the {what} was not saved, send it again"
@@ -215,7 +243,7 @@ def claim_next(
     """
     now = now or timezone.now()
     if ahead_of is None and study.status == Study.Status.OPEN and connection.vendor == "postgresql":
-        alone = _claim_alone(user, study, now)
+        alone = _reconnecting(lambda: _claim_alone(user, study, now), what="claim")
         if alone is not None:
             _unless_closed_meanwhile(alone, user, study)
             alone.study = study

@@ -18,7 +18,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.lib.dblocks import database_fault
-from annotation.models import Assignment
+from annotation.models import Annotation, Assignment
 from annotation.workbench import services as assignments
 from annotation.workbench import views  # imported before any test patches the services it imports names from
 from tests.annotation.workbench.test_workbench_pages import pref_answer
@@ -170,3 +170,52 @@ def test_a_terminated_postgresql_backend_is_a_503_and_the_next_request_reconnect
     failed = request()
     assert_503(failed, None if route == "page" else "database_unavailable")
     assert request().status_code == 200
+
+
+def _cut_once(real):
+    """`real`, but its first call loses the connection as a database restart would: on PostgreSQL the
+    backend is really terminated mid-transaction; on SQLite its file is away for a moment."""
+    calls = {"n": 0}
+
+    def cut(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            if connection.vendor == "postgresql":
+                terminate_own_backend()
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT 1")  # the cut connection fails here
+            raise OperationalError("unable to open database file")
+        return real(*args, **kwargs)
+
+    return cut, calls
+
+
+@pytest.mark.django_db(transaction=True)  # the connection is really cut: no test transaction around it
+@pytest.mark.parametrize("route", ["next", "submit"])
+def test_a_claim_or_answer_cut_off_by_a_database_restart_is_run_again_and_answers_200(route, monkeypatch):
+    """The fault matrix's postgres row: the requests in flight when the server restarts were 503s. The
+    claim and the answer are repeat-safe, so the service runs them again on a new connection: 200, the
+    label stored once."""
+    client = Client(raise_request_exception=False)
+    study, (a1, *_) = make_study(kind="preference", items=3, n=1)
+    client.force_login(a1)
+    next_url = reverse("api-assignment-next", args=[study.slug])
+    if route == "next":
+        first_claim = "_claim_alone" if connection.vendor == "postgresql" else "_claim"  # PostgreSQL's fast path
+        cut, calls = _cut_once(getattr(assignments, first_claim))
+        monkeypatch.setattr(assignments, first_claim, cut)
+        response = client.post(next_url)
+        assert response.status_code == 200, response.content
+        assert Assignment.objects.filter(annotator=a1, status="active").count() == 1
+    else:
+        assignment_id = client.post(next_url).json()["assignment"]["id"]
+        cut, calls = _cut_once(assignments._submit_once)
+        monkeypatch.setattr(assignments, "_submit_in_one_statement", lambda given, with_progress: None)
+        monkeypatch.setattr(assignments, "_submit_once", cut)
+        response = client.post(
+            reverse("api-assignment-submit", args=[assignment_id]), {"choice": "tie"}, content_type="application/json"
+        )
+        assert response.status_code == 200, response.content
+        assert Assignment.objects.get(pk=assignment_id).status == "submitted"
+        assert Annotation.objects.filter(assignment_id=assignment_id).count() == 1
+    assert calls["n"] == 2
