@@ -254,12 +254,21 @@ def store_on_loopback(settings, tmp_path):
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
     server.start()
     url = f"http://127.0.0.1:{server._port}"
-    s3_client(url).create_bucket(Bucket=BUCKET)
+    # A bucket of its own: moto keeps objects per process, and other tests here count theirs.
+    s3_client(url).create_bucket(Bucket=OUTAGE_BUCKET)
     settings.VAR_DIR = tmp_path / "worker-host"
-    settings.STORAGES = s3_storages(s3_environment(endpoint_url=url), tmp_path / "settings")
-    settings.CLAIMLAB_S3_CONNECT_TIMEOUT_SECONDS = 1
+    settings.STORAGES = s3_storages(s3_environment(endpoint_url=url, bucket=OUTAGE_BUCKET), tmp_path / "settings")
     yield server
     server.stop()
+    server.start()  # a test may leave it stopped; empty and remove its bucket for the next one
+    client = s3_client(url)
+    for key in keys(client, OUTAGE_BUCKET):
+        client.delete_object(Bucket=OUTAGE_BUCKET, Key=key)
+    client.delete_bucket(Bucket=OUTAGE_BUCKET)
+    server.stop()
+
+
+OUTAGE_BUCKET = "claimlab-outage-test"
 
 
 @pytest.mark.django_db
