@@ -168,11 +168,24 @@ def stored_names(folder: str) -> list[str]:
     return [f"{folder}/{name}" for name in names]
 
 
-def delete_quietly(name: str) -> None:
-    """Remove stored `name` if it is there (a second delete, or one after a crash, is no error);
-    an object store away for a while is waited out."""
-    if name:
+def delete_quietly(name: str, *, wait_for_store: bool = False) -> None:
+    """Remove stored `name` if it is there (a second delete, or one after a crash, is no error).
+
+    An object store away: with `wait_for_store` (a job's own cleanup, outside any transaction) it
+    is waited out (`while_storage_away`); without (recovery, which runs inside a transaction that
+    holds row locks, or in a worker's loop that must keep beating) the file is left, with a warning.
+    """
+    if not name:
+        return
+    if wait_for_store:
         while_storage_away(lambda: files().delete(name), what=f"removing {name}")
+        return
+    try:
+        files().delete(name)
+    except Exception as exc:
+        if not is_storage_outage(exc):
+            raise
+        logger.warning("%s was not removed: the file store does not answer (%s)", name, exc)
 
 
 def download_response(name: str, *, filename: str, content_type: str) -> HttpResponseBase:

@@ -330,3 +330,18 @@ def test_an_upload_while_the_store_is_away_answers_503_and_leaves_no_job(
     assert ImportJob.objects.count() == before  # no job queued without its file
     page = client.post(reverse("annotation:study_import", args=[big.slug]), {"what": "items", "file": items_file()})
     assert page.status_code == 503 and b"file store" in page.content
+
+
+@pytest.mark.django_db
+def test_a_cleanup_in_recovery_does_not_wait_for_the_store_but_a_jobs_own_cleanup_does(store_on_loopback, caplog):
+    """Recovery deletes inside a transaction that holds row locks: it must not wait out an outage (the
+    file is left, with a warning); a job's own cleanup, outside any transaction, waits for the store."""
+    name = files().save("uploads/1-left.jsonl", ContentFile(b"{}\n"))
+    store_on_loopback.stop()
+    waits: list[float] = []
+    with patch.object(storage, "sleep", waits.append):
+        storage.delete_quietly(name)
+    assert waits == [] and "was not removed: the file store does not answer" in caplog.text
+    with patch.object(storage, "sleep", lambda seconds: (waits.append(seconds), store_on_loopback.start())):
+        storage.delete_quietly(name, wait_for_store=True)
+    assert len(waits) == 1 and stored_names("uploads") == []

@@ -72,5 +72,5 @@ def _drop_older_files(job: ExportJob) -> None:
     """Older finished exports of the same study and format: file deleted, row kept (it says "replaced")."""
     older = ExportJob.objects.filter(study=job.study, file_format=job.file_format, pk__lt=job.pk).exclude(file_path="")
     for stale in older:
-        delete_quietly(stale.file_path)
+        delete_quietly(stale.file_path, wait_for_store=True)
     older.update(file_path="")

@@ -49,7 +49,7 @@ def run_import_job(*, job_id: int) -> ImportJob:
             run_import(job, stream, lock_retries=settings.JOB_LOCK_RETRIES)
     finally:
         if job.status != ImportJob.Status.RUNNING:
-            delete_quietly(stored)
+            delete_quietly(stored, wait_for_store=True)
     return job
 
 
