@@ -109,6 +109,8 @@ MIDDLEWARE = [
     "config.health.HealthProbeMiddleware",
     # Second: a request id for the response header, every log line and the tasks queued (config/request_id.py).
     "config.request_id.RequestIdMiddleware",
+    # Third: runs a repeat-safe request again whole after a passing database fault (annotation/middleware.py).
+    "annotation.middleware.RepeatAfterDatabaseFaultMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -370,6 +372,11 @@ JOB_LOCK_RETRIES = int(_job_number("CLAIMLAB_JOB_LOCK_RETRIES", 4, 0))
 JOB_LOCK_BACKOFF_SECONDS = _job_number("CLAIMLAB_JOB_LOCK_BACKOFF_SECONDS", 5.0, 0.0)
 # Retry-After (seconds) of the 503 a request gets when the database stayed locked past the busy timeout.
 DB_BUSY_RETRY_AFTER_SECONDS = int(_job_number("CLAIMLAB_DB_BUSY_RETRY_AFTER_SECONDS", 5, 1))
+# An annotator's claim or answer (and the annotate page) that met a passing database fault (a lock held
+# past the busy timeout, a connection lost to a restart) is run again whole while it is younger than
+# this; then it answers the 503 (annotation/middleware.py). Keep it plus SQLite's 20 s busy timeout
+# under the web server's request timeout (make serve: 60 s). 0 turns the retry off.
+DB_FAULT_RETRY_SECONDS = _job_number("CLAIMLAB_DB_FAULT_RETRY_SECONDS", 25.0, 0.0)
 
 # --- Logins and API tokens ---------------------------------------------------------
 # django-axes counts failed logins (login page, admin, POST /api/auth/token/) and refuses a

@@ -26,12 +26,17 @@ stays a 500. After a lost connection the request's connections are closed
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from django.conf import settings
 from django.db import Error, InterfaceError, OperationalError, connections
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 
 from annotation.lib.storage import is_storage_outage
+
+V = TypeVar("V", bound=Callable[..., object])
 
 #: PostgreSQL SQLSTATEs of a lock wait that gave up: lock_not_available, deadlock_detected.
 _PG_LOCK_CODES = {"55P03", "40P01"}
@@ -152,4 +157,21 @@ def fault_response(request: HttpRequest, exc: BaseException) -> HttpResponse | N
     else:
         response = HttpResponse(render_to_string("503.html", {"message": message}), status=503)
     response["Retry-After"] = str(settings.DB_BUSY_RETRY_AFTER_SECONDS)
+    response.passing_fault = kind  # type: ignore[attr-defined]  # read by middleware.RepeatAfterDatabaseFaultMiddleware
     return response
+
+
+def repeat_safe(view: V) -> V:
+    """Mark a view (a function, or an APIView class) as safe to run again whole after a passing database fault.
+
+    Only for what gives the same outcome run twice: a claim (it returns the user's current
+    assignment) and an answer (an identical answer is left alone). The middleware
+    (RepeatAfterDatabaseFaultMiddleware) then answers the annotator after the fault instead of a 503.
+    """
+    view.repeat_safe = True  # type: ignore[attr-defined]
+    return view
+
+
+def is_repeat_safe(view: Callable[..., object]) -> bool:
+    """Whether `view` (as the URL resolver returns it: an APIView's as_view() keeps its class in .cls) is `repeat_safe`."""
+    return bool(getattr(view, "repeat_safe", False) or getattr(getattr(view, "cls", None), "repeat_safe", False))

@@ -20,6 +20,7 @@ at start and every few seconds while idle, re-queues the work of gone workers
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -27,6 +28,7 @@ import time
 from functools import partial
 from typing import Any
 
+import redis
 from django.db import DatabaseError, OperationalError, close_old_connections, connections
 from django_tasks.backends.base import BaseTaskBackend
 from django_tasks_db.management.commands.db_worker import Worker
@@ -183,7 +185,18 @@ def run_rq_worker(
             *queues, job_class=RQ_JOB_CLASS, name=worker_id, worker_class=registered_rq_worker_class(registration)
         )
         reset_db_connections()  # each task runs in a fork: no connection of this process may be shared with it
-        worker.work(burst=burst, max_jobs=max_jobs, with_scheduler=True, logging_level=level)
+        while True:
+            try:
+                worker.work(burst=burst, max_jobs=max_jobs, with_scheduler=True, logging_level=level)
+            except REDIS_FAULTS as exc:  # from its teardown, after its loop quit on Redis going away
+                logger.warning("worker %s: Redis is away (%s); waiting for it", worker_id, exc)
+            else:
+                # RQ's loop quits on any error of a Redis call outside its dequeue; it ended on its own
+                # only in burst mode, after max_jobs, or on a stop signal.
+                if burst or max_jobs is not None or worker._stop_requested:
+                    return
+                logger.warning("worker %s: RQ's loop quit on an error; starting it again", worker_id)
+            worker.wait_for_redis()  # type: ignore[attr-defined]  # RegisteredRQWorker's
     finally:
         registration.close()
 
@@ -203,6 +216,10 @@ def registered_rq_worker_class(registration: job_runs.WorkerRegistration) -> typ
     from rq import Worker
 
     class RegisteredRQWorker(Worker):
+        # While Redis is away, the dequeue tries again at most this far apart (RQ's default backs off
+        # to 60 s, which would keep the queue idle for up to a minute after Redis is back).
+        max_connection_wait_time = 2.0
+
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             kwargs.setdefault("job_monitoring_interval", 1)
             super().__init__(*args, **kwargs)
@@ -218,6 +235,19 @@ def registered_rq_worker_class(registration: job_runs.WorkerRegistration) -> typ
             if os.getpid() == self._parent_pid:  # never in a work horse
                 self._registry_turn()
 
+        def wait_for_redis(self) -> None:
+            """Wait until Redis answers, beating and recovering meanwhile, then mark this worker's last run
+            dead in Redis (its teardown could not), so the next run may register under the same name."""
+            while True:
+                try:
+                    self.connection.ping()
+                    break
+                except REDIS_FAULTS:
+                    self._registry_turn()
+                    time.sleep(REDIS_WAIT_SECONDS)
+            with contextlib.suppress(redis.RedisError):
+                self.register_death()
+
         def _registry_turn(self) -> None:
             now = time.monotonic()
             if now - self._beaten_at >= job_runs.WORKER_BEAT_SECONDS:
@@ -228,6 +258,12 @@ def registered_rq_worker_class(registration: job_runs.WorkerRegistration) -> typ
                 recover_quietly(self.name)
 
     return RegisteredRQWorker
+
+
+#: What a Redis restart or outage raises (redis-py's lost or refused connection, a timed-out call).
+REDIS_FAULTS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+#: Pause between two checks whether Redis is back.
+REDIS_WAIT_SECONDS = 1.0
 
 
 def recover_quietly(worker_id: str) -> None:

@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 
 from annotation.errors import ServiceError
 from annotation.http import logged_in_user
+from annotation.lib.dblocks import repeat_safe
 from annotation.models import Annotation, Assignment
 from annotation.permissions import AssignmentScoped, IsAssignmentStudyMember, IsStudyMember, StudyScoped
 from annotation.workbench import services as assignments
@@ -59,6 +60,7 @@ class AssignmentServiceView(StudyScoped, APIView):
         return Response(answer_result(assignment, annotator_progress(logged_in_user(self.request), self.study)))
 
 
+@repeat_safe  # a claim returns the user's current assignment
 class NextAssignment(AssignmentServiceView):
     """Your current item, or the next one: the same assignment until you submit or skip it."""
 
@@ -80,6 +82,7 @@ class NextAssignment(AssignmentServiceView):
         return Response(next_result(assignment, display_payload(assignment), annotator_progress(user, self.study)))
 
 
+@repeat_safe  # an identical answer is left alone; `next` then returns the claim already made
 class SubmitAssignment(AssignmentScoped, AssignmentServiceView):
     """Answer your assignment; again on an answered one to revise it (kept as a revision).
 

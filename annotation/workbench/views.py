@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotation.access import access_study
 from annotation.errors import ServiceError
 from annotation.http import AuthenticatedHttpRequest
+from annotation.lib.dblocks import repeat_safe
 from annotation.models import Annotation, Assignment, Study
 from annotation.progress import selectors as progress_selectors
 from annotation.workbench.forms import FlagForm, answer_form
@@ -132,6 +133,7 @@ def _ahead_payload(
     return {"id": assignment.pk, "html": render_to_string("annotation/_workbench.html", context, request=request)}
 
 
+@repeat_safe
 @login_required
 @require_GET
 def annotate(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
@@ -153,6 +155,7 @@ def annotate(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     return _workbench(request, study, assignment, _form_for(study, assignment), revising=False)
 
 
+@repeat_safe
 @login_required
 @require_POST
 def annotate_ahead(request: AuthenticatedHttpRequest, slug: str, assignment_id: int) -> JsonResponse:
@@ -263,6 +266,7 @@ def _save_answer(
     return _workbench(request, study, assignment, form, revising=revising, status=400)
 
 
+@repeat_safe
 @login_required
 @require_POST
 def annotate_submit(request: AuthenticatedHttpRequest, slug: str, assignment_id: int) -> HttpResponse:

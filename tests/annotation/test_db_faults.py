@@ -67,6 +67,8 @@ def raising(exc: Exception):
 @pytest.fixture(autouse=True)
 def retry_after(settings):
     settings.DB_BUSY_RETRY_AFTER_SECONDS = 7
+    # The 503 a request answers once it is not run again (test_db_fault_repeat.py: the runs before it).
+    settings.DB_FAULT_RETRY_SECONDS = 0
 
 
 def assert_503(response, code: str | None = None) -> None:

@@ -23,22 +23,25 @@ import redis
 QUEUE_TIMEOUT = 180  # RQ's per-task timeout in these tests: a big import takes seconds; a hung horse fails in minutes
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
 
 
 @contextmanager
-def redis_server(folder: Path | None = None) -> Iterator[str]:
-    """A fresh redis-server for the block (working in `folder` if given); yields its URL."""
+def redis_server(folder: Path | None = None, port: int | None = None) -> Iterator[str]:
+    """A fresh redis-server for the block (on `port` if given); yields its URL.
+
+    With `folder` it works there and keeps its data in an append-only file: a server started
+    again on the same folder and port is the same Redis back from a restart."""
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.fail("redis-server is not installed (Debian: apt-get install redis-server); the RQ tests need it")
-    port = _free_port()
+    port = free_port() if port is None else port
     process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        + (["--dir", str(folder)] if folder is not None else []),
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
+        + (["--dir", str(folder), "--appendonly", "yes"] if folder is not None else ["--appendonly", "no"]),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.STDOUT,
     )
