@@ -133,6 +133,12 @@ class Study(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    questions = models.JSONField(
+        default=list,
+        db_default=[],
+        blank=True,
+        help_text="Extra questions asked with each answer (annotation/questions/definitions.py), checked and complete.",
+    )
     source_labels = models.JSONField(
         default=list,
         db_default=[],  # the release that runs during `migrate` creates studies without it
@@ -402,6 +408,7 @@ ANSWER_FIELDS = (
     "choice",
     "justification",
     "evidence_judgements",
+    "question_answers",
 )
 
 
@@ -434,6 +441,8 @@ class Annotation(models.Model):
     choice = models.CharField(max_length=32, blank=True, default="", help_text="Raw screen choice.")
     justification = models.TextField(blank=True, default="")
     evidence_judgements = models.JSONField(default=list, blank=True)
+    # The answers to the study's extra questions, in system space (annotation/questions/answers.py).
+    question_answers = models.JSONField(default=dict, db_default={}, blank=True)
     active_ms = models.PositiveIntegerField(null=True, blank=True)
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.WEB)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -16,6 +16,7 @@ urlpatterns = [
     path("", study_views.my_studies, name="my_studies"),
     path("studies/new/", study_views.study_new, name="study_new"),
     path("studies/preview-markdown/", study_views.markdown_preview, name="markdown_preview"),
+    path("studies/preview-questions/", study_views.questions_preview, name="questions_preview"),
     path("studies/<slug:slug>/", study_views.study_detail, name="study_detail"),
     path("studies/<slug:slug>/settings/", study_views.study_settings, name="study_settings"),
     path("studies/<slug:slug>/status/", study_views.study_status, name="study_status"),

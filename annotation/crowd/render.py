@@ -27,10 +27,14 @@ def stop(request: HttpRequest, title: str, reason: str, *, status: int) -> HttpR
     return page(request, "stop.html", {"title": title, "reason": reason}, status=status)
 
 
-def answer_form(participant: Participant, item: Item, data=None):
+def answer_form(participant: Participant, item: Item, data=None, *, left_system: str | None = None):
+    """The answer form of an item shown with `left_system` on the left (default: the study's first system,
+    as a check is shown)."""
     study = participant.study
     passages = 0 if study.is_preference else len(item.payload.get("evidence", []))
-    return study_answer_form(study, passages=passages, data=data)
+    left = left_system if left_system is not None else (study.systems or [""])[0]
+    shown = Assignment(study=study, item=item, left_system=left)
+    return study_answer_form(study, passages=passages, data=data, assignment=shown)
 
 
 def progress(participant: Participant, link: ParticipantLink) -> dict:
@@ -84,6 +88,6 @@ def item_fragment(
     request: HttpRequest, participant: Participant, link: ParticipantLink, assignment: Assignment, counts: dict
 ) -> dict:
     """An item claimed ahead, as workbench.js keeps it: its id and its rendered item."""
-    form = answer_form(participant, assignment.item)
+    form = answer_form(participant, assignment.item, left_system=assignment.left_system)
     context = item_context(participant, link, assignment, form, check=False, counts=counts)
     return {"id": assignment.pk, "html": render_to_string("annotation/participant/_item.html", context, request)}

@@ -132,7 +132,7 @@ def _answer(request: HttpRequest, participant: Participant, link: ParticipantLin
         if background:
             return JsonResponse({"saved": False, "error": NOT_YOURS}, status=404)
         return redirect("annotation:participant_step", slug=study.slug)
-    form = answer_form(participant, assignment.item, request.POST)
+    form = answer_form(participant, assignment.item, request.POST, left_system=assignment.left_system)
     if not form.is_valid():
         return form_refusal(form) if background else _show(request, participant, link, form=form, status=400)
     try:
@@ -195,6 +195,6 @@ def _show(
     if assignment is None:
         crowd.end(participant=participant, status=Status.COMPLETED)
         return redirect("annotation:participant_step", slug=study.slug)
-    form = form or answer_form(participant, assignment.item)
+    form = form or answer_form(participant, assignment.item, left_system=assignment.left_system)
     context.update(item_context(participant, link, assignment, form, check=False, counts=counts))
     return page(request, "item.html", context, status=status)

@@ -178,14 +178,14 @@ def run_rq_worker(
     level = "WARNING" if verbosity == 0 else "DEBUG" if verbosity >= 2 else "INFO"
     setup_loghandlers(level)
     without_connection_pool()
-    worker_id = job_runs.new_worker_id(name)
-    registration = job_runs.WorkerRegistration(worker_id, beat_thread=False)
-    try:
-        worker = django_rq.get_worker(
-            *queues, job_class=RQ_JOB_CLASS, name=worker_id, worker_class=registered_rq_worker_class(registration)
-        )
-        reset_db_connections()  # each task runs in a fork: no connection of this process may be shared with it
-        while True:
+    while True:
+        worker_id = job_runs.new_worker_id(name)
+        registration = job_runs.WorkerRegistration(worker_id, beat_thread=False)
+        try:
+            worker: Any = django_rq.get_worker(
+                *queues, job_class=RQ_JOB_CLASS, name=worker_id, worker_class=registered_rq_worker_class(registration)
+            )
+            reset_db_connections()  # each task runs in a fork: no connection of this process may be shared with it
             try:
                 worker.work(burst=burst, max_jobs=max_jobs, with_scheduler=True, logging_level=level)
             except REDIS_FAULTS as exc:  # from its teardown, after its loop quit on Redis going away
@@ -196,9 +196,23 @@ def run_rq_worker(
                 if burst or max_jobs is not None or worker._stop_requested:
                     return
                 logger.warning("worker %s: RQ's loop quit on an error; starting it again", worker_id)
-            worker.wait_for_redis()  # type: ignore[attr-defined]  # RegisteredRQWorker's
-    finally:
-        registration.close()
+            # That run is over as if its process had died (what a supervisor's restart gave before):
+            # its work horse is stopped and, once Redis answers, it leaves the registry, so recovery
+            # (the next run's, or any worker's) queues its job again; the next run has a new name.
+            stop_horse(worker)
+            worker.wait_for_redis()
+        finally:
+            registration.close()
+
+
+def stop_horse(worker: Any) -> None:
+    """SIGKILL the work horse RQ's loop left running when it quit (none: nothing to do), and reap it."""
+    if not worker.horse_pid:
+        return
+    with contextlib.suppress(OSError):
+        worker.kill_horse()
+    with contextlib.suppress(OSError):
+        worker.wait_for_horse()
 
 
 def registered_rq_worker_class(registration: job_runs.WorkerRegistration) -> type:

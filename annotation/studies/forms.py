@@ -6,7 +6,9 @@ from typing import Any
 
 from django import forms
 
+from annotation.errors import ServiceError
 from annotation.models import Study
+from annotation.questions.definitions import questions_text, read_questions_text
 from annotation.studies.services import EDITABLE_FIELDS, MAX_INSTRUCTIONS, TRANSITIONS
 from annotation.vocab import default_binary_map, default_labels
 
@@ -97,6 +99,15 @@ class StudySettingsForm(forms.Form):
         help_text="Check items (the participant link's) are never handed out as items; this counts the labels "
         "they got before they became checks.",
     )
+    questions = forms.CharField(
+        required=False,
+        label="Extra questions",
+        widget=forms.Textarea(attrs={"rows": 8, "class": "mono", "data-questions-source": ""}),
+        help_text="Asked with every answer, as a JSON or YAML list; empty: none. Each question: key, type "
+        "(likert, single, multi, check, number, text), prompt, target (item; preference: list or claim), "
+        "required, and by type scale + anchors, options, min/max/integer or max_length. Example (YAML): "
+        '- {key: confidence, type: likert, prompt: "How sure are you?", scale: [1, 5]}',
+    )
     instructions = forms.CharField(
         required=False,
         max_length=MAX_INSTRUCTIONS,
@@ -120,6 +131,13 @@ class StudySettingsForm(forms.Form):
 
     def clean_binary_map(self) -> dict[str, str]:
         return _pairs(self.cleaned_data["binary_map"], "Binary collapse", "contradicted=negative")
+
+    def clean_questions(self) -> Any:
+        text = self.cleaned_data["questions"].strip()
+        try:
+            return read_questions_text(text) if text else []
+        except ServiceError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
     def clean_systems(self) -> list[str]:
         systems = _names(self.cleaned_data["systems"])
@@ -153,6 +171,7 @@ class StudySettingsForm(forms.Form):
             "gold_in_agreement": study.gold_in_agreement,
             "checks_in_agreement": study.checks_in_agreement,
             "instructions": study.instructions,
+            "questions": questions_text(study.questions),
         }
 
 

@@ -49,6 +49,7 @@ class StudyDetailSerializer(StudySerializer):
             "binary_map",
             "systems",
             "seed",
+            "questions",
             "counts",
             "domains",
         ]
@@ -101,6 +102,17 @@ class StudySettingsSerializer(StrictSerializer):
         help_text=(
             "Count the items used as attention or qualification checks in agreement and the other analyses "
             "(their labels from before they became checks); off: checks only score people."
+        ),
+    )
+
+    questions = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        max_length=20,
+        help_text=(
+            "Extra questions asked with each answer: {key, type (likert, single, multi, check, number, text), "
+            "prompt, target (item, list, claim), required, and scale/anchors, options, min/max/integer or "
+            "max_length by type}. Frozen after the first annotation."
         ),
     )
 

@@ -28,6 +28,7 @@ from annotation.lib.randomisation import claim_rank
 from annotation.members.services import _next_pseudonym
 from annotation.models import Annotation, Assignment, Item, Study, StudyChange, StudyMember, new_seed
 from annotation.progress.counters import recount_study
+from annotation.questions.definitions import parse_questions
 from annotation.vocab import BINARY_SIDES, PREFERENCE_BOTH_BAD, PREFERENCE_TIE, default_binary_map, default_labels
 
 Status = Study.Status
@@ -60,6 +61,7 @@ EDITABLE_FIELDS: tuple[str, ...] = (
     "irrelevant_in_credibility",
     "gold_in_agreement",
     "checks_in_agreement",
+    "questions",
 )
 
 #: Once a study holds an annotation these would change what the stored labels mean
@@ -73,6 +75,7 @@ FROZEN_AFTER_ANNOTATION: dict[str, str] = {
     "evidence_judgements": "stored answers were collected with the current evidence-judgement setting",
     "tie_allowed": "offering a tie changes the label list the stored answers were given on",
     "both_bad_allowed": "offering 'both bad' changes the label list the stored answers were given on",
+    "questions": "stored answers were given to the current questions",
 }
 
 #: Frozen as soon as the study has items, because item payloads depend on them.
@@ -225,6 +228,7 @@ def create_study(
     irrelevant_in_credibility: bool = False,
     gold_in_agreement: bool = True,
     checks_in_agreement: bool = False,
+    questions: Any = None,
     status: str = Study.Status.OPEN,
     created_by: User | None = None,
 ) -> Study:
@@ -263,6 +267,7 @@ def create_study(
         irrelevant_in_credibility=irrelevant_in_credibility,
         gold_in_agreement=gold_in_agreement,
         checks_in_agreement=checks_in_agreement,
+        questions=parse_questions(questions, kind=kind),
         status=status,
         created_by=created_by,
     )
@@ -357,6 +362,7 @@ def update_study(*, study: Study, changes: Mapping[str, Any], user: User | None 
         seed=merged["seed"],
     )
     final = {**merged, **cleaned, "instructions": _check_instructions(merged["instructions"])}
+    final["questions"] = parse_questions(merged["questions"], kind=final["kind"])
     for flag in (
         "evidence_judgements",
         "justification_required",
@@ -511,6 +517,7 @@ def duplicate_study(
         irrelevant_in_credibility=study.irrelevant_in_credibility,
         gold_in_agreement=study.gold_in_agreement,
         checks_in_agreement=study.checks_in_agreement,
+        questions=study.questions,
         status=Status.DRAFT,
         created_by=user,
     )

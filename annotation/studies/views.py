@@ -24,6 +24,8 @@ from annotation.lib.markdown import render_markdown
 from annotation.members.forms import AddMembersForm
 from annotation.models import Assignment, Item, Study, StudyChange
 from annotation.progress import selectors as study_progress
+from annotation.questions.definitions import parse_questions
+from annotation.questions.forms import page_questions
 from annotation.studies import selectors
 from annotation.studies.examples import FORMATS, WHATS, example_file, example_filename, example_items, example_systems
 from annotation.studies.forms import DuplicateForm, NewStudyForm, StatusForm, StudySettingsForm, status_actions
@@ -275,6 +277,29 @@ def markdown_preview(request: AuthenticatedHttpRequest) -> HttpResponse:
     return HttpResponse(render_markdown(text), content_type="text/html; charset=utf-8")
 
 
+#: The longest questions text the live preview reads (twenty full definitions fit many times over).
+MAX_QUESTIONS_TEXT = 50_000
+
+
+@login_required
+@require_POST
+def questions_preview(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """The extra questions' live preview: the definitions checked by the study service's own checker and
+    rendered with the annotate page's own partials (claim questions on a two-claim example), or the
+    checker's error as plain text."""
+    text, kind = request.POST.get("text", ""), request.POST.get("kind", "verification")
+    plain = "text/plain; charset=utf-8"
+    if len(text) > MAX_QUESTIONS_TEXT:
+        return HttpResponse(
+            f"Too long to preview (limit {MAX_QUESTIONS_TEXT:,} characters).", status=400, content_type=plain
+        )
+    try:
+        questions = parse_questions(text.strip() or [], kind=kind if kind in Study.Kind.values else "verification")
+    except ServiceError as exc:
+        return HttpResponse(str(exc), status=400, content_type=plain)
+    return render(request, "annotation/_questions_preview.html", {"questions": page_questions(questions, {}, (2, 2))})
+
+
 @login_required
 @require_GET
 def annotate_preview(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
@@ -291,7 +316,7 @@ def annotate_preview(request: AuthenticatedHttpRequest, slug: str) -> HttpRespon
         # An unsaved assignment: display_payload is the one place that decides what annotators see.
         assignment = Assignment(study=study, item=item, left_system=systems[0] if systems else "")
         shown = display_payload(assignment)
-        form = answer_form(study, passages=len(shown.get("evidence", [])))
+        form = answer_form(study, passages=len(shown.get("evidence", [])), assignment=assignment)
         context.update(
             {
                 "item": shown,

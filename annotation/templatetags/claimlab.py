@@ -26,3 +26,11 @@ def without_lead(text: str, label: str) -> str:
 def percent(part: int, whole: int) -> int:
     """Whole-number percentage for progress bars; 0 when there is nothing to do."""
     return round(100 * part / whole) if whole else 0
+
+
+@register.filter
+def paired_with(items: list, others: list | None) -> list[tuple]:
+    """Each of `items` with the entry of `others` at its position (an empty list where there is none):
+    a list's claims with their per-claim questions."""
+    others = others or []
+    return [(item, others[index] if index < len(others) else []) for index, item in enumerate(items)]

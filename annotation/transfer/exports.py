@@ -13,20 +13,20 @@ from annotation.lib.csvsafe import csv_chunks
 from annotation.lib.formats import jsonl_chunks
 from annotation.lib.storage import download_response, files
 from annotation.models import ExportJob, Study
-from annotation.transfer.selectors import EXPORT_COLUMNS, export_rows
+from annotation.transfer.selectors import export_columns, export_rows
 
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; charset=utf-8"}
 
 
 def export_chunks(study: Study, fmt: str) -> Iterator[str]:
     """The study's annotations as text chunks in `fmt` ("csv" or "jsonl")."""
-    return _chunks(export_rows(study), fmt)
+    return _chunks(export_rows(study), fmt, export_columns(study))
 
 
-def _chunks(rows: Iterable[dict[str, Any]], fmt: str) -> Iterator[str]:
+def _chunks(rows: Iterable[dict[str, Any]], fmt: str, columns: list[str]) -> Iterator[str]:
     if fmt not in CONTENT_TYPES:
         raise ValueError(f"unknown export format {fmt!r}; use csv or jsonl")
-    return csv_chunks(EXPORT_COLUMNS, rows) if fmt == "csv" else jsonl_chunks(rows)
+    return csv_chunks(columns, rows) if fmt == "csv" else jsonl_chunks(rows)
 
 
 def write_export(study: Study, fmt: str, path: Path) -> int:
@@ -43,7 +43,7 @@ def write_export(study: Study, fmt: str, path: Path) -> int:
     source = export_rows(study)
     try:
         with partial.open("w", encoding="utf-8", newline="") as target:
-            for chunk in _chunks(counted(source), fmt):
+            for chunk in _chunks(counted(source), fmt, export_columns(study)):
                 target.write(chunk)
         partial.replace(path)
     finally:

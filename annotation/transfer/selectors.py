@@ -40,6 +40,16 @@ EXPORT_COLUMNS = [
 ]
 
 
+#: The prefix of an extra question's column: q_<key> holds the answer (per system for list and claim
+#: questions, as JSON in CSV), after EXPORT_COLUMNS.
+QUESTION_COLUMN = "q_"
+
+
+def export_columns(study: Study) -> list[str]:
+    """EXPORT_COLUMNS, then one column per extra question of the study, in the study's order."""
+    return [*EXPORT_COLUMNS, *(QUESTION_COLUMN + question["key"] for question in study.questions)]
+
+
 def recent_imports(study: Study, limit: int = 10) -> QuerySet[ImportJob]:
     return ImportJob.objects.filter(study=study).select_related("created_by")[:limit]
 
@@ -82,7 +92,7 @@ def _iso(value: datetime | str | None) -> str | None:
 def export_rows(study: Study) -> Generator[dict[str, Any], None, None]:
     """One row per annotation (long format), streamed from the database.
 
-    Columns are EXPORT_COLUMNS; annotators appear by pseudonym only. `adjudicated_label`
+    Columns are `export_columns`; annotators appear by pseudonym only. `adjudicated_label`
     repeats the item's adjudicated label on each of its rows: empty when nobody adjudicated
     it, and empty too when its adjudicators disagree (selectors.adjudication.adjudicated_labels).
     Crowd participants who withdrew are left out (their consent is gone); screened-out ones
@@ -90,6 +100,7 @@ def export_rows(study: Study) -> Generator[dict[str, Any], None, None]:
     """
     names = pseudonyms(study)
     systems = list(study.systems)
+    question_keys = [question["key"] for question in study.questions]
     adjudicated = adjudicated_labels(study).labels
     revisions = (
         AnnotationRevision.objects.filter(annotation=OuterRef("pk"))
@@ -116,6 +127,7 @@ def export_rows(study: Study) -> Generator[dict[str, Any], None, None]:
         "assignment__submitted_at",
         "n_revisions",
         "source",
+        "question_answers",
     )
     rows = Annotation.objects.filter(assignment__study=study).annotate(n_revisions=Coalesce(Subquery(revisions), 0))
     withdrawn = Participant.objects.filter(study=study, status=Participant.Status.WITHDRAWN)
@@ -148,6 +160,7 @@ def export_rows(study: Study) -> Generator[dict[str, Any], None, None]:
         submitted_at,
         n_revisions,
         source,
+        answers,
     ) in values.iterator(chunk_size=5000):
         right = next((system for system in systems if system != left), "") if left else ""
         yield {
@@ -171,4 +184,5 @@ def export_rows(study: Study) -> Generator[dict[str, Any], None, None]:
             "revision_count": n_revisions,
             "source": source,
             "adjudicated_label": adjudicated.get(item, ""),
+            **{QUESTION_COLUMN + key: (answers or {}).get(key) for key in question_keys},
         }

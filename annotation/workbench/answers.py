@@ -30,6 +30,7 @@ class AnswerValues:
     choice: str = ""
     justification: str = ""
     evidence_judgements: list[dict[str, Any]] = field(default_factory=list)
+    question_answers: dict[str, Any] = field(default_factory=dict)
     active_ms: int | None = None
 
     def snapshot(self) -> dict[str, Any]:

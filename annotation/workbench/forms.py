@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django import forms
 
-from annotation.models import MAX_ACTIVE_MS, Annotation, Study
+from annotation.models import MAX_ACTIVE_MS, Annotation, Assignment, Study
+from annotation.questions.answers import screen_answers
+from annotation.questions.forms import page_questions, posted_answers
 from annotation.vocab import PREFERENCE_BOTH_BAD, PREFERENCE_TIE
-from annotation.workbench.services import MAX_TEXT, SubmittedAnswer
+from annotation.workbench.services import MAX_TEXT, SubmittedAnswer, shown_claim_counts, shown_systems
 
 # --- annotator workbench ------------------------------------------------------
 # The forms parse what the page sent; the assignment service decides whether
@@ -42,8 +45,8 @@ EVIDENCE_OPTIONS = (
     Option("irrelevant", "Irrelevant", ("x",)),
 )
 #: Keys with a page-wide meaning; a label never takes one of them as its letter.
-#: b back, k skip, f flag, j text box, u useful, [ ] previous/next passage, ? help.
-RESERVED_KEYS = frozenset("bkfjuynx[]?0123456789")
+#: b back, k skip, f flag, j text box, u useful, q next question, [ ] previous/next passage, ? help.
+RESERVED_KEYS = frozenset("bkfjuynxq[]?0123456789")
 
 
 def preference_options(study: Study) -> list[Option]:
@@ -83,9 +86,19 @@ class AnswerForm(forms.Form):
 
     justification = forms.CharField(required=False, max_length=MAX_TEXT, widget=forms.Textarea)
 
-    def __init__(self, *args, study: Study, **kwargs) -> None:
+    def __init__(
+        self,
+        *args,
+        study: Study,
+        shown: tuple[str, ...] = (),
+        claim_counts: tuple[int, ...] = (),
+        stored_questions: dict[str, Any] | None = None,
+        **kwargs,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.study = study
+        self.shown, self.claim_counts = shown, claim_counts
+        self.stored_questions = stored_questions
         field = self.fields["justification"]
         field.required = study.justification_required
         field.error_messages["required"] = (
@@ -95,6 +108,22 @@ class AnswerForm(forms.Form):
     @property
     def active_ms(self) -> int | None:
         return _active_ms(self.data.get("active_ms")) if self.is_bound else None
+
+    @property
+    def questions(self) -> dict[str, Any] | None:
+        """The extra questions' answers as posted, in screen space (None when the study asks none)."""
+        if not self.study.questions or not self.is_bound:
+            return None
+        return posted_answers(self.study.questions, self.data, self.claim_counts)
+
+    @property
+    def question_controls(self) -> dict[str, Any]:
+        """The extra questions as the page renders them, pre-filled with what was posted or stored."""
+        if self.is_bound:
+            current = self.questions
+        else:
+            current = screen_answers(self.study.questions, self.stored_questions, self.shown)
+        return page_questions(self.study.questions, current, self.claim_counts)
 
 
 class PreferenceAnswerForm(AnswerForm):
@@ -110,6 +139,7 @@ class PreferenceAnswerForm(AnswerForm):
         return SubmittedAnswer(
             choice=self.cleaned_data["choice"],
             justification=self.cleaned_data["justification"],
+            questions=self.questions,
             active_ms=self.active_ms,
         )
 
@@ -161,18 +191,31 @@ class VerificationAnswerForm(AnswerForm):
             label=self.cleaned_data["label"],
             justification=self.cleaned_data["justification"],
             evidence=evidence or None,
+            questions=self.questions,
             active_ms=self.active_ms,
         )
 
 
 def answer_form(
-    study: Study, *, passages: int = 0, data=None, annotation: Annotation | None = None
+    study: Study,
+    *,
+    passages: int = 0,
+    data=None,
+    annotation: Annotation | None = None,
+    assignment: Assignment | None = None,
 ) -> PreferenceAnswerForm | VerificationAnswerForm:
-    """The study kind's answer form; with `annotation`, pre-filled with that stored answer."""
+    """The study kind's answer form; with `annotation`, pre-filled with that stored answer. With
+    `assignment` (saved or not), its extra questions know the lists shown and their claims."""
     initial = initial_from_annotation(study, annotation) if annotation is not None else None
+    context: dict[str, Any] = {"study": study, "initial": initial}
+    if annotation is not None:
+        context["stored_questions"] = annotation.question_answers
+    if assignment is not None and study.questions:
+        context["shown"] = shown_systems(study, assignment.left_system)
+        context["claim_counts"] = shown_claim_counts(study, assignment)
     if study.is_preference:
-        return PreferenceAnswerForm(data, study=study, initial=initial)
-    return VerificationAnswerForm(data, study=study, passages=passages, initial=initial)
+        return PreferenceAnswerForm(data, **context)
+    return VerificationAnswerForm(data, passages=passages, **context)
 
 
 def initial_from_annotation(study: Study, annotation: Annotation) -> dict:

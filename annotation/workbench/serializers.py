@@ -138,6 +138,16 @@ class SubmitAnswerSerializer(StrictSerializer):
     justification = serializers.CharField(
         required=False, allow_blank=True, max_length=MAX_TEXT, help_text="Preference: why (the study may require it)."
     )
+    questions = serializers.DictField(
+        required=False,
+        help_text=(
+            "The study's extra questions (its `questions`): question key -> answer. Item questions take the "
+            'answer itself; list questions {"list_1": ..., "list_2": ...}; claim questions one answer per claim '
+            'of each list, {"list_1": [...], "list_2": [...]}, in screen terms like `choice` (stored per system). '
+            "Likert: a whole number of its scale; single: an option; multi: a list of options; check: true/false; "
+            "number; text."
+        ),
+    )
     active_ms = serializers.IntegerField(
         required=False,
         allow_null=True,
@@ -185,6 +195,7 @@ class SubmitAnswerSerializer(StrictSerializer):
             choice=data.get("choice", ""),
             justification=data.get("justification") or data.get("rationale", ""),
             evidence=[dict(entry) for entry in data.get("evidence", [])] or None,
+            questions=data.get("questions"),
             active_ms=data.get("active_ms"),
         )
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -57,6 +57,8 @@ from annotation.errors import ServiceError
 from annotation.lib.dblocks import UNAVAILABLE, close_broken_connections, database_fault
 from annotation.lib.randomisation import left_system_for, queue_position, side_coin
 from annotation.models import MAX_ACTIVE_MS, Annotation, Assignment, Item, Study
+from annotation.questions.answers import checked_question_answers
+from annotation.questions.definitions import asks_per_claim
 from annotation.vocab import (
     PREFERENCE_BOTH_BAD,
     PREFERENCE_CHOICES,
@@ -580,19 +582,47 @@ class SubmittedAnswer:
     choice: str = ""
     justification: str = ""
     evidence: list[Any] | None = None  # untrusted until checked_judgements has read it
+    questions: Any = None  # the extra questions' answers in screen space; untrusted until checked
     active_ms: int | None = None
 
 
 def answer_values(study: Study, assignment: Assignment, answer: SubmittedAnswer) -> AnswerValues:
     """Check an answer against the study and store it in system space, never as left/right."""
     passages = len(assignment.item.payload.get("evidence", [])) if study.evidence_judgements else 0
-    return checked_answer(study, answer, left_system=assignment.left_system, passages=passages)
+    claim_counts = shown_claim_counts(study, assignment) if asks_per_claim(study.questions) else ()
+    return checked_answer(
+        study, answer, left_system=assignment.left_system, passages=passages, claim_counts=claim_counts
+    )
 
 
-def checked_answer(study: Study, answer: SubmittedAnswer, *, left_system: str, passages: int) -> AnswerValues:
+def shown_claim_counts(study: Study, assignment: Assignment) -> tuple[int, ...]:
+    """How many claims List 1 and List 2 of the assignment's item show (what per-claim questions answer)."""
+    lists = assignment.item.payload.get("lists", {})
+    return tuple(len(lists.get(system, [])) for system in shown_systems(study, assignment.left_system))
+
+
+def shown_systems(study: Study, left_system: str) -> tuple[str, ...]:
+    """The systems shown as List 1 and List 2 (preference studies; none for verification)."""
+    if not study.is_preference or len(study.systems) != 2:
+        return ()
+    left = left_system or study.systems[0]
+    return (left, study.systems[1] if left == study.systems[0] else study.systems[0])
+
+
+def checked_answer(
+    study: Study, answer: SubmittedAnswer, *, left_system: str, passages: int, claim_counts: Sequence[int] = ()
+) -> AnswerValues:
     """`answer_values` from what the answer depends on: the system the assignment shows on the left
-    (preference studies) and its item's number of evidence passages (counted when the study asks for
-    a judgement of each)."""
+    (preference studies), its item's number of evidence passages (counted when the study asks for
+    a judgement of each) and the number of claims of each list (when a question asks about each claim)."""
+    values = _checked_main_answer(study, answer, left_system=left_system, passages=passages)
+    values.question_answers = checked_question_answers(
+        study.questions, answer.questions, shown=shown_systems(study, left_system), claim_counts=claim_counts
+    )
+    return values
+
+
+def _checked_main_answer(study: Study, answer: SubmittedAnswer, *, left_system: str, passages: int) -> AnswerValues:
     justification = (answer.justification or "").strip()
     if len(justification) > MAX_TEXT:
         raise ServiceError(f"the justification is {len(justification):,} characters; the limit is {MAX_TEXT:,}")
@@ -800,6 +830,8 @@ def _submit_in_one_statement(
         return None
     if study.is_preference and shown_left is None:
         return None
+    if asks_per_claim(study.questions):
+        return None  # the answer depends on the item's claim counts, which the step-by-step path reads
     # Untrusted evidence that is not a list: presumed none, so the check refuses it and the step-by-step path says why.
     passages = len(answer.evidence) if study.evidence_judgements and isinstance(answer.evidence, list) else 0
     try:

@@ -117,7 +117,7 @@ def _workbench(
 def _form_for(study: Study, assignment: Assignment, data=None, *, prefill: bool = False):
     passages = 0 if study.is_preference else len(assignment.item.payload.get("evidence", []))
     annotation = getattr(assignment, "annotation", None) if prefill else None
-    return answer_form(study, passages=passages, data=data, annotation=annotation)
+    return answer_form(study, passages=passages, data=data, annotation=annotation, assignment=assignment)
 
 
 def _ahead_payload(

@@ -49,6 +49,53 @@
     if (source.value.trim()) render();
   }
 
+  // Extra questions: checked and rendered by the server (the study service's checker, the annotate
+  // page's partials), so the preview shows what annotators will see, or the checker's error.
+  var questionsSource = form.querySelector("[data-questions-source]");
+  var questionsTarget = document.getElementById("questions-preview");
+  var questionsUrl = form.getAttribute("data-questions-preview-url");
+  var questionsTimer = null;
+  var questionsSent = 0;
+  function renderQuestions() {
+    var mine = ++questionsSent;
+    var body = new URLSearchParams();
+    var kind = form.querySelector("input[name=kind]:checked");
+    body.set("text", questionsSource.value);
+    body.set("kind", kind ? kind.value : "verification");
+    fetch(questionsUrl, {
+      method: "POST",
+      body: body,
+      credentials: "same-origin",
+      headers: { "X-CSRFToken": token ? token.value : "" },
+    })
+      .then(function (response) {
+        return response.text().then(function (text) { return { ok: response.ok, text: text }; });
+      })
+      .then(function (result) {
+        if (mine !== questionsSent) return;
+        if (result.ok) {
+          questionsTarget.innerHTML = result.text; // the server's own template, escaped there
+        } else {
+          questionsTarget.textContent = result.text;
+        }
+        questionsTarget.classList.toggle("is-invalid", !result.ok);
+        questionsTarget.setAttribute("data-rendered", String(mine));
+      })
+      .catch(function () {
+        if (mine === questionsSent) questionsTarget.textContent = "Preview unavailable (offline?); saving still checks the questions.";
+      });
+  }
+  if (questionsSource && questionsTarget && questionsUrl) {
+    questionsSource.addEventListener("input", function () {
+      window.clearTimeout(questionsTimer);
+      questionsTimer = window.setTimeout(renderQuestions, 300);
+    });
+    Array.prototype.forEach.call(form.querySelectorAll("input[name=kind]"), function (radio) {
+      radio.addEventListener("change", function () { if (questionsSource.value.trim()) renderQuestions(); });
+    });
+    if (questionsSource.value.trim()) renderQuestions();
+  }
+
   function showKind() {
     var chosen = form.querySelector("input[name=kind]:checked");
     if (!chosen) return;

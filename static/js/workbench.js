@@ -105,6 +105,42 @@
       input.dispatchEvent(new Event("change", { bubbles: true }));
     }
 
+    /* --- extra questions: q moves to the next one (unanswered first); while one has the
+     * focus, its numbers (data-qkey) choose and the label keys rest (they cannot collide). */
+    var questions = Array.prototype.slice.call(form.querySelectorAll("[data-question]"));
+    var nextQuestionKey = "q"; // annotation/questions/forms.NEXT_QUESTION_KEY, shown in the page's hints
+    function questionAnswered(group) {
+      if (group.querySelector("input:checked")) { return true; }
+      return Array.prototype.some.call(group.querySelectorAll("input[type=number], input[type=text]"),
+        function (input) { return input.value.trim() !== ""; });
+    }
+    function focusQuestion(group) {
+      questions.forEach(function (other) { other.classList.toggle("is-current", other === group); });
+      var first = group.querySelector("input:checked") || group.querySelector("input");
+      if (first) { first.focus(); }
+      group.scrollIntoView({ block: "nearest" });
+    }
+    function nextQuestion(from) {
+      if (!questions.length) { return false; }
+      var start = from ? questions.indexOf(from) + 1 : 0;
+      var order = questions.slice(start).concat(questions.slice(0, start));
+      var open = order.filter(function (group) { return !questionAnswered(group); });
+      focusQuestion(open.length ? open[0] : order[0]);
+      return true;
+    }
+    function answerQuestion(group, key) {
+      var input = group.querySelector('input[data-qkey="' + key + '"]');
+      if (!input) { return false; }
+      if (input.type === "checkbox") {
+        input.checked = !input.checked;
+        input.dispatchEvent(new Event("change", { bubbles: true }));
+      } else {
+        choose(input);
+      }
+      input.focus();
+      return true;
+    }
+
     /* --- evidence passages: a "current" passage that y / n / x / u act on ------- */
     function judged(passage) { return passage.querySelector("input[data-judgement]:checked") !== null; }
 
@@ -180,6 +216,9 @@
         if (seen[input.name]) { return; }
         seen[input.name] = true;
         if (!form.querySelector('input[name="' + input.name + '"]:checked')) { missing.push(input); }
+      });
+      form.querySelectorAll("[data-required-text]").forEach(function (input) {
+        if (!input.value.trim()) { missing.push(input); }
       });
       if (textBox && textBox.required && !textBox.value.trim()) { missing.push(textBox); }
       return missing;
@@ -267,7 +306,14 @@
       var target = event.target instanceof Element ? event.target : document.body;
       var typing = target.matches(TYPING);
       var key = event.key;
+      var question = target.closest("[data-question]");
 
+      if (key === "Escape" && question && !typing) {
+        target.blur();
+        question.classList.remove("is-current");
+        event.preventDefault();
+        return;
+      }
       if (key === "Escape") {
         if (typing) { target.blur(); }
         if (closePanels() || typing) { event.preventDefault(); }
@@ -288,6 +334,12 @@
       }
       if (key.length !== 1) { return; }
       var lower = key.toLowerCase();
+      if (lower === nextQuestionKey && nextQuestion(question)) { event.preventDefault(); return; }
+      if (question && /^[1-9]$/.test(key)) {
+        answerQuestion(question, key);
+        event.preventDefault();
+        return;
+      }
       var handled = true;
       var choice = choiceKeys[key] || choiceKeys[lower];
       if (choice) {

@@ -5,6 +5,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.errors import ServiceError
+from annotation.questions.definitions import read_questions_file
 from annotation.studies.services import create_study
 
 
@@ -42,6 +43,11 @@ class Command(BaseCommand):
         parser.add_argument("--no-tie", action="store_true", help="preference: do not offer a tie")
         parser.add_argument("--both-bad", action="store_true", help="preference: offer 'both bad'")
         parser.add_argument("--irrelevant-in-credibility", action="store_true")
+        parser.add_argument(
+            "--questions",
+            metavar="FILE",
+            help="extra questions asked with each answer, a JSON or YAML list (docs/guide: extra questions)",
+        )
         parser.add_argument("--status", choices=["draft", "open", "closed"], default="open")
 
     def handle(self, *args, **options) -> None:
@@ -52,6 +58,7 @@ class Command(BaseCommand):
                 raise CommandError(f"no such instructions file: {path}")
             instructions = path.read_text(encoding="utf-8-sig")
         try:
+            questions = read_questions_file(options["questions"]) if options["questions"] else None
             study = create_study(
                 slug=options["slug"],
                 name=options["name"],
@@ -68,6 +75,7 @@ class Command(BaseCommand):
                 tie_allowed=not options["no_tie"],
                 both_bad_allowed=options["both_bad"],
                 irrelevant_in_credibility=options["irrelevant_in_credibility"],
+                questions=questions,
                 status=options["status"],
             )
         except ServiceError as exc:
@@ -75,6 +83,7 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(
                 f"Created {study.kind} study {study.slug!r} with labels {', '.join(study.labels)}, "
-                f"{study.annotators_per_item} annotators per item, seed {study.seed}."
+                f"{study.annotators_per_item} annotators per item, seed {study.seed}"
+                + (f", and {len(study.questions)} extra question(s)." if study.questions else ".")
             )
         )
