@@ -246,6 +246,20 @@ def _passage_sources(study: Study) -> dict[str, tuple[str, str, str, list[str]]]
     }
 
 
+def question_answer_frame(study: Study, *, include_screened_out: bool = False) -> pd.DataFrame:
+    """One row per annotation that answered the study's extra questions: item (external id), annotator
+    (pseudonym), answers (as stored, per system). The study frame keeps only the labels it counts."""
+    names = pseudonyms(study)
+    stored = (
+        _annotations(study, include_screened_out=include_screened_out)
+        .exclude(question_answers={})
+        .order_by()
+        .values_list("assignment__item__external_id", "assignment__annotator_id", "question_answers")
+    )
+    rows = [(item, names[user_id], answers) for item, user_id, answers in stored]
+    return pd.DataFrame(rows, columns=["item", "annotator", "answers"])
+
+
 def evidence_frame(
     study: Study, *, include_screened_out: bool = False, leave_out_items: Collection[str] = ()
 ) -> tuple[pd.DataFrame, int]:

@@ -33,7 +33,7 @@ import pandas as pd
 from annotation.adjudication.selectors import AdjudicatedLabels, adjudicated_labels
 from annotation.models import Study
 
-from . import selectors
+from . import selectors, stats
 from .label_rows import ITEM_COLUMNS, LabelRows
 from .reference import Reference, ReferenceInputs, reference_labels, unavailable_rule_reason
 
@@ -233,6 +233,17 @@ class StudyFrame:
         return selectors.evidence_frame(
             self.study, include_screened_out=self.options.include_screened_out, leave_out_items=left_out
         )
+
+    def question_answers(self) -> pd.DataFrame:
+        """The extra questions' answers of the labels agreement counts (``agreed``: the same participants,
+        check and gold rules), one row per question and target (``stats.long_answers``), with the
+        answer's main label and, for list and claim questions, the system the target is about."""
+        questions = self.study.questions
+        stored = selectors.question_answer_frame(self.study, include_screened_out=self.options.include_screened_out)
+        counted = stored.merge(self.agreed[["item", "annotator", "label"]], on=["item", "annotator"], how="inner")
+        long = stats.long_answers(counted, questions)
+        long["system"] = long["target"].str.split("#").str[0].where(long["target"] != "", None)
+        return long
 
     def verifier_reference(self) -> tuple[pd.DataFrame, str]:
         """(long table item / annotator / label, a sentence): what verifiers are scored against, by ``rule``.

@@ -26,6 +26,7 @@ from .annotator_quality import reference_and_quality
 from .disagreements import disagreements
 from .options import ReportOptions
 from .preference import preference_section
+from .questions import questions_section
 from .scores import scores_section
 from .verifier_reference import verifiers_vs_reference
 
@@ -54,6 +55,7 @@ FIRST_SECTIONS_PENDING: dict[str, Any] = {
     "verifiers": None,
     "pairwise_judges": None,
     "verifiers_vs_reference": None,
+    "questions": None,
 }
 
 
@@ -137,4 +139,5 @@ def build_report(
         study, n_resamples=options.n_resamples, seed=options.seed, frame=frame
     )
     report["verifiers_vs_reference"] = verifiers_vs_reference(study, reference, options)
+    report["questions"] = questions_section(frame, study, options)
     return report

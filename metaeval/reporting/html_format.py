@@ -34,6 +34,7 @@ from .present import (
     domain_rows,
     pair_rows,
     preference_rows,
+    question_blocks,
     score_rows,
     veriscore_rows,
 )
@@ -136,6 +137,7 @@ def report_context(
             credibility_rows(credibility) if credibility and credibility.get("available") is not False else None
         ),
         "ceiling_rows": ceiling_rows(report["human_ceiling"]),
+        "question_blocks": question_blocks(report.get("questions")),
         "disagreements": _linked(
             study, disagreements if disagreements is not None else report["disagreements"], link_items
         ),

@@ -21,6 +21,7 @@ __all__ = [
     "preference_rows",
     "score_rows",
     "credibility_rows",
+    "question_blocks",
     "veriscore_rows",
     "SMALL_N",
     "small_n_warning",
@@ -210,3 +211,58 @@ def ceiling_rows(ceiling: dict[str, Any] | None) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def _option_rows(distribution: dict[str, Any]) -> list[dict[str, Any]]:
+    """A question's answers as (answer, count, share) rows; a number's or a text's as its summary."""
+    overall = distribution.get("overall") or {}
+    counts = overall.get("counts")
+    if counts is None:
+        return [
+            {"option": name, "count": overall.get(name), "share": None}
+            for name in ("mean", "sd", "median")
+            if name in overall
+        ]
+    shares = overall.get("shares") or {}
+    return [{"option": option, "count": count, "share": shares.get(option)} for option, count in counts.items()]
+
+
+def question_blocks(section: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The extra questions' section as the report page and the LaTeX tables show it: per question its
+    answers' counts, its agreement coefficients (estimate rows) and, per claim, each system's share."""
+    if not section:
+        return []
+    blocks = []
+    for question in section["questions"]:
+        agreement = question.get("agreement") or {}
+        rows = [
+            estimate_row(name, agreement[key], key)
+            for key, name in (
+                ("alpha", f"Krippendorff's alpha ({agreement.get('level', '')})"),
+                ("percent_agreement", "Percent agreement"),
+                ("mean_cohen_kappa_quadratic", "Mean Cohen's kappa, quadratic weights"),
+                ("mean_cohen_kappa_linear", "Mean Cohen's kappa, linear weights"),
+            )
+            if isinstance(agreement.get(key), dict)
+        ]
+        for option, pair in (agreement.get("per_option") or {}).items():
+            rows.append(estimate_row(f"alpha, '{option}' ticked or not", pair["alpha"], "alpha"))
+        per_claim = []
+        for system, scores in ((question.get("per_claim") or {}).get("systems") or {}).items():
+            for key, name in (
+                ("each_judgement", "every judgement"),
+                ("per_response_mean", "mean per response"),
+                ("majority", "majority per claim"),
+            ):
+                if isinstance(scores.get(key), dict):
+                    row = estimate_row(f"{system}: {name}", scores[key], key)
+                    per_claim.append({"row": row, "k": scores[key].get("k"), "n": scores[key].get("n")})
+        blocks.append(
+            {
+                **question,
+                "options": _option_rows(question["distribution"]),
+                "agreement_rows": rows,
+                "per_claim_rows": per_claim,
+            }
+        )
+    return blocks

@@ -48,6 +48,7 @@ from .classification import (
     classification_metrics,
     confusion_metrics,
 )
+from .conditions import compare_conditions
 from .credibility import credibility
 from .estimate import Estimate, json_ready
 from .pandas_setup import STRING_STORAGE  # noqa: F401  (pins pandas' string storage on import)
@@ -60,6 +61,7 @@ from .preference import (
     sign_test,
     winners,
 )
+from .questions import long_answers, per_claim_scores, question_agreement, question_distribution
 from .scores import (
     claim_scores,
     factscore,
@@ -109,6 +111,7 @@ __all__ = [
     "classification_bootstrap",
     "classification_metrics",
     "cohen_kappa",
+    "compare_conditions",
     "collapse_labels",
     "confusion_metrics",
     "consensus_distribution",
@@ -122,6 +125,10 @@ __all__ = [
     "json_ready",
     "krippendorff_alpha",
     "label_distribution",
+    "long_answers",
+    "per_claim_scores",
+    "question_agreement",
+    "question_distribution",
     "majority_agreement",
     "majority_vote",
     "mean_cohen_kappa",

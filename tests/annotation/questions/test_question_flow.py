@@ -86,7 +86,7 @@ def test_a_bad_or_missing_answer_is_a_400_naming_the_question_and_nothing_is_sto
         content_type="application/json",
     )
     assert wrong.status_code == 400 and "from 1 to 5, got 9" in wrong.json()["detail"]
-    assert not Annotation.objects.exists()
+    assert not Annotation.objects.filter(study=study).exists()
     assert Assignment.objects.get(pk=assignment["id"]).status == "active"
 
 
