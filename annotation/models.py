@@ -139,6 +139,12 @@ class Study(models.Model):
         blank=True,
         help_text="Extra questions asked with each answer (annotation/questions/definitions.py), checked and complete.",
     )
+    conditions = models.JSONField(
+        default=list,
+        db_default=[],
+        blank=True,
+        help_text="Between-subject conditions, each {key, verifier}: annotation/conditions/definitions.py.",
+    )
     source_labels = models.JSONField(
         default=list,
         db_default=[],  # the release that runs during `migrate` creates studies without it
@@ -219,6 +225,13 @@ class StudyMember(models.Model):
         help_text="Deactivated: no longer in the study (cannot open, claim or submit); labels stay under the pseudonym.",
     )
     deactivated_at = models.DateTimeField(null=True, blank=True)
+    condition = models.CharField(
+        max_length=32,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The study's between-subject condition this person works in, fixed at their first claim.",
+    )
     can_adjudicate = models.BooleanField(
         default=False,
         help_text="May resolve disagreements (researchers always may); an adjudicator need not see reports.",

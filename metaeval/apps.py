@@ -13,4 +13,10 @@ class MetaevalConfig(AppConfig):
         # receivers connects them; stats pins pandas' string storage; tasks registers the report's refresh task
         # with the report cache (reporting.cache.register_refresh_task); openapi: strict request bodies as
         # additionalProperties: false in the schema.
+        from annotation.lib.suggestions import register_suggestion_source
+
         from . import openapi, receivers, stats, tasks  # noqa: F401
+        from .verifiers.suggestions import prediction_suggestion
+
+        # A study condition's machine suggestion is a verifier's prediction (annotation/lib/suggestions.py).
+        register_suggestion_source(prediction_suggestion)

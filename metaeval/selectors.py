@@ -246,6 +246,25 @@ def _passage_sources(study: Study) -> dict[str, tuple[str, str, str, list[str]]]
     }
 
 
+def annotator_conditions(study: Study) -> dict[str, str]:
+    """Each member's between-subject condition by pseudonym ("" for those who never claimed an item)."""
+    return dict(StudyMember.objects.filter(study=study).values_list("pseudonym", "condition"))
+
+
+def answer_times(study: Study, *, include_screened_out: bool = False) -> pd.DataFrame:
+    """item (external id), annotator (pseudonym), active_ms of every answer (None where the page sent none)."""
+    names = pseudonyms(study)
+    stored = (
+        _annotations(study, include_screened_out=include_screened_out)
+        .order_by()
+        .values_list("assignment__item__external_id", "assignment__annotator_id", "active_ms")
+    )
+    return pd.DataFrame(
+        [(item, names[user_id], active_ms) for item, user_id, active_ms in stored],
+        columns=["item", "annotator", "active_ms"],
+    )
+
+
 def question_answer_frame(study: Study, *, include_screened_out: bool = False) -> pd.DataFrame:
     """One row per annotation that answered the study's extra questions: item (external id), annotator
     (pseudonym), answers (as stored, per system). The study frame keeps only the labels it counts."""

@@ -10,6 +10,7 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
 
+from annotation.conditions.services import shown_suggestion
 from annotation.crowd import services as crowd
 from annotation.models import Assignment, Item, Participant, ParticipantLink
 from annotation.workbench.forms import answer_form as study_answer_form
@@ -81,6 +82,8 @@ def item_context(
         "check": check,
         "check_item": shown.item_id if check else None,
         "timer": timer,
+        # A check is no item of the study's: no suggestion beside it (checks stay blind).
+        "suggestion": None if check else shown_suggestion(participant.member.user, study, shown.item),
     }
 
 

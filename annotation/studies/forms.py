@@ -6,6 +6,7 @@ from typing import Any
 
 from django import forms
 
+from annotation.conditions.definitions import conditions_text
 from annotation.errors import ServiceError
 from annotation.models import Study
 from annotation.questions.definitions import questions_text, read_questions_text
@@ -108,6 +109,15 @@ class StudySettingsForm(forms.Form):
         "required, and by type scale + anchors, options, min/max/integer or max_length. Example (YAML): "
         '- {key: confidence, type: likert, prompt: "How sure are you?", scale: [1, 5]}',
     )
+    conditions = forms.CharField(
+        required=False,
+        label="Between-subject conditions",
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Empty: none. Else 2 to 6, one per line: a key (e.g. no_suggestion), or key:verifier name to "
+        "show that verifier's prediction beside each item as a machine suggestion (e.g. "
+        "verifier_suggestion:gpt4-judge). Each annotator or participant gets one at their first item, balanced "
+        "(counts differ by at most one), for good. Exact N holds per item across conditions.",
+    )
     instructions = forms.CharField(
         required=False,
         max_length=MAX_INSTRUCTIONS,
@@ -172,6 +182,7 @@ class StudySettingsForm(forms.Form):
             "checks_in_agreement": study.checks_in_agreement,
             "instructions": study.instructions,
             "questions": questions_text(study.questions),
+            "conditions": conditions_text(study.conditions),
         }
 
 

@@ -50,6 +50,7 @@ class StudyDetailSerializer(StudySerializer):
             "systems",
             "seed",
             "questions",
+            "conditions",
             "counts",
             "domains",
         ]
@@ -113,6 +114,17 @@ class StudySettingsSerializer(StrictSerializer):
             "Extra questions asked with each answer: {key, type (likert, single, multi, check, number, text), "
             "prompt, target (item, list, claim), required, and scale/anchors, options, min/max/integer or "
             "max_length by type}. Frozen after the first annotation."
+        ),
+    )
+
+    conditions = serializers.ListField(
+        child=serializers.JSONField(),
+        required=False,
+        max_length=6,
+        help_text=(
+            "Between-subject conditions: none, or 2-6 of 'key' or 'key:<verifier name>' (or {key, verifier}); "
+            "a condition with a verifier shows its prediction beside the item as a machine suggestion "
+            "(verification studies). Each annotator gets one, balanced, for good. Frozen after the first annotation."
         ),
     )
 

@@ -23,6 +23,8 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from annotation.adjudication.services import ADJUDICATION_SETTINGS
+from annotation.conditions.definitions import parse_conditions
+from annotation.conditions.services import forget_conditions
 from annotation.errors import ServiceError
 from annotation.lib.randomisation import claim_rank
 from annotation.members.services import _next_pseudonym
@@ -62,6 +64,7 @@ EDITABLE_FIELDS: tuple[str, ...] = (
     "gold_in_agreement",
     "checks_in_agreement",
     "questions",
+    "conditions",
 )
 
 #: Once a study holds an annotation these would change what the stored labels mean
@@ -76,6 +79,7 @@ FROZEN_AFTER_ANNOTATION: dict[str, str] = {
     "tie_allowed": "offering a tie changes the label list the stored answers were given on",
     "both_bad_allowed": "offering 'both bad' changes the label list the stored answers were given on",
     "questions": "stored answers were given to the current questions",
+    "conditions": "annotators were assigned the current conditions and answered in them",
 }
 
 #: Frozen as soon as the study has items, because item payloads depend on them.
@@ -229,6 +233,7 @@ def create_study(
     gold_in_agreement: bool = True,
     checks_in_agreement: bool = False,
     questions: Any = None,
+    conditions: Any = None,
     status: str = Study.Status.OPEN,
     created_by: User | None = None,
 ) -> Study:
@@ -268,6 +273,7 @@ def create_study(
         gold_in_agreement=gold_in_agreement,
         checks_in_agreement=checks_in_agreement,
         questions=parse_questions(questions, kind=kind),
+        conditions=_checked_conditions(conditions, kind),
         status=status,
         created_by=created_by,
     )
@@ -276,6 +282,15 @@ def create_study(
     study.save()
     _make_researcher(study, created_by)
     return study
+
+
+def _checked_conditions(raw: Any, kind: str) -> list[dict[str, str]]:
+    conditions = parse_conditions(raw)
+    if kind == "preference" and any(condition["verifier"] for condition in conditions):
+        raise ServiceError(
+            "a verifier's suggestion is shown in verification studies; a preference study's conditions take no verifier"
+        )
+    return conditions
 
 
 def has_annotations(study: Study) -> bool:
@@ -363,6 +378,7 @@ def update_study(*, study: Study, changes: Mapping[str, Any], user: User | None 
     )
     final = {**merged, **cleaned, "instructions": _check_instructions(merged["instructions"])}
     final["questions"] = parse_questions(merged["questions"], kind=final["kind"])
+    final["conditions"] = _checked_conditions(merged["conditions"], final["kind"])
     for flag in (
         "evidence_judgements",
         "justification_required",
@@ -395,6 +411,8 @@ def update_study(*, study: Study, changes: Mapping[str, Any], user: User | None 
     study.save()
     if "seed" in changed:
         rank_items(study)
+    if "conditions" in changed:
+        forget_conditions(study)  # before the first answer: nobody has worked in the old ones
     return StudyChange.objects.bulk_create(records)
 
 
@@ -518,6 +536,7 @@ def duplicate_study(
         gold_in_agreement=study.gold_in_agreement,
         checks_in_agreement=study.checks_in_agreement,
         questions=study.questions,
+        conditions=study.conditions,
         status=Status.DRAFT,
         created_by=user,
     )

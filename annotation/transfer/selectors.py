@@ -13,7 +13,7 @@ from django.db.models.functions import Coalesce
 
 from annotation.adjudication.selectors import adjudicated_labels
 from annotation.lib.pseudonyms import pseudonyms
-from annotation.models import Annotation, AnnotationRevision, ExportJob, ImportJob, Participant, Study
+from annotation.models import Annotation, AnnotationRevision, ExportJob, ImportJob, Participant, Study, StudyMember
 from annotation.progress.selectors import annotation_count
 
 EXPORT_COLUMNS = [
@@ -46,8 +46,10 @@ QUESTION_COLUMN = "q_"
 
 
 def export_columns(study: Study) -> list[str]:
-    """EXPORT_COLUMNS, then one column per extra question of the study, in the study's order."""
-    return [*EXPORT_COLUMNS, *(QUESTION_COLUMN + question["key"] for question in study.questions)]
+    """EXPORT_COLUMNS, then the annotator's condition (a study with conditions), then one column per extra
+    question of the study, in the study's order."""
+    condition = ["condition"] if study.conditions else []
+    return [*EXPORT_COLUMNS, *condition, *(QUESTION_COLUMN + question["key"] for question in study.questions)]
 
 
 def recent_imports(study: Study, limit: int = 10) -> QuerySet[ImportJob]:
@@ -101,6 +103,9 @@ def export_rows(study: Study) -> Generator[dict[str, Any], None, None]:
     names = pseudonyms(study)
     systems = list(study.systems)
     question_keys = [question["key"] for question in study.questions]
+    conditions = (
+        dict(StudyMember.objects.filter(study=study).values_list("user_id", "condition")) if study.conditions else None
+    )
     adjudicated = adjudicated_labels(study).labels
     revisions = (
         AnnotationRevision.objects.filter(annotation=OuterRef("pk"))
@@ -184,5 +189,6 @@ def export_rows(study: Study) -> Generator[dict[str, Any], None, None]:
             "revision_count": n_revisions,
             "source": source,
             "adjudicated_label": adjudicated.get(item, ""),
+            **({"condition": conditions.get(annotator_id, "")} if conditions is not None else {}),
             **{QUESTION_COLUMN + key: (answers or {}).get(key) for key in question_keys},
         }

@@ -53,6 +53,7 @@ from django.db import IntegrityError, InterfaceError, OperationalError, connecti
 from django.db.models import Q
 from django.utils import timezone
 
+from annotation.conditions.services import condition_of
 from annotation.errors import ServiceError
 from annotation.lib.dblocks import UNAVAILABLE, close_broken_connections, database_fault
 from annotation.lib.randomisation import left_system_for, queue_position, side_coin
@@ -241,9 +242,13 @@ def claim_next(
     fetches the next item while the annotator works on this one (issue 15). Its lease is renewed
     too; LeaseLost when it is no longer the user's. An annotator holds at most these two: the
     one after is their other active assignment if they have one, so reloads claim nothing more.
-    A paused study hands nothing out ahead.
+    A paused study hands nothing out ahead. In a study with conditions, the user's first claim
+    gives them their condition (conditions.services: balanced, for good); items are handed out
+    as in any study, so exact N holds per item across conditions.
     """
     now = now or timezone.now()
+    if study.conditions:
+        condition_of(user, study)
     if ahead_of is None and study.status == Study.Status.OPEN and connection.vendor == "postgresql":
         alone = _reconnecting(lambda: _claim_alone(user, study, now), what="claim")
         if alone is not None:

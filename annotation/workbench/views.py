@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.access import access_study
+from annotation.conditions.services import shown_suggestion
 from annotation.errors import ServiceError
 from annotation.http import AuthenticatedHttpRequest
 from annotation.lib.dblocks import repeat_safe
@@ -103,6 +104,7 @@ def _workbench_context(
         if back is not None
         else previous_answer(request.user, study, before=assignment if revising else None),
         "timer": config,
+        "suggestion": shown_suggestion(request.user, study, assignment.item),
     }
 
 

@@ -23,6 +23,7 @@ from metaeval.verifiers.selectors import verifier_verdicts
 from .adjudication_queue import queue_size_with
 from .agreement import agreement_sections, categories_for
 from .annotator_quality import reference_and_quality
+from .conditions import conditions_section
 from .disagreements import disagreements
 from .options import ReportOptions
 from .preference import preference_section
@@ -56,6 +57,7 @@ FIRST_SECTIONS_PENDING: dict[str, Any] = {
     "pairwise_judges": None,
     "verifiers_vs_reference": None,
     "questions": None,
+    "conditions": None,
 }
 
 
@@ -123,10 +125,9 @@ def build_report(
     evidence = frame.evidence() if not study.is_preference else None
     reference, report["reference"], report["annotator_quality"] = reference_and_quality(frame, options)
     labels = frame.labels
+    verdicts = verifier_verdicts(study)
     report["scores"] = (
-        scores_section(
-            labels, items, evidence, study, options, verifier_verdicts(study), (reference.rule, reference.labels)
-        )
+        scores_section(labels, items, evidence, study, options, verdicts, (reference.rule, reference.labels))
         if evidence is not None
         else None
     )
@@ -140,4 +141,5 @@ def build_report(
     )
     report["verifiers_vs_reference"] = verifiers_vs_reference(study, reference, options)
     report["questions"] = questions_section(frame, study, options)
+    report["conditions"] = conditions_section(frame, study, options, verdicts)
     return report

@@ -30,6 +30,7 @@ from .present import (
     SMALL_N,
     agreement_rows,
     ceiling_rows,
+    condition_rows,
     credibility_rows,
     domain_rows,
     pair_rows,
@@ -138,6 +139,7 @@ def report_context(
         ),
         "ceiling_rows": ceiling_rows(report["human_ceiling"]),
         "question_blocks": question_blocks(report.get("questions")),
+        "condition_rows": condition_rows(report.get("conditions")),
         "disagreements": _linked(
             study, disagreements if disagreements is not None else report["disagreements"], link_items
         ),

@@ -22,6 +22,7 @@ __all__ = [
     "score_rows",
     "credibility_rows",
     "question_blocks",
+    "condition_rows",
     "veriscore_rows",
     "SMALL_N",
     "small_n_warning",
@@ -266,3 +267,47 @@ def question_blocks(section: dict[str, Any] | None) -> list[dict[str, Any]]:
             }
         )
     return blocks
+
+
+#: The measures of a condition comparison, as the report names them.
+CONDITION_MEASURES = (
+    ("agreement_with_reference", "Agreement with the reference"),
+    ("agreement_with_verifier", "Agreement with the verifier (automation bias)"),
+    ("median_active_ms", "Median time per item (ms)"),
+)
+
+
+def condition_rows(section: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Per measure: each condition's estimate and, for each condition against the baseline, the difference
+    with its interval and permutation p-value; counts beside every share."""
+    comparison = (section or {}).get("comparison")
+    if not comparison:
+        return []
+    rows = []
+    for key, name in CONDITION_MEASURES:
+        for condition, block in comparison["conditions"].items():
+            estimate = block.get(key) or {}
+            rows.append(
+                {
+                    "measure": name,
+                    "what": condition,
+                    "row": estimate_row(condition, estimate, key),
+                    "k": estimate.get("k"),
+                    "n": estimate.get("n"),
+                    "p": None,
+                }
+            )
+        for condition, differences in comparison["differences"].items():
+            estimate = differences.get(key) or {}
+            rows.append(
+                {
+                    "measure": name,
+                    "what": f"{condition} − {comparison['baseline']}",
+                    "row": estimate_row(condition, estimate, key),
+                    "k": None,
+                    "n": None,
+                    "p": estimate.get("p_value"),
+                    "difference": True,
+                }
+            )
+    return rows
