@@ -139,6 +139,12 @@ class Study(models.Model):
         blank=True,
         help_text="Extra questions asked with each answer (annotation/questions/definitions.py), checked and complete.",
     )
+    training = models.JSONField(
+        default=list,
+        db_default=[],
+        blank=True,
+        help_text="Training items shown first with feedback, each {item (a gold item's id), explanation}.",
+    )
     conditions = models.JSONField(
         default=list,
         db_default=[],
@@ -949,6 +955,33 @@ class ParticipantCheck(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} check of participant {self.participant_id}: {'pass' if self.correct else 'fail'}"
+
+
+class TrainingAnswer(models.Model):
+    """An annotator's answer to a training item (Study.training): scored against gold and shown with feedback.
+
+    Not an Assignment: training takes no slot and no answer of it reaches agreement or any other
+    number of the study's labels (training items are marked like checks, Item.is_check); it is
+    reported per annotator as training accuracy.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="training_answers")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    label = models.CharField(max_length=100)
+    answer = models.JSONField(default=dict, help_text="The whole answer as given (system space).")
+    correct = models.BooleanField()
+    active_ms = models.PositiveIntegerField(null=True, blank=True)
+    answered_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["study", "annotator", "answered_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "annotator", "item"], name="training_answer_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"training answer of {self.annotator_id} on {self.item_id}: {'right' if self.correct else 'wrong'}"
 
 
 class DomainCount(models.Model):

@@ -8,6 +8,7 @@ from annotation.members import views as member_views
 from annotation.progress import views as progress_views
 from annotation.studies import views as study_views
 from annotation.transfer import views as transfer_views
+from annotation.workbench import training_views
 from annotation.workbench import views as workbench_views
 
 app_name = "annotation"
@@ -82,6 +83,7 @@ urlpatterns = [
     path("studies/<slug:slug>/progress/", progress_views.study_progress, name="study_progress"),
     path("studies/<slug:slug>/progress/live/", progress_views.study_progress_live, name="study_progress_live"),
     path("studies/<slug:slug>/annotate/", workbench_views.annotate, name="annotate"),
+    path("studies/<slug:slug>/annotate/training/", training_views.annotate_training, name="annotate_training"),
     path("studies/<slug:slug>/annotate/<int:assignment_id>/", workbench_views.annotate_submit, name="annotate_submit"),
     path(
         "studies/<slug:slug>/annotate/<int:assignment_id>/revise/",

@@ -199,8 +199,17 @@ def configure_link(*, study: Study, changes: dict[str, Any]) -> ParticipantLink:
     for name, value in clean.items():
         setattr(link, name, value)
     link.save()
-    _mark_check_items(study, before, check_item_ids(link))
+    training = {entry["item"] for entry in study.training}  # checks too: a link's change never unmarks them
+    _mark_check_items(study, before | training, check_item_ids(link) | training)
     return link
+
+
+def mark_training_items(study: Study, before: set[str], after: set[str]) -> None:
+    """Keep training items marked like checks (Item.is_check: never handed out as items, their labels out of
+    agreement), as the study's training setting changes; the link's checks stay marked."""
+    link = ParticipantLink.objects.filter(study=study).first()
+    checks = check_item_ids(link) if link is not None else set()
+    _mark_check_items(study, before | checks, after | checks)
 
 
 def check_item_ids(link: ParticipantLink) -> set[str]:

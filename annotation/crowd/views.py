@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
 from django.shortcuts import redirect
+from django.urls import reverse
 from django.views.decorators.cache import never_cache
 
 from annotation.crowd import services as crowd
@@ -26,6 +27,7 @@ from annotation.crowd.render import answer_form, item_context, page, progress, s
 from annotation.crowd.session import UNKNOWN, arrived, remember, their_assignment
 from annotation.errors import ServiceError
 from annotation.models import Annotation, Assignment, Participant, ParticipantLink
+from annotation.workbench import training
 from annotation.workbench.prefetch import form_refusal, in_background
 from annotation.workbench.services import ClaimContention, LeaseLost, NotAllowed, submit
 
@@ -112,7 +114,29 @@ def _act(request: HttpRequest, participant: Participant, link: ParticipantLink) 
             return _show(request, participant, link, form=form, status=400)
     elif action == "answer" and participant.status == Status.WORKING:
         return _answer(request, participant, link)
+    elif action == "training" and participant.status == Status.WORKING:
+        return _train(request, participant, link) or again
     return again
+
+
+def _train(request: HttpRequest, participant: Participant, link: ParticipantLink) -> HttpResponse | None:
+    """Answer the current training item and show its feedback; None when it is answered already (a second tab)."""
+    study, user = participant.study, participant.member.user
+    item = training.next_training_item(user, study)
+    if item is None or str(item.pk) != request.POST.get("item"):
+        return None
+    shown = training.training_assignment(study, item, user)
+    form = answer_form(participant, item, request.POST, left_system=shown.left_system)
+    if not form.is_valid():
+        return _show(request, participant, link, form=form, status=400)
+    try:
+        feedback = training.answer_training(user=user, study=study, item=item, answer=form.to_answer())
+    except ServiceError as exc:
+        form.add_error(None, str(exc))
+        return _show(request, participant, link, form=form, status=400)
+    context = {"study": study, "participant": participant, "feedback": feedback}
+    context["continue_url"] = reverse("annotation:participant_step", args=[study.slug])
+    return page(request, "training_feedback.html", context)
 
 
 def _posted_assignment(request: HttpRequest, participant: Participant) -> Assignment | None:
@@ -176,6 +200,13 @@ def _show(
     if participant.status == Status.INSTRUCTIONS:
         return page(request, "instructions.html", context)
     counts = progress(participant, link)
+    if participant.status == Status.WORKING and study.training:
+        pending = training.next_training_item(participant.member.user, study)
+        if pending is not None:  # training comes before the study's items (no checks beside it)
+            shown = training.training_assignment(study, pending, participant.member.user)
+            form = form or answer_form(participant, pending, left_system=shown.left_system)
+            context.update(item_context(participant, link, shown, form, check=True, counts=counts), training=True)
+            return page(request, "item.html", context, status=status)
     check = crowd.next_check(participant, link)
     if check is not None:
         shown = Assignment(study=study, item=check, left_system=(study.systems or [""])[0])

@@ -118,6 +118,14 @@ class StudySettingsForm(forms.Form):
         "verifier_suggestion:gpt4-judge). Each annotator or participant gets one at their first item, balanced "
         "(counts differ by at most one), for good. Exact N holds per item across conditions.",
     )
+    training = forms.CharField(
+        required=False,
+        label="Training items",
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Gold items every annotator meets first, one per line as item id | explanation; after each "
+        "answer the page shows the gold answer and the explanation. They are never handed out as items and "
+        "their answers never count (the report gives each annotator's training accuracy).",
+    )
     instructions = forms.CharField(
         required=False,
         max_length=MAX_INSTRUCTIONS,
@@ -183,10 +191,12 @@ class StudySettingsForm(forms.Form):
             "instructions": study.instructions,
             "questions": questions_text(study.questions),
             "conditions": conditions_text(study.conditions),
+            "training": "\n".join(f"{e['item']} | {e['explanation']}" for e in study.training),
         }
 
 
 class NewStudyForm(StudySettingsForm):
+    training = None  # type: ignore[assignment]  # training items are the study's gold items: set in its settings once they are imported
     slug = forms.SlugField(
         max_length=64, help_text="Short name in addresses and files: lowercase letters, digits and hyphens."
     )

@@ -51,6 +51,7 @@ class StudyDetailSerializer(StudySerializer):
             "seed",
             "questions",
             "conditions",
+            "training",
             "counts",
             "domains",
         ]
@@ -125,6 +126,17 @@ class StudySettingsSerializer(StrictSerializer):
             "Between-subject conditions: none, or 2-6 of 'key' or 'key:<verifier name>' (or {key, verifier}); "
             "a condition with a verifier shows its prediction beside the item as a machine suggestion "
             "(verification studies). Each annotator gets one, balanced, for good. Frozen after the first annotation."
+        ),
+    )
+
+    training = serializers.ListField(
+        child=serializers.DictField(child=serializers.CharField(allow_blank=True, max_length=5000)),
+        required=False,
+        max_length=20,
+        help_text=(
+            "Training items, met first by every annotator with feedback after each answer: "
+            "[{item: <gold item id>, explanation: <text>}]. Set once the items are imported; training items are "
+            "never handed out as items and their answers never count in agreement."
         ),
     )
 

@@ -25,6 +25,7 @@ from django.utils.text import slugify
 from annotation.adjudication.services import ADJUDICATION_SETTINGS
 from annotation.conditions.definitions import parse_conditions
 from annotation.conditions.services import forget_conditions
+from annotation.crowd.services import mark_training_items
 from annotation.errors import ServiceError
 from annotation.lib.randomisation import claim_rank
 from annotation.members.services import _next_pseudonym
@@ -65,6 +66,7 @@ EDITABLE_FIELDS: tuple[str, ...] = (
     "checks_in_agreement",
     "questions",
     "conditions",
+    "training",
 )
 
 #: Once a study holds an annotation these would change what the stored labels mean
@@ -234,6 +236,7 @@ def create_study(
     checks_in_agreement: bool = False,
     questions: Any = None,
     conditions: Any = None,
+    training: Any = None,
     status: str = Study.Status.OPEN,
     created_by: User | None = None,
 ) -> Study:
@@ -248,6 +251,8 @@ def create_study(
     _check_slug(slug)
     if status not in Study.Status.values:
         raise ServiceError(f"status must be one of {', '.join(Study.Status.values)}, got {status!r}")
+    if training:
+        raise ServiceError("training items are gold items of the study: set them in its settings once its items are in")
     cleaned = _validated_settings(
         kind=kind,
         name=name,
@@ -282,6 +287,60 @@ def create_study(
     study.save()
     _make_researcher(study, created_by)
     return study
+
+
+#: The most training items a study may set (each annotator meets all of them first).
+MAX_TRAINING_ITEMS = 20
+
+
+def _checked_training(raw: Any, study: Study) -> list[dict[str, str]]:
+    """Training items as [{item, explanation}]: existing gold items of the study, distinct, at most 20.
+
+    Written as such a list, or as text lines "item id | explanation" (the settings page)."""
+    if raw in (None, "", []):
+        return []
+    if isinstance(raw, str):
+        raw = [
+            {"item": part.strip(), "explanation": rest.strip()}
+            for line in raw.splitlines()
+            if line.strip()
+            for part, _, rest in [line.partition("|")]
+        ]
+    if not isinstance(raw, list) or len(raw) > MAX_TRAINING_ITEMS:
+        raise ServiceError(f"training must be a list of at most {MAX_TRAINING_ITEMS} {{item, explanation}}")
+    entries = []
+    for position, entry in enumerate(raw, start=1):
+        if (
+            not isinstance(entry, Mapping)
+            or set(entry) - {"item", "explanation"}
+            or not isinstance(entry.get("item"), str)
+        ):
+            raise ServiceError(f"training item {position}: write {{item: <item id>, explanation: <text>}}")
+        explanation = entry.get("explanation") or ""
+        if not isinstance(explanation, str) or len(explanation) > MAX_TEXT_EXPLANATION:
+            raise ServiceError(
+                f"training item {position}: the explanation is text of at most {MAX_TEXT_EXPLANATION} characters"
+            )
+        entries.append({"item": entry["item"].strip(), "explanation": explanation.strip()})
+    ids = [entry["item"] for entry in entries]
+    if len(set(ids)) != len(ids):
+        raise ServiceError("training items must be distinct")
+    gold = dict(Item.objects.filter(study=study, external_id__in=ids).values_list("external_id", "gold_label"))
+    missing = [item for item in ids if item not in gold]
+    if missing:
+        raise ServiceError(
+            f"training items must be items of the study (import them first); not found: {', '.join(missing[:5])}"
+        )
+    without_gold = [item for item in ids if not gold[item]]
+    if without_gold:
+        raise ServiceError(
+            f"training items need a gold label (the feedback shows it); without one: {', '.join(without_gold[:5])}"
+        )
+    return entries
+
+
+#: The longest explanation of a training item.
+MAX_TEXT_EXPLANATION = 5_000
 
 
 def _checked_conditions(raw: Any, kind: str) -> list[dict[str, str]]:
@@ -379,6 +438,7 @@ def update_study(*, study: Study, changes: Mapping[str, Any], user: User | None 
     final = {**merged, **cleaned, "instructions": _check_instructions(merged["instructions"])}
     final["questions"] = parse_questions(merged["questions"], kind=final["kind"])
     final["conditions"] = _checked_conditions(merged["conditions"], final["kind"])
+    final["training"] = _checked_training(merged["training"], study)
     for flag in (
         "evidence_judgements",
         "justification_required",
@@ -413,6 +473,9 @@ def update_study(*, study: Study, changes: Mapping[str, Any], user: User | None 
         rank_items(study)
     if "conditions" in changed:
         forget_conditions(study)  # before the first answer: nobody has worked in the old ones
+    if "training" in changed:
+        # Training items are never handed out as items (marked like checks; leases on them taken back).
+        mark_training_items(study, {e["item"] for e in current["training"]}, {e["item"] for e in final["training"]})
     return StudyChange.objects.bulk_create(records)
 
 

@@ -14,6 +14,7 @@ from annotation.lib.dblocks import repeat_safe
 from annotation.models import Annotation, Assignment
 from annotation.permissions import AssignmentScoped, IsAssignmentStudyMember, IsStudyMember, StudyScoped
 from annotation.workbench import services as assignments
+from annotation.workbench import training
 from annotation.workbench.results import answer_result, next_in_result, next_result
 from annotation.workbench.selectors import annotator_progress, display_payload
 from annotation.workbench.serializers import (
@@ -22,7 +23,11 @@ from annotation.workbench.serializers import (
     NextAssignmentSerializer,
     SubmitAnswerSerializer,
     SubmitResultSerializer,
+    TrainingAnswerSerializer,
+    TrainingFeedbackSerializer,
+    TrainingItemSerializer,
 )
+from annotation.workbench.training import next_training_item
 
 # --- annotating ------------------------------------------------------------------
 
@@ -76,6 +81,14 @@ class NextAssignment(AssignmentServiceView):
     )
     def post(self, request: Request, slug: str) -> Response:
         user = logged_in_user(request)
+        if self.study.training and next_training_item(user, self.study) is not None:
+            return Response(
+                {
+                    "detail": f"do the study's training first: GET /api/studies/{self.study.slug}/training/next",
+                    "code": "training_first",
+                },
+                status=status.HTTP_409_CONFLICT,
+            )
         assignment = assignments.claim_next(user=user, study=self.study)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
@@ -147,3 +160,61 @@ class FlagAssignment(AssignmentScoped, AssignmentServiceView):
             reason=form.validated_data["reason"],
         )
         return self.result(flagged)
+
+
+# --- training (annotation/workbench/training.py) -------------------------------------------
+
+
+class NextTrainingItem(AssignmentServiceView):
+    """Your next training item (the study's gold items met first, with feedback); 204 when none is left."""
+
+    permission_classes = [IsStudyMember]
+
+    @extend_schema(
+        responses={
+            200: TrainingItemSerializer,
+            204: OpenApiResponse(description="No training item is left for you: claim items (assignments/next)."),
+            **_errors(403, 404),
+        }
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        user = logged_in_user(request)
+        training.check_can_train(user, self.study)
+        item = training.next_training_item(user, self.study)
+        if item is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        left = training.training_left(user, self.study)
+        shown = training.training_assignment(self.study, item, user)
+        total = len(self.study.training)
+        return Response(
+            {"item": item.external_id, "display": display_payload(shown), "position": total - left + 1, "total": total}
+        )
+
+
+class AnswerTrainingItem(AssignmentServiceView):
+    """Answer your current training item; the answer is scored against gold and not part of the study's data."""
+
+    permission_classes = [IsStudyMember]
+
+    @extend_schema(
+        request=TrainingAnswerSerializer, responses={200: TrainingFeedbackSerializer, **_errors(400, 403, 404)}
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        form = TrainingAnswerSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        user = logged_in_user(request)
+        item = training.next_training_item(user, self.study)
+        if item is None or item.external_id != form.validated_data["item"]:
+            raise ServiceError("that is not your current training item (GET training/next says which is)")
+        feedback = training.answer_training(
+            user=user, study=self.study, item=item, answer=SubmitAnswerSerializer.answer(form.validated_data)
+        )
+        return Response(
+            {
+                "correct": feedback.correct,
+                "given": feedback.given,
+                "expected": feedback.expected,
+                "explanation": feedback.explanation,
+                "remaining": feedback.remaining,
+            }
+        )

@@ -254,3 +254,26 @@ class FlagSerializer(StrictSerializer):
     reason = serializers.CharField(
         max_length=MAX_TEXT, help_text="Why the item is a problem (broken, offensive, impossible to judge)."
     )
+
+
+class TrainingItemSerializer(serializers.Serializer):
+    item = serializers.CharField(help_text="The training item's id: send it back with the answer.")
+    display = DisplayItemField(help_text="The item as annotators see it (no gold label).")
+    position = serializers.IntegerField(help_text="This item's place among the study's training items (1-based).")
+    total = serializers.IntegerField()
+
+
+class TrainingAnswerSerializer(SubmitAnswerSerializer):
+    """A training answer: the training item's id and the answer, as for any item of the study."""
+
+    item = serializers.CharField(max_length=200)
+    next = None  # no claim follows a training answer
+    holding = None
+
+
+class TrainingFeedbackSerializer(serializers.Serializer):
+    correct = serializers.BooleanField()
+    given = serializers.CharField(help_text="Your answer, in screen terms (List 1 / List 2 for preferences).")
+    expected = serializers.CharField(help_text="The gold answer, in the same terms.")
+    explanation = serializers.CharField(allow_blank=True)
+    remaining = serializers.IntegerField(help_text="Training items left after this one.")

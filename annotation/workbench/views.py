@@ -47,6 +47,7 @@ from annotation.workbench.services import (
     submit,
     submit_with_progress,
 )
+from annotation.workbench.training import next_training_item
 
 #: Shown when a POST names an assignment the user no longer holds (its lease ran out and
 #: someone else took it over), or never held: the same words either way.
@@ -141,6 +142,8 @@ def _ahead_payload(
 def annotate(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     """The annotator's current item (the same one until answered or skipped), or the finish page."""
     study = access_study(request.user, slug)
+    if study.training and next_training_item(request.user, study) is not None:
+        return redirect("annotation:annotate_training", slug=study.slug)  # training comes first
     try:
         assignment = claim_next(user=request.user, study=study)
     except NotAllowed as exc:

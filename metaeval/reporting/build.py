@@ -15,6 +15,7 @@ from annotation.adjudication.selectors import adjudication_summary
 from annotation.crowd.selectors import exclusion_rule
 from annotation.models import Study
 from annotation.transfer.adapters.source_labels import rule as source_labels_rule
+from annotation.workbench.training import training_accuracy
 from metaeval import study_frame as frames
 from metaeval.verifiers.pairwise_report import pairwise_judge_report
 from metaeval.verifiers.report import verifier_report
@@ -58,6 +59,7 @@ FIRST_SECTIONS_PENDING: dict[str, Any] = {
     "verifiers_vs_reference": None,
     "questions": None,
     "conditions": None,
+    "training": None,
 }
 
 
@@ -142,4 +144,10 @@ def build_report(
     report["verifiers_vs_reference"] = verifiers_vs_reference(study, reference, options)
     report["questions"] = questions_section(frame, study, options)
     report["conditions"] = conditions_section(frame, study, options, verdicts)
+    # Training answers are no labels of the study: only each annotator's accuracy on the training items.
+    report["training"] = (
+        {"items": [entry["item"] for entry in study.training], "annotators": training_accuracy(study)}
+        if study.training
+        else None
+    )
     return report
