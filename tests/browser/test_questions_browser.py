@@ -119,7 +119,9 @@ def answer_by_keyboard(page, keys: dict[str, str], label_key: str, label_value: 
 
 def on_screen(page) -> tuple[Assignment, str, str]:
     """The assignment on screen and the systems shown as List 1 and List 2; the lists match them."""
-    assignment = Assignment.objects.select_related("item").get(pk=int(shown_item(page)))
+    shown = shown_item(page)
+    assert shown is not None, "no item on screen"
+    assignment = Assignment.objects.select_related("item").get(pk=int(shown))
     left = assignment.left_system
     right = next(system for system in SYSTEMS if system != left)
     lists = assignment.item.payload["lists"]

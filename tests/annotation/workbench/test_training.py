@@ -30,14 +30,14 @@ def training_study(**options):
 
 
 def test_training_items_must_be_gold_items_of_the_study_and_are_never_handed_out():
-    study, users = make_study(slug="bare", items=3, n=1, annotators=1)
-    with pytest.raises(ServiceError, match="training items need a gold label.*i-0"):
+    study, _ = make_study(slug="bare", items=3, n=1, annotators=1)
+    with pytest.raises(ServiceError, match=r"training items need a gold label.*i-0"):
         update_study(study=study, changes={"training": [{"item": "i-0", "explanation": ""}]})
     with pytest.raises(ServiceError, match="not found: nope"):
         update_study(study=study, changes={"training": [{"item": "nope"}]})
     with pytest.raises(ServiceError, match="set them in its settings once its items are in"):
         create_study(slug="t2", name="t2", kind="verification", training=TRAINING)
-    study, users = training_study()
+    study, _ = training_study()
     assert set(Item.objects.filter(study=study, is_check=True).values_list("external_id", flat=True)) == {"i-0", "i-1"}
 
 
