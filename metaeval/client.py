@@ -128,6 +128,32 @@ class Claimlab:
             text = self._background_export(slug)
         return pd.read_json(io.BytesIO(text), lines=True, dtype=False) if text.strip() else pd.DataFrame()
 
+    def question_answers(self, slug: str) -> pd.DataFrame:
+        """The study's extra questions' answers as ``metaeval.stats.questions`` reads them: one row per
+        answer, question and target ("" for the item, a system for a list, "<system>#<claim index>" for
+        a claim), with the answer's item, annotator, label and (a study with conditions) condition.
+
+        From the export (its ``q_<key>`` columns), so every answer is there, the report's rules aside.
+        """
+        from metaeval.stats.questions import long_answers  # numpy and scipy, but no Django
+
+        questions = self.study(slug).get("questions") or []
+        annotations = self.annotations(slug)
+        carried = [column for column in ("label", "condition") if column in annotations.columns]
+        columns = ["item", "annotator", *carried, "question", "target", "value"]
+        if not questions or annotations.empty:
+            return pd.DataFrame(columns=columns)
+        stored = annotations[["item", "annotator", *carried]].copy()
+        stored["answers"] = [
+            {
+                question["key"]: row.get(f"q_{question['key']}")
+                for question in questions
+                if f"q_{question['key']}" in row
+            }
+            for row in annotations.to_dict("records")
+        ]
+        return long_answers(stored, questions)
+
     def _background_export(self, slug: str) -> bytes:
         job = self._json("POST", f"/api/studies/{slug}/exports", body={"format": "jsonl"})
         while job["status"] not in ("succeeded", "failed"):

@@ -73,3 +73,43 @@ def test_errors_name_the_problem(lab, live_server):
     assert refused.value.status == 401 and refused.value.detail
     with pytest.raises(ValueError, match="a token is needed"):
         Claimlab(live_server.url, "")
+
+
+def test_the_extra_questions_answers_come_back_long_and_feed_the_statistics(live_server, researcher):
+    """Issue 32: the notebook client reads every answer to a study's questions, per system for list and
+    claim questions, in the shape metaeval.stats.questions takes; its distribution equals hand counts."""
+    from django.test import Client
+    from django.urls import reverse
+
+    from annotation.members.services import add_members
+    from tests.support.assignment_study import make_study as make_question_study
+
+    questions = [
+        {"key": "confidence", "type": "likert", "prompt": "How sure?"},
+        {"key": "verifiable", "type": "check", "prompt": "Verifiable", "target": "claim"},
+    ]
+    study, users = make_question_study(kind="preference", slug="qs", items=3, n=2, annotators=2, questions=questions)
+    add_members(study=study, usernames=[researcher.username], role="researcher")
+    browser = Client()
+    given = []
+    for number, user in enumerate(users):
+        browser.force_login(user)
+        while (response := browser.post(reverse("api-assignment-next", args=["qs"]))).status_code == 200:
+            confidence = 1 + (len(given) + number) % 5
+            given.append(confidence)
+            browser.post(
+                reverse("api-assignment-submit", args=[response.json()["assignment"]["id"]]),
+                {
+                    "choice": "tie",
+                    "questions": {"confidence": confidence, "verifiable": {"list_1": [True], "list_2": [False]}},
+                },
+                content_type="application/json",
+            )
+    lab = Claimlab(live_server.url, issue_token(user=researcher, name="notebook").key)
+    answers = lab.question_answers("qs")
+    confidence = answers[answers["question"] == "confidence"]
+    assert sorted(confidence["value"]) == sorted(given) and set(confidence["target"]) == {""}
+    claims = answers[answers["question"] == "verifiable"]
+    assert set(claims["target"]) == {"veriscore#0", "safe#0"} and len(claims) == 2 * len(given)
+    distribution = stats.question_distribution(confidence, study.questions[0])  # stored complete (its scale)
+    assert {int(k): v for k, v in distribution["overall"]["counts"].items()} == {p: given.count(p) for p in range(1, 6)}

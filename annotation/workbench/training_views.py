@@ -14,7 +14,13 @@ from annotation.models import Item, Study
 from annotation.workbench.forms import answer_form
 from annotation.workbench.selectors import display_payload
 from annotation.workbench.services import NotAllowed
-from annotation.workbench.training import answer_training, next_training_item, training_assignment, training_left
+from annotation.workbench.training import (
+    answer_training,
+    check_can_train,
+    next_training_item,
+    training_assignment,
+    training_left,
+)
 
 
 def _page(request: AuthenticatedHttpRequest, study: Study, item: Item, form, *, status: int = 200) -> HttpResponse:
@@ -41,6 +47,10 @@ def _page(request: AuthenticatedHttpRequest, study: Study, item: Item, form, *, 
 def annotate_training(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     """The next training item (GET), or the answer to it and its feedback (POST); the annotate page when none is left."""
     study = access_study(request.user, slug)
+    try:
+        check_can_train(request.user, study)
+    except NotAllowed as exc:
+        return render(request, "annotation/annotate_refused.html", {"study": study, "reason": str(exc)}, status=403)
     item = next_training_item(request.user, study)
     if item is None:
         return redirect("annotation:annotate", slug=study.slug)

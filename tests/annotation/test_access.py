@@ -123,6 +123,8 @@ def test_outsider_gets_404_through_token_auth(client, two_studies):
 #: participant's step page is 404 for anyone the session does not hold as a participant.
 RESEARCHER_ON_ANNOTATOR_PAGES = {
     "annotation:annotate": 403,
+    "api-training-next": 403,
+    "annotation:annotate_training": 403,
     "annotation:annotate_revise": 404,
     "annotation:participant_step": 404,
 }

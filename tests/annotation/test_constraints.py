@@ -441,6 +441,17 @@ def test_a_participant_answers_a_check_item_once_and_checks_are_of_a_known_kind(
     violates("participant_check_once", lambda: check(kind="qualification"), columns=("participant_id", "item_id"))
 
 
+def test_an_annotator_answers_a_training_item_once(study, item, users):
+    """TrainingAnswer: one per (study, annotator, item); a second answer keeps the first (issue 32)."""
+    from annotation.models import TrainingAnswer
+
+    def answer() -> TrainingAnswer:
+        return TrainingAnswer.objects.create(study=study, annotator=users[0], item=item, label="yes", correct=True)
+
+    allowed(answer)
+    violates("training_answer_once", answer, columns=("study_id", "annotator_id", "item_id"))
+
+
 def test_an_account_origin_says_how_the_study_made_it(study, users):
     """AccountOrigin.how is one of its kinds: a researcher's right to reset rests on it (issue 31)."""
     violates("origin_how_valid", lambda: AccountOrigin.objects.create(user=users[0], study=study, how="guessed"))
