@@ -14,6 +14,7 @@ from django.db.models import Count, QuerySet
 from annotation.lib.pseudonyms import pseudonyms
 from annotation.lib.rawsql import fetch_one, names
 from annotation.models import Adjudication, AdjudicationRule, Annotation, Assignment, Item, Study, StudyMember
+from annotation.questions.answers import answer_lines
 
 
 @dataclass
@@ -204,6 +205,7 @@ def item_for_adjudication(item: Item) -> dict[str, Any]:
             **seen_frame(study, a.assignment.left_system, a.preferred_system),
             "justification": a.justification,
             "evidence_judgements": a.evidence_judgements,
+            "questions": answer_lines(study.questions, a.question_answers, list_name) if study.questions else [],
             "active_ms": a.active_ms,
             "flagged": a.assignment.flagged,
             "flag_reason": a.assignment.flag_reason,

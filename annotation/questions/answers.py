@@ -163,3 +163,35 @@ def screen_answers(
                 side: value.get(system) for side, system in zip(SCREEN_LISTS, shown, strict=False)
             }
     return screen
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "-"
+    if value is True or value is False:
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "-"
+    return str(value)
+
+
+def answer_lines(
+    questions: Sequence[dict[str, Any]], stored: Mapping[str, Any] | None, list_names: Mapping[str, str]
+) -> list[dict[str, str]]:
+    """An answer's extra questions as short lines for a page that reads answers (the adjudication page):
+    {prompt, text}; list and claim answers under the names the page gives the systems' lists."""
+    lines = []
+    for question in questions:
+        value = (stored or {}).get(question["key"])
+        if question["target"] == "item" or not isinstance(value, Mapping):
+            text = _shown(value)
+        elif question["target"] == "list":
+            text = "; ".join(f"{list_names.get(system, system)}: {_shown(given)}" for system, given in value.items())
+        else:
+            text = "; ".join(
+                f"{list_names.get(system, system)}: "
+                + " ".join(f"{index + 1}={_shown(claim)}" for index, claim in enumerate(claims or []))
+                for system, claims in value.items()
+            )
+        lines.append({"prompt": question["prompt"], "text": text})
+    return lines

@@ -217,3 +217,31 @@ def test_the_live_preview_renders_the_questions_or_names_the_problem(client, mak
     assert 'name="q.confidence"' in text and 'name="q.verifiable.list_1.1"' in text
     refused = client.post(url, {"text": "- {key: x, type: slider, prompt: p}", "kind": "verification"})
     assert refused.status_code == 400 and "question 1 (x): type must be one of" in refused.content.decode()
+
+
+def test_the_adjudication_page_shows_each_answers_questions_under_the_blinded_list_names(client, make_user):
+    from annotation.members.services import add_members
+
+    study, (a1, *_) = preference_study()
+    client.force_login(a1)
+    assignment = claim(client, study)
+    left = Assignment.objects.get(pk=assignment["id"]).left_system
+    answer = {
+        "choice": "tie",
+        "questions": {
+            "confidence": 5,
+            "complete": {"list_1": "yes", "list_2": "no"},
+            "verifiable": {"list_1": [True], "list_2": [False]},
+        },
+    }
+    client.post(reverse("api-assignment-submit", args=[assignment["id"]]), answer, content_type="application/json")
+    add_members(study=study, usernames=["boss"], role="researcher")
+    client.force_login(study.members.get(user__username="boss").user)
+    item_id = Assignment.objects.get(pk=assignment["id"]).item.external_id
+    page = client.get(reverse("annotation:adjudicate_item", args=[study.slug, item_id])).content.decode()
+    name = {system: f"List {n}" for n, system in enumerate(study.systems, start=1)}  # A/B order, never screen sides
+    right = next(system for system in study.systems if system != left)
+    assert "<dt>How sure are you?</dt><dd>5</dd>" in page
+    assert f"{name[left]}: yes" in page and f"{name[right]}: no" in page
+    assert f"{name[left]}: 1=yes" in page and f"{name[right]}: 1=no" in page
+    assert left not in page.split('id="adj-answers"')[1].split("</ul>")[0]  # system names stay hidden
