@@ -20,10 +20,12 @@ from .present import (
     Row,
     agreement_rows,
     ceiling_rows,
+    condition_rows,
     credibility_rows,
     domain_rows,
     pair_rows,
     preference_rows,
+    question_blocks,
     score_rows,
     small_n_warning,
     veriscore_rows,
@@ -342,12 +344,83 @@ def _annotator_tables(report: dict[str, Any]) -> list[LatexTable]:
     ]
 
 
+def _question_tables(report: dict[str, Any]) -> list[LatexTable]:
+    """Agreement on each extra question, and the per-claim shares (issue 32)."""
+    blocks = question_blocks(report.get("questions"))
+    rows = [
+        [escape(block["key"]), escape(row.name), _num(row.value), _row_ci(row), _num(row.n)]
+        for block in blocks
+        for row in block["agreement_rows"]
+    ]
+    tables = []
+    if rows:
+        tables.append(
+            LatexTable(
+                "questions",
+                "Agreement on the extra questions",
+                ["Question", "Statistic", "Value", "95\\% CI", "Units"],
+                "llrlr",
+                rows,
+            )
+        )
+    claims = [
+        [
+            escape(block["key"]),
+            escape(entry["row"].name),
+            _num(entry["row"].value),
+            _row_ci(entry["row"]),
+            f"{_num(entry['k'])}/{_num(entry['n'])}" if entry["n"] is not None else DASH,
+        ]
+        for block in blocks
+        for entry in block["per_claim_rows"]
+    ]
+    if claims:
+        tables.append(
+            LatexTable(
+                "questions_per_claim",
+                "Share of claims judged positive, per system",
+                ["Question", "System", "Share", "95\\% CI", "$k/n$"],
+                "llrlr",
+                claims,
+            )
+        )
+    return tables
+
+
+def _condition_tables(report: dict[str, Any]) -> list[LatexTable]:
+    """The conditions compared (issue 32): each measure per condition and each difference from the baseline."""
+    rows = [
+        [
+            escape(entry["measure"]),
+            escape(entry["what"]),
+            _num(entry["row"].value),
+            _row_ci(entry["row"]),
+            f"{_num(entry['k'])}/{_num(entry['n'])}" if entry["n"] is not None else DASH,
+            _num(entry["p"]) if entry["p"] is not None else "",
+        ]
+        for entry in condition_rows(report.get("conditions"))
+    ]
+    if not rows:
+        return []
+    return [
+        LatexTable(
+            "conditions",
+            "Conditions compared",
+            ["Measure", "Condition", "Value", "95\\% CI", "$k/n$", "$p$"],
+            "llrlrr",
+            rows,
+        )
+    ]
+
+
 _BUILDERS: tuple[Callable[[dict[str, Any]], list[LatexTable]], ...] = (
     _agreement_tables,
     _preference_tables,
     _score_tables,
     _verifier_tables,
     _annotator_tables,
+    _question_tables,
+    _condition_tables,
 )
 #: Every table name a report may have, in document order (the per-table download route accepts these).
 TABLE_NAMES = (
@@ -365,6 +438,9 @@ TABLE_NAMES = (
     "credibility",
     "verifiers",
     "annotators",
+    "questions",
+    "questions_per_claim",
+    "conditions",
 )
 
 

@@ -123,7 +123,11 @@ def test_the_report_recovers_a_known_automation_bias(client):
                 {"label": label, "active_ms": rng.randint(2000, 9000)},
                 content_type="application/json",
             )
-    section = build_report(study)["conditions"]
+    report = build_report(study)
+    section = report["conditions"]
+    from metaeval.reporting.latex_format import report_tables, table_tex
+
+    assert "Agreement with the verifier (automation bias)" in table_tex(report_tables(report)["conditions"])
     difference = section["comparison"]["differences"]["verifier_suggestion"]["agreement_with_verifier"]
     low = difference["ci"][0]
     assert difference["value"] > 0 and low > 0, difference

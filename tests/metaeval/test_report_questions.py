@@ -110,3 +110,13 @@ def test_a_gold_item_left_out_of_agreement_leaves_its_answers_out_too(answered):
     report = build_report(answered)
     assert report["questions"]["questions"][0]["n_answers"] == full - 3
     assert report["n_annotations_in_agreement"] == report["n_annotations"] - 3
+
+
+def test_the_latex_tables_carry_the_questions(answered):
+    from metaeval.reporting.latex_format import report_tables, table_tex
+
+    tables = report_tables(build_report(answered))
+    agreement = table_tex(tables["questions"])
+    assert "confidence" in agreement and "Krippendorff's alpha (ordinal)" in agreement and "\\toprule" in agreement
+    per_claim = table_tex(tables["questions_per_claim"])
+    assert "verifiable" in per_claim and "every judgement" in per_claim
