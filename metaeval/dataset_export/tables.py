@@ -130,15 +130,30 @@ class Tables:
     frame: frames.StudyFrame  # the labels every table came from (the card's agreement reads it too)
 
 
-def _annotation_rows(study: Study, counted: set[tuple[str, str]]) -> list[dict[str, Any]]:
+def annotation_schema(study: Study) -> pa.Schema:
+    """ANNOTATION_SCHEMA, then the annotator's condition and one column per extra question (issue 32), as the
+    export has them; a question's answer is JSON text (a number, a list, or per system for list and claim questions)."""
+    extra = [("condition", pa.string())] if study.conditions else []
+    extra += [(f"q_{question['key']}", pa.string()) for question in study.questions]
+    return pa.schema([*ANNOTATION_SCHEMA, *(pa.field(name, kind) for name, kind in extra)])
+
+
+def _json_text(value: Any) -> str | None:
+    return None if value is None or isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _annotation_rows(study: Study, counted: set[tuple[str, str]], schema: pa.Schema) -> list[dict[str, Any]]:
     """The export's rows of the labels the study frame counts (``counted``: its (item, annotator) pairs)."""
     rows = []
     for row in export_rows(study):
         if (row.get("item"), row.get("annotator")) not in counted:
             continue  # a participant left out of analysis, a check item's label, a skipped assignment
-        row = {name: row.get(name) for name in ANNOTATION_SCHEMA.names}
+        row = {name: row.get(name) for name in schema.names}
         if row["evidence_judgements"] is not None and not isinstance(row["evidence_judgements"], str):
             row["evidence_judgements"] = json.dumps(row["evidence_judgements"], ensure_ascii=False)
+        for name in schema.names:
+            if name.startswith("q_"):
+                row[name] = row[name] if isinstance(row[name], str) else _json_text(row[name])
         rows.append(row)
     return rows
 
@@ -256,7 +271,8 @@ def build_tables(study: Study, frame: frames.StudyFrame | None = None) -> Tables
     for item_id, annotator, label in zip(labels["item"], labels["annotator"], labels["label"], strict=True):
         given.setdefault(str(item_id), []).append((str(annotator), str(label)))
     counted = {(item_id, annotator) for item_id, pairs in given.items() for annotator, _ in pairs}
-    annotation_rows = _annotation_rows(study, counted)
+    schema = annotation_schema(study)
+    annotation_rows = _annotation_rows(study, counted, schema)
     item_rows = []
     for item in Item.objects.filter(study=study).order_by("position", "pk").iterator(chunk_size=2000):
         pairs = sorted(given.get(item.external_id, []))
@@ -268,7 +284,7 @@ def build_tables(study: Study, frame: frames.StudyFrame | None = None) -> Tables
             pair_rows(item_rows, counts, preferred_directions(frame)), schema=PAIR_SCHEMA
         )
     return Tables(
-        annotations=pa.Table.from_pylist(annotation_rows, schema=ANNOTATION_SCHEMA),
+        annotations=pa.Table.from_pylist(annotation_rows, schema=schema),
         items=pa.Table.from_pylist(item_rows, schema=item_schema(study.kind)),
         pairs=pairs_table,
         pair_counts=counts,

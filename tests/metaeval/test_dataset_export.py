@@ -158,3 +158,30 @@ def test_a_folder_with_files_is_refused_and_left_as_it_was(db, tmp_path):
     assert not (tmp_path / "taken.partial").exists()
     with pytest.raises(CommandError, match="does not exist"):
         call_command("export_dataset", study.slug, str(tmp_path / "no" / "such"))
+
+
+def test_extra_questions_and_conditions_go_into_the_annotations_config(db, tmp_path, client):
+    """Issue 32: the Hugging Face export carries each answer's condition and its questions' answers."""
+    from django.urls import reverse
+
+    from tests.support.assignment_study import make_study as make_question_study
+
+    questions = [{"key": "sure", "type": "likert", "prompt": "How sure?"}]
+    study, users = make_question_study(
+        slug="hfq", items=2, n=2, annotators=2, questions=questions, conditions=["a", "b"]
+    )
+    for user in users:
+        client.force_login(user)
+        while (response := client.post(reverse("api-assignment-next", args=["hfq"]))).status_code == 200:
+            client.post(
+                reverse("api-assignment-submit", args=[response.json()["assignment"]["id"]]),
+                {"label": "supported", "questions": {"sure": 4}},
+                content_type="application/json",
+            )
+    folder = tmp_path / "hfq"
+    write_hf_dataset(study, folder)
+    rows = pd.read_parquet(folder / "data" / "annotations").to_dict("records")
+    assert (
+        len(rows) == 4 and {row["q_sure"] for row in rows} == {"4"} and {row["condition"] for row in rows} == {"a", "b"}
+    )
+    assert load(folder, "annotations", tmp_path / "cache").num_rows == 4
