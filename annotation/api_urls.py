@@ -47,6 +47,11 @@ urlpatterns = [
     ),
     path("studies/<slug:slug>/assignments/next", workbench_api.NextAssignment.as_view(), name="api-assignment-next"),
     path("studies/<slug:slug>/training/next", workbench_api.NextTrainingItem.as_view(), name="api-training-next"),
+    path(
+        "studies/<slug:slug>/questionnaires/<str:kind>",
+        workbench_api.Questionnaire.as_view(),
+        name="api-questionnaire",
+    ),
     path("studies/<slug:slug>/training/answer", workbench_api.AnswerTrainingItem.as_view(), name="api-training-answer"),
     path(
         "assignments/<int:assignment_id>/submit", workbench_api.SubmitAssignment.as_view(), name="api-assignment-submit"

@@ -139,6 +139,12 @@ class Study(models.Model):
         blank=True,
         help_text="Extra questions asked with each answer (annotation/questions/definitions.py), checked and complete.",
     )
+    questionnaires = models.JSONField(
+        default=dict,
+        db_default={},
+        blank=True,
+        help_text="A pre-study and a post-study questionnaire and a comprehension quiz: annotation/questions/questionnaires.py.",
+    )
     training = models.JSONField(
         default=list,
         db_default=[],
@@ -955,6 +961,38 @@ class ParticipantCheck(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} check of participant {self.participant_id}: {'pass' if self.correct else 'fail'}"
+
+
+class QuestionnaireResponse(models.Model):
+    """One person's answers to one of the study's questionnaires (pre, post) or one attempt at its quiz.
+
+    Kept per person, exported under their pseudonym; a quiz attempt records whether it passed.
+    """
+
+    class Kind(models.TextChoices):
+        PRE = "pre", "Pre-study questionnaire"
+        QUIZ = "quiz", "Comprehension quiz"
+        POST = "post", "Post-study questionnaire"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="questionnaire_responses")
+    respondent = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    attempt = models.PositiveSmallIntegerField(default=1)
+    answers = models.JSONField(default=dict)
+    passed = models.BooleanField(null=True, blank=True, help_text="A quiz attempt: every answer right.")
+    answered_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["study", "respondent", "answered_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "respondent", "kind", "attempt"], name="questionnaire_response_once"
+            ),
+            models.CheckConstraint(condition=Q(kind__in=["pre", "quiz", "post"]), name="questionnaire_response_kind"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of {self.respondent_id} in study {self.study_id} (attempt {self.attempt})"
 
 
 class TrainingAnswer(models.Model):

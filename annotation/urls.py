@@ -8,7 +8,7 @@ from annotation.members import views as member_views
 from annotation.progress import views as progress_views
 from annotation.studies import views as study_views
 from annotation.transfer import views as transfer_views
-from annotation.workbench import training_views
+from annotation.workbench import questionnaire_views, training_views
 from annotation.workbench import views as workbench_views
 
 app_name = "annotation"
@@ -59,6 +59,7 @@ urlpatterns = [
         adjudication_views.member_adjudicator,
         name="member_adjudicator",
     ),
+    path("studies/<slug:slug>/questionnaires.csv", transfer_views.questionnaire_export, name="questionnaire_export"),
     path("studies/<slug:slug>/participants/", crowd_views.participants_page, name="study_participants"),
     path("studies/<slug:slug>/participants/rotate/", crowd_views.participants_rotate, name="participants_rotate"),
     path(
@@ -84,6 +85,11 @@ urlpatterns = [
     path("studies/<slug:slug>/progress/live/", progress_views.study_progress_live, name="study_progress_live"),
     path("studies/<slug:slug>/annotate/", workbench_views.annotate, name="annotate"),
     path("studies/<slug:slug>/annotate/training/", training_views.annotate_training, name="annotate_training"),
+    path(
+        "studies/<slug:slug>/annotate/questionnaire/<str:kind>/",
+        questionnaire_views.questionnaire_page,
+        name="questionnaire",
+    ),
     path("studies/<slug:slug>/annotate/<int:assignment_id>/", workbench_views.annotate_submit, name="annotate_submit"),
     path(
         "studies/<slug:slug>/annotate/<int:assignment_id>/revise/",

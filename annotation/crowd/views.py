@@ -27,8 +27,11 @@ from annotation.crowd.render import answer_form, item_context, page, progress, s
 from annotation.crowd.session import UNKNOWN, arrived, remember, their_assignment
 from annotation.errors import ServiceError
 from annotation.models import Annotation, Assignment, Participant, ParticipantLink
-from annotation.workbench import training
+from annotation.questions.forms import posted_answers
+from annotation.questions.questionnaires import questions_of
+from annotation.workbench import questionnaires, training
 from annotation.workbench.prefetch import form_refusal, in_background
+from annotation.workbench.questionnaire_views import questionnaire_context
 from annotation.workbench.services import ClaimContention, LeaseLost, NotAllowed, submit
 
 Status = Participant.Status
@@ -82,6 +85,9 @@ def step(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method == "POST" and not participant.ended:
         crowd.seen(participant)
         return _act(request, participant, link)
+    if request.method == "POST" and request.POST.get("action") == "questionnaire":
+        # The post-study questionnaire comes after the session ended (completed): before the end page.
+        return _questionnaire(request, participant, link) or redirect("annotation:participant_step", slug=slug)
     if request.method == "POST" and request.POST.get("action") in ANSWERING:
         # An answer from a page loaded before the session ended (time up, withdrawn in another tab): said, not dropped.
         reason = ENDED_REASONS.get(participant.status, "this page is out of date")
@@ -116,7 +122,56 @@ def _act(request: HttpRequest, participant: Participant, link: ParticipantLink) 
         return _answer(request, participant, link)
     elif action == "training" and participant.status == Status.WORKING:
         return _train(request, participant, link) or again
+    elif action == "questionnaire":
+        return _questionnaire(request, participant, link) or again
     return again
+
+
+def _questionnaire(request: HttpRequest, participant: Participant, link: ParticipantLink) -> HttpResponse | None:
+    """Answer the questionnaire due (pre, quiz, post); the quiz's feedback when an attempt failed with some left."""
+    study, user, kind = participant.study, participant.member.user, request.POST.get("kind", "")
+    if kind != _questionnaire_due(participant):
+        return None  # answered already (a second tab), or not this one's turn
+    questions = questions_of(study.questionnaires, kind)
+    try:
+        outcome = questionnaires.answer_questionnaire(
+            user=user, study=study, kind=kind, given=posted_answers(questions, request.POST)
+        )
+    except ServiceError as exc:
+        return _questionnaire_page(request, participant, kind, posted=request.POST, error=str(exc), status=400)
+    if outcome.wrong and outcome.attempts_left > 0:
+        return _questionnaire_page(request, participant, kind, wrong=outcome.wrong, attempts_left=outcome.attempts_left)
+    return None
+
+
+def _questionnaire_due(participant: Participant) -> str | None:
+    """The questionnaire the participant is at: pre or quiz before their items, post after a completed session."""
+    study, user = participant.study, participant.member.user
+    if not study.questionnaires:
+        return None
+    if participant.status == Status.COMPLETED:
+        return "post" if questionnaires.post_due(user, study) else None
+    if participant.status == Status.WORKING:
+        return questionnaires.due_before_items(user, study)
+    return None
+
+
+def _questionnaire_page(
+    request: HttpRequest, participant: Participant, kind: str, *, posted=None, status: int = 200, **extra
+) -> HttpResponse:
+    study = participant.study
+    made, _ = questionnaires.quiz_attempts(participant.member.user, study)
+    context = questionnaire_context(
+        study,
+        kind,
+        posted,
+        action=reverse("annotation:participant_step", args=[study.slug]),
+        hidden={"action": "questionnaire", "kind": kind},
+        attempt=made + 1,
+        participant=participant,
+        **extra,
+    )
+    return page(request, "questionnaire.html", context, status=status)
 
 
 def _train(request: HttpRequest, participant: Participant, link: ParticipantLink) -> HttpResponse | None:
@@ -192,6 +247,12 @@ def _show(
 ) -> HttpResponse:
     study = participant.study
     context: dict = {"study": study, "participant": participant, "link": link, "error": error}
+    due = _questionnaire_due(participant)
+    if due == questionnaires.FAILED_QUIZ:  # the quiz's attempts ran out: screened out, the failures kept
+        crowd.end(participant=participant, status=Status.SCREENED_OUT)
+        return redirect("annotation:participant_step", slug=study.slug)
+    if due is not None:
+        return _questionnaire_page(request, participant, due)
     if participant.ended:
         context.update(code=crowd.code_for(participant, link), redirect_url=crowd.redirect_for(participant, link))
         return page(request, "end.html", context)

@@ -205,8 +205,8 @@ def asks_per_claim(questions: list[dict[str, Any]]) -> bool:
     return any(question["target"] == "claim" for question in questions)
 
 
-def questions_text(questions: list[dict[str, Any]]) -> str:
-    """Stored definitions as the settings page shows them: YAML, one mapping per question, empty when none."""
+def questions_text(questions: list[dict[str, Any]] | dict[str, Any]) -> str:
+    """Stored definitions (questions, or questionnaires) as the settings page shows them: YAML, empty when none."""
     if not questions:
         return ""
     return yaml.safe_dump(questions, sort_keys=False, allow_unicode=True, default_flow_style=None, width=100)

@@ -118,6 +118,14 @@ class StudySettingsForm(forms.Form):
         "verifier_suggestion:gpt4-judge). Each annotator or participant gets one at their first item, balanced "
         "(counts differ by at most one), for good. Exact N holds per item across conditions.",
     )
+    questionnaires = forms.CharField(
+        required=False,
+        label="Questionnaires and quiz",
+        widget=forms.Textarea(attrs={"rows": 6, "class": "mono"}),
+        help_text="JSON or YAML: pre: [questions] before the first item, post: [questions] after the last, "
+        "quiz: {attempts: 3, questions: [questions each with correct: and feedback:]} to pass before any item. "
+        "The questions are the extra questions' types. Empty: none.",
+    )
     training = forms.CharField(
         required=False,
         label="Training items",
@@ -157,6 +165,13 @@ class StudySettingsForm(forms.Form):
         except ServiceError as exc:
             raise forms.ValidationError(str(exc)) from None
 
+    def clean_questionnaires(self) -> Any:
+        text = self.cleaned_data["questionnaires"].strip()
+        try:
+            return read_questions_text(text) if text else {}
+        except ServiceError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
     def clean_systems(self) -> list[str]:
         systems = _names(self.cleaned_data["systems"])
         if systems and len(systems) != 2:
@@ -191,6 +206,7 @@ class StudySettingsForm(forms.Form):
             "instructions": study.instructions,
             "questions": questions_text(study.questions),
             "conditions": conditions_text(study.conditions),
+            "questionnaires": questions_text(study.questionnaires),
             "training": "\n".join(f"{e['item']} | {e['explanation']}" for e in study.training),
         }
 

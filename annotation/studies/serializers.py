@@ -52,6 +52,7 @@ class StudyDetailSerializer(StudySerializer):
             "seed",
             "conditions",
             "training",
+            "questionnaires",
             "counts",
             "domains",
         ]
@@ -137,6 +138,15 @@ class StudySettingsSerializer(StrictSerializer):
             "Training items, met first by every annotator with feedback after each answer: "
             "[{item: <gold item id>, explanation: <text>}]. Set once the items are imported; training items are "
             "never handed out as items and their answers never count in agreement."
+        ),
+    )
+
+    questionnaires = serializers.DictField(
+        required=False,
+        help_text=(
+            "A pre-study and a post-study questionnaire and a comprehension quiz: {pre: [questions], post: "
+            "[questions], quiz: {attempts: 1-10, questions: [questions with `correct` and `feedback`]}}; the "
+            "questions are the extra questions' types, asked of the person."
         ),
     )
 

@@ -32,6 +32,7 @@ from annotation.members.services import _next_pseudonym
 from annotation.models import Annotation, Assignment, Item, Study, StudyChange, StudyMember, new_seed
 from annotation.progress.counters import recount_study
 from annotation.questions.definitions import parse_questions
+from annotation.questions.questionnaires import parse_questionnaires
 from annotation.vocab import BINARY_SIDES, PREFERENCE_BOTH_BAD, PREFERENCE_TIE, default_binary_map, default_labels
 
 Status = Study.Status
@@ -67,6 +68,7 @@ EDITABLE_FIELDS: tuple[str, ...] = (
     "questions",
     "conditions",
     "training",
+    "questionnaires",
 )
 
 #: Once a study holds an annotation these would change what the stored labels mean
@@ -82,6 +84,7 @@ FROZEN_AFTER_ANNOTATION: dict[str, str] = {
     "both_bad_allowed": "offering 'both bad' changes the label list the stored answers were given on",
     "questions": "stored answers were given to the current questions",
     "conditions": "annotators were assigned the current conditions and answered in them",
+    "questionnaires": "people answered the current questionnaires before labelling",
 }
 
 #: Frozen as soon as the study has items, because item payloads depend on them.
@@ -237,6 +240,7 @@ def create_study(
     questions: Any = None,
     conditions: Any = None,
     training: Any = None,
+    questionnaires: Any = None,
     status: str = Study.Status.OPEN,
     created_by: User | None = None,
 ) -> Study:
@@ -279,6 +283,7 @@ def create_study(
         checks_in_agreement=checks_in_agreement,
         questions=parse_questions(questions, kind=kind),
         conditions=_checked_conditions(conditions, kind),
+        questionnaires=parse_questionnaires(questionnaires),
         status=status,
         created_by=created_by,
     )
@@ -439,6 +444,7 @@ def update_study(*, study: Study, changes: Mapping[str, Any], user: User | None 
     final["questions"] = parse_questions(merged["questions"], kind=final["kind"])
     final["conditions"] = _checked_conditions(merged["conditions"], final["kind"])
     final["training"] = _checked_training(merged["training"], study)
+    final["questionnaires"] = parse_questionnaires(merged["questionnaires"])
     for flag in (
         "evidence_judgements",
         "justification_required",
@@ -600,6 +606,7 @@ def duplicate_study(
         checks_in_agreement=study.checks_in_agreement,
         questions=study.questions,
         conditions=study.conditions,
+        questionnaires=study.questionnaires,
         status=Status.DRAFT,
         created_by=user,
     )

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotation.access import Researcher, access_export_job, access_study
 from annotation.errors import ServiceError
 from annotation.http import AuthenticatedHttpRequest
+from annotation.lib.csvsafe import csv_text
 from annotation.models import ImportJob
 from annotation.transfer import selectors
 from annotation.transfer.adapters.labelstudio_export import labelstudio_response
@@ -20,6 +21,7 @@ from annotation.transfer.exports import CONTENT_TYPES, export_chunks, export_fil
 from annotation.transfer.forms import ImportForm
 from annotation.transfer.services.export_jobs import request_export
 from annotation.transfer.services.import_jobs import submit_import
+from annotation.workbench.questionnaires import questionnaire_columns, questionnaire_rows
 
 
 @login_required
@@ -138,3 +140,18 @@ def export_job(request: AuthenticatedHttpRequest, slug: str, export_id: int) -> 
 def export_job_download(request: AuthenticatedHttpRequest, slug: str, export_id: int) -> HttpResponseBase:
     job = access_export_job(request.user, slug, export_id)
     return export_file_response(job)
+
+
+@login_required
+@require_GET
+def questionnaire_export(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    """Every questionnaire response and quiz attempt, one row each, by pseudonym (researchers): the identity
+    mapping stays on the crowd page's mapping CSV."""
+    study = access_study(request.user, slug, role=Researcher)
+    rows = questionnaire_rows(study)
+    columns = questionnaire_columns(study)
+    response = HttpResponse(
+        csv_text(columns, ([row.get(column) for column in columns] for row in rows)), content_type=CONTENT_TYPES["csv"]
+    )
+    response["Content-Disposition"] = f'attachment; filename="{study.slug}-questionnaires.csv"'
+    return response

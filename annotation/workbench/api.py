@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -13,14 +14,17 @@ from annotation.http import logged_in_user
 from annotation.lib.dblocks import repeat_safe
 from annotation.models import Annotation, Assignment
 from annotation.permissions import AssignmentScoped, IsAssignmentStudyMember, IsStudyMember, StudyScoped
+from annotation.workbench import questionnaires, training
 from annotation.workbench import services as assignments
-from annotation.workbench import training
 from annotation.workbench.results import answer_result, next_in_result, next_result
 from annotation.workbench.selectors import annotator_progress, display_payload
 from annotation.workbench.serializers import (
     AnswerResultSerializer,
     FlagSerializer,
     NextAssignmentSerializer,
+    QuestionnaireAnswerSerializer,
+    QuestionnaireOutcomeSerializer,
+    QuestionnaireSerializer,
     SubmitAnswerSerializer,
     SubmitResultSerializer,
     TrainingAnswerSerializer,
@@ -81,6 +85,20 @@ class NextAssignment(AssignmentServiceView):
     )
     def post(self, request: Request, slug: str) -> Response:
         user = logged_in_user(request)
+        due = questionnaires.due_before_items(user, self.study) if self.study.questionnaires else None
+        if due is not None:
+            return Response(
+                {
+                    "detail": "answer the study's questionnaire first: "
+                    + (
+                        "the comprehension quiz was not passed within its attempts"
+                        if due == questionnaires.FAILED_QUIZ
+                        else f"POST /api/studies/{self.study.slug}/questionnaires/{due}"
+                    ),
+                    "code": "questionnaire_first",
+                },
+                status=status.HTTP_409_CONFLICT,
+            )
         if self.study.training and next_training_item(user, self.study) is not None:
             return Response(
                 {
@@ -218,3 +236,54 @@ class AnswerTrainingItem(AssignmentServiceView):
                 "remaining": feedback.remaining,
             }
         )
+
+
+# --- questionnaires (annotation/workbench/questionnaires.py) -----------------------------------
+
+
+class Questionnaire(AssignmentServiceView):
+    """A questionnaire of the study (pre, quiz, post): its questions (GET), or your answers (POST)."""
+
+    permission_classes = [IsStudyMember]
+
+    @extend_schema(responses={200: QuestionnaireSerializer, **_errors(403, 404)})
+    def get(self, request: Request, slug: str, kind: str) -> Response:
+        questions = self._questions(kind)
+        user = logged_in_user(request)
+        made, passed = questionnaires.quiz_attempts(user, self.study)
+        due = (
+            questionnaires.post_due(user, self.study)
+            if kind == "post"
+            else questionnaires.due_before_items(user, self.study) == kind
+        )
+        public = [{k: v for k, v in q.items() if k not in ("correct", "feedback")} for q in questions]
+        return Response({"kind": kind, "questions": public, "due": due, "attempts_made": made, "passed": passed})
+
+    @extend_schema(
+        request=QuestionnaireAnswerSerializer, responses={200: QuestionnaireOutcomeSerializer, **_errors(400, 403, 404)}
+    )
+    def post(self, request: Request, slug: str, kind: str) -> Response:
+        self._questions(kind)
+        form = QuestionnaireAnswerSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        user = logged_in_user(request)
+        training.check_can_train(user, self.study)
+        outcome = questionnaires.answer_questionnaire(
+            user=user, study=self.study, kind=kind, given=form.validated_data["answers"]
+        )
+        return Response(
+            {
+                "passed": outcome.response.passed,
+                "attempt": outcome.response.attempt,
+                "attempts_left": outcome.attempts_left,
+                "wrong": [{"key": q["key"], "feedback": q["feedback"]} for q in outcome.wrong],
+            }
+        )
+
+    def _questions(self, kind: str) -> list[dict]:
+        from annotation.questions.questionnaires import questions_of
+
+        questions = questions_of(self.study.questionnaires, kind) if kind in ("pre", "quiz", "post") else []
+        if not questions:
+            raise NotFound(f"this study has no {kind} questionnaire")
+        return questions

@@ -277,3 +277,24 @@ class TrainingFeedbackSerializer(serializers.Serializer):
     expected = serializers.CharField(help_text="The gold answer, in the same terms.")
     explanation = serializers.CharField(allow_blank=True)
     remaining = serializers.IntegerField(help_text="Training items left after this one.")
+
+
+class QuestionnaireSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["pre", "quiz", "post"])
+    questions = serializers.ListField(child=serializers.DictField(), help_text="Without the quiz's answers.")
+    due = serializers.BooleanField(help_text="Whether it is the step you are at.")
+    attempts_made = serializers.IntegerField()
+    passed = serializers.BooleanField(help_text="The quiz is passed.")
+
+
+class QuestionnaireAnswerSerializer(StrictSerializer):
+    answers = serializers.DictField(help_text="Question key -> answer, as the extra questions take them.")
+
+
+class QuestionnaireOutcomeSerializer(serializers.Serializer):
+    passed = serializers.BooleanField(allow_null=True, help_text="A quiz attempt: every answer right; else null.")
+    attempt = serializers.IntegerField()
+    attempts_left = serializers.IntegerField()
+    wrong = serializers.ListField(
+        child=serializers.DictField(), help_text="Quiz questions answered wrong, with feedback."
+    )

@@ -11,6 +11,7 @@ from annotation.access import access_study
 from annotation.errors import ServiceError
 from annotation.http import AuthenticatedHttpRequest
 from annotation.models import Item, Study
+from annotation.workbench import questionnaires
 from annotation.workbench.forms import answer_form
 from annotation.workbench.selectors import display_payload
 from annotation.workbench.services import NotAllowed
@@ -52,8 +53,8 @@ def annotate_training(request: AuthenticatedHttpRequest, slug: str) -> HttpRespo
     except NotAllowed as exc:
         return render(request, "annotation/annotate_refused.html", {"study": study, "reason": str(exc)}, status=403)
     item = next_training_item(request.user, study)
-    if item is None:
-        return redirect("annotation:annotate", slug=study.slug)
+    if item is None or (study.questionnaires and questionnaires.due_before_items(request.user, study)):
+        return redirect("annotation:annotate", slug=study.slug)  # which says what comes first
     shown = training_assignment(study, item, request.user)
     passages = len(item.payload.get("evidence", [])) if not study.is_preference else 0
     if request.method == "GET":

@@ -25,6 +25,7 @@ from annotation.http import AuthenticatedHttpRequest
 from annotation.lib.dblocks import repeat_safe
 from annotation.models import Annotation, Assignment, Study
 from annotation.progress import selectors as progress_selectors
+from annotation.workbench import questionnaires
 from annotation.workbench.forms import FlagForm, answer_form
 from annotation.workbench.prefetch import (
     STAMP_MISSING,
@@ -142,6 +143,12 @@ def _ahead_payload(
 def annotate(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     """The annotator's current item (the same one until answered or skipped), or the finish page."""
     study = access_study(request.user, slug)
+    # Before any item: the pre-study questionnaire, the quiz, then the training (workbench/questionnaires.py).
+    due = questionnaires.due_before_items(request.user, study) if study.questionnaires else None
+    if due == questionnaires.FAILED_QUIZ:
+        return _refused(request, study, "the comprehension quiz was not passed within its attempts")
+    if due is not None:
+        return redirect("annotation:questionnaire", slug=study.slug, kind=due)
     if study.training and next_training_item(request.user, study) is not None:
         return redirect("annotation:annotate_training", slug=study.slug)  # training comes first
     try:
@@ -151,6 +158,8 @@ def annotate(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     except ClaimContention as exc:
         return render(request, "annotation/annotate_busy.html", {"study": study, "reason": str(exc)}, status=503)
     if assignment is None:
+        if study.questionnaires and questionnaires.post_due(request.user, study):
+            return redirect("annotation:questionnaire", slug=study.slug, kind="post")
         context = {
             "study": study,
             "progress": annotator_progress(request.user, study),
