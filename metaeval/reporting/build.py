@@ -28,6 +28,7 @@ from .conditions import conditions_section
 from .disagreements import disagreements
 from .options import ReportOptions
 from .preference import preference_section
+from .questionnaires import questionnaires_section
 from .questions import questions_section
 from .scores import scores_section
 from .verifier_reference import verifiers_vs_reference
@@ -60,6 +61,7 @@ FIRST_SECTIONS_PENDING: dict[str, Any] = {
     "questions": None,
     "conditions": None,
     "training": None,
+    "questionnaires": None,
 }
 
 
@@ -145,6 +147,7 @@ def build_report(
     report["questions"] = questions_section(frame, study, options)
     report["conditions"] = conditions_section(frame, study, options, verdicts)
     # Training answers are no labels of the study: only each annotator's accuracy on the training items.
+    report["questionnaires"] = questionnaires_section(study)
     report["training"] = (
         {"items": [entry["item"] for entry in study.training], "annotators": training_accuracy(study)}
         if study.training

@@ -36,6 +36,7 @@ from .present import (
     pair_rows,
     preference_rows,
     question_blocks,
+    questionnaire_blocks,
     score_rows,
     veriscore_rows,
 )
@@ -140,6 +141,7 @@ def report_context(
         "ceiling_rows": ceiling_rows(report["human_ceiling"]),
         "question_blocks": question_blocks(report.get("questions")),
         "condition_rows": condition_rows(report.get("conditions")),
+        "questionnaire_blocks": questionnaire_blocks(report.get("questionnaires")),
         "disagreements": _linked(
             study, disagreements if disagreements is not None else report["disagreements"], link_items
         ),

@@ -23,6 +23,7 @@ __all__ = [
     "credibility_rows",
     "question_blocks",
     "condition_rows",
+    "questionnaire_blocks",
     "veriscore_rows",
     "SMALL_N",
     "small_n_warning",
@@ -311,3 +312,17 @@ def condition_rows(section: dict[str, Any] | None) -> list[dict[str, Any]]:
                 }
             )
     return rows
+
+
+def questionnaire_blocks(section: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The pre- and post-study questionnaires' answers as the report page shows them."""
+    titles = {"pre": "Before the study", "post": "After the study"}
+    return [
+        {
+            "title": titles[kind],
+            "n_people": section[kind]["n_people"],
+            "questions": [{**q, "options": _option_rows(q["distribution"])} for q in section[kind]["questions"]],
+        }
+        for kind in ("pre", "post")
+        if section and kind in section
+    ]

@@ -166,3 +166,30 @@ def test_the_researcher_downloads_every_response_by_pseudonym(client, make_user)
     assert a1.username not in text and a2.username not in text  # pseudonyms only
     client.force_login(a1)
     assert client.get(reverse("annotation:questionnaire_export", args=[study.slug])).status_code == 403
+
+
+def test_the_report_summarises_the_questionnaires_and_the_quiz(client):
+    from annotation.members.services import add_members
+    from metaeval.reporting import build_report
+
+    study, (a1, a2) = with_questionnaires()
+    for user, age, tries in ((a1, 30, ["contradicted"]), (a2, 41, ["supported", "contradicted"])):
+        client.force_login(user)
+        client.post(reverse("annotation:questionnaire", args=[study.slug, "pre"]), {"q.age": str(age)})
+        for answer in tries:
+            client.post(reverse("annotation:questionnaire", args=[study.slug, "quiz"]), {"q.contra": answer})
+    section = build_report(study)["questionnaires"]
+    assert section["quiz"] == {
+        "n_people": 2,
+        "n_passed": 2,
+        "share_passed": 1.0,
+        "n_failed_attempts": 1,
+        "attempts_allowed": 2,
+        "n_passed_first_time": 1,
+    }
+    ages = section["pre"]["questions"][0]["distribution"]["overall"]
+    assert (ages["n_answers"], ages["mean"]) == (2, 35.5)
+    add_members(study=study, usernames=["boss"], role="researcher")
+    client.force_login(study.members.get(user__username="boss").user)
+    page = client.get(reverse("metaeval:report", args=[study.slug])).content.decode()
+    assert 'id="questionnaires"' in page and "<strong>2 of 2</strong> people passed" in page
