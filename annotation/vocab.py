@@ -91,3 +91,17 @@ def _sided_parts(value: str, sides: tuple[str, str], known: Sequence[str]) -> tu
         raise ValueError(f"{value!r} is not one of {', '.join(known)}")
     side, strength = value.split("_", 1)
     return sides.index(side), strength
+
+
+def preference_as_seen(label: str, systems: Sequence[str], left_system: str) -> str:
+    """A stored (system-space) preference label as the annotator who had `left_system` as List 1 saw the
+    choice: "List 1 much better", "About the same", "Both bad" (what feedback and suggestions show)."""
+    if label == PREFERENCE_TIE:
+        return "About the same"
+    if label == PREFERENCE_BOTH_BAD:
+        return "Both bad"
+    index, strength = preference_parts(label)
+    if index is None or len(systems) != 2:
+        return label.replace("_", " ")
+    preferred = systems[index]
+    return f"List {1 if preferred == left_system else 2} {'much' if strength == 'strong' else 'slightly'} better"

@@ -9,7 +9,8 @@ strings or objects::
 
 stored as ``[{"key": "no_suggestion", "verifier": ""}, {"key": "verifier_suggestion", "verifier":
 "gpt4-judge"}]``. A condition with a verifier shows that verifier's prediction beside the item,
-marked as a machine suggestion. Exact N holds per item across conditions (the item's N slots go
+marked as a machine suggestion (a preference judge's verdict in the screen's terms: "List 1
+slightly better"). Exact N holds per item across conditions (the item's N slots go
 to whoever claims them, whatever their condition); N per item per condition is not offered.
 """
 

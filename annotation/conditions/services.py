@@ -16,7 +16,8 @@ from django.db import transaction
 
 from annotation.lib.randomisation import keyed_hash
 from annotation.lib.suggestions import suggestion_for
-from annotation.models import Study, StudyMember
+from annotation.models import Assignment, Study, StudyMember
+from annotation.vocab import preference_as_seen
 
 
 def condition_at(study: Study, ordinal: int) -> str:
@@ -52,10 +53,16 @@ def forget_conditions(study: Study) -> None:
     StudyMember.objects.filter(study=study).exclude(condition="").update(condition="")
 
 
-def shown_suggestion(user: User, study: Study, item: object) -> dict[str, str] | None:
-    """The machine suggestion the user's condition shows beside the item (None: their condition shows none)."""
+def shown_suggestion(user: User, study: Study, assignment: Assignment) -> dict[str, str] | None:
+    """The machine suggestion the user's condition shows beside the assignment's item (None: their condition
+    shows none, or the verifier has no prediction on it). A preference judge's verdict is said in the
+    terms of the screen ("List 1 slightly better"), as the assignment shows the lists."""
     if not study.conditions:
         return None
     key = condition_of(user, study)
     verifier = next((c["verifier"] for c in study.conditions if c["key"] == key), "")
-    return suggestion_for(study, verifier, item)
+    suggestion = suggestion_for(study, verifier, assignment.item)
+    if suggestion is not None and study.is_preference:
+        label = suggestion.get("code", suggestion["label"])
+        suggestion = {**suggestion, "label": preference_as_seen(label, list(study.systems), assignment.left_system)}
+    return suggestion

@@ -83,7 +83,7 @@ def item_context(
         "check_item": shown.item_id if check else None,
         "timer": timer,
         # A check is no item of the study's: no suggestion beside it (checks stay blind).
-        "suggestion": None if check else shown_suggestion(participant.member.user, study, shown.item),
+        "suggestion": None if check else shown_suggestion(participant.member.user, study, shown),
     }
 
 

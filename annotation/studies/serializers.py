@@ -126,7 +126,7 @@ class StudySettingsSerializer(StrictSerializer):
         help_text=(
             "Between-subject conditions: none, or 2-6 of 'key' or 'key:<verifier name>' (or {key, verifier}); "
             "a condition with a verifier shows its prediction beside the item as a machine suggestion "
-            "(verification studies). Each annotator gets one, balanced, for good. Frozen after the first annotation."
+            "(a preference judge's in the screen's terms). Each annotator gets one, balanced, for good. Frozen after the first annotation."
         ),
     )
 

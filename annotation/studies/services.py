@@ -349,12 +349,7 @@ MAX_TEXT_EXPLANATION = 5_000
 
 
 def _checked_conditions(raw: Any, kind: str) -> list[dict[str, str]]:
-    conditions = parse_conditions(raw)
-    if kind == "preference" and any(condition["verifier"] for condition in conditions):
-        raise ServiceError(
-            "a verifier's suggestion is shown in verification studies; a preference study's conditions take no verifier"
-        )
-    return conditions
+    return parse_conditions(raw)
 
 
 def has_annotations(study: Study) -> bool:

@@ -22,7 +22,7 @@ from annotation.errors import ServiceError
 from annotation.lib.pseudonyms import pseudonyms
 from annotation.lib.randomisation import left_system_for
 from annotation.models import Assignment, Item, Study, TrainingAnswer
-from annotation.vocab import PREFERENCE_BOTH_BAD, PREFERENCE_TIE
+from annotation.vocab import preference_as_seen
 from annotation.workbench.services import SubmittedAnswer, _check_can_annotate, answer_values
 
 
@@ -82,13 +82,7 @@ def screen_label(study: Study, label: str, left_system: str) -> str:
     """A stored (system-space) label as the annotator saw the choice: "List 1 much better" for a preference."""
     if not study.is_preference:
         return label.replace("_", " ")
-    if label in (PREFERENCE_TIE, PREFERENCE_BOTH_BAD):
-        return "About the same" if label == PREFERENCE_TIE else "Both bad"
-    systems = list(study.systems)
-    side_a, _ = label.split("_", 1) if "_" in label else (label, "")
-    preferred = systems[0] if side_a == "a" else systems[1]
-    strength = "much" if label.endswith("strong") else "slightly"
-    return f"List {1 if preferred == left_system else 2} {strength} better"
+    return preference_as_seen(label, list(study.systems), left_system)
 
 
 def answer_training(

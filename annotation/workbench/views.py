@@ -106,7 +106,7 @@ def _workbench_context(
         if back is not None
         else previous_answer(request.user, study, before=assignment if revising else None),
         "timer": config,
-        "suggestion": shown_suggestion(request.user, study, assignment.item),
+        "suggestion": shown_suggestion(request.user, study, assignment),
     }
 
 

@@ -20,4 +20,9 @@ def prediction_suggestion(study: Any, verifier_name: str, item: Any) -> dict[str
     if found is None:
         return None
     label, rationale = found
-    return {"label": str(label).replace("_", " "), "rationale": rationale or "", "verifier": verifier_name}
+    return {
+        "label": str(label).replace("_", " "),
+        "code": str(label),  # the stored label: a preference study says it in screen terms
+        "rationale": rationale or "",
+        "verifier": verifier_name,
+    }

@@ -43,8 +43,6 @@ def test_conditions_are_read_from_strings_or_objects_and_refused_with_the_reason
     ):
         with pytest.raises(ServiceError, match=message):
             parse_conditions(bad)
-    with pytest.raises(ServiceError, match="a preference study's conditions take no verifier"):
-        make_study(kind="preference", conditions=CONDITIONS)
 
 
 def test_people_get_conditions_balanced_in_the_order_they_start_and_keep_them(client):
@@ -157,3 +155,28 @@ def test_the_report_page_compares_the_conditions(client):
     page = client.get(reverse("metaeval:report", args=[study.slug])).content.decode()
     assert 'id="conditions"' in page and "Agreement with the verifier (automation bias)" in page
     assert "verifier_suggestion − no_suggestion" in page
+
+
+def test_a_preference_judges_suggestion_is_said_in_the_screens_terms(client):
+    """The judge's verdict is stored per system (a_slight: system A slightly better); the suggestion says it as
+    the annotator's screen shows the lists, so it never names a system and follows the counterbalancing."""
+    from metaeval.models import Prediction, Verifier
+
+    study, users = make_study(kind="preference", items=2, n=2, annotators=2, conditions=["none", "shown:judge"])
+    judge = Verifier.objects.create(
+        study=study, name="judge", preset="pairwise_judge", model="m", endpoint="http://127.0.0.1:9/v1"
+    )
+    for item in study.items.all():
+        Prediction.objects.create(
+            verifier=judge, item=item, label="a_slight", cache_key=f"k-{item.pk}", parse_status="ok"
+        )
+    for user in users:
+        client.force_login(user)
+        page = client.get(reverse("annotation:annotate", args=[study.slug])).content.decode()
+        held = Assignment.objects.get(annotator=user, status="active")
+        if condition_of(user, study) != "shown":
+            assert "Machine suggestion" not in page
+            continue
+        side = 1 if held.left_system == study.systems[0] else 2
+        assert f"<strong>List {side} slightly better</strong>" in page
+        assert study.systems[0] not in page.split("Machine suggestion")[1].split("</aside>")[0]
