@@ -8,7 +8,9 @@ No console error, page error, CSP violation or request off 127.0.0.1 (the `guard
 
 Screenshots go where the fit tests put theirs ($CLAIMLAB_SCREENSHOTS, default /tmp/claimlab-screens):
 training-item-*, training-feedback-wrong-*, training-feedback-right-*, annotate-suggestion-*,
-annotate-no-suggestion-* and report-{questions,training,conditions}-* (each <name>-<W>x<H>.png).
+annotate-suggestion-reasoning-*, annotate-no-suggestion-*, report-{questions,training,conditions}-* (each section
+whole), report-{questions,conditions}-scrolled-390x844 (its wide tables scrolled to the end) and
+report-conditions-screen-* (each <name>-<W>x<H>.png).
 """
 
 from __future__ import annotations
