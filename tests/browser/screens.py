@@ -111,3 +111,23 @@ def preference(annotator) -> Study:
     )
     import_items(study=study, stream=jsonl(item), fmt="jsonl")
     return study
+
+
+def local_panel_link(study: Study, server_url: str, *, items_per_participant: int):
+    """The study's participant link, on, with codes, whose completion page is a local stand-in for the
+    panel's (no request leaves 127.0.0.1)."""
+    from django.urls import reverse
+
+    from annotation.crowd import services as crowd
+
+    return crowd.configure_link(
+        study=study,
+        changes={
+            "enabled": True,
+            "code_completed": "DONE123",
+            "code_screened_out": "SCREEN9",
+            "code_timed_out": "TIME77",
+            "redirect_url": f"{server_url}{reverse('login')}?cc={{code}}",
+            "items_per_participant": items_per_participant,
+        },
+    )

@@ -20,11 +20,10 @@ import pytest
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from annotation.crowd import services as crowd
 from annotation.lib.randomisation import side_coin
 from annotation.members.services import add_members
 from annotation.models import Annotation, Assignment
-from tests.browser.screens import SCREENS, SHOTS, assert_fits, assert_reachable, shoot
+from tests.browser.screens import SCREENS, SHOTS, assert_fits, assert_reachable, local_panel_link, shoot
 from tests.support.crowd_browser import consent_and_start, device
 from tests.support.workbench_browser import (
     SYSTEMS,
@@ -213,18 +212,7 @@ def test_extra_questions_answered_by_keyboard_are_stored_per_system(page, guard,
 @pytest.mark.django_db(transaction=True)
 def test_a_crowd_participant_answers_the_same_questions(browser, live_server, annotator):
     study = preference_study("qs-crowd", [annotator], items=1, questions=QUESTIONS, seed=SEED)
-    link = crowd.configure_link(
-        study=study,
-        changes={
-            "enabled": True,
-            "code_completed": "DONE123",
-            "code_screened_out": "SCREEN9",
-            "code_timed_out": "TIME77",
-            # a local stand-in for the panel's completion page: no request leaves 127.0.0.1
-            "redirect_url": f"{live_server.url}{reverse('login')}?cc={{code}}",
-            "items_per_participant": 1,
-        },
-    )
+    link = local_panel_link(study, live_server.url, items_per_participant=1)
     problems: list[str] = []
     context, person = device(browser, live_server, problems, viewport=SCREENS["phone"])
     try:

@@ -37,7 +37,6 @@ from django.urls import reverse
 from playwright.sync_api import expect
 
 from accounts.services import issue_token
-from annotation.crowd import services as crowd
 from annotation.lib.pseudonyms import pseudonyms
 from annotation.lib.randomisation import keyed_hash
 from annotation.members.services import add_members
@@ -60,7 +59,7 @@ from annotation.workbench.training import training_assignment
 from metaeval.client import Claimlab
 from metaeval.models import Prediction, Verifier
 from tests.annotation.crowd_support import arrival_url
-from tests.browser.screens import SCREENS, SHOTS, assert_fits, shoot
+from tests.browser.screens import SCREENS, SHOTS, assert_fits, local_panel_link, shoot
 from tests.conftest import jsonl, preference_item
 from tests.support.crowd_browser import device
 from tests.support.workbench_browser import log_in, shown_item, submit_item
@@ -184,18 +183,7 @@ def designs_study(live_server, researcher) -> tuple[Study, ParticipantLink]:
     for external_id, label in JUDGE.items():
         item = Item.objects.get(study=study, external_id=external_id)
         Prediction.objects.create(verifier=judge, item=item, label=label, cache_key=f"k-{item.pk}", parse_status="ok")
-    link = crowd.configure_link(
-        study=study,
-        changes={
-            "enabled": True,
-            "code_completed": "DONE123",
-            "code_screened_out": "SCREEN9",
-            "code_timed_out": "TIME77",
-            # a local stand-in for the panel's completion page: no request leaves 127.0.0.1
-            "redirect_url": f"{live_server.url}{reverse('login')}?cc={{code}}",
-            "items_per_participant": 2,
-        },
-    )
+    link = local_panel_link(study, live_server.url, items_per_participant=2)
     study.refresh_from_db()
     return study, link
 
