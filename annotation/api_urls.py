@@ -47,10 +47,14 @@ urlpatterns = [
     ),
     path("studies/<slug:slug>/assignments/next", workbench_api.NextAssignment.as_view(), name="api-assignment-next"),
     path("studies/<slug:slug>/training/next", workbench_api.NextTrainingItem.as_view(), name="api-training-next"),
-    path(
-        "studies/<slug:slug>/questionnaires/<str:kind>",
-        workbench_api.Questionnaire.as_view(),
-        name="api-questionnaire",
+    *(
+        path(
+            f"studies/<slug:slug>/questionnaires/{kind}",
+            workbench_api.Questionnaire.as_view(),
+            {"kind": kind},
+            name=f"api-questionnaire-{kind}",
+        )
+        for kind in ("pre", "quiz", "post")
     ),
     path("studies/<slug:slug>/training/answer", workbench_api.AnswerTrainingItem.as_view(), name="api-training-answer"),
     path(

@@ -85,10 +85,15 @@ urlpatterns = [
     path("studies/<slug:slug>/progress/live/", progress_views.study_progress_live, name="study_progress_live"),
     path("studies/<slug:slug>/annotate/", workbench_views.annotate, name="annotate"),
     path("studies/<slug:slug>/annotate/training/", training_views.annotate_training, name="annotate_training"),
-    path(
-        "studies/<slug:slug>/annotate/questionnaire/<str:kind>/",
-        questionnaire_views.questionnaire_page,
-        name="questionnaire",
+    # One route per questionnaire (the same view): no free path parameter to guess.
+    *(
+        path(
+            f"studies/<slug:slug>/annotate/questionnaire/{kind}/",
+            questionnaire_views.questionnaire_page,
+            {"kind": kind},
+            name="questionnaire",
+        )
+        for kind in ("pre", "quiz", "post")
     ),
     path("studies/<slug:slug>/annotate/<int:assignment_id>/", workbench_views.annotate_submit, name="annotate_submit"),
     path(

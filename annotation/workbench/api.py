@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -242,7 +241,8 @@ class AnswerTrainingItem(AssignmentServiceView):
 
 
 class Questionnaire(AssignmentServiceView):
-    """A questionnaire of the study (pre, quiz, post): its questions (GET), or your answers (POST)."""
+    """A questionnaire of the study (pre, quiz, post): its questions (GET; none when the study has none), or your
+    answers (POST)."""
 
     permission_classes = [IsStudyMember]
 
@@ -283,7 +283,5 @@ class Questionnaire(AssignmentServiceView):
     def _questions(self, kind: str) -> list[dict]:
         from annotation.questions.questionnaires import questions_of
 
-        questions = questions_of(self.study.questionnaires, kind) if kind in ("pre", "quiz", "post") else []
-        if not questions:
-            raise NotFound(f"this study has no {kind} questionnaire")
-        return questions
+        # A study without this questionnaire: no questions (GET), and an answer is refused naming it (POST).
+        return questions_of(self.study.questionnaires, kind)

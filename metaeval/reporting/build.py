@@ -147,10 +147,10 @@ def build_report(
     report["questions"] = questions_section(frame, study, options)
     report["conditions"] = conditions_section(frame, study, options, verdicts)
     # Training answers are no labels of the study: only each annotator's accuracy on the training items.
-    report["questionnaires"] = questionnaires_section(study)
     report["training"] = (
         {"items": [entry["item"] for entry in study.training], "annotators": training_accuracy(study)}
         if study.training
         else None
     )
+    report["questionnaires"] = questionnaires_section(study)
     return report

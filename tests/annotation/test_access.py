@@ -125,6 +125,7 @@ RESEARCHER_ON_ANNOTATOR_PAGES = {
     "annotation:annotate": 403,
     "api-training-next": 403,
     "annotation:annotate_training": 403,
+    "annotation:questionnaire": 403,
     "annotation:annotate_revise": 404,
     "annotation:participant_step": 404,
 }

@@ -452,6 +452,20 @@ def test_an_annotator_answers_a_training_item_once(study, item, users):
     violates("training_answer_once", answer, columns=("study_id", "annotator_id", "item_id"))
 
 
+def test_a_questionnaire_is_answered_once_per_attempt_and_is_of_a_known_kind(study, users):
+    """QuestionnaireResponse: one row per (study, person, kind, attempt); kind pre, quiz or post (issue 32)."""
+    from annotation.models import QuestionnaireResponse
+
+    def response(**extra) -> QuestionnaireResponse:
+        values = {"study": study, "respondent": users[0], "kind": "pre", "attempt": 1, "answers": {}}
+        return QuestionnaireResponse.objects.create(**{**values, **extra})
+
+    violates("questionnaire_response_kind", lambda: response(kind="during"))
+    allowed(response)
+    violates("questionnaire_response_once", response, columns=("study_id", "respondent_id", "kind", "attempt"))
+    allowed(lambda: response(attempt=2))
+
+
 def test_an_account_origin_says_how_the_study_made_it(study, users):
     """AccountOrigin.how is one of its kinds: a researcher's right to reset rests on it (issue 31)."""
     violates("origin_how_valid", lambda: AccountOrigin.objects.create(user=users[0], study=study, how="guessed"))

@@ -74,8 +74,8 @@ def test_the_annotate_page_asks_pre_then_the_quiz_then_items_then_post(client):
     study, (a1, _) = with_questionnaires()
     client.force_login(a1)
     annotate = reverse("annotation:annotate", args=[study.slug])
-    pre = reverse("annotation:questionnaire", args=[study.slug, "pre"])
-    quiz = reverse("annotation:questionnaire", args=[study.slug, "quiz"])
+    pre = reverse("annotation:questionnaire", kwargs={"slug": study.slug, "kind": "pre"})
+    quiz = reverse("annotation:questionnaire", kwargs={"slug": study.slug, "kind": "quiz"})
     assert client.get(annotate)["Location"] == pre
     assert client.post(pre, {"q.age": "17"}).status_code == 400  # out of range: named, nothing kept
     assert client.post(pre, {"q.age": "34"})["Location"] == annotate
@@ -89,7 +89,7 @@ def test_the_annotate_page_asks_pre_then_the_quiz_then_items_then_post(client):
         client.get(annotate)
         held = Assignment.objects.get(annotator=a1, status="active")
         client.post(reverse("annotation:annotate_submit", args=[study.slug, held.pk]), {"label": "supported"})
-    post = reverse("annotation:questionnaire", args=[study.slug, "post"])
+    post = reverse("annotation:questionnaire", kwargs={"slug": study.slug, "kind": "post"})
     assert client.get(annotate)["Location"] == post
     assert client.post(post, {"q.clear": "4"})["Location"] == annotate
     assert client.get(annotate).status_code == 200  # the finish page
@@ -102,9 +102,9 @@ def test_the_quiz_failed_within_its_attempts_hands_out_no_item_on_the_page_or_th
     next_url = reverse("api-assignment-next", args=[study.slug])
     first = client.post(next_url)
     assert first.status_code == 409 and "questionnaires/pre" in first.json()["detail"]
-    url = reverse("api-questionnaire", args=[study.slug, "pre"])
+    url = reverse("api-questionnaire-pre", args=[study.slug])
     assert client.post(url, {"answers": {"age": 40}}, content_type="application/json").status_code == 200
-    quiz = reverse("api-questionnaire", args=[study.slug, "quiz"])
+    quiz = reverse("api-questionnaire-quiz", args=[study.slug])
     shown = client.get(quiz).json()
     assert shown["due"] is True and "correct" not in shown["questions"][0]  # the answer is not given away
     for attempt in (1, 2):
@@ -155,8 +155,12 @@ def test_the_researcher_downloads_every_response_by_pseudonym(client, make_user)
     study, (a1, a2) = with_questionnaires()
     for user, age in ((a1, 30), (a2, 41)):
         client.force_login(user)
-        client.post(reverse("annotation:questionnaire", args=[study.slug, "pre"]), {"q.age": str(age)})
-        client.post(reverse("annotation:questionnaire", args=[study.slug, "quiz"]), {"q.contra": "supported"})
+        client.post(
+            reverse("annotation:questionnaire", kwargs={"slug": study.slug, "kind": "pre"}), {"q.age": str(age)}
+        )
+        client.post(
+            reverse("annotation:questionnaire", kwargs={"slug": study.slug, "kind": "quiz"}), {"q.contra": "supported"}
+        )
     add_members(study=study, usernames=["boss"], role="researcher")
     client.force_login(study.members.get(user__username="boss").user)
     text = client.get(reverse("annotation:questionnaire_export", args=[study.slug])).content.decode()
@@ -175,9 +179,13 @@ def test_the_report_summarises_the_questionnaires_and_the_quiz(client):
     study, (a1, a2) = with_questionnaires()
     for user, age, tries in ((a1, 30, ["contradicted"]), (a2, 41, ["supported", "contradicted"])):
         client.force_login(user)
-        client.post(reverse("annotation:questionnaire", args=[study.slug, "pre"]), {"q.age": str(age)})
+        client.post(
+            reverse("annotation:questionnaire", kwargs={"slug": study.slug, "kind": "pre"}), {"q.age": str(age)}
+        )
         for answer in tries:
-            client.post(reverse("annotation:questionnaire", args=[study.slug, "quiz"]), {"q.contra": answer})
+            client.post(
+                reverse("annotation:questionnaire", kwargs={"slug": study.slug, "kind": "quiz"}), {"q.contra": answer}
+            )
     section = build_report(study)["questionnaires"]
     assert section["quiz"] == {
         "n_people": 2,
