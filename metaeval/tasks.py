@@ -6,7 +6,7 @@ from typing import Any
 
 from django_tasks import task
 
-from annotation.lib.job_runs import register_recovery
+from annotation.lib.job_runs import register_preload, register_recovery
 
 from .reporting import cache
 from .verifiers.limiter import release_slots_of
@@ -31,3 +31,6 @@ cache.register_refresh_task(_queue_refresh)
 register_recovery(release_slots_of)  # a gone worker's endpoint slots, free before its run is queued again
 register_recovery(recover_lost_runs)
 register_recovery(cache.recover_lost_refreshes)
+# The verifier runner, imported lazily by its task (the web processes never need it): an RQ worker
+# imports it once, before it forks, instead of once per chunk in every work horse.
+register_preload("metaeval.verifiers.runner.orchestration")

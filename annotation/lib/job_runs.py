@@ -140,6 +140,18 @@ def register_recovery(recovery: Callable[[set[str]], list[Any]]) -> None:
         RECOVERIES.append(recovery)
 
 
+#: Modules a forking (RQ) worker imports once before its first task: registered by the features whose
+#: tasks import heavy modules lazily (the verifier runner's openai client, ~1.5 s), so that no work
+#: horse pays that import again, chunk after chunk.
+PRELOADS: list[str] = []
+
+
+def register_preload(module: str) -> None:
+    """Have a forking worker import `module` before its first task (its work horses then inherit it)."""
+    if module not in PRELOADS:
+        PRELOADS.append(module)
+
+
 _current_worker = ""
 
 

@@ -21,6 +21,7 @@ at start and every few seconds while idle, re-queues the work of gone workers
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 import random
@@ -178,6 +179,8 @@ def run_rq_worker(
     level = "WARNING" if verbosity == 0 else "DEBUG" if verbosity >= 2 else "INFO"
     setup_loghandlers(level)
     without_connection_pool()
+    for module in job_runs.PRELOADS:  # once here, inherited by every work horse (registered by the features)
+        importlib.import_module(module)
     while True:
         worker_id = job_runs.new_worker_id(name)
         registration = job_runs.WorkerRegistration(worker_id, beat_thread=False)

@@ -46,7 +46,7 @@ from tests.support.job_kill import (
     labelled_export_job,
 )
 from tests.support.redis_server import redis_server, rq_backend
-from tests.support.worker import kill, start_rq_worker, stop, wait_for
+from tests.support.worker import is_held, kill, start_rq_worker, stop, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -251,3 +251,71 @@ def test_an_rq_worker_killed_mid_verifier_run_is_resumed_by_the_idle_worker_by_i
     repeated = server.requests - N_ITEMS  # only the calls in flight at the kill were asked again
     assert 0 < repeated <= CONCURRENCY
     assert server.max_in_flight <= CONCURRENCY
+
+
+def test_an_rq_worker_killed_between_two_chunks_of_a_run_leaves_it_held_by_a_gone_worker_resumed_at_once(
+    verification_study, settings, rq, tmp_path
+):
+    """Killed after a chunk ended and before the next was queued, the run stays held by the dead worker
+    (each chunk's worker holds the run until the next chunk's takes it over), so the idle worker, whose
+    stale-heartbeat limit is ten minutes, resumes it within seconds; it was held by nobody before, and
+    waited for its heartbeat to go stale (2 minutes by default: the fault matrix's 135 s recovery)."""
+    import_items(
+        study=verification_study,
+        stream=io.BytesIO("".join(json.dumps(verification_item(f"v-{n:02d}")) + "\n" for n in range(N_ITEMS)).encode()),
+        fmt="jsonl",
+    )
+    with FakeOpenAI(latency=0.01) as server:
+        endpoint = {"base_url": server.base_url.rstrip("/"), "key_env": "", "models": [], "max_concurrency": 4}
+        settings.VERIFIER_ENDPOINTS = {"test": endpoint}
+        verifier = create_verifier(
+            study=verification_study,
+            name="gpt",
+            preset="veriscore_ternary",
+            model="fake-model",
+            endpoint="test",
+            concurrency=CONCURRENCY,
+            timeout=30.0,
+            retries=0,
+        )
+        run = start_run(verifier=verifier)
+        env = {
+            "CLAIMLAB_VERIFIER_CHUNK_SIZE": str(CHUNK),
+            "CLAIMLAB_ENDPOINTS": json.dumps({"test": endpoint}),
+            "CLAIMLAB_VERIFIER_SLOT_LEASE_SECONDS": "2",
+            "CLAIMLAB_VAR_DIR": str(tmp_path / "var"),
+        }
+        first = start_rq_worker(tmp_path / "worker1.log", rq, env, hold="verifier-between-chunks")
+        second = None
+        try:
+            wait_for(
+                lambda: is_held(tmp_path / "worker1.log"), "the first chunk to end", first, tmp_path / "worker1.log"
+            )
+            held = VerifierRun.objects.get(pk=run.pk)
+            assert held.done == CHUNK and held.worker  # still the first chunk's worker's, not nobody's
+            second = start_rq_worker(tmp_path / "worker2.log", rq, {**env, "CLAIMLAB_JOB_STALE_SECONDS": "600"})
+            kill(first)
+            killed_at = time.monotonic()
+            wait_for(
+                lambda: VerifierRun.objects.get(pk=run.pk).generation == 1,
+                "the idle worker to resume the run held by the dead worker",
+                second,
+                tmp_path / "worker2.log",
+                RECOVERY_DEADLINE,
+            )
+            print(f"verifier run resumed {time.monotonic() - killed_at:.2f} s after the kill between chunks")
+            wait_for(
+                lambda: not VerifierRun.objects.get(pk=run.pk).is_active,
+                "the resumed run to end",
+                second,
+                tmp_path / "worker2.log",
+            )
+        finally:
+            stop(first)
+            if second is not None:
+                stop(second)
+    run.refresh_from_db()
+    assert run.status == VerifierRun.Status.SUCCEEDED, run.error_message
+    assert (run.done, run.total, run.errors) == (N_ITEMS, N_ITEMS, 0)
+    assert Prediction.objects.filter(verifier=verifier).count() == N_ITEMS
+    assert server.requests == N_ITEMS  # nothing asked twice: the first chunk was whole when killed

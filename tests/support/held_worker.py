@@ -7,7 +7,8 @@ kill lands at the same place on any machine. Run as `python -m tests.support.hel
 worker ...` with HOLD_ENV set to one of HOLDS and MARK_ENV to the mark file's path.
 
 - "import": every record read and staged, nothing live yet (before `switch_live`);
-- "export": the first chunk written to the `.partial` file, the rest not.
+- "export": the first chunk written to the `.partial` file, the rest not;
+- "verifier-between-chunks": a verifier run's first chunk done, its next chunk not yet queued.
 """
 
 from __future__ import annotations
@@ -56,9 +57,22 @@ def hold_export_after_first_chunk(mark: Path) -> None:
     exports._chunks = held
 
 
+def hold_verifier_between_chunks(mark: Path) -> None:
+    from metaeval.verifiers import tasks
+
+    enqueue: Callable[..., Any] = tasks.enqueue
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        hold_here(mark)
+        return enqueue(*args, **kwargs)  # pragma: no cover (held for ever)
+
+    tasks.enqueue = held
+
+
 HOLDS: dict[str, Callable[[Path], None]] = {
     "import": hold_import_before_switch_live,
     "export": hold_export_after_first_chunk,
+    "verifier-between-chunks": hold_verifier_between_chunks,
 }
 
 

@@ -79,16 +79,16 @@ def run_chunk(
         run.total,
     )
     # Which worker runs this chunk: when it is gone, any worker resumes the run (services.runs.recover_lost_runs).
-    worker = current_worker()
-    VerifierRun.objects.filter(pk=run_id, generation=generation).update(worker=worker)
+    # It stays the run's worker after the chunk, until the next chunk's worker takes the run over: a
+    # worker killed after this chunk but before the next one started (queuing it, say) leaves the
+    # run held by a gone worker, resumed within seconds, not held by nobody until its heartbeat is stale.
+    VerifierRun.objects.filter(pk=run_id, generation=generation).update(worker=current_worker())
     try:
         result = _run_chunk(run, generation, transport=transport, progress=progress)
     except Exception as exc:  # a bug or a lost database: end the run visibly instead of leaving it "running"
         logger.exception("verifier run %s: chunk failed", run_id)
         fail_run(run_id, f"the run stopped on an internal error: {type(exc).__name__}: {exc}")
         raise
-    finally:
-        VerifierRun.objects.filter(pk=run_id, generation=generation, worker=worker).update(worker="")
     VerifierRun.objects.filter(pk=run_id, generation=generation).update(recoveries=0)  # this chunk got through
     logger.info(
         "verifier run %s: chunk finished: %d items, %d cached, %d asked; %s%s",
