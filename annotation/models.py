@@ -58,6 +58,10 @@ class Study(models.Model):
         CLOSED = "closed", "Closed"
         ARCHIVED = "archived", "Archived"
 
+    class ExactNPer(models.TextChoices):
+        ITEM = "item", "N per item, across conditions"
+        CONDITION = "condition", "N per item in each condition"
+
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
     kind = models.CharField(max_length=16, choices=Kind.choices)
@@ -157,6 +161,14 @@ class Study(models.Model):
         blank=True,
         help_text="Between-subject conditions, each {key, verifier}: annotation/conditions/definitions.py.",
     )
+    exact_n_per = models.CharField(
+        max_length=10,
+        choices=ExactNPer.choices,
+        default=ExactNPer.ITEM,
+        db_default=ExactNPer.ITEM,  # the release that runs during `migrate` creates studies without it
+        help_text="With conditions: N annotators per item across conditions (item), or N per item in each "
+        "condition (condition: every item is seen N times in every condition).",
+    )
     source_labels = models.JSONField(
         default=list,
         db_default=[],  # the release that runs during `migrate` creates studies without it
@@ -181,6 +193,7 @@ class Study(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(annotators_per_item__gte=1), name="study_annotators_per_item_positive"),
             models.CheckConstraint(condition=Q(kind__in=["preference", "verification"]), name="study_kind_valid"),
+            models.CheckConstraint(condition=Q(exact_n_per__in=["item", "condition"]), name="study_exact_n_per_valid"),
             models.CheckConstraint(
                 condition=Q(status__in=["draft", "open", "paused", "closed", "archived"]), name="study_status_valid"
             ),
@@ -192,6 +205,13 @@ class Study(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    @property
+    def slots_per_item(self) -> int:
+        """Answers an item takes in all: N, or N in each condition when exact N holds per condition."""
+        if self.exact_n_per == self.ExactNPer.CONDITION and self.conditions:
+            return self.annotators_per_item * len(self.conditions)
+        return self.annotators_per_item
 
     @property
     def is_preference(self) -> bool:

@@ -10,8 +10,9 @@ strings or objects::
 stored as ``[{"key": "no_suggestion", "verifier": ""}, {"key": "verifier_suggestion", "verifier":
 "gpt4-judge"}]``. A condition with a verifier shows that verifier's prediction beside the item,
 marked as a machine suggestion (a preference judge's verdict in the screen's terms: "List 1
-slightly better"). Exact N holds per item across conditions (the item's N slots go
-to whoever claims them, whatever their condition); N per item per condition is not offered.
+slightly better"). Exact N holds, as the researcher chooses (Study.exact_n_per), per item across
+conditions (the item's N slots go to whoever claims them, whatever their condition) or per item in
+each condition (N x C slots, N of them in each condition's range: conditions.services.claimable_slots).
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ from annotation.errors import ServiceError
 
 MAX_CONDITIONS = 6
 KEY_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,31}")
-#: What the settings say about exact N (the study setting the issue asks to name).
-EXACT_N_RULE = "exact N holds per item across conditions: an item's N annotators may come from any condition"
+#: What the settings and the report say about exact N, by Study.exact_n_per.
+EXACT_N_RULES = {
+    "item": "exact N holds per item across conditions: an item's N annotators may come from any condition",
+    "condition": "exact N holds per item in each condition: every item is labelled by N annotators of each condition",
+}
 
 
 def _one(raw: Any, position: int) -> dict[str, str]:

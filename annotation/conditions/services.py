@@ -48,6 +48,21 @@ def condition_of(user: User, study: Study) -> str:
     return member.condition
 
 
+def claimable_slots(user: User, study: Study) -> range | None:
+    """The user's condition, assigned at their first call (what every claim calls first), and the slot numbers of an item the user may take where exact N holds per condition: the N of
+    their condition, slots c*N to c*N + N - 1 for the c-th one; None (any slot of the item) otherwise.
+
+    Why slot ranges: the (item, slot) unique constraint then keeps each condition at N on every
+    item, as it keeps the item at its total, with no counter per condition to race on."""
+    condition = condition_of(user, study)  # assigned here at the first claim, whichever rule holds
+    n = study.annotators_per_item
+    if study.slots_per_item == n or not condition:  # no condition: not a member, refused by the claim
+        return None
+    keys = [entry["key"] for entry in study.conditions]
+    first = keys.index(condition) * n
+    return range(first, first + n)
+
+
 def forget_conditions(study: Study) -> None:
     """Clear everyone's condition (the study's conditions changed before its first answer)."""
     StudyMember.objects.filter(study=study).exclude(condition="").update(condition="")

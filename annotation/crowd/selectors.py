@@ -101,7 +101,7 @@ def payment_summary(study: Study, link: ParticipantLink, rows: list[PaymentRow])
     per_item = [row.active_minutes / row.items_done for row in rows if row.items_done]
     cost = sum((row.pay for row in rows), Decimal(0))
     labels = sum(row.items_done for row in rows)
-    needed = study.items.count() * study.annotators_per_item
+    needed = study.items.count() * study.slots_per_item
     projected = (cost / labels * needed).quantize(CENT) if labels else None
     by_status: dict[str, int] = {}
     for row in rows:

@@ -97,9 +97,11 @@ def _count_on_item(item_id: int) -> str:
     return row[0]
 
 
-def answer_added(*, study_id: int, item_id: int, user_id: int, domain: str | None = None) -> None:
+def answer_added(*, study_id: int, item_id: int, user_id: int, complete_at: int, domain: str | None = None) -> None:
     """Count a new annotation by `user_id` on `item_id`; call in the transaction that inserted it, as late as possible.
 
+    `complete_at`: the answers that complete the item (its assignment's `max_slots`: the study's
+    slots per item, N or N per condition).
     `domain`: the item's, from `insert_locking_item` in this transaction (the item is locked and the
     answer counted on it then); without it both are done here.
     """
@@ -110,21 +112,21 @@ def answer_added(*, study_id: int, item_id: int, user_id: int, domain: str | Non
     # the lock, and this one (see the module's docstring).
     answers_on_item = f"(SELECT i.{item.n_answers} FROM {item.table} AS i WHERE i.{item.id} = %s)"
     execute(
-        one_answer_counted(study_id="%s", user_id="%s", domain="%s", answers_on_item=answers_on_item, n_study_id="%s"),
-        [study_id, user_id, domain, item_id, study_id],
+        one_answer_counted(study_id="%s", user_id="%s", domain="%s", answers_on_item=answers_on_item, complete_at="%s"),
+        [study_id, user_id, domain, item_id, complete_at],
     )
 
 
 def one_answer_counted(
-    *, study_id: str, user_id: str, domain: str, answers_on_item: str, n_study_id: str, source: str = ""
+    *, study_id: str, user_id: str, domain: str, answers_on_item: str, complete_at: str, source: str = ""
 ) -> str:
     """The INSERT ... ON CONFLICT that counts one answer in its annotator's row, from SQL expressions:
     the study, the annotator, the item's domain and its number of answers with this one (complete
-    when that is the study's N, read from the study `n_study_id`), over the rows of `source` ("" for one row).
+    when that is `complete_at`, the assignment's `max_slots`), over the rows of `source` ("" for one row).
 
     Shared by `answer_added` and the one-statement submit (workbench/submit_sql.py)."""
-    study, counter = names(Study), names(AnnotatorCount)
-    n = f"(SELECT s.{study.annotators_per_item} FROM {study.table} AS s WHERE s.{study.id} = {n_study_id})"
+    counter = names(AnnotatorCount)
+    n = complete_at
     return (
         f"INSERT INTO {counter.table} ({counter.study}, {counter.user}, {counter.domain}, {counter.annotations}, "
         f"{counter.complete}) SELECT {study_id}, {user_id}, {domain}, 1, "
@@ -170,7 +172,7 @@ def labels_switched(study: Study, staged_table: str) -> None:
     execute(
         f"INSERT INTO {counter.table} ({columns}) SELECT %s, t.user_id, t.domain, 0, COUNT(*) FROM ({per_item}) AS t "
         f"WHERE t.labels >= %s AND t.labels - t.staged < %s GROUP BY t.user_id, t.domain {add}",
-        [study.pk, study.annotators_per_item, study.annotators_per_item],
+        [study.pk, study.slots_per_item, study.slots_per_item],
     )
 
 
@@ -249,5 +251,5 @@ def recount_study(study: Study) -> None:
             f"JOIN {item.table} AS i ON i.{item.id} = a.{assignment.item} "
             f"JOIN ({labelled}) AS p ON p.item_id = a.{assignment.item} "
             f"WHERE a.{assignment.study} = %s GROUP BY a.{assignment.annotator}, i.{item.domain}",
-            [study.pk, study.annotators_per_item, study.pk, study.pk],
+            [study.pk, study.slots_per_item, study.pk, study.pk],
         )

@@ -409,7 +409,7 @@ def _in_state(study: Study, state: str) -> Q:
     "open": some answers but fewer than N, or none yet and a slot taken; "complete": N answers;
     "untouched": neither an answer nor a slot taken; "flagged": a flagged assignment.
     """
-    n = study.annotators_per_item
+    n = study.slots_per_item
     if state == "open":
         return Q(n_answers__gt=0, n_answers__lt=n) | Q(n_answers=0, slots_taken__gt=0)
     if state == "complete":
@@ -467,7 +467,7 @@ def item_slot_status(study: Study, items: Iterable[ItemWithSlots], *, now: datet
         )
         for item_id, annotator_id, expires_at in active:
             leases[item_id].append(Lease(names[annotator_id], expires_at, expires_at is not None and expires_at < now))
-    return [ItemSlots(item=item, slots=study.annotators_per_item, leases=leases[item.pk]) for item in items]
+    return [ItemSlots(item=item, slots=study.slots_per_item, leases=leases[item.pk]) for item in items]
 
 
 # --- flags ------------------------------------------------------------------------
@@ -625,7 +625,7 @@ def study_counts(study: Study) -> dict[str, int]:
         "items": items,
         "items_complete": labels["n_complete"],
         "annotations": labels["n_annotations"],
-        "expected": items * study.annotators_per_item,
+        "expected": items * study.slots_per_item,
         "annotators": annotators,
         "active_assignments": active,
     }

@@ -72,7 +72,7 @@ def counted_from_rows(study: Study) -> Tally:
         Assignment.objects.filter(study=study, annotation__isnull=False)
         .values("item")
         .annotate(n=Count("pk"))
-        .filter(n__gte=study.annotators_per_item)
+        .filter(n__gte=study.slots_per_item)
         .order_by()
         .count()
     )

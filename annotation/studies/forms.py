@@ -116,7 +116,16 @@ class StudySettingsForm(forms.Form):
         help_text="Empty: none. Else 2 to 6, one per line: a key (e.g. no_suggestion), or key:verifier name to "
         "show that verifier's prediction beside each item as a machine suggestion (e.g. "
         "verifier_suggestion:gpt4-judge). Each annotator or participant gets one at their first item, balanced "
-        "(counts differ by at most one), for good. Exact N holds per item across conditions.",
+        "(counts differ by at most one), for good.",
+    )
+    exact_n_per = forms.ChoiceField(
+        choices=Study.ExactNPer.choices,
+        initial=Study.ExactNPer.ITEM,
+        required=False,  # a form posted without it (a script, an older page) keeps the default
+        label="Exact N with conditions",
+        help_text="Per item: an item's N annotators may come from any condition (each item is labelled N times "
+        "in all). Per item in each condition: every item is labelled by N annotators of every condition "
+        "(N x conditions labels per item), so conditions can be compared item by item.",
     )
     questionnaires = forms.CharField(
         required=False,
@@ -172,6 +181,9 @@ class StudySettingsForm(forms.Form):
         except ServiceError as exc:
             raise forms.ValidationError(str(exc)) from None
 
+    def clean_exact_n_per(self) -> str:
+        return self.cleaned_data["exact_n_per"] or Study.ExactNPer.ITEM
+
     def clean_systems(self) -> list[str]:
         systems = _names(self.cleaned_data["systems"])
         if systems and len(systems) != 2:
@@ -206,6 +218,7 @@ class StudySettingsForm(forms.Form):
             "instructions": study.instructions,
             "questions": questions_text(study.questions),
             "conditions": conditions_text(study.conditions),
+            "exact_n_per": study.exact_n_per,
             "questionnaires": questions_text(study.questionnaires),
             "training": "\n".join(f"{e['item']} | {e['explanation']}" for e in study.training),
         }

@@ -70,7 +70,7 @@ def my_studies(user: User) -> list[StudyProgress]:
                 role=roles.get(study.pk, Researcher if user.is_staff else ""),
                 items=study.n_items,
                 annotations=counted.get("n_annotations") or 0,
-                expected=study.n_items * study.annotators_per_item,
+                expected=study.n_items * study.slots_per_item,
                 mine=counted.get("n_mine") or 0,
                 items_complete=counted.get("n_complete") or 0,
             )

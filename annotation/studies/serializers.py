@@ -51,6 +51,7 @@ class StudyDetailSerializer(StudySerializer):
             "systems",
             "seed",
             "conditions",
+            "exact_n_per",
             "training",
             "questionnaires",
             "counts",
@@ -127,6 +128,16 @@ class StudySettingsSerializer(StrictSerializer):
             "Between-subject conditions: none, or 2-6 of 'key' or 'key:<verifier name>' (or {key, verifier}); "
             "a condition with a verifier shows its prediction beside the item as a machine suggestion "
             "(a preference judge's in the screen's terms). Each annotator gets one, balanced, for good. Frozen after the first annotation."
+        ),
+    )
+
+    exact_n_per = serializers.ChoiceField(
+        choices=Study.ExactNPer.choices,
+        required=False,
+        default=Study.ExactNPer.ITEM,
+        help_text=(
+            "With conditions: 'item' (N annotators per item, from any condition) or 'condition' (N per item in "
+            "each condition: N x conditions labels per item). Frozen after the first annotation."
         ),
     )
 

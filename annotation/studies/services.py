@@ -67,6 +67,7 @@ EDITABLE_FIELDS: tuple[str, ...] = (
     "checks_in_agreement",
     "questions",
     "conditions",
+    "exact_n_per",
     "training",
     "questionnaires",
 )
@@ -84,6 +85,7 @@ FROZEN_AFTER_ANNOTATION: dict[str, str] = {
     "both_bad_allowed": "offering 'both bad' changes the label list the stored answers were given on",
     "questions": "stored answers were given to the current questions",
     "conditions": "annotators were assigned the current conditions and answered in them",
+    "exact_n_per": "slots were handed out for the current rule of exact N",
     "questionnaires": "people answered the current questionnaires before labelling",
 }
 
@@ -239,6 +241,7 @@ def create_study(
     checks_in_agreement: bool = False,
     questions: Any = None,
     conditions: Any = None,
+    exact_n_per: str = Study.ExactNPer.ITEM,
     training: Any = None,
     questionnaires: Any = None,
     status: str = Study.Status.OPEN,
@@ -283,6 +286,7 @@ def create_study(
         checks_in_agreement=checks_in_agreement,
         questions=parse_questions(questions, kind=kind),
         conditions=_checked_conditions(conditions, kind),
+        exact_n_per=_checked_exact_n_per(exact_n_per),
         questionnaires=parse_questionnaires(questionnaires),
         status=status,
         created_by=created_by,
@@ -350,6 +354,12 @@ MAX_TEXT_EXPLANATION = 5_000
 
 def _checked_conditions(raw: Any, kind: str) -> list[dict[str, str]]:
     return parse_conditions(raw)
+
+
+def _checked_exact_n_per(raw: Any) -> str:
+    if raw not in Study.ExactNPer.values:
+        raise ServiceError(f"exact_n_per must be one of {', '.join(Study.ExactNPer.values)}, got {raw!r}")
+    return str(raw)
 
 
 def has_annotations(study: Study) -> bool:
@@ -438,6 +448,7 @@ def update_study(*, study: Study, changes: Mapping[str, Any], user: User | None 
     final = {**merged, **cleaned, "instructions": _check_instructions(merged["instructions"])}
     final["questions"] = parse_questions(merged["questions"], kind=final["kind"])
     final["conditions"] = _checked_conditions(merged["conditions"], final["kind"])
+    final["exact_n_per"] = _checked_exact_n_per(merged["exact_n_per"])
     final["training"] = _checked_training(merged["training"], study)
     final["questionnaires"] = parse_questionnaires(merged["questionnaires"])
     for flag in (
@@ -601,6 +612,7 @@ def duplicate_study(
         checks_in_agreement=study.checks_in_agreement,
         questions=study.questions,
         conditions=study.conditions,
+        exact_n_per=study.exact_n_per,
         questionnaires=study.questionnaires,
         status=Status.DRAFT,
         created_by=user,

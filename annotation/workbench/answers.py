@@ -56,7 +56,12 @@ def record_answer(
         annotation = Annotation.objects.create(
             assignment=assignment, study_id=assignment.study_id, source=source, **answer_fields(values)
         )
-        answer_added(study_id=assignment.study_id, item_id=assignment.item_id, user_id=assignment.annotator_id)
+        answer_added(
+            study_id=assignment.study_id,
+            item_id=assignment.item_id,
+            user_id=assignment.annotator_id,
+            complete_at=assignment.max_slots,
+        )
         return annotation, True
     old = annotation.snapshot()
     new = values.snapshot()
@@ -92,7 +97,11 @@ def record_first_answer(*, assignment: Assignment, values: AnswerValues, source:
     }
     pk, domain = insert_locking_item(fields, assignment.item_id)
     answer_added(
-        study_id=assignment.study_id, item_id=assignment.item_id, user_id=assignment.annotator_id, domain=domain
+        study_id=assignment.study_id,
+        item_id=assignment.item_id,
+        user_id=assignment.annotator_id,
+        complete_at=assignment.max_slots,
+        domain=domain,
     )
     annotation = Annotation(pk=pk, **fields)
     annotation._state.adding = False

@@ -61,7 +61,15 @@ def annotator_member_id(study_id: int, user_id: int, *, lock: bool) -> int | Non
 
 
 def claim_candidates(
-    study_id: int, user_id: int, now: datetime, n: int, limit: int, walk: int, *, exclude_id: int | None = None
+    study_id: int,
+    user_id: int,
+    now: datetime,
+    n: int,
+    limit: int,
+    walk: int,
+    *,
+    exclude_id: int | None = None,
+    slots: range | None = None,
 ) -> tuple[list[tuple[int, int, int, int, str]], list[tuple[int, str, int]]]:
     """Both reads a claim starts with, in one round trip: (own or expired, fresh).
 
@@ -73,9 +81,12 @@ def claim_candidates(
     `fresh_candidates` walks on from lower levels when these held none). At most `limit` of each.
     Why one statement: a claim needs the fresh ones whenever it has neither own nor expired (almost
     always), and a round trip costs both the web server and the database more than this bounded read.
+    `slots` (exact N per condition: the user's condition's slot numbers, `claimable_slots`): only
+    leases and items with a slot of that range free; None: any of the item's `n`.
     """
     A = names(Assignment)
-    fresh_sql, fresh_params = _fresh_part(study_id, user_id, n, limit, walk)
+    fresh_sql, fresh_params = _fresh_part(study_id, user_id, n, limit, walk, slots)
+    in_range, range_params = _slot_in_range("a", slots)
     rows = fetch_all(
         # The NULLs of each part stand at the UNION's level, where PostgreSQL types them from the other part;
         # the outer ORDER BY repeats the first part's own (a UNION keeps no order of its parts).
@@ -84,7 +95,7 @@ def claim_candidates(
         f"CASE WHEN a.{A.annotator} = %s THEN 0 ELSE 1 END AS k1, "
         f"CASE WHEN a.{A.annotator} = %s THEN a.{A.id} ELSE 0 END AS k2, a.{A.lease_expires_at} AS k3 "
         f"FROM {A.table} a WHERE a.{A.study} = %s AND a.{A.status} = %s AND a.{A.id} <> %s AND (a.{A.annotator} = %s OR "
-        f"(a.{A.lease_expires_at} < %s AND NOT EXISTS (SELECT 1 FROM {A.table} b "
+        f"(a.{A.lease_expires_at} < %s{in_range} AND NOT EXISTS (SELECT 1 FROM {A.table} b "
         f"WHERE b.{A.item} = a.{A.item} AND b.{A.annotator} = %s))) ORDER BY k1, k2, k3, a.{A.id} LIMIT %s) o "
         f"UNION ALL SELECT 1, f.id, NULL, NULL, NULL, NULL, f.external_id, f.slots_taken, NULL, NULL, NULL "
         f"FROM ({fresh_sql}) f "
@@ -97,6 +108,7 @@ def claim_candidates(
             exclude_id or 0,
             user_id,
             db_datetime(now),
+            *range_params,
             user_id,
             limit,
             *fresh_params,
@@ -107,7 +119,9 @@ def claim_candidates(
     return own_or_expired, fresh
 
 
-def fresh_candidates(study_id: int, user_id: int, below: int, limit: int, walk: int) -> list[tuple[int, str, int]]:
+def fresh_candidates(
+    study_id: int, user_id: int, below: int, limit: int, walk: int, slots: range | None = None
+) -> list[tuple[int, str, int]]:
     """(id, external id, slots taken) of items that the user has not had, with fewer than `below`
     slots taken, most slots taken first: at most `limit`, from a walk of at most `walk` rows down
     the (study, is_check, slots_taken, claim_rank) index from each level of slots taken in turn, `below - 1` first, until
@@ -122,7 +136,7 @@ def fresh_candidates(study_id: int, user_id: int, below: int, limit: int, walk: 
     parts: list[str] = []
     params: list[Any] = []
     for top in range(below, 0, -1):
-        part, part_params = _fresh_part(study_id, user_id, top, limit, walk)
+        part, part_params = _fresh_part(study_id, user_id, top, limit, walk, slots)
         parts.append(f"SELECT * FROM ({part}) AS level_{top}")
         params.extend(part_params)
     if not parts:
@@ -136,10 +150,12 @@ def fresh_candidates(study_id: int, user_id: int, below: int, limit: int, walk: 
     return found
 
 
-def every_fresh_candidate(study_id: int, user_id: int, below: int, limit: int) -> list[tuple[int, str, int]]:
+def every_fresh_candidate(
+    study_id: int, user_id: int, below: int, limit: int, slots: range | None = None
+) -> list[tuple[int, str, int]]:
     """`fresh_candidates` from one walk down the whole index: the last word when the bounded walks found
     none, since those may have stopped at `walk` rows of items the user had or skipped."""
-    sql, params = _fresh_part(study_id, user_id, below, limit, _WHOLE_INDEX)
+    sql, params = _fresh_part(study_id, user_id, below, limit, _WHOLE_INDEX, slots)
     return [(row[0], row[1], row[2]) for row in fetch_all(sql, params)]
 
 
@@ -147,10 +163,35 @@ def every_fresh_candidate(study_id: int, user_id: int, below: int, limit: int) -
 _WHOLE_INDEX = 2**62
 
 
-def _fresh_part(study_id: int, user_id: int, below: int, limit: int, walk: int) -> tuple[str, tuple]:
+def _slot_in_range(alias: str, slots: range | None) -> tuple[str, tuple[int, ...]]:
+    """SQL (" AND ...") keeping the assignment `alias`'s slot inside `slots`, and its parameters ("" for None)."""
+    if slots is None:
+        return "", ()
+    A = names(Assignment)
+    return f" AND {alias}.{A.slot} >= %s AND {alias}.{A.slot} < %s", (slots.start, slots.stop)
+
+
+def _free_in_range(item: str, slots: range | None) -> tuple[str, tuple[int, ...]]:
+    """SQL (" AND ...") keeping items (`item`: their id column) with a slot of `slots` free; parameters.
+
+    A probe of the (item, slot) unique index per candidate, bounded by the range's N rows."""
+    if slots is None:
+        return "", ()
+    A = names(Assignment)
+    return (
+        f" AND (SELECT COUNT(*) FROM {A.table} h WHERE h.{A.item} = {item} "
+        f"AND h.{A.slot} >= %s AND h.{A.slot} < %s) < %s",
+        (slots.start, slots.stop, len(slots)),
+    )
+
+
+def _fresh_part(
+    study_id: int, user_id: int, below: int, limit: int, walk: int, slots: range | None = None
+) -> tuple[str, tuple]:
     """A SELECT (columns id, external_id, slots_taken) of at most `limit` items with fewer than `below`
     slots taken that the user has not had, from the first `walk` rows down the index in `claim_order`,
-    check items left out; its parameters.
+    check items left out; its parameters. With `slots` (exact N per condition), only items with a
+    slot of that range free: an item whose range is full is walked past like one the user had.
 
     Why the probe is `annotator + 0 ... OFFSET 0`: it must stay one probe of the item index per
     candidate whatever the statistics say. Statistics gathered before the study's first labels (a
@@ -162,15 +203,16 @@ def _fresh_part(study_id: int, user_id: int, below: int, limit: int, walk: int) 
     """
     A, IT = names(Assignment), names(Item)
     fence = " OFFSET 0" if connection.vendor == "postgresql" else ""  # SQLite: OFFSET needs a LIMIT
+    free, free_params = _free_in_range("w.id", slots)
     sql = (
         f"SELECT w.id, w.external_id, w.slots_taken FROM (SELECT i.{IT.id} AS id, "
         f"i.{IT.external_id} AS external_id, i.{IT.slots_taken} AS slots_taken, i.{IT.claim_rank} AS claim_rank "
         f"FROM {IT.table} i WHERE i.{IT.study} = %s AND i.{IT.slots_taken} < %s AND {unchecked()} "
         f"ORDER BY {claim_order()} LIMIT %s) w "
-        f"WHERE NOT EXISTS (SELECT 1 FROM {A.table} b WHERE b.{A.item} = w.id AND b.{A.annotator} + 0 = %s{fence}) "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {A.table} b WHERE b.{A.item} = w.id AND b.{A.annotator} + 0 = %s{fence}){free} "
         f"ORDER BY w.slots_taken DESC, w.claim_rank DESC LIMIT %s"
     )
-    return sql, (study_id, below, walk, user_id, limit)
+    return sql, (study_id, below, walk, user_id, *free_params, limit)
 
 
 def renew_own_lease(assignment_id: int, user_id: int, expires: datetime, now: datetime) -> int:
@@ -399,11 +441,13 @@ def claim_first_free_slot(
     n: int,
     *,
     alone: bool = False,
+    slots: range | None = None,
 ) -> tuple[Item, int | None, int | None, str]:
     """PostgreSQL only: in one statement, lock the first candidate nobody else holds and that still
     has a free slot, take the lowest free slot number, bump the item's counter and insert the
     assignment. `candidates` are (item id, queue position, side coin) in the caller's order;
-    `values` the assignment's other columns. The side shown left follows
+    `values` the assignment's other columns; `slots` the slot numbers the user may take (None: any
+    of the `n`; exact N per condition: their condition's range). The side shown left follows
     `randomisation.left_system_for` (the item's coin plus the slot, alternating).
 
     Returns (item, assignment id, slot, left system). LookupError when every candidate is held by
@@ -425,7 +469,16 @@ def claim_first_free_slot(
     """
     A, IT, M = names(Assignment), names(Item), names(StudyMember)
     two = len(systems) == 2
+    taken = slots if slots is not None else range(n)
+    range_free = (
+        f" AND (SELECT COUNT(*) FROM {A.table} h WHERE h.{A.item} = i.{IT.id} AND h.{A.slot} >= %(first_slot)s "
+        f"AND h.{A.slot} <= %(last_slot)s) < {len(taken)}"
+        if slots is not None
+        else ""
+    )
     params: dict[str, Any] = {
+        "first_slot": taken.start,
+        "last_slot": taken.stop - 1,
         "items": [c[0] for c in candidates],
         "positions": [c[1] for c in candidates],
         "sides": [c[2] for c in candidates],
@@ -452,9 +505,10 @@ def claim_first_free_slot(
         f"WITH {guard}c AS (SELECT * FROM unnest(%(items)s::bigint[], %(positions)s::bigint[], %(sides)s::int[]) "
         f"WITH ORDINALITY AS c(item_id, position, side, rank)), "
         f"p AS (SELECT {ITEM_ROWS.select}, c.position, c.side FROM {IT.table} i JOIN c ON c.item_id = i.{IT.id} "
-        f"WHERE i.{IT.slots_taken} < %(n)s AND {unchecked()}{' AND EXISTS (SELECT 1 FROM m)' if alone else ''} "
+        f"WHERE i.{IT.slots_taken} < %(n)s AND {unchecked()}{' AND EXISTS (SELECT 1 FROM m)' if alone else ''}"
+        f"{range_free} "
         f"ORDER BY c.rank LIMIT 1 FOR UPDATE OF i SKIP LOCKED), "
-        f"f AS (SELECT p.{IT.id} AS item_id, (SELECT min(s) FROM generate_series(0, %(n)s - 1) s "
+        f"f AS (SELECT p.{IT.id} AS item_id, (SELECT min(s) FROM generate_series(%(first_slot)s::int, %(last_slot)s::int) s "
         f"WHERE NOT EXISTS (SELECT 1 FROM {A.table} h WHERE h.{A.item} = p.{IT.id} AND h.{A.slot} = s)) AS slot "
         f"FROM p), "
         f"b AS (UPDATE {IT.table} SET {IT.slots_taken} = {IT.slots_taken} + 1 FROM f "

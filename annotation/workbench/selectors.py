@@ -42,7 +42,7 @@ def progress_counts(study: Study, user_id: int) -> tuple[str, list[Any]]:
     Also read inside PostgreSQL's one-statement submit (workbench/submit_sql.py), which sees the counts
     of before its own writes and so passes done + 1 and active - 1 to `progress_from_counts`.
     """
-    n = study.annotators_per_item
+    n = study.slots_per_item
     A, IT = names(Assignment), names(Item)
     # One statement: the user's own counts, and the unfinished items read from the top of the
     # (study, is_check, slots_taken, claim_rank) index, as claims do (right after a bulk change and before (auto)vacuum,

@@ -53,7 +53,7 @@ from django.db import IntegrityError, InterfaceError, OperationalError, connecti
 from django.db.models import Q
 from django.utils import timezone
 
-from annotation.conditions.services import condition_of
+from annotation.conditions.services import claimable_slots
 from annotation.errors import ServiceError
 from annotation.lib.dblocks import UNAVAILABLE, close_broken_connections, database_fault
 from annotation.lib.randomisation import left_system_for, queue_position, side_coin
@@ -243,14 +243,14 @@ def claim_next(
     too; LeaseLost when it is no longer the user's. An annotator holds at most these two: the
     one after is their other active assignment if they have one, so reloads claim nothing more.
     A paused study hands nothing out ahead. In a study with conditions, the user's first claim
-    gives them their condition (conditions.services: balanced, for good); items are handed out
-    as in any study, so exact N holds per item across conditions.
+    gives them their condition (conditions.services: balanced, for good). Where exact N holds per
+    item across conditions, items are handed out as in any study; where it holds per condition,
+    the user takes only slots of their condition's range (`claimable_slots`).
     """
     now = now or timezone.now()
-    if study.conditions:
-        condition_of(user, study)
+    slots = claimable_slots(user, study) if study.conditions else None  # the first gives the user their condition
     if ahead_of is None and study.status == Study.Status.OPEN and connection.vendor == "postgresql":
-        alone = _reconnecting(lambda: _claim_alone(user, study, now), what="claim")
+        alone = _reconnecting(lambda: _claim_alone(user, study, now, slots), what="claim")
         if alone is not None:
             _unless_closed_meanwhile(alone, user, study)
             alone.study = study
@@ -263,10 +263,10 @@ def claim_next(
                 if not sql.renew_own_lease(ahead_of, user.pk, now + lease_length(), now):
                     raise LeaseLost("the item on your screen is no longer assigned to you")
                 paused = study.status == Study.Status.PAUSED
-                return None if paused else _claim(user, study, now, exclude_id=ahead_of)
+                return None if paused else _claim(user, study, now, slots, exclude_id=ahead_of)
             if study.status == Study.Status.PAUSED:
                 return _keep_own_lease(user, study, now)
-            return _claim(user, study, now)
+            return _claim(user, study, now, slots)
 
     assignment = _retrying(
         claim,
@@ -364,12 +364,15 @@ def _keep_own_lease(user: User, study: Study, now: datetime) -> Assignment:
     raise NotAllowed(not_open_reason(study))
 
 
-def _claim(user: User, study: Study, now: datetime, *, exclude_id: int | None = None) -> Assignment | None:
+def _claim(
+    user: User, study: Study, now: datetime, slots: range | None, *, exclude_id: int | None = None
+) -> Assignment | None:
+    """The claim in the caller's transaction; `slots` the slot numbers the user may take (None: any)."""
     expires = now + lease_length()
     # One query for all: the user's own active assignment (sorted first), then leases that ran
     # out on items the user has not had, oldest first; and the fresh candidates, for when neither is.
     rows, fresh = sql.claim_candidates(
-        study.pk, user.pk, now, study.annotators_per_item, CANDIDATES, WALK, exclude_id=exclude_id
+        study.pk, user.pk, now, study.slots_per_item, CANDIDATES, WALK, exclude_id=exclude_id, slots=slots
     )
     if rows and rows[0][1] == user.pk:
         own_id = rows.pop(0)[0]
@@ -381,10 +384,10 @@ def _claim(user: User, study: Study, now: datetime, *, exclude_id: int | None = 
         # Reclaim, conditionally: of two reclaimers (or the owner renewing), exactly one wins.
         if sql.close_expired(assignment_id, now):
             return _create(user, study, sql.item(item_id), slot, left_system, expires, now)
-    return _fresh_slot(user, study, fresh or _fresh_further_down(user, study), expires, now)
+    return _fresh_slot(user, study, fresh or _fresh_further_down(user, study, slots), expires, now, slots)
 
 
-def _fresh_further_down(user: User, study: Study) -> list[tuple[int, str, int]]:
+def _fresh_further_down(user: User, study: Study, slots: range | None) -> list[tuple[int, str, int]]:
     """Fresh candidates when the first `WALK` rows at the top of the index held none (an annotator
     far ahead of the others, whose unfinished items fill the top): walks from each lower level of
     slots taken, in one statement, until some are found; none when nothing is left for the user.
@@ -397,17 +400,17 @@ def _fresh_further_down(user: User, study: Study) -> list[tuple[int, str, int]]:
     """
     # Walks that found nothing may have stopped at WALK of the user's own or skipped items:
     # "nothing left" is said only after a walk of the whole index (once, at the user's end).
-    return _walk_lower_levels(user, study) or sql.every_fresh_candidate(
-        study.pk, user.pk, study.annotators_per_item, CANDIDATES
+    return _walk_lower_levels(user, study, slots) or sql.every_fresh_candidate(
+        study.pk, user.pk, study.slots_per_item, CANDIDATES, slots
     )
 
 
-def _walk_lower_levels(user: User, study: Study) -> list[tuple[int, str, int]]:
+def _walk_lower_levels(user: User, study: Study, slots: range | None) -> list[tuple[int, str, int]]:
     """The bounded walks of `_fresh_further_down`, from each level of slots taken below the top."""
-    return sql.fresh_candidates(study.pk, user.pk, study.annotators_per_item - 1, CANDIDATES, WALK)
+    return sql.fresh_candidates(study.pk, user.pk, study.slots_per_item - 1, CANDIDATES, WALK, slots)
 
 
-def _claim_alone(user: User, study: Study, now: datetime) -> Assignment | None:
+def _claim_alone(user: User, study: Study, now: datetime, slots: range | None) -> Assignment | None:
     """PostgreSQL: the common claim, a fresh slot for a user who holds nothing, without a transaction.
 
     Two statements (the candidates, then `sql.claim_first_free_slot` with `alone`, which locks the
@@ -418,18 +421,22 @@ def _claim_alone(user: User, study: Study, now: datetime) -> Assignment | None:
     which says why. Of the claim nothing is written unless it is made (the membership row may have
     been rewritten by the lock, which changes none of its values).
     """
-    own_or_expired, fresh = sql.claim_candidates(study.pk, user.pk, now, study.annotators_per_item, CANDIDATES, WALK)
+    own_or_expired, fresh = sql.claim_candidates(
+        study.pk, user.pk, now, study.slots_per_item, CANDIDATES, WALK, slots=slots
+    )
     if own_or_expired:
         return None
     # Not the walk of the whole index: when the bounded walks find nothing, the transactional claim
     # that follows makes it, once (twice was a whole-index read per request of a user who is done).
-    fresh = fresh or _walk_lower_levels(user, study)
+    fresh = fresh or _walk_lower_levels(user, study, slots)
     if not fresh:
         return None
     positions = _ranked(user, study, fresh)
     try:
         with transaction.atomic() if connection.in_atomic_block else nullcontext():  # a savepoint in a transaction
-            return _fresh_slot_in_one_statement(user, study, fresh, positions, now + lease_length(), now, alone=True)
+            return _fresh_slot_in_one_statement(
+                user, study, fresh, positions, now + lease_length(), now, slots, alone=True
+            )
     except (sql.NotAlone, _Busy):
         return None
     except (IntegrityError, OperationalError) as exc:
@@ -448,7 +455,7 @@ def _ranked(user: User, study: Study, rows: list[tuple[int, str, int]]) -> dict[
 
 
 def _fresh_slot(
-    user: User, study: Study, rows: list[tuple[int, str, int]], expires: datetime, now: datetime
+    user: User, study: Study, rows: list[tuple[int, str, int]], expires: datetime, now: datetime, slots: range | None
 ) -> Assignment | None:
     """A new slot on an item with the most slots taken among those the user has not had.
 
@@ -457,21 +464,23 @@ def _fresh_slot(
     grows neither with the study nor with how far ahead the annotator is. Among items
     equally far along, the annotator's keyed-hash queue position decides.
     """
-    n = study.annotators_per_item
+    n = study.slots_per_item
     if not rows:
         return None
     positions = _ranked(user, study, rows)
     if connection.vendor == "postgresql":
-        assignment = _fresh_slot_in_one_statement(user, study, rows, positions, expires, now)
+        assignment = _fresh_slot_in_one_statement(user, study, rows, positions, expires, now, slots)
         if assignment is not None:
             return assignment
     for item in _lock_candidates([pk for pk, _, _ in rows], n):
         if not sql.take_slot(item.pk, n):
             continue
         held = sql.held_slots(item.pk)
-        free = [number for number in range(n) if number not in held]
+        free = [number for number in (slots or range(n)) if number not in held]
         if not free:
-            # The counter was behind the slots actually held (e.g. edited by hand): repair it, try the next.
+            # The counter was behind the slots actually held (e.g. edited by hand), or (exact N per
+            # condition) the user's range filled since the candidates were read: the counter is
+            # set to the slots held (this claim's bump undone), and the next candidate tried.
             sql.set_slots_taken(item.pk, len(held))
             continue
         left_system = left_system_for(study.seed, item.external_id, free[0], study.systems)
@@ -486,6 +495,7 @@ def _fresh_slot_in_one_statement(
     positions: dict[int, int],
     expires: datetime,
     now: datetime,
+    slots: range | None,
     *,
     alone: bool = False,
 ) -> Assignment | None:
@@ -501,7 +511,7 @@ def _fresh_slot_in_one_statement(
     values = _assignment_values(user, study, expires, now)
     try:
         item, assignment_id, slot, left_system = sql.claim_first_free_slot(
-            candidates, values, study.systems, study.annotators_per_item, alone=alone
+            candidates, values, study.systems, study.slots_per_item, alone=alone, slots=slots
         )
     except LookupError:
         raise _Busy from None
@@ -551,7 +561,7 @@ def _assignment_values(user: User, study: Study, expires: datetime, now: datetim
     return {
         "study_id": study.pk,
         "annotator_id": user.pk,
-        "max_slots": study.annotators_per_item,
+        "max_slots": study.slots_per_item,
         "status": Status.ACTIVE,
         "lease_expires_at": expires,
         "flagged": False,

@@ -74,7 +74,7 @@ def submit_with_first_answer(
         user_id="submitted." + A.annotator,
         domain="on_item." + IT.domain,
         answers_on_item="on_item." + IT.n_answers,
-        n_study_id="submitted." + A.study,
+        complete_at="submitted." + A.max_slots,
         source="submitted, on_item",
     )
     row = fetch_one(

@@ -148,7 +148,7 @@ def dataset_card(
             "kind": study.kind,
             "label_vocabulary": list(study.labels),
             "systems": list(study.systems),
-            "annotators_per_item": study.annotators_per_item,
+            "annotators_per_item": study.slots_per_item,
             "n_annotators": tables.n_annotators,
             "n_items": tables.items.num_rows,
             "n_annotations": tables.annotations.num_rows,
@@ -171,7 +171,7 @@ def dataset_card(
         "",
         f"Exported from Claimlab study `{study.slug}` ({study.get_kind_display().lower()}): "
         f"{tables.items.num_rows} items, {tables.annotations.num_rows} annotations by "
-        f"{tables.n_annotators} annotators (pseudonyms), {study.annotators_per_item} per item.",
+        f"{tables.n_annotators} annotators (pseudonyms), {study.slots_per_item} per item.",
         "",
         "## Licence",
         "",

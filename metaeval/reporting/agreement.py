@@ -132,7 +132,7 @@ def _summary_options(study: Study, options: ReportOptions) -> dict[str, Any]:
         "ci": options.n_resamples > 0,
         "confidence": options.confidence,
         "seed": options.seed,
-        "n_raters": study.annotators_per_item,
+        "n_raters": study.slots_per_item,
     }
 
 
@@ -151,7 +151,7 @@ def _agreement(
     if ordinal is not None:
         settings["ordinal"] = ordinal
     out = stats.agreement_summary(table, **settings, distributions=distributions)
-    out["fleiss_kappa"]["left_out_causes"] = left_out_causes(given, table, study.annotators_per_item, dropped)
+    out["fleiss_kappa"]["left_out_causes"] = left_out_causes(given, table, study.slots_per_item, dropped)
     return out
 
 
@@ -186,7 +186,7 @@ def _shared_bootstrap(
     """
     if options.n_resamples <= 0 or collapsed is None or not collapsed.table.item_index.equals(table.item_index):
         return None, None
-    n_raters = study.annotators_per_item
+    n_raters = study.slots_per_item
     requests = [
         stats.BootstrapRequest(table, stats.summary_statistics(ordinal=study.is_preference), n_raters),
         stats.BootstrapRequest(collapsed.table, stats.summary_statistics(), n_raters),

@@ -106,7 +106,7 @@ def build_report(
         "kind": study.kind,
         "labels": categories_for(study),
         "systems": list(study.systems),
-        "annotators_per_item": study.annotators_per_item,
+        "annotators_per_item": study.slots_per_item,
         "options": options.as_dict(),
         "n_items": n_items,
         "n_items_annotated": rows.n_items(),

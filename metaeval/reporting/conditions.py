@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from annotation.conditions.definitions import EXACT_N_RULE
+from annotation.conditions.definitions import EXACT_N_RULES
 from annotation.models import Study
 from metaeval import selectors, stats
 from metaeval.study_frame import StudyFrame
@@ -49,7 +49,7 @@ def conditions_section(
         "baseline": baseline,
         "verifier": verifier,
         "verifier_missing": bool(verifier) and verifier not in verdicts,
-        "exact_n_rule": EXACT_N_RULE,
+        "exact_n_rule": EXACT_N_RULES[study.exact_n_per],
         "reference_note": REFERENCE_NOTE.format(rule=frame.rule),
         "people": [
             {**c, "n_people": sum(1 for value in conditions.values() if value == c["key"])} for c in study.conditions

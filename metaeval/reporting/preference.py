@@ -67,7 +67,7 @@ def preference_section(frame: pd.DataFrame, study: Study, options: ReportOptions
         ci=options.n_resamples > 0,
         confidence=options.confidence,
         seed=options.seed,
-        n_raters=study.annotators_per_item,
+        n_raters=study.slots_per_item,
     )
     return {
         "systems": list(systems),

@@ -229,6 +229,49 @@ def _option_rows(distribution: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"option": option, "count": count, "share": shares.get(option)} for option, count in counts.items()]
 
 
+#: The summary numbers a number question's distribution shows, per group as overall.
+NUMBER_SUMMARY = ("n_answers", "mean", "sd", "median")
+
+#: What a grouped distribution's column heads say the groups are.
+GROUP_NAMES = {"label": "label given", "system": "system", "condition": "condition"}
+
+
+def _group_table(distribution: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A question's answers side by side per group (label, system or condition): one row per answer
+    (count and share in each group) or, for numbers, per summary figure. None without groups."""
+    if not distribution or not distribution.get("groups"):
+        return None
+    groups = distribution["groups"]
+    first = next(iter(groups.values()))
+    if "counts" in first:
+        names = list(first["counts"])
+        rows = [
+            {
+                "option": option,
+                "cells": [
+                    {"count": block["counts"].get(option), "share": (block.get("shares") or {}).get(option)}
+                    for block in groups.values()
+                ],
+            }
+            for option in names
+        ]
+        rows.append(
+            {"option": "answers", "cells": [{"count": block["n_answers"], "share": None} for block in groups.values()]}
+        )
+    else:
+        rows = [
+            {"option": name, "cells": [{"count": block.get(name), "share": None} for block in groups.values()]}
+            for name in NUMBER_SUMMARY
+            if name in first
+        ]
+    return {
+        "by": GROUP_NAMES.get(distribution["by"], distribution["by"]),
+        "groups": list(groups),
+        "rows": rows,
+        "n_without_group": distribution.get("n_without_group", 0),
+    }
+
+
 def question_blocks(section: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The extra questions' section as the report page and the LaTeX tables show it: per question its
     answers' counts, its agreement coefficients (estimate rows) and, per claim, each system's share."""
@@ -263,6 +306,14 @@ def question_blocks(section: dict[str, Any] | None) -> list[dict[str, Any]]:
             {
                 **question,
                 "options": _option_rows(question["distribution"]),
+                "group_tables": [
+                    table
+                    for table in (
+                        _group_table(question.get("distribution_by_group")),
+                        _group_table(question.get("distribution_by_condition")),
+                    )
+                    if table is not None
+                ],
                 "agreement_rows": rows,
                 "per_claim_rows": per_claim,
             }

@@ -3,6 +3,8 @@ agreement on it, and for per-claim judgements the per-system share of claims jud
 
 Rows come from the study frame (``StudyFrame.question_answers``): the answers of exactly the labels
 agreement counts, so a question's numbers and the label's numbers rest on the same annotations.
+Distributions are given overall, per label (item questions) or per system (list and claim
+questions), and per condition where the study has conditions (the answerer's condition).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from annotation.models import Study
-from metaeval import stats
+from metaeval import selectors, stats
 from metaeval.study_frame import StudyFrame
 
 from .options import ReportOptions
@@ -28,6 +30,9 @@ def questions_section(frame: StudyFrame, study: Study, options: ReportOptions) -
     if not study.questions:
         return None
     answers = frame.question_answers()
+    if study.conditions:
+        conditions = selectors.annotator_conditions(study)
+        answers["condition"] = answers["annotator"].map(conditions).replace("", None)
     blocks = []
     for question in study.questions:
         rows = answers.loc[answers["question"] == question["key"]]
@@ -42,6 +47,8 @@ def questions_section(frame: StudyFrame, study: Study, options: ReportOptions) -
             "distribution_by": by,
             "distribution_by_group": stats.question_distribution(rows, question, by=by),
         }
+        if study.conditions:
+            block["distribution_by_condition"] = stats.question_distribution(rows, question, by="condition")
         if question["type"] != "text":
             block["agreement"] = stats.question_agreement(
                 rows, question, n_resamples=options.n_resamples, seed=options.seed

@@ -156,6 +156,13 @@ def test_study_kind_must_be_known(db):
     violates("study_kind_valid", lambda: Study.objects.create(slug="k", name="x", kind=""))
 
 
+def test_study_exact_n_rule_must_be_known(db):
+    violates(
+        "study_exact_n_per_valid",
+        lambda: Study.objects.create(slug="en", name="x", kind="verification", exact_n_per="annotator"),
+    )
+
+
 def test_study_status_must_be_known(db):
     violates(
         "study_status_valid", lambda: Study.objects.create(slug="st", name="x", kind="verification", status="frozen")

@@ -391,9 +391,13 @@ def test_the_reports_new_sections_fit_and_their_tables_scroll_inside_their_cards
         expect(questions.locator("h2")).to_have_text("Extra questions")
         assert "How sure are you of your choice?" in questions.inner_text()
         assert "Can this claim be checked?" in questions.inner_text()
-        # per question its answers and their agreement; the tick box's per-claim shares too
-        assert questions.locator("table").count() == 5
-        assert "Claims judged True" in questions.locator("table").nth(2).inner_text()
+        # per question its answers (overall, per label or system, per condition) and their agreement;
+        # the tick box's per-claim shares too
+        assert questions.locator("table").count() == 9
+        captions = questions.locator("table caption").all_inner_texts()
+        assert "Answers to confidence per label given" in captions, captions
+        assert "Answers to verifiable per system" in captions and "Answers to verifiable per condition" in captions
+        assert questions.locator("table", has_text="Claims judged True").count() == 1
         expect(training.locator("h2")).to_have_text("Training")
         rows = training.locator("tbody tr td:nth-child(2)").all_inner_texts()
         assert sorted(rows) == ["0 / 2", "1 / 2", "1 / 2", "2 / 2"], rows  # each annotator's, as answered

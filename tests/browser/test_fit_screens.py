@@ -151,7 +151,9 @@ def test_progress_page_fits_and_refreshes_itself(screen_context, guard, screen, 
         submitted_at=timezone.now(),
     )
     Annotation.objects.create(assignment=assignment, label="supported", raw_label="supported", active_ms=4000)
-    answer_added(study_id=study.pk, item_id=item.pk, user_id=annotator.pk)  # as the submit service counts it
+    answer_added(
+        study_id=study.pk, item_id=item.pk, user_id=annotator.pk, complete_at=study.slots_per_item
+    )  # as the submit service counts it
     page.evaluate(HIDE, True)
     page.clock.run_for(30_000)  # hidden: no refresh however long
     assert annotations.inner_text() == "80"

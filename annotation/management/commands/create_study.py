@@ -48,6 +48,23 @@ class Command(BaseCommand):
             metavar="FILE",
             help="extra questions asked with each answer, a JSON or YAML list (docs/guide: extra questions)",
         )
+        parser.add_argument(
+            "--questionnaires",
+            metavar="FILE",
+            help="pre-study and post-study questionnaires and the comprehension quiz, JSON or YAML "
+            "{pre: [...], quiz: {attempts, questions}, post: [...]} (docs/designs.md)",
+        )
+        parser.add_argument(
+            "--conditions",
+            help="between-subject conditions, comma-separated: key or key:<verifier name>, "
+            "e.g. no_suggestion,verifier_suggestion:gpt4-judge",
+        )
+        parser.add_argument(
+            "--exact-n-per",
+            choices=["item", "condition"],
+            default="item",
+            help="with conditions: N annotators per item across conditions (item), or N in each condition",
+        )
         parser.add_argument("--status", choices=["draft", "open", "closed"], default="open")
 
     def handle(self, *args, **options) -> None:
@@ -59,6 +76,7 @@ class Command(BaseCommand):
             instructions = path.read_text(encoding="utf-8-sig")
         try:
             questions = read_questions_file(options["questions"]) if options["questions"] else None
+            questionnaires = read_questions_file(options["questionnaires"]) if options["questionnaires"] else None
             study = create_study(
                 slug=options["slug"],
                 name=options["name"],
@@ -76,6 +94,9 @@ class Command(BaseCommand):
                 both_bad_allowed=options["both_bad"],
                 irrelevant_in_credibility=options["irrelevant_in_credibility"],
                 questions=questions,
+                questionnaires=questionnaires,
+                conditions=options["conditions"],
+                exact_n_per=options["exact_n_per"],
                 status=options["status"],
             )
         except ServiceError as exc:
@@ -84,6 +105,13 @@ class Command(BaseCommand):
             self.style.SUCCESS(
                 f"Created {study.kind} study {study.slug!r} with labels {', '.join(study.labels)}, "
                 f"{study.annotators_per_item} annotators per item, seed {study.seed}"
-                + (f", and {len(study.questions)} extra question(s)." if study.questions else ".")
+                + (f", {len(study.questions)} extra question(s)" if study.questions else "")
+                + (
+                    f", conditions {', '.join(c['key'] for c in study.conditions)} "
+                    f"({study.slots_per_item} labels per item)"
+                    if study.conditions
+                    else ""
+                )
+                + "."
             )
         )

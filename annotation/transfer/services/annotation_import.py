@@ -131,13 +131,14 @@ def import_annotations(
                         updates.append((assignment_pk, row))
                     continue
                 used = slots.setdefault(item_id, set())
-                free = next((slot for slot in range(study.annotators_per_item) if slot not in used), None)
+                free = next((slot for slot in range(study.slots_per_item) if slot not in used), None)
                 if free is None:
                     errors.extend(
                         [
                             RecordError(
                                 line,
-                                f"item {row.item!r} already has {study.annotators_per_item} annotations, the study's annotators per item",
+                                f"item {row.item!r} already has {study.slots_per_item} annotations, the study's annotators per item"
+                                + (" in all conditions" if study.slots_per_item != study.annotators_per_item else ""),
                                 "item",
                             )
                         ]

@@ -111,7 +111,7 @@ def switch_annotations_live(
                 f"{assignment.created_at}, {assignment.submitted_at}, {assignment.updated_at}) "
                 f"SELECT %s, {staged_assignment}, %s, %s, NULL, %s, '', %s, %s, %s "
                 f"FROM {staging.table} ORDER BY {staged.line}",
-                [study.pk, study.annotators_per_item, Assignment.Status.SUBMITTED, False, stamp, stamp, stamp],
+                [study.pk, study.slots_per_item, Assignment.Status.SUBMITTED, False, stamp, stamp, stamp],
             )
             answer_columns = ", ".join(getattr(annotation, name) for name in ANSWER_COLUMNS)
             staged_answers = ", ".join(f"s.{getattr(staged, name)}" for name in ANSWER_COLUMNS)

@@ -39,7 +39,9 @@ def _label(study: Study, item: Item, user, label: str, *, active_ms: int | None,
     )
     Annotation.objects.filter(pk=annotation.pk).update(created_at=timezone.now() - ago)  # auto_now_add otherwise
     Item.objects.filter(pk=item.pk).update(slots_taken=taken + 1)
-    answer_added(study_id=study.pk, item_id=item.pk, user_id=user.pk)  # as the submit service counts it
+    answer_added(
+        study_id=study.pk, item_id=item.pk, user_id=user.pk, complete_at=study.slots_per_item
+    )  # as the submit service counts it
 
 
 @pytest.fixture
