@@ -6,7 +6,9 @@ in the same run, on the same database. The 1,000-item study is the baseline;
 the goal is a ratio of at most 1.5 for the median.
 
 Also timed, as extra rows: the same in a 100,000-item study that is already
-half done (150,000 imported labels, so the slot counters are mixed), and the
+half done (150,000 imported labels, so the slot counters are mixed), in a 100,000-item study
+with two between-subject conditions where exact N holds per condition (each claim filtered to
+its condition's slot range: conditions.services.claimable_slots), and the
 whole "API turn" (claim, blinded display payload, progress, submit,
 progress), which is what one label costs a web request.
 
@@ -112,7 +114,9 @@ def setup_django(folder: Path) -> None:
     call_command("migrate", verbosity=0, interactive=False)
 
 
-def make_study(slug: str, items_file: Path, annotators: list, labels_file: Path | None = None):
+def make_study(
+    slug: str, items_file: Path, annotators: list, labels_file: Path | None = None, options: dict | None = None
+):
     from django.db import connection
 
     from annotation.members.services import add_members
@@ -122,7 +126,7 @@ def make_study(slug: str, items_file: Path, annotators: list, labels_file: Path 
     from annotation.transfer.services.item_import import import_items
 
     Study.objects.filter(slug=slug).delete()
-    study = create_study(slug=slug, name=slug, kind="verification", annotators_per_item=N)
+    study = create_study(slug=slug, name=slug, kind="verification", annotators_per_item=N, **(options or {}))
     add_members(study=study, usernames=[user.username for user in annotators], role="annotator")
     start = time.perf_counter()
     with items_file.open("rb") as stream:
@@ -223,13 +227,20 @@ def main() -> None:
     users = annotators(args.annotators)
 
     scenarios = [
-        (f"{args.small:,} items (baseline)", "bench-scale-small", small_file, None),
-        (f"{args.large:,} items", "bench-scale-large", large_file, None),
-        (f"{args.large:,} items, half done ({imported:,} labels)", "bench-scale-half", large_file, labels_file),
+        (f"{args.small:,} items (baseline)", "bench-scale-small", small_file, None, None),
+        (f"{args.large:,} items", "bench-scale-large", large_file, None, None),
+        (f"{args.large:,} items, half done ({imported:,} labels)", "bench-scale-half", large_file, labels_file, None),
+        (
+            f"{args.large:,} items, 2 conditions, N per condition",
+            "bench-scale-conditions",
+            large_file,
+            None,
+            {"conditions": ["control", "shown"], "exact_n_per": "condition"},
+        ),
     ]
     loaded_studies = []
-    for name, slug, items_file, labels in scenarios:
-        study, loaded = make_study(slug, items_file, users, labels)
+    for name, slug, items_file, labels, options in scenarios:
+        study, loaded = make_study(slug, items_file, users, labels, options)
         print(f"loaded {name}: {loaded}", flush=True)
         time_labels(study, users, 60, api_turn=False)  # warm-up: caches, first pages
         loaded_studies.append((name, study))
@@ -251,7 +262,7 @@ def main() -> None:
         for name, _ in loaded_studies
     ]
     if not args.keep and connection.vendor == "postgresql":
-        Study.objects.filter(slug__in=[slug for _, slug, _, _ in scenarios]).delete()
+        Study.objects.filter(slug__in=[slug for _, slug, _, _, _ in scenarios]).delete()
 
     base_service, base_turn = rows[0][1], rows[0][3]
     print(

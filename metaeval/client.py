@@ -103,6 +103,31 @@ class Claimlab:
         params = {"by_domain": str(by_domain).lower(), "binary": str(binary).lower()}
         return self._json("GET", f"/api/studies/{slug}/report", params)
 
+    def leaderboard(self) -> pd.DataFrame:
+        """The verifier leaderboard of your studies: one row per verifier (rank, mean, studies) and one
+        column per study with its balanced accuracy; the intervals stay in ``leaderboard_json()``."""
+        board = self.leaderboard_json()
+        rows = [
+            {
+                "rank": row["rank"],
+                "verifier": row["verifier"],
+                "mean": row["mean"],
+                "n_studies": row["n_studies"],
+                **{study: (row["cells"].get(study) or {}).get("value") for study in board["columns"]},
+            }
+            for row in board["rows"]
+        ]
+        return pd.DataFrame(rows, columns=["rank", "verifier", "mean", "n_studies", *board["columns"]])
+
+    def leaderboard_json(self) -> dict[str, Any]:
+        """``GET /api/leaderboard`` as it is: cells with intervals, pending studies, the rule."""
+        return self._json("GET", "/api/leaderboard")
+
+    def plan(self, **inputs: Any) -> dict[str, Any]:
+        """``GET /api/plan`` (e.g. ``plan(kind="verification", width=0.05, share=0.4, sensitivity=0.9,
+        specificity=0.8)`` for the human labels needed with and without a verifier's predictions)."""
+        return self._json("GET", "/api/plan", {key: str(value) for key, value in inputs.items()})
+
     def items(self, slug: str) -> pd.DataFrame:
         """Every item: item, domain, response_id, system, gold_label, payload (all pages of the item list)."""
         rows: list[dict[str, Any]] = []

@@ -45,6 +45,13 @@ DIFFERENCE_METHOD = (
 )
 
 KAPPA_PRECISION = "kappa (large-sample approximation at the observed kappa and label shares)"
+PPI_METHOD = (
+    "human labels for a share-supported interval of the target width: classical (human labels only, var = "
+    "share (1 - share) / n) and PPI++ with the verifier's predictions on the unlabelled claims (var = lambda^2 "
+    "var(prediction) / N + var(label - lambda prediction) / n at the optimal lambda; Angelopoulos, Duchi and "
+    "Zrnic 2023), from the pilot's share and the verifier's sensitivity and specificity against the humans; "
+    "normal (CLT) intervals, valid when the labelled claims are a random sample"
+)
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,10 @@ class PlanInputs:
     kappa: float = 0.6
     kappa_b: float | None = None
     distribution: tuple[float, ...] = (0.6, 0.25, 0.15)
+    share: float = 0.5
+    sensitivity: float | None = None
+    specificity: float | None = None
+    unlabelled: float = 10_000
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -94,6 +105,10 @@ RANGES = {
     "width": Range(0, 1, low_open=True),
     "kappa": Range(-1, 1),
     "kappa_b": Range(-1, 1),
+    "share": Range(0, 1, low_open=True, high_open=True),
+    "sensitivity": Range(0, 1),
+    "specificity": Range(0, 1),
+    "unlabelled": Range(1, 1e9),
 }
 
 
@@ -132,8 +147,17 @@ def plan_from_query(query: Mapping[str, Any]) -> PlanInputs:
             raise InvalidOption("distribution", "distribution needs at least two positive shares, one per label")
     else:
         distribution = defaults.distribution
-    values = {name: _number(query, name, getattr(defaults, name)) for name in ("p", "power", "alpha", "width", "kappa")}
-    return PlanInputs(kind=kind, kappa_b=_number(query, "kappa_b", None), distribution=distribution, **values)  # type: ignore[arg-type]
+    values = {
+        name: _number(query, name, getattr(defaults, name))
+        for name in ("p", "power", "alpha", "width", "kappa", "share", "unlabelled")
+    }
+    if values["unlabelled"] != int(values["unlabelled"] or 0):
+        raise InvalidOption("unlabelled", f"unlabelled must be a whole number of claims, got {values['unlabelled']:g}")
+    verifier = {name: _number(query, name, None) for name in ("kappa_b", "sensitivity", "specificity")}
+    if (verifier["sensitivity"] is None) != (verifier["specificity"] is None):
+        missing = "specificity" if verifier["specificity"] is None else "sensitivity"
+        raise InvalidOption(missing, "give the verifier's sensitivity and specificity together (a PPI plan needs both)")
+    return PlanInputs(kind=kind, distribution=distribution, **values, **verifier)  # type: ignore[arg-type]
 
 
 def _checked(name: str, call: Any, *args: Any, **kwargs: Any) -> Any:
@@ -184,7 +208,28 @@ def make_plan(inputs: PlanInputs) -> dict[str, Any]:
             "alpha": inputs.alpha,
             "method": DIFFERENCE_METHOD,
         }
+    if inputs.sensitivity is not None and inputs.specificity is not None:
+        out["ppi"] = _ppi_plan(inputs)
     return out
+
+
+def _ppi_plan(inputs: PlanInputs) -> dict[str, Any]:
+    """Human labels for the share supported with and without a verifier's predictions (PPI++)."""
+    moments = stats.share_moments(inputs.share, inputs.sensitivity or 0.0, inputs.specificity or 0.0)
+    plan = _checked(
+        "width",
+        stats.labels_needed_from_moments,
+        *moments,
+        n_unlabelled=int(inputs.unlabelled),
+        width=inputs.width,
+    )
+    return {
+        **plan,
+        "share": inputs.share,
+        "sensitivity": inputs.sensitivity,
+        "specificity": inputs.specificity,
+        "method": PPI_METHOD,
+    }
 
 
 def study_precision(study: Study, target_width: float = 0.1) -> dict[str, Any]:

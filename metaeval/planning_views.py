@@ -58,7 +58,20 @@ def _range(name: str) -> dict[str, Any]:
     return schema
 
 
-PLAN_PARAMETERS = ("kind", "p", "power", "alpha", "width", "kappa", "kappa_b", "distribution")
+PLAN_PARAMETERS = (
+    "kind",
+    "p",
+    "power",
+    "alpha",
+    "width",
+    "kappa",
+    "kappa_b",
+    "distribution",
+    "share",
+    "sensitivity",
+    "specificity",
+    "unlabelled",
+)
 
 
 class Plan(APIView):
@@ -77,6 +90,16 @@ class Plan(APIView):
             OpenApiParameter("kappa", _range("kappa"), description="expected kappa (default 0.6)"),
             OpenApiParameter("kappa_b", _range("kappa_b"), description="a second verifier's kappa"),
             OpenApiParameter("distribution", str, description="expected label shares, comma-separated"),
+            OpenApiParameter("share", _range("share"), description="PPI plan: expected share supported (0.5)"),
+            OpenApiParameter(
+                "sensitivity", _range("sensitivity"), description="PPI plan: the verifier's recall of supported"
+            ),
+            OpenApiParameter(
+                "specificity", _range("specificity"), description="PPI plan: the verifier's recall of unsupported"
+            ),
+            OpenApiParameter(
+                "unlabelled", _range("unlabelled"), description="PPI plan: claims with only predictions (10,000)"
+            ),
         ],
         responses=OpenApiTypes.OBJECT,
     )

@@ -1,11 +1,12 @@
 from django.urls import path, re_path
 
-from . import planning_views, views
+from . import leaderboard_views, planning_views, views
 
 app_name = "metaeval"
 
 urlpatterns = [
     path("plan/", planning_views.plan_page, name="plan"),
+    path("leaderboard/", leaderboard_views.leaderboard_page, name="leaderboard"),
     path("studies/<slug:slug>/precision/", planning_views.precision_card, name="precision_card"),
     path("studies/<slug:slug>/report/", views.report_page, name="report"),
     path("studies/<slug:slug>/report/status/", views.report_status, name="report_status"),

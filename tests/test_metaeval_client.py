@@ -113,3 +113,17 @@ def test_the_extra_questions_answers_come_back_long_and_feed_the_statistics(live
     assert set(claims["target"]) == {"veriscore#0", "safe#0"} and len(claims) == 2 * len(given)
     distribution = stats.question_distribution(confidence, study.questions[0])  # stored complete (its scale)
     assert {int(k): v for k, v in distribution["overall"]["counts"].items()} == {p: given.count(p) for p in range(1, 6)}
+
+
+def test_the_client_reads_the_leaderboard_and_plans_with_a_verifier(lab, researcher):
+    from metaeval import stats as metaeval_stats
+
+    board = lab.leaderboard()
+    assert list(board.columns[:4]) == ["rank", "verifier", "mean", "n_studies"]  # no verification study yet: empty
+    assert board.empty and lab.leaderboard_json()["rows"] == []
+    plan = lab.plan(kind="verification", width=0.05, share=0.4, sensitivity=0.9, specificity=0.8)["ppi"]
+    moments = metaeval_stats.share_moments(0.4, 0.9, 0.8)
+    expected = metaeval_stats.labels_needed_from_moments(*moments, n_unlabelled=10_000, width=0.05)
+    assert (plan["n_classical"], plan["n_ppi"]) == (expected["n_classical"], expected["n_ppi"])
+    with pytest.raises(ClaimlabError, match="specificity"):
+        lab.plan(kind="verification", sensitivity=0.9)

@@ -62,12 +62,15 @@ def next_training_item(user: User, study: Study) -> Item | None:
     if not study.training:
         return None
     done = set(TrainingAnswer.objects.filter(study=study, annotator=user).values_list("item__external_id", flat=True))
-    for external_id in training_ids(study):
-        if external_id not in done:
-            item = Item.objects.filter(study=study, external_id=external_id).exclude(gold_label="").first()
-            if item is not None:
-                return item
-    return None
+    pending = [external_id for external_id in training_ids(study) if external_id not in done]
+    if not pending:
+        return None
+    # One read for all of them (an item whose gold label was removed since is passed over), in the study's order.
+    found = {
+        item.external_id: item
+        for item in Item.objects.filter(study=study, external_id__in=pending).exclude(gold_label="")
+    }
+    return next((found[external_id] for external_id in pending if external_id in found), None)
 
 
 def training_left(user: User, study: Study) -> int:

@@ -27,10 +27,12 @@ from .annotator_quality import reference_and_quality
 from .conditions import conditions_section
 from .disagreements import disagreements
 from .options import ReportOptions
+from .ppi import ppi_section
 from .preference import preference_section
 from .questionnaires import questionnaires_section
 from .questions import questions_section
 from .scores import scores_section
+from .verifier_comparisons import verifier_comparisons
 from .verifier_reference import verifiers_vs_reference
 
 __all__ = ["build_report", "FIRST_SECTIONS_PENDING", "GOLD_RULE", "GOLD_INCLUDED_RULE", "gold_rule"]
@@ -52,12 +54,14 @@ FIRST_SECTIONS_PENDING: dict[str, Any] = {
     "reference": None,
     "annotator_quality": None,
     "scores": None,
+    "ppi": None,
     "disagreements": [],
     "n_disagreements": None,
     "adjudication": None,
     "verifiers": None,
     "pairwise_judges": None,
     "verifiers_vs_reference": None,
+    "verifier_comparisons": None,
     "questions": None,
     "conditions": None,
     "training": None,
@@ -135,6 +139,7 @@ def build_report(
         if evidence is not None
         else None
     )
+    report["ppi"] = ppi_section(items, study, options, verdicts, (reference.rule, reference.labels))
     report["disagreements"] = disagreements(frame.agreed)
     report["n_disagreements"] = len(report["disagreements"])
     queue = queue_size_with(study, labels, include_screened_out=crowd)
@@ -144,6 +149,7 @@ def build_report(
         study, n_resamples=options.n_resamples, seed=options.seed, frame=frame
     )
     report["verifiers_vs_reference"] = verifiers_vs_reference(study, reference, options)
+    report["verifier_comparisons"] = verifier_comparisons(study, reference, options, verdicts)
     report["questions"] = questions_section(frame, study, options)
     report["conditions"] = conditions_section(frame, study, options, verdicts)
     # Training answers are no labels of the study: only each annotator's accuracy on the training items.

@@ -14,7 +14,9 @@ from typing import Any
 
 from annotation.lib.csvsafe import csv_text
 
+from .ppi import ppi_rows
 from .present import Row, agreement_rows, estimate_row, pair_rows, small_n_warning
+from .verifier_comparisons import comparison_rows
 
 __all__ = ["CSV_COLUMNS", "report_csv"]
 
@@ -233,12 +235,47 @@ def _lines(report: dict[str, Any]) -> Iterator[Line]:
         yield from _summary_lines("by_domain_binary", f"domain:{domain}", summary.get("binary"))
     yield from _preference_lines(report["preference"])
     yield from _score_lines(report["scores"])
+    yield from _ppi_lines(report.get("ppi"))
+    yield from _comparison_lines(report.get("verifier_comparisons"))
     yield from _judge_lines(report.get("pairwise_judges"))
     yield from _adjudication_lines(report.get("adjudication"))
     yield from _quality_lines(report)
     for entry in report["disagreements"]:
         labels = "; ".join(f"{who}={label}" for who, label in entry["labels"].items())
         yield "disagreement", f"item:{entry['item']}", entry["pattern"], None, None, None, len(entry["labels"]), labels
+
+
+def _comparison_lines(section: dict[str, Any] | None) -> Iterator[Line]:
+    """Per verifier pair: each paired difference with its interval, then the McNemar test (raw and Holm p)."""
+    for entry in comparison_rows(section):
+        row, scope = entry["row"], f"pair:{entry['pair']}"
+        yield (
+            "verifier_comparison",
+            scope,
+            f"difference[{row.key}]",
+            row.value,
+            row.ci_low,
+            row.ci_high,
+            entry["n"],
+            row.note,
+        )
+        if entry["first"]:
+            note = f"b={entry['b']}, c={entry['c']}; Holm p={entry['p_holm']}"
+            yield "verifier_comparison", scope, "mcnemar_exact_p", entry["p"], None, None, entry["n"], note
+
+
+def _ppi_lines(section: dict[str, Any] | None) -> Iterator[Line]:
+    """Per verifier and group of claims: the PPI++, human-only and verifier-only shares supported."""
+    for row in ppi_rows(section):
+        scope = f"verifier:{row['verifier']}|{row['group']}"
+        low, high = row["ppi_ci"] or (None, None)
+        note = f"n={row['n']} labelled, N={row['N']} unlabelled; lambda={row['lambda']}; {row['ppi_reason']}".rstrip(
+            "; "
+        )
+        yield "ppi", scope, "ppi_share_supported", row["ppi"], low, high, row["n"] + row["N"], note
+        low, high = row["classical_ci"] or (None, None)
+        yield "ppi", scope, "human_only_share_supported", row["classical"], low, high, row["n"], ""
+        yield "ppi", scope, "verifier_only_share_supported", row["verifier_only"], None, None, row["n"] + row["N"], ""
 
 
 def _quality_lines(report: dict[str, Any]) -> Iterator[Line]:

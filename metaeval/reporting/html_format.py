@@ -26,6 +26,7 @@ from metaeval import charts
 from .charts import CHARTS, chart_figure, chart_names
 from .latex_format import report_tables
 from .options import ReportOptions
+from .ppi import ppi_rows
 from .present import (
     SMALL_N,
     agreement_rows,
@@ -40,6 +41,7 @@ from .present import (
     score_rows,
     veriscore_rows,
 )
+from .verifier_comparisons import comparison_rows
 
 __all__ = ["DISAGREEMENTS_PER_PAGE", "agreement_collapsed", "report_context", "report_html"]
 
@@ -141,6 +143,8 @@ def report_context(
         "ceiling_rows": ceiling_rows(report["human_ceiling"]),
         "question_blocks": question_blocks(report.get("questions")),
         "condition_rows": condition_rows(report.get("conditions")),
+        "ppi_rows": ppi_rows(report.get("ppi")),
+        "comparison_rows": comparison_rows(report.get("verifier_comparisons")),
         "questionnaire_blocks": questionnaire_blocks(report.get("questionnaires")),
         "disagreements": _linked(
             study, disagreements if disagreements is not None else report["disagreements"], link_items

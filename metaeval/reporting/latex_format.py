@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .ppi import ppi_rows
 from .present import (
     SMALL_N,
     Row,
@@ -30,6 +31,7 @@ from .present import (
     small_n_warning,
     veriscore_rows,
 )
+from .verifier_comparisons import comparison_rows
 
 __all__ = ["LatexTable", "escape", "report_tables", "table_tex", "report_tex", "TABLE_NAMES"]
 
@@ -77,6 +79,11 @@ def _ci(low: Any, high: Any, n: Any) -> str:
         return DASH
     mark = DAGGER if small_n_warning(n if isinstance(n, int) else None, True) else ""
     return f"[{low:.3f}, {high:.3f}]{mark}"
+
+
+def _pair_ci(bounds: Any, n: Any) -> str:
+    low, high = bounds or (None, None)
+    return _ci(low, high, n)
 
 
 def _row_ci(row: Row) -> str:
@@ -413,11 +420,69 @@ def _condition_tables(report: dict[str, Any]) -> list[LatexTable]:
     ]
 
 
+def _ppi_tables(report: dict[str, Any]) -> list[LatexTable]:
+    """Prediction-powered shares supported (issue 33): PPI++ beside the human-only and verifier-only shares."""
+    rows = [
+        [
+            escape(row["verifier"]),
+            escape(row["group"]),
+            _num(row["ppi"]),
+            _pair_ci(row["ppi_ci"], row["n"]),
+            _num(row["classical"]),
+            _pair_ci(row["classical_ci"], row["n"]),
+            _num(row["verifier_only"]),
+            f"{_num(row['n'])}/{_num(row['N'])}",
+        ]
+        for row in ppi_rows(report.get("ppi"))
+    ]
+    if not rows:
+        return []
+    return [
+        LatexTable(
+            "ppi",
+            "Share of claims supported: prediction-powered (PPI++), human-only and verifier-only",
+            ["Verifier", "Claims", "PPI++", "95\\% CI", "Human only", "95\\% CI", "Verifier only", "$n/N$"],
+            "llrlrlrr",
+            rows,
+        )
+    ]
+
+
+def _comparison_tables(report: dict[str, Any]) -> list[LatexTable]:
+    """Verifier pairs (issue 33): paired differences with bootstrap intervals, exact McNemar, Holm."""
+    rows = [
+        [
+            escape(entry["pair"]) if entry["first"] else "",
+            escape(entry["measure"]),
+            _num(entry["row"].value),
+            _row_ci(entry["row"]),
+            _num(entry["n"]),
+            f"{_num(entry['b'])}/{_num(entry['c'])}" if entry["first"] else "",
+            _p(entry["p_holm"]) if entry["first"] else "",
+        ]
+        for entry in comparison_rows(report.get("verifier_comparisons"))
+    ]
+    if not rows:
+        return []
+    return [
+        LatexTable(
+            "verifier_comparisons",
+            "Verifiers compared on the same claims: paired differences (A $-$ B) and exact McNemar tests, "
+            "Holm-corrected",
+            ["Pair", "Measure", "Difference", "95\\% CI", "Claims", "$b/c$", "Holm $p$"],
+            "llrlrrr",
+            rows,
+        )
+    ]
+
+
 _BUILDERS: tuple[Callable[[dict[str, Any]], list[LatexTable]], ...] = (
     _agreement_tables,
     _preference_tables,
     _score_tables,
+    _ppi_tables,
     _verifier_tables,
+    _comparison_tables,
     _annotator_tables,
     _question_tables,
     _condition_tables,
@@ -436,7 +501,9 @@ TABLE_NAMES = (
     "factscore_gold",
     "veriscore_gold",
     "credibility",
+    "ppi",
     "verifiers",
+    "verifier_comparisons",
     "annotators",
     "questions",
     "questions_per_claim",

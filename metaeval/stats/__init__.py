@@ -15,6 +15,14 @@ Factuality scores (``factscore``, ``veriscore_f1_at_k``, ``ragas_faithfulness``,
 Every coefficient returns an ``Estimate`` (``value`` is None with a
 ``reason`` when undefined, ``n_items``, optional ``ci``, ``extra`` counts);
 ``json_ready`` / ``Estimate.to_dict`` never emit NaN.
+
+``ppi_mean`` corrects a verifier's mean (or share) on many items with human
+labels on a few (prediction-powered inference, PPI++); ``labels_needed`` plans
+how many human labels it takes.
+
+``compare_verifiers`` compares verifiers on the same items (paired bootstrap
+differences, exact McNemar tests, Holm over the pairs); ``leaderboard`` ranks
+them by mean balanced accuracy over studies.
 """
 
 from .aggregation import AggregationFit, dawid_skene, mace
@@ -52,6 +60,7 @@ from .conditions import compare_conditions
 from .credibility import credibility
 from .estimate import Estimate, json_ready
 from .pandas_setup import STRING_STORAGE  # noqa: F401  (pins pandas' string storage on import)
+from .ppi import labels_needed, labels_needed_from_moments, ppi_mean, ppi_mean_batch, share_moments
 from .preference import (
     PREFERENCE_3WAY,
     PREFERENCE_LABELS,
@@ -80,6 +89,7 @@ from .verifier import (
     prediction_codes,
     verifier_vs_majority,
 )
+from .verifier_pairs import compare_verifiers, leaderboard
 
 #: docs/architecture.md, Label vocabularies binary collapse of the VeriScore ternary labels.
 VERISCORE_BINARY = {"supported": "supported", "contradicted": "unsupported", "inconclusive": "unsupported"}
@@ -112,6 +122,7 @@ __all__ = [
     "classification_metrics",
     "cohen_kappa",
     "compare_conditions",
+    "compare_verifiers",
     "collapse_labels",
     "confusion_metrics",
     "consensus_distribution",
@@ -125,6 +136,7 @@ __all__ = [
     "json_ready",
     "krippendorff_alpha",
     "label_distribution",
+    "leaderboard",
     "long_answers",
     "per_claim_scores",
     "question_agreement",
@@ -135,6 +147,11 @@ __all__ = [
     "pairwise_cohen_kappa",
     "percent_agreement",
     "percentile_ci",
+    "ppi_mean",
+    "ppi_mean_batch",
+    "labels_needed",
+    "labels_needed_from_moments",
+    "share_moments",
     "position_bias",
     "prediction_codes",
     "ragas_faithfulness",

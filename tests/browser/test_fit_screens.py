@@ -214,3 +214,22 @@ def test_instructions_on_the_first_item_leave_the_answer_controls_free(
     page.keyboard.press("?")
     assert page.locator("#wb-help").get_attribute("open") is not None
     assert not guard.page_errors
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("screen", ["laptop", "phone"])
+def test_the_verifier_leaderboard_fits_and_its_table_scrolls_inside_its_card(
+    screen_context, guard, screen, annotator, researcher
+):
+    from metaeval.reporting import ReportOptions
+    from metaeval.reporting import cache as report_cache
+
+    study = verification(annotator, researcher)
+    report_cache.current_report(study, ReportOptions())  # the leaderboard reads the study's current report
+    page = screen_context(screen)
+    log_in(page, researcher.username, reverse("metaeval:leaderboard"))
+    assert_fits(page, f"leaderboard ({screen})")
+    assert VERIFIER in page.locator("#leaderboard tbody").inner_text()
+    assert_reachable(page, "a[href='?format=csv']")
+    shoot(page, "leaderboard", screen)
+    assert guard.page_errors == [] and guard.console_errors == [] and guard.external_requests == []

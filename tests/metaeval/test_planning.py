@@ -127,3 +127,47 @@ def test_the_precision_card_is_kept_until_the_study_changes(loaded_verification_
     after = cached_study_precision(study, 0.1)
     assert len(reads) == 2 and after != first
     assert after == study_precision(study, 0.1)
+
+
+def test_the_ppi_plan_needs_fewer_human_labels_with_a_good_verifier_on_the_page_api_and_command(
+    client, demo_researcher
+):
+    """The share's moments from a share, sensitivity and specificity equal a simulated population's; the plan's
+    numbers are the planner's on them; a good verifier needs fewer human labels, a coin-flip one as many."""
+    import numpy as np
+
+    from metaeval import stats
+
+    rng = np.random.default_rng(4)
+    y = rng.random(2_000_000) < 0.4
+    yhat = np.where(y, rng.random(y.size) < 0.9, rng.random(y.size) < 0.2)  # sensitivity 0.9, specificity 0.8
+    var_y, var_h, cov = stats.share_moments(0.4, 0.9, 0.8)
+    assert var_y == pytest.approx(y.var(), abs=1e-3) and var_h == pytest.approx(yhat.var(), abs=1e-3)
+    assert cov == pytest.approx(np.cov(y, yhat)[0, 1], abs=1e-3)
+    client.force_login(demo_researcher)
+    query = {"kind": "verification", "width": "0.05", "share": "0.4", "sensitivity": "0.9", "specificity": "0.8"}
+    body = client.get("/api/plan", query).json()["ppi"]
+    expected = stats.labels_needed_from_moments(var_y, var_h, cov, n_unlabelled=10_000, width=0.05)
+    assert (body["n_classical"], body["n_ppi"]) == (expected["n_classical"], expected["n_ppi"])
+    assert body["n_ppi"] < 0.7 * body["n_classical"]
+    coin = client.get("/api/plan", {**query, "sensitivity": "0.5", "specificity": "0.5"}).json()["ppi"]
+    assert coin["n_ppi"] == coin["n_classical"]  # a verifier that knows nothing saves nothing
+    half = client.get("/api/plan", {**query, "specificity": ""})
+    assert half.status_code == 400 and "specificity" in half.json()["fields"]
+    page = client.get(reverse("metaeval:plan"), query).content.decode()
+    assert f'<strong id="ppi-labels">{body["n_ppi"]}</strong>' in page
+    out = io.StringIO()
+    call_command(
+        "plan",
+        "verification",
+        "--width",
+        "0.05",
+        "--share",
+        "0.4",
+        "--sensitivity",
+        "0.9",
+        "--specificity",
+        "0.8",
+        stdout=out,
+    )
+    assert json.loads(out.getvalue())["ppi"]["n_ppi"] == body["n_ppi"]

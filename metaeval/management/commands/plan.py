@@ -22,9 +22,14 @@ class Command(BaseCommand):
         parser.add_argument("--kappa", help="verification: expected kappa (default 0.6)")
         parser.add_argument("--kappa-b", help="verification: a second verifier's kappa, to tell the two apart")
         parser.add_argument("--distribution", metavar="P1,P2,...", help="verification: expected label shares")
+        parser.add_argument("--share", help="PPI plan: expected share of claims supported (default 0.5)")
+        parser.add_argument("--sensitivity", help="PPI plan: the verifier's recall of supported claims (a pilot's)")
+        parser.add_argument("--specificity", help="PPI plan: the verifier's recall of unsupported claims")
+        parser.add_argument("--unlabelled", help="PPI plan: claims the verifier labels without humans (10,000)")
 
     def handle(self, *args, **options) -> None:
-        query = {key: options[key] for key in ("kind", "p", "power", "alpha", "width", "kappa", "distribution")}
+        names = ("kind", "p", "power", "alpha", "width", "kappa", "distribution", "share", "sensitivity", "specificity")
+        query = {key: options[key] for key in (*names, "unlabelled")}
         query["kappa_b"] = options["kappa_b"]
         try:
             plan = make_plan(plan_from_query({k: v for k, v in query.items() if v is not None}))
