@@ -25,7 +25,15 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 #: Query parameters that may repeat and may be empty (a list of source types).
 LISTS = {"source_type", "exclude_source_type"}
-REPORT_PARAMETERS = ("by_domain", "binary", "source_type", "exclude_source_type", "k", "include_screened_out")
+REPORT_PARAMETERS = (
+    "by_domain",
+    "binary",
+    "source_type",
+    "exclude_source_type",
+    "k",
+    "include_screened_out",
+    "ppi_labelled_share",
+)
 LABELS_PARAMETERS = ("include_gold_items", "reference", "include_screened_out")
 
 
@@ -67,6 +75,12 @@ class StudyReport(StudyScoped, APIView):
                 "include_screened_out",
                 OpenApiTypes.BOOL,
                 description="Crowd studies: count the labels of screened-out participants too (default: left out).",
+            ),
+            OpenApiParameter(
+                "ppi_labelled_share",
+                {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 1},
+                description="PPI: use only this seeded random share of the human-labelled claims as labelled "
+                "(the rest as unlabelled), to see what a smaller labelling budget gives.",
             ),
         ],
         responses=ReportSerializer,

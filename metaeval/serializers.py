@@ -143,6 +143,22 @@ class ReportSerializer(serializers.Serializer):
     verifiers_vs_reference = serializers.JSONField(
         help_text="Each claim verifier's accuracy and Cohen kappa (CI) against the reference labels."
     )
+    ppi = serializers.JSONField(
+        allow_null=True,
+        help_text=(
+            "Verification studies with a verifier's predictions: per verifier, the share of claims supported by "
+            "PPI++ (prediction-powered inference) with its interval, beside the human-only and verifier-only "
+            "shares, n labelled and N unlabelled claims; overall, per system and per domain (?ppi_labelled_share= "
+            "uses a seeded random share of the labelled claims)."
+        ),
+    )
+    verifier_comparisons = serializers.JSONField(
+        allow_null=True,
+        help_text=(
+            "Two or more claim verifiers: per pair, paired bootstrap differences in balanced accuracy, kappa and "
+            "accuracy, and an exact McNemar test, Holm-corrected across pairs."
+        ),
+    )
 
 
 class StudyLabelsSerializer(serializers.Serializer):

@@ -46,6 +46,7 @@ class ReportOptions:
     k: int | None = None
     reference: str | None = None  # None: the study's own rule (Study.reference_rule)
     include_screened_out: bool = False  # crowd studies: count screened-out participants' labels too
+    ppi_labelled_share: float | None = None  # PPI: treat only this seeded random share of labelled claims as labelled
 
     def __post_init__(self) -> None:
         reason = unavailable_rule_reason(self.reference) if self.reference is not None else None
@@ -57,6 +58,8 @@ class ReportOptions:
             raise ValueError("n_resamples must be between 0 and 100,000")
         if not 0 < self.confidence < 1:
             raise ValueError("confidence must be between 0 and 1")
+        if self.ppi_labelled_share is not None and not 0 < self.ppi_labelled_share <= 1:
+            raise ValueError("ppi_labelled_share must be above 0 and at most 1")
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -73,7 +76,7 @@ def options_from_query(
     query: Mapping[str, Any], *, by_domain: bool | None = None, binary: bool | None = None
 ) -> ReportOptions:
     """Options from a GET query (``by_domain``, ``binary``, ``source_type``, ``exclude_source_type``, ``k``,
-    ``reference``, ``include_screened_out``).
+    ``reference``, ``include_screened_out``, ``ppi_labelled_share``).
 
     ``source_type`` and ``exclude_source_type`` may repeat or hold commas.
     ``by_domain`` / ``binary`` arguments override the query (the page always
@@ -94,6 +97,15 @@ def options_from_query(
     raw_k = str(query.get("k", "")).strip()
     if raw_k and not (raw_k.isdigit() and 1 <= int(raw_k) <= 100_000):
         raise InvalidOption("k", f"k must be a whole number from 1 to 100,000, got {query.get('k')!r}")
+    raw_share = str(query.get("ppi_labelled_share", "")).strip()
+    try:
+        share = float(raw_share) if raw_share else None
+    except ValueError:
+        share = -1.0
+    if share is not None and not 0 < share <= 1:
+        raise InvalidOption(
+            "ppi_labelled_share", f"ppi_labelled_share must be a number above 0 and at most 1, got {raw_share!r}"
+        )
     reference = str(query.get("reference", "") or "").strip() or None
     reason = unavailable_rule_reason(reference) if reference is not None else None
     if reason:
@@ -106,6 +118,7 @@ def options_from_query(
         source_types=included or None,
         exclude_source_types=_split(many("exclude_source_type")),
         include_screened_out=flag("include_screened_out"),
+        ppi_labelled_share=share,
     )
 
 

@@ -73,17 +73,43 @@ def ppi_section(
     claims = items[["item", "domain", "system"]].copy()
     claims["system"] = claims["system"].where(claims["system"] != "", NO_SYSTEM)
     human = claims["item"].map(labels)
+    n_with_reference = int(human.notna().sum())
+    if options.ppi_labelled_share is not None:
+        human = _kept_share(claims["item"], human, options.ppi_labelled_share, options.seed)
     section: dict[str, Any] = {
         "method": METHOD,
         "verdicts": VERDICT_RULE,
         "random_sample": RANDOM_SAMPLE_RULE,
         "reference_rule": rule,
         "confidence": options.confidence,
+        "n_claims_with_reference": n_with_reference,
+        "labelled_share": options.ppi_labelled_share,
+        "labelled_share_rule": (
+            SHARE_RULE.format(share=options.ppi_labelled_share, kept=int(human.notna().sum()), of=n_with_reference)
+            if options.ppi_labelled_share is not None
+            else None
+        ),
         "verifiers": {},
     }
     for name, predicted in verdicts.items():
         section["verifiers"][name] = _verifier_block(claims, human, claims["item"].map(predicted), supported, options)
     return section
+
+
+SHARE_RULE = (
+    "only a seeded random share {share:g} of the claims with a reference label count as labelled ({kept:,} of "
+    "{of:,}); the others count as unlabelled, their reference labels unused: what a smaller labelling budget gives"
+)
+
+
+def _kept_share(items: pd.Series, human: pd.Series, share: float, seed: int) -> pd.Series:
+    """The reference labels of a seeded random ``share`` of the labelled claims, the others' removed (NaN).
+
+    The same claims for every verifier: the draw permutes the labelled claims' ids in sorted order."""
+    labelled = sorted(items[human.notna()].astype(str))
+    keep = round(share * len(labelled))
+    chosen = set(np.random.default_rng(seed).permutation(np.array(labelled, dtype=object))[:keep])
+    return human.where(items.astype(str).isin(chosen))
 
 
 def _verifier_block(

@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from annotation.members.services import add_members
+from annotation.models import Study
 from annotation.studies.services import create_study
 from annotation.transfer.services.item_import import import_items
 from annotation.workbench.services import SubmittedAnswer, claim_next, submit
@@ -150,3 +151,43 @@ def test_the_report_compares_every_pair_of_verifiers_with_mcnemar_and_holm(clien
     page = client.get(reverse("metaeval:report", args=[study.slug])).content.decode()
     assert 'id="verifier-comparisons"' in page and "Holm" in page
     assert "verifier_comparisons" in report_tables(report)
+
+
+def test_the_wice_demo_with_half_its_human_labels_gets_a_narrower_ppi_interval_from_gpt4(demo, db):
+    """Issue 33's check on real data: the WiCE demo (100 claims, one human label each, GPT-4 predictions on all),
+    with a seeded random half of the human labels kept: PPI++ equals ppi-python on exactly those claims (read
+    from the fixture files, not through Claimlab) and its interval is narrower than the human-only one."""
+    import json
+
+    from metaeval.reporting import ReportOptions
+    from tests.metaeval.conftest import FIXTURES
+
+    import io
+
+    from django.core.management import call_command
+
+    call_command("load_demo_verifiers", stdout=io.StringIO())  # as `make run` does; rolled back after the test
+    study = Study.objects.get(slug="wice")
+    report = build_report(study, ReportOptions(ppi_labelled_share=0.5))
+    section = report["ppi"]
+    gpt4 = section["verifiers"]["gpt-4-0613"]
+    assert (gpt4["n_labelled"], gpt4["n_unlabelled"]) == (50, 50)
+    assert "(50 of 100)" in section["labelled_share_rule"]
+    human = {r["item"]: r["label"] for r in map(json.loads, (FIXTURES / "wice/annotations.jsonl").open())}
+    predicted = {
+        r["item"]: r["label"]
+        for r in map(json.loads, (FIXTURES / "wice/predictions.jsonl").open())
+        if r["verifier"] == "gpt-4-0613"
+    }
+    kept = sorted(np.random.default_rng(0).permutation(np.array(sorted(human), dtype=object))[:50])
+    rest = [item for item in predicted if item not in set(kept)]
+    y = np.array([human[i] == "supported" for i in kept], dtype=float)
+    yhat = np.array([predicted[i] == "supported" for i in kept], dtype=float)
+    yhat_u = np.array([predicted[i] == "supported" for i in rest], dtype=float)
+    fit = gpt4["overall"]
+    low, high = (float(np.asarray(b).ravel()[0]) for b in ppi_py.ppi_mean_ci(y, yhat, yhat_u, alpha=0.05))
+    assert fit["estimate"]["ci"] == pytest.approx([low, high], abs=1e-9)
+    c_low, c_high = (float(np.asarray(b).ravel()[0]) for b in ppi_py.classical_mean_ci(y, alpha=0.05))
+    assert fit["classical"]["ci"] == pytest.approx([c_low, c_high], abs=1e-9)
+    assert fit["width"] < fit["width_classical"], (fit["width"], fit["width_classical"])
+    print(f"WiCE, half the human labels: PPI++ width {fit['width']:.3f}, human-only {fit['width_classical']:.3f}")

@@ -42,6 +42,12 @@ class Command(BaseCommand):
             action="store_true",
             help="crowd studies: count screened-out participants' labels too (withdrawn ones never count)",
         )
+        parser.add_argument(
+            "--ppi-labelled-share",
+            type=float,
+            metavar="SHARE",
+            help="PPI: use only this seeded random share of the human-labelled claims as labelled (0 < SHARE <= 1)",
+        )
         parser.add_argument("--output", metavar="FILE", help="write here instead of standard output")
 
     def handle(self, *args, **options) -> None:
@@ -62,6 +68,7 @@ class Command(BaseCommand):
             source_types=_types(options["source_types"]) or None,
             exclude_source_types=_types(options["exclude_source_types"]),
             k=options["k"],
+            ppi_labelled_share=options["ppi_labelled_share"],
         )
 
     def _write(self, study, report: dict, options) -> None:
