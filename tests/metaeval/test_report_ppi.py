@@ -157,14 +157,13 @@ def test_the_wice_demo_with_half_its_human_labels_gets_a_narrower_ppi_interval_f
     """Issue 33's check on real data: the WiCE demo (100 claims, one human label each, GPT-4 predictions on all),
     with a seeded random half of the human labels kept: PPI++ equals ppi-python on exactly those claims (read
     from the fixture files, not through Claimlab) and its interval is narrower than the human-only one."""
+    import io
     import json
+
+    from django.core.management import call_command
 
     from metaeval.reporting import ReportOptions
     from tests.metaeval.conftest import FIXTURES
-
-    import io
-
-    from django.core.management import call_command
 
     call_command("load_demo_verifiers", stdout=io.StringIO())  # as `make run` does; rolled back after the test
     study = Study.objects.get(slug="wice")
