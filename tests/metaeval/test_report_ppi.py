@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import ppi_py  # the reference implementation, a dev dependency (requirements-dev.txt)
 import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
@@ -20,8 +21,6 @@ from metaeval.reporting import build_report
 from metaeval.reporting.latex_format import report_tables, table_tex
 from metaeval.verifiers.services.prediction_import import import_predictions
 from tests.conftest import jsonl, verification_item
-
-ppi_py = pytest.importorskip("ppi_py")  # a dev dependency (requirements-dev.txt): always there in `make test`
 
 pytestmark = pytest.mark.django_db
 
