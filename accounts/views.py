@@ -1,11 +1,14 @@
-"""The account's "API tokens" page: list, create (the key shown once), revoke."""
+"""The account's "API tokens" page: list, create (the key shown once), revoke; and the one-time
+set-password page of a researcher invited by ``manage.py invite_researcher``."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import PasswordResetConfirmView
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse_lazy
 from django.views.decorators.http import require_POST
 
 from annotation.http import AuthenticatedHttpRequest
@@ -42,3 +45,12 @@ def revoke(request: AuthenticatedHttpRequest, token_id: int) -> HttpResponse:
     token = revoke_token(token=access_token(request.user, token_id))
     messages.success(request, f"Token {token.prefix}… revoked.")
     return redirect("accounts:api_tokens")
+
+
+class SetPasswordView(PasswordResetConfirmView):
+    """The link ``invite_researcher`` prints: set a password once, then be logged in (accounts/researchers.py)."""
+
+    template_name = "accounts/set_password.html"
+    post_reset_login = True
+    post_reset_login_backend = "django.contrib.auth.backends.ModelBackend"
+    success_url = reverse_lazy("annotation:my_studies")

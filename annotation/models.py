@@ -760,7 +760,7 @@ class ImportJob(BackgroundJob):
 
 
 class ExportJob(BackgroundJob):
-    """An annotation export written to a file by a background task.
+    """An annotation export (or, `hf`, the study as a Hugging Face dataset zip) written to a file by a background task.
 
     Studies with more annotations than EXPORT_INLINE_MAX_ROWS are not exported
     inside a request (long work never runs there); the file waits
@@ -768,8 +768,15 @@ class ExportJob(BackgroundJob):
     replaces it.
     """
 
+    class Format(models.TextChoices):
+        CSV = "csv", "CSV"
+        JSONL = "jsonl", "JSON Lines"
+        #: Built by metaeval (annotation/lib/export_formats.py): a zip of the dataset folder
+        #: `manage.py export_dataset --format hf` writes (parquet files and the dataset card).
+        HF = "hf", "Hugging Face dataset (zip)"
+
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="export_jobs")
-    file_format = models.CharField(max_length=8)
+    file_format = models.CharField(max_length=8, choices=Format.choices)
     rows = models.PositiveIntegerField(default=0, help_text="Annotations written.")
     file_path = models.CharField(
         max_length=500, blank=True, default="", help_text="Empty until written, or once replaced."
@@ -778,7 +785,7 @@ class ExportJob(BackgroundJob):
 
     class Meta(BackgroundJob.Meta):
         constraints = [
-            models.CheckConstraint(condition=Q(file_format__in=["csv", "jsonl"]), name="exportjob_format_valid"),
+            models.CheckConstraint(condition=Q(file_format__in=["csv", "jsonl", "hf"]), name="exportjob_format_valid"),
             *BackgroundJob.Meta.constraints,
         ]
 

@@ -302,6 +302,9 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "StudyStatusEnum": "annotation.models.Study.Status",
         "JobStatusEnum": "annotation.models.JobStatus",
+        "ExportFormatEnum": "annotation.models.ExportJob.Format",
+        # the upload routes' `format` (imports, verifier predictions): its name before exports had their own
+        "FormatEnum": ["jsonl", "csv"],
         "AssignmentStatusEnum": "annotation.models.Assignment.Status",
         "PreferenceChoiceEnum": "annotation.workbench.services.PREFERENCE_CHOICES",
         "EvidenceJudgementEnum": "annotation.vocab.EVIDENCE_JUDGEMENTS",

@@ -23,6 +23,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import zipfile
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -179,8 +181,28 @@ class Claimlab:
         ]
         return long_answers(stored, questions)
 
-    def _background_export(self, slug: str) -> bytes:
-        job = self._json("POST", f"/api/studies/{slug}/exports", body={"format": "jsonl"})
+    def hf_dataset(self, slug: str, folder: str | Path) -> Path:
+        """The study as a Hugging Face dataset, unzipped into ``folder`` (new or empty): the parquet files
+        under ``data/<config>/`` and the dataset card README.md, as ``manage.py export_dataset`` writes them.
+
+        The server writes it in the background (``POST /api/studies/{slug}/exports {"format": "hf"}``);
+        the client waits for the job and downloads the zip. Load it with
+        ``datasets.load_dataset(str(folder), "items")`` or ``pandas.read_parquet(folder / "data" / "items")``.
+        """
+        target = Path(folder)
+        if target.exists() and (not target.is_dir() or any(target.iterdir())):
+            raise ValueError(f"{target} exists and is not an empty folder; choose a new folder")
+        archive = self._background_export(slug, "hf")
+        target.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(io.BytesIO(archive)) as files:
+            for name in files.namelist():  # the server's own names; refuse any that would leave the folder
+                if name.startswith("/") or ".." in Path(name).parts:
+                    raise ClaimlabError(500, f"the dataset zip holds an unsafe name: {name!r}")
+            files.extractall(target)
+        return target
+
+    def _background_export(self, slug: str, file_format: str = "jsonl") -> bytes:
+        job = self._json("POST", f"/api/studies/{slug}/exports", body={"format": file_format})
         while job["status"] not in ("succeeded", "failed"):
             if job.get("stuck"):
                 raise ClaimlabError(503, "the export is stuck: no background worker is running it")

@@ -14,8 +14,10 @@ from django.views.decorators.http import require_GET
 
 from annotation.access import Researcher, access_study
 from annotation.http import AuthenticatedHttpRequest
-from annotation.models import Study
+from annotation.models import ExportJob, ReferenceRule, Study
+from annotation.transfer.selectors import latest_export
 from metaeval import charts, selectors
+from metaeval.reference import REFERENCE_RULES, RULE_DESCRIPTIONS, unavailable_rule_reason
 from metaeval.reporting import ReportOptions, cache, page_options
 from metaeval.reporting.charts import CHARTS, ChartNotApplicable, chart_figure, chart_names
 from metaeval.reporting.csv_format import report_csv
@@ -63,6 +65,25 @@ def _chart_query(options: ReportOptions) -> str:
     return f"?{query.urlencode()}" if query else ""
 
 
+def _reference_control(request: AuthenticatedHttpRequest, study: Study, options: ReportOptions) -> dict:
+    """The page's reference-rule form: the rules this Claimlab can apply, the one in use, and the
+    page's other options as hidden fields (``page`` left out: another rule is another list)."""
+    current = options.reference or study.reference_rule
+    rules = [
+        {
+            "value": rule,
+            "label": ReferenceRule(rule).label if rule in ReferenceRule.values else rule,
+            "study_rule": rule == study.reference_rule,
+        }
+        for rule in REFERENCE_RULES
+        if unavailable_rule_reason(rule) is None
+    ]
+    keep = [
+        (name, value) for name, values in request.GET.lists() if name not in ("reference", "page") for value in values
+    ]
+    return {"current": current, "rules": rules, "keep": keep, "description": RULE_DESCRIPTIONS.get(current, "")}
+
+
 @login_required
 @require_GET
 def report_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
@@ -82,6 +103,9 @@ def report_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         "cached": cached,
         "query": _query(request),
         "download_query": _query(request, downloads=True),
+        "reference_control": _reference_control(request, study, options),
+        # the Hugging Face dataset is written by a background export job (annotation/lib/export_formats.py)
+        "hf_export": latest_export(study, ExportJob.Format.HF),
     }
     if cached.pending:  # a big study's first report, being built in the background: nothing to show yet
         return render(request, "metaeval/report.html", page_context)

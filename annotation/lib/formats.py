@@ -149,21 +149,44 @@ def _text_lines(stream: IO[bytes], max_line_bytes: int) -> Iterator[tuple[int, s
             ) from None
 
 
+def single_document_error(shape: str) -> RecordError:
+    """The one error for a whole-JSON file where JSON Lines is expected: what it is and how to fix it."""
+    return RecordError(
+        None,
+        f"the file is a single JSON document ({shape}), not JSON Lines (one JSON object per line): "
+        "write each record on a line of its own (for an array: jq -c '.[]' FILE)",
+    )
+
+
+def json_error_text(exc: json.JSONDecodeError) -> str:
+    """'invalid JSON: <what> at column N', without doubling the 'at' of json's "... starting at" messages."""
+    where = "column" if exc.msg.endswith(" at") else "at column"
+    return f"invalid JSON: {exc.msg} {where} {exc.colno}"
+
+
 def iter_jsonl(
     stream: IO[bytes], *, max_line_bytes: int = MAX_LINE_BYTES
 ) -> Iterator[tuple[int, dict[str, Any] | RecordError]]:
-    """Yield (line, object) per non-blank line, or (line, error) for a bad one."""
+    """Yield (line, object) per non-blank line, or (line, error) for a bad one.
+
+    A file that is one JSON document (its first line opens an array, or is a lone '{') gets one error
+    saying so, not one "invalid JSON" per line."""
+    first = True
     for number, text in _text_lines(stream, max_line_bytes):
         text = text.strip()
         if not text:
             continue
+        if first and (text == "{" or text.startswith("[")):
+            yield number, single_document_error("an array" if text.startswith("[") else "an object spanning lines")
+            return
+        first = False
         if NUL in text:  # a raw NUL byte: invalid JSON, but the one rule says more
             yield number, raw_nul_error(text, line=number)
             continue
         try:
             value = loads(text)
         except json.JSONDecodeError as exc:
-            yield number, RecordError(number, f"invalid JSON: {exc.msg} at column {exc.colno}")
+            yield number, RecordError(number, json_error_text(exc))
             continue
         except JSONTooDeep as exc:
             yield number, RecordError(number, f"invalid JSON: {exc}")

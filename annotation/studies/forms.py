@@ -234,10 +234,31 @@ class NewStudyForm(StudySettingsForm):
 
 class StatusForm(forms.Form):
     status = forms.ChoiceField(choices=Study.Status.choices)
+    confirm = forms.BooleanField(required=False)  # Close and Pause need it (status_confirmation)
 
 
-def status_actions(study: Study) -> list[tuple[str, str]]:
-    """The lifecycle moves open to this study: (status, button text)."""
+def status_confirmation(study: Study, status: str) -> str | None:
+    """The question a move must be confirmed with (Close and Pause), or None when it needs none.
+
+    Only a move the lifecycle allows asks: any other is refused with its reason at once.
+    """
+    if status not in TRANSITIONS[study.status]:
+        return None
+    if status == Study.Status.PAUSED:
+        return (
+            f"Pause {study.name}? Nobody gets a new item until you resume it; "
+            "items already handed out can still be answered."
+        )
+    if status == Study.Status.CLOSED and study.status != Study.Status.ARCHIVED:
+        return (
+            f"Close {study.name}? Annotators get no more items, and items shown but not answered "
+            "are released (a late answer is refused). You can reopen it later."
+        )
+    return None
+
+
+def status_actions(study: Study) -> list[tuple[str, str, str | None]]:
+    """The lifecycle moves open to this study: (status, button text, confirmation question or None)."""
     opening: dict[str, str] = {Study.Status.PAUSED: "Resume", Study.Status.CLOSED: "Reopen"}
     words: dict[str, str] = {
         Study.Status.OPEN: opening.get(study.status, "Open for annotation"),
@@ -245,7 +266,7 @@ def status_actions(study: Study) -> list[tuple[str, str]]:
         Study.Status.CLOSED: "Close" if study.status != Study.Status.ARCHIVED else "Unarchive",
         Study.Status.ARCHIVED: "Archive",
     }
-    return [(status, words[status]) for status in TRANSITIONS[study.status]]
+    return [(status, words[status], status_confirmation(study, status)) for status in TRANSITIONS[study.status]]
 
 
 class DuplicateForm(forms.Form):

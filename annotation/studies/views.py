@@ -28,7 +28,14 @@ from annotation.questions.definitions import parse_questions
 from annotation.questions.forms import page_questions
 from annotation.studies import selectors
 from annotation.studies.examples import FORMATS, WHATS, example_file, example_filename, example_items, example_systems
-from annotation.studies.forms import DuplicateForm, NewStudyForm, StatusForm, StudySettingsForm, status_actions
+from annotation.studies.forms import (
+    DuplicateForm,
+    NewStudyForm,
+    StatusForm,
+    StudySettingsForm,
+    status_actions,
+    status_confirmation,
+)
 from annotation.studies.services import (
     MAX_INSTRUCTIONS,
     change_status,
@@ -228,6 +235,17 @@ def study_status(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, "Choose a status: " + ", ".join(Study.Status.values) + ".")
         return redirect("annotation:study_settings", slug=study.slug)
+    question = status_confirmation(study, form.cleaned_data["status"])
+    if question and not form.cleaned_data["confirm"]:  # Close and Pause: asked first (the page's dialog, or this page)
+        context = {
+            "study": study,
+            "question": question,
+            "status": form.cleaned_data["status"],
+            "button": {value: text for value, text, _ in status_actions(study)}[form.cleaned_data["status"]],
+            "next": "detail" if request.POST.get("next") == "detail" else "",
+            "crumb": "Status",
+        }
+        return render(request, "annotation/study_status_confirm.html", context)
     try:
         change_status(study=study, status=form.cleaned_data["status"], user=request.user)
     except ServiceError as exc:

@@ -22,6 +22,7 @@ from annotation.lib.strict import strict_query
 from annotation.models import ImportJob
 from annotation.permissions import AccessBeforeParsing, IsStudyResearcher, StudyScoped
 from annotation.transfer import selectors
+from annotation.transfer.adapters.base import API
 from annotation.transfer.adapters.labelstudio_export import labelstudio_response
 from annotation.transfer.adapters.uploads import import_upload_from, system_names
 from annotation.transfer.exports import CONTENT_TYPES, export_chunks, export_file_response, export_filename
@@ -76,6 +77,7 @@ class ImportUpload(AccessBeforeParsing, StudyScoped, APIView):
                     update=upload.validated_data["update"],
                     created_by=logged_in_user(request),
                     source_labels=upload.validated_data.get("source_labels"),
+                    face=API,
                 )
                 return _job_response(
                     job,
@@ -171,17 +173,29 @@ class AnnotationExport(StudyScoped, APIView):
 
 
 class ExportJobCreate(StudyScoped, APIView):
-    """Have the export written to a file in the background (any study size); poll the job, then download."""
+    """Have the export written to a file in the background (any study size); poll the job, then download.
+
+    `format=hf`: the study as a Hugging Face dataset (parquet files and dataset card, zipped).
+    """
 
     permission_classes = [IsStudyResearcher]
 
-    @extend_schema(request=ExportRequestSerializer, responses={202: ExportJobSerializer})
+    @extend_schema(
+        request=ExportRequestSerializer,
+        responses={
+            202: ExportJobSerializer,
+            400: OpenApiResponse(description="Unknown format, or none of the running apps builds it."),
+        },
+    )
     def post(self, request: Request, slug: str) -> Response:
         form = ExportRequestSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        job = request_export(
-            study=self.study, file_format=form.validated_data["format"], created_by=logged_in_user(request)
-        )
+        try:
+            job = request_export(
+                study=self.study, file_format=form.validated_data["format"], created_by=logged_in_user(request)
+            )
+        except ServiceError as exc:
+            return bad_request(str(exc))
         job.study = self.study
         headers = {"Location": reverse("api-export-job", args=[slug, job.pk])}
         return Response(ExportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED, headers=headers)
@@ -206,6 +220,9 @@ class ExportJobDownload(APIView):
         responses={
             (200, "text/csv"): OpenApiTypes.STR,
             (200, "application/x-ndjson"): OpenApiTypes.STR,
+            (200, "application/zip"): OpenApiResponse(
+                OpenApiTypes.BINARY, description="format=hf: the Hugging Face dataset folder, zipped."
+            ),
             302: OpenApiResponse(description="With shared object storage: a short-lived presigned URL of the file."),
         }
     )

@@ -10,6 +10,7 @@ from django.http import Http404
 from django.http.response import HttpResponseBase
 
 from annotation.lib.csvsafe import csv_chunks
+from annotation.lib.export_formats import export_format
 from annotation.lib.formats import jsonl_chunks
 from annotation.lib.storage import download_response, files
 from annotation.models import ExportJob, Study
@@ -56,7 +57,15 @@ def write_export(study: Study, fmt: str, path: Path) -> int:
 
 
 def export_filename(study: Study, fmt: str) -> str:
-    return f"{study.slug}-annotations.{fmt}"
+    """What a download of the study's export in `fmt` is called: `<slug>-annotations.csv`, or for a
+    format another app builds (annotation/lib/export_formats.py) `<slug>-<its suffix>`."""
+    registered = export_format(fmt) if fmt not in CONTENT_TYPES else None
+    return f"{study.slug}-{registered.suffix}" if registered else f"{study.slug}-annotations.{fmt}"
+
+
+def export_content_type(fmt: str) -> str:
+    registered = export_format(fmt) if fmt not in CONTENT_TYPES else None
+    return registered.content_type if registered else CONTENT_TYPES.get(fmt, "application/octet-stream")
 
 
 def export_file_response(job: ExportJob) -> HttpResponseBase:
@@ -70,5 +79,7 @@ def export_file_response(job: ExportJob) -> HttpResponseBase:
     if not job.file_path or not files().exists(job.file_path):
         raise Http404("This export was replaced by a newer one of the same format; download that one.")
     return download_response(
-        job.file_path, filename=export_filename(job.study, job.file_format), content_type=CONTENT_TYPES[job.file_format]
+        job.file_path,
+        filename=export_filename(job.study, job.file_format),
+        content_type=export_content_type(job.file_format),
     )

@@ -36,7 +36,7 @@ class ImportForm(forms.Form):
         required=False,
         label="The file's own labels",
         help_text="Importing items from a pipeline whose file holds labels beside them (Factcheck-GPT, "
-        "FActScore, Label Studio): gold keeps all N slots for the study's annotators; annotator keeps the "
+        "FActScore, VeriScore's labelled examples, WiCE, Label Studio): gold keeps all N slots for the study's annotators; annotator keeps the "
         "labels as an imported annotator's, each taking a slot.",
         error_messages={"invalid_choice": f"choose one of {', '.join(SOURCE_LABELS)}; %(value)s is not one"},
     )

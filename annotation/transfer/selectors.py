@@ -60,6 +60,11 @@ def recent_exports(study: Study, limit: int = 5) -> QuerySet[ExportJob]:
     return ExportJob.objects.filter(study=study).select_related("created_by")[:limit]
 
 
+def latest_export(study: Study, file_format: str) -> ExportJob | None:
+    """The study's newest export job of this format (the report page links its Hugging Face one)."""
+    return ExportJob.objects.filter(study=study, file_format=file_format).first()
+
+
 def export_inline_limit() -> int:
     """Annotations up to which an export streams from the request; more go to a background task."""
     return settings.EXPORT_INLINE_MAX_ROWS

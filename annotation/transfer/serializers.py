@@ -110,7 +110,13 @@ class FailedImportSerializer(ImportJobSerializer):
 
 
 class ExportRequestSerializer(StrictSerializer):
-    format = serializers.ChoiceField(choices=["csv", "jsonl"], default="csv")
+    format = serializers.ChoiceField(
+        choices=ExportJob.Format.choices,
+        default="csv",
+        help_text="csv / jsonl: the annotations, one row each (docs/formats.md). hf: the study as a Hugging Face "
+        "dataset, a zip of the parquet files and the dataset card that `manage.py export_dataset` writes "
+        "(docs/reports.md); `rows` counts its annotations.",
+    )
 
 
 class ExportJobSerializer(serializers.ModelSerializer):

@@ -15,6 +15,7 @@ from annotation.http import AuthenticatedHttpRequest
 from annotation.lib.csvsafe import csv_text
 from annotation.models import ImportJob
 from annotation.transfer import selectors
+from annotation.transfer.adapters.base import PAGE
 from annotation.transfer.adapters.labelstudio_export import labelstudio_response
 from annotation.transfer.adapters.uploads import import_upload_from, system_names
 from annotation.transfer.exports import CONTENT_TYPES, export_chunks, export_file_response, export_filename
@@ -50,6 +51,7 @@ def study_import(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
                 update=form.cleaned_data["update"],
                 created_by=request.user,
                 source_labels=_items_source_labels(form.cleaned_data),
+                face=PAGE,
             )
             for note in job.notes:
                 messages.info(request, note)

@@ -16,6 +16,7 @@ from annotation.lib.api_errors import bad_request
 from annotation.lib.formats import detect_format
 from annotation.lib.parsers import MultiPartParser
 from annotation.permissions import AccessBeforeParsing, IsStudyResearcher, StudyScoped
+from annotation.transfer.adapters.base import API
 
 from .access import access_run, access_verifier
 from .selectors import study_verifiers
@@ -208,6 +209,7 @@ class PredictionImport(AccessBeforeParsing, StudyScoped, APIView):
                 upload=data["file"],
                 verifier=data["verifier"],
                 update=data["update"],
+                face=API,
             )
         except ImportFailed as exc:
             return _import_failed(exc)

@@ -349,6 +349,13 @@ def test_import_job_what_and_status_must_be_known(study):
 
 def test_export_job_format_and_status_must_be_known(study):
     violates("exportjob_format_valid", lambda: ExportJob.objects.create(study=study, file_format="xlsx"))
+    violates("exportjob_format_valid", lambda: ExportJob.objects.create(study=study, file_format="HF"))
+    # Issue 34: the Hugging Face dataset (zip) is a known format, like csv and jsonl.
+    assert {ExportJob.objects.create(study=study, file_format=fmt).file_format for fmt in ("csv", "jsonl", "hf")} == {
+        "csv",
+        "jsonl",
+        "hf",
+    }
     violates("exportjob_status_valid", lambda: ExportJob.objects.create(study=study, file_format="csv", status="lost"))
 
 

@@ -116,6 +116,11 @@ def invite_link(page, slug: str) -> str:
 
 def set_status(page, slug: str, status: str) -> None:
     page.goto(reverse("annotation:study_detail", args=[slug]))
+    if status in ("closed", "paused"):  # Close and Pause ask first, in a dialog (issue 34)
+        page.click(f"#status-actions button[value={status}]")
+        with page.expect_navigation():
+            page.click("#status-dialog-yes")
+        return
     with page.expect_navigation():
         page.click(f"#status-actions button[value={status}]")
 

@@ -8,7 +8,6 @@ still names a place in the file the user has.
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -16,19 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from annotation.lib.formats import (
-    MAX_JSON_DEPTH,
-    MAX_LINE_BYTES,
-    NUL,
-    FileFormatError,
-    JSONTooDeep,
-    RecordError,
-    iter_jsonl,
-    json_type,
-    loads,
-    nul_error_in_json,
-    raw_nul_error,
-)
+from annotation.lib.formats import RecordError, json_type
+from annotation.transfer.adapters.documents import jsonl_objects as jsonl_objects
+from annotation.transfer.adapters.documents import whole_json as whole_json
 from annotation.vocab import canonical_label
 
 ITEMS = "items"
@@ -37,7 +26,21 @@ PREDICTIONS = "predictions"
 #: Responses that abstained (no claims): kept on the study so the respond ratio counts them.
 ABSTENTIONS = "abstentions"
 TARGETS = (ITEMS, ANNOTATIONS, PREDICTIONS)
-_BOM = b"\xef\xbb\xbf"
+#: Where an import was asked for: an error that asks for an option names it as that face does.
+CLI, PAGE, API = "cli", "page", "api"
+#: An option as each face names it: the command's flag, the import page's field, the API's parameter.
+OPTIONS: dict[str, dict[str, str]] = {
+    "from": {CLI: "--from", PAGE: "the 'From' field", API: "'from'"},
+    "pair": {CLI: "--pair FILE", PAGE: "the 'Second file' field", API: "'pair'"},
+    "systems": {CLI: "--systems A,B", PAGE: "the 'Systems' field (A,B)", API: "'systems' (A,B)"},
+    "verifier": {CLI: "--verifier NAME", PAGE: "the 'Verifier' field", API: "'verifier'"},
+    "source_labels": {CLI: "--source-labels", PAGE: "the 'The file's own labels' field", API: "'source_labels'"},
+}
+
+
+def option(name: str, face: str = CLI) -> str:
+    """How the face an import came from names one of its options (docs/importing.md lists all three)."""
+    return OPTIONS[name].get(face, OPTIONS[name][CLI])
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,11 @@ class Context:
     #: claim text -> [(item id, response id)] of the study's items, read only when an adapter asks.
     claims_index: Callable[[], dict[str, list[tuple[str, str]]]] = field(default=lambda: {})
     skipped: Counter[str] = field(default_factory=Counter)
+    #: The face the import came from (CLI, PAGE or API): errors name its options (`option`).
+    face: str = CLI
+
+    def option(self, name: str) -> str:
+        return option(name, self.face)
 
     def label(self, *candidates: str) -> str | None:
         """The first candidate the study's labels or aliases know, as the study's canonical label."""
@@ -117,46 +125,7 @@ class Adapter(ABC):
         """Claimlab records (or line-numbered errors) for `target` from the pipeline's file."""
 
 
-# --- bounded readers ----------------------------------------------------------------------
-
-
-def jsonl_objects(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any] | RecordError]]:
-    """The objects of a JSON Lines file with their lines (formats.MAX_LINE_BYTES and depth limits apply)."""
-    try:
-        yield from iter_jsonl(stream, max_line_bytes=MAX_LINE_BYTES)
-    except FileFormatError as exc:
-        yield exc.error.line or 0, exc.error
-
-
-def whole_json(stream: IO[bytes], *, limit: int) -> Any | RecordError:
-    """A whole-JSON file (Label Studio, SAFE, FActScore's scorer output), read up to `limit` bytes.
-
-    Bigger files, bad UTF-8, truncated JSON and nesting deeper than
-    formats.MAX_JSON_DEPTH become one error naming the place.
-    """
-    data = stream.read(limit + 1)
-    if len(data) > limit:
-        return RecordError(None, f"the file is larger than the limit of {limit:,} bytes for a whole-JSON file")
-    if data.startswith(_BOM):
-        data = data[len(_BOM) :]
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return RecordError(
-            None, f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); save it as UTF-8"
-        )
-    if not text.strip():
-        return RecordError(None, "the file is empty")
-    if NUL in text:  # a raw NUL byte: invalid JSON, but the one rule (lib/formats.py) says more
-        return raw_nul_error(text)
-    try:
-        value = loads(text, max_depth=MAX_JSON_DEPTH)
-    except json.JSONDecodeError as exc:
-        return RecordError(exc.lineno, f"invalid JSON: {exc.msg} at column {exc.colno}")
-    except JSONTooDeep as exc:
-        return RecordError(None, f"invalid JSON: {exc}")
-    refused = nul_error_in_json(text, value)
-    return refused if refused is not None else value
+# --- reading fields ------------------------------------------------------------------------
 
 
 def text_field(record: dict[str, Any], name: str, origin: Origin, *, required: bool = True) -> str | RecordError:

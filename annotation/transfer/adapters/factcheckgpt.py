@@ -3,7 +3,8 @@
 Benchmark: per document, per sentence, the claims with their automatically
 retrieved evidence and the annotators' stance on each passage and label of
 each claim. A claim becomes a verification item with the passages as
-evidence and its label as gold; the stances become the evidence judgements
+evidence (each typed by its URL's domain, links.source_type, so Wikipedia
+pages are `wiki`) and its label as gold; the stances become the evidence judgements
 of one annotation by ``factcheck-bench`` (its label being the claim's label):
 
     completely-support -> support      partially-support -> support
@@ -38,6 +39,7 @@ from annotation.transfer.adapters.base import (
     jsonl_objects,
     string,
 )
+from annotation.transfer.adapters.links import source_type, web_url
 
 ANNOTATOR = "factcheck-bench"
 STANCES = {
@@ -78,7 +80,7 @@ class FactcheckGPTAdapter(Adapter):
             yield RecordError(None, "Factcheck-GPT's claims are verified: import them into a verification study")
             return
         system = context.system_names[0] if context.system_names else ""
-        for line, record in jsonl_objects(source.stream):
+        for line, record in jsonl_objects(source.stream, arrays=True, limit=context.max_json_bytes):
             if isinstance(record, RecordError):
                 yield record
                 continue
@@ -223,13 +225,8 @@ def _document(line: int, record: dict[str, Any], target: str, context: Context, 
                     break
                 if stance is not None:
                     judgements.append({"index": len(evidence), "judgement": STANCES[stance]})
-                evidence.append(
-                    {
-                        "text": text,
-                        "url": url if isinstance(url, str) and url.startswith(("http://", "https://")) else "",
-                        "source_type": "web",
-                    }
-                )
+                link = web_url(url)
+                evidence.append({"text": text, "url": link, "source_type": source_type(link) or "web"})
             if bad is not None:
                 yield bad
                 continue

@@ -10,6 +10,7 @@ from annotation.transfer.adapters.labelstudio import LabelStudioAdapter
 from annotation.transfer.adapters.ragas import RagasAdapter
 from annotation.transfer.adapters.safe import SafeAdapter
 from annotation.transfer.adapters.veriscore import VeriScoreAdapter
+from annotation.transfer.adapters.wice import WiCEAdapter
 
 ADAPTERS: dict[str, Adapter] = {
     adapter.name: adapter
@@ -19,6 +20,7 @@ ADAPTERS: dict[str, Adapter] = {
         SafeAdapter(),
         RagasAdapter(),
         FactcheckGPTAdapter(),
+        WiCEAdapter(),
         LabelStudioAdapter(),
     )
 }

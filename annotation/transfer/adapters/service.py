@@ -26,6 +26,7 @@ from annotation.transfer.adapters import source_labels as labels_choice
 from annotation.transfer.adapters.base import (
     ABSTENTIONS,
     ANNOTATIONS,
+    CLI,
     ITEMS,
     PREDICTIONS,
     Context,
@@ -104,6 +105,7 @@ def import_from(
     update: bool = False,
     importers: Mapping[str, Importer] | None = None,
     source_labels: str | None = None,
+    face: str = CLI,
 ) -> ImportResult:
     """Import a pipeline's file (`source` names its adapter) into `target`; ImportFailed names source places.
 
@@ -111,13 +113,15 @@ def import_from(
     own labels), in the same transaction. The labels become what `source_labels` says
     (adapters/source_labels.py): the items' gold labels (the default, so every slot stays with the
     study's annotators), or an imported annotator's labels. `importers` adds services this app
-    does not own (metaeval passes the predictions import).
+    does not own (metaeval passes the predictions import). `face` (base.CLI, PAGE or API) is where the
+    import was asked for: an error that asks for an option names it as that face does.
     """
     how = labels_choice.choice(source_labels, target=target)
     adapter = get_adapter(source)
     if target not in adapter.targets:
+        named = f"--from {adapter.name}" if face == CLI else f"{adapter.title} ({adapter.name})"
         raise ServiceError(
-            f"--from {adapter.name} imports {', '.join(adapter.targets)}, not {target}; "
+            f"{named} imports {', '.join(adapter.targets)}, not {target}; "
             "see docs/importing.md for what each pipeline's files become"
         )
     services: dict[str, Importer] = {ITEMS: import_items, ANNOTATIONS: import_annotations, **(importers or {})}
@@ -133,6 +137,7 @@ def import_from(
         verifier=verifier,
         max_json_bytes=settings.IMPORT_UPLOAD_MAX_BYTES,
         claims_index=lambda: _claims_index(study),
+        face=face,
     )
     errors = ErrorCollector()
     staged: dict[str, _Staged] = {}

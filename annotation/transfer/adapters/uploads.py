@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from annotation.errors import ImportFailed, ServiceError
 from annotation.models import ImportJob, Study
+from annotation.transfer.adapters.base import PAGE
 from annotation.transfer.adapters.service import Importer, import_from
 from annotation.transfer.adapters.source_labels import choice
 
@@ -45,11 +46,13 @@ def import_upload_from(
     created_by: User | None = None,
     importers: dict[str, Importer] | None = None,
     source_labels: str | None = None,
+    face: str = PAGE,
 ) -> ImportJob:
     """Import an uploaded pipeline file now and record the outcome (with its notes on `job.notes`).
 
     `source_labels`: what the labels the file carries beside its items become (adapters/source_labels.py);
-    a value it does not know is a ServiceError before anything is stored, the job included."""
+    a value it does not know is a ServiceError before anything is stored, the job included. `face`: the page
+    (the default) or the API, whose names of the options the errors use."""
     choice(source_labels, target=what)
     check_size(upload, pair)
     name = Path(upload.name or "upload").name[:255]
@@ -77,6 +80,7 @@ def import_upload_from(
             update=update,
             importers=importers,
             source_labels=source_labels,
+            face=face,
         )
     except ImportFailed as exc:
         job.status = ImportJob.Status.FAILED

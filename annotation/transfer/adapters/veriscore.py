@@ -5,7 +5,8 @@ The three files are one record per response, each adding a key to the last
 early files say ``all_claim_lst``, ``all_facts_lst`` or ``fact_lst_lst``.
 A response is identified by a hash of its question and text, so two
 extractors' files of the same responses pair up, and a verification file
-finds the items its claims became.
+finds the items its claims became. The human-labelled few-shot examples
+(``few_shot_examples.jsonl``) are read by veriscore_examples.py.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit
 
 from annotation.lib.formats import RecordError, json_type
 from annotation.transfer.adapters.base import (
     ABSTENTIONS,
+    ANNOTATIONS,
     ITEMS,
     PREDICTIONS,
     Adapter,
@@ -32,6 +33,8 @@ from annotation.transfer.adapters.base import (
     string,
     text_field,
 )
+from annotation.transfer.adapters.links import source_type, web_url
+from annotation.transfer.adapters.veriscore_examples import example_records, is_example
 
 NO_CLAIM = "No verifiable claim."
 FLAT_KEYS = ("all_claims", "all_claim_lst", "all_facts_lst", "claims")
@@ -43,36 +46,12 @@ LABEL_CANDIDATES = {
     "contradicted": ("contradicted", "refuted"),
     "inconclusive": ("inconclusive", "not_enough_info"),
 }
-_SOURCE_TYPES = (
-    ("wikipedia.org", "wiki"),
-    ("wiki", "wiki"),
-    (".gov", "government"),
-    (".edu", "academic"),
-    ("nih.gov", "scientific/medical"),
-    ("arxiv.org", "scientific/medical"),
-    ("reddit.com", "social media"),
-    ("twitter.com", "social media"),
-    ("x.com", "social media"),
-    ("youtube.com", "social media"),
-    ("facebook.com", "social media"),
-)
 
 
 def response_key(question: str, response: str) -> str:
     """A stable id for a response: the same text in two pipelines' files gets the same id."""
     digest = hashlib.sha256(f"{question.strip()}\x1f{response.strip()}".encode()).hexdigest()
     return f"r-{digest[:16]}"
-
-
-def source_type(url: str) -> str:
-    """A coarse source type from a link's domain (evidence filters group by it); 'web' when unknown."""
-    host = (urlsplit(url).hostname or "").lower()
-    if not host:
-        return ""
-    for needle, kind in _SOURCE_TYPES:
-        if host.endswith(needle) or (needle.startswith("wiki") and needle in host):
-            return kind
-    return "web"
 
 
 def claims_of(record: dict[str, Any], origin: Origin) -> list[str] | RecordError:
@@ -137,9 +116,25 @@ class _Response:
         return value
 
 
-def _responses(source: SourceFile) -> Iterator[_Response | RecordError]:
-    for line, record in jsonl_objects(source.stream):
-        yield record if isinstance(record, RecordError) else _Response(line, record)
+def _responses(source: SourceFile, context: Context) -> Iterator[_Response | RecordError]:
+    """The file's responses; a few-shot example line is an error here (only a verification items import reads
+    them, in `_lines`)."""
+    for line, record in _lines(source, context):
+        if isinstance(record, dict):
+            record = Origin(line).error(
+                "is a labelled example (claim, search_result, human_label), not a response: import the examples "
+                "as items of a verification study"
+            )
+        yield record
+
+
+def _lines(source: SourceFile, context: Context) -> Iterator[tuple[int, _Response | RecordError | dict[str, Any]]]:
+    """Each line as a response, an error, or (a dict) a few-shot example; a JSON array of records reads too."""
+    for line, record in jsonl_objects(source.stream, arrays=True, limit=context.max_json_bytes):
+        if isinstance(record, RecordError) or is_example(record):
+            yield line, record
+        else:
+            yield line, _Response(line, record)
 
 
 def claim_id(key: str, index: int) -> str:
@@ -148,8 +143,8 @@ def claim_id(key: str, index: int) -> str:
 
 class VeriScoreAdapter(Adapter):
     name = "veriscore"
-    title = "VeriScore claims / evidence / verification JSONL"
-    targets = (ITEMS, PREDICTIONS)
+    title = "VeriScore claims / evidence / verification / labelled examples JSONL"
+    targets = (ITEMS, ANNOTATIONS, PREDICTIONS)
 
     def convert(self, source: SourceFile, target: str, context: Context) -> Yield:
         if target == PREDICTIONS:
@@ -157,13 +152,16 @@ class VeriScoreAdapter(Adapter):
         elif context.kind == "preference":
             yield from self._preference_items(source, context)
         else:
-            yield from self._verification_items(source)
+            yield from self._verification_items(source, context)
 
     # --- verification items: one per claim -------------------------------------------------
 
-    def _verification_items(self, source: SourceFile) -> Yield:
+    def _verification_items(self, source: SourceFile, context: Context) -> Yield:
         seen: dict[str, int] = {}
-        for response in _responses(source):
+        for line, response in _lines(source, context):
+            if isinstance(response, dict):
+                yield from example_records(line, response, context)
+                continue
             if isinstance(response, RecordError):
                 yield response
                 continue
@@ -211,8 +209,8 @@ class VeriScoreAdapter(Adapter):
         if context.pair is None:
             yield RecordError(
                 None,
-                "a preference study compares two extractors: give the second extractor's claims file "
-                "(--pair FILE on the command line, the second file on the page, 'pair' in the API)",
+                f"a preference study compares two extractors: give the second extractor's claims file "
+                f"with {context.option('pair')}",
             )
             return
         names = _system_names(source, context)
@@ -220,7 +218,7 @@ class VeriScoreAdapter(Adapter):
             yield names
             return
         second: dict[str, _Response] = {}
-        for response in _responses(context.pair):
+        for response in _responses(context.pair, context):
             if isinstance(response, RecordError):
                 yield _in_pair(response, context.pair)
                 continue
@@ -230,7 +228,7 @@ class VeriScoreAdapter(Adapter):
             response.record = {}  # only the key and the claims are needed: do not hold its evidence in memory
             second.setdefault(response.key, response)
         used: set[str] = set()
-        for response in _responses(source):
+        for response in _responses(source, context):
             if isinstance(response, RecordError):
                 yield response
                 continue
@@ -271,7 +269,7 @@ class VeriScoreAdapter(Adapter):
 
     def _predictions(self, source: SourceFile, context: Context) -> Yield:
         verifier = context.verifier or _verifier_name(source)
-        for response in _responses(source):
+        for response in _responses(source, context):
             if isinstance(response, RecordError):
                 yield response
                 continue
@@ -334,13 +332,13 @@ def _passages(value: Any, error: Any, claim: str) -> list[dict[str, str]] | Reco
         text = hit.get("snippet") or ""
         if not isinstance(text, str) or not text.strip():
             continue  # Serper sometimes returns a hit without a snippet: nothing to judge
-        link = string(hit.get("link"))
+        link = web_url(string(hit.get("link")))
         passages.append(
             {
                 "text": text,
                 "title": str(hit.get("title") or "")[:500],
-                "url": link if link.startswith(("http://", "https://")) else "",
-                "source_type": source_type(link),
+                "url": link,
+                "source_type": source_type(string(hit.get("link"))),
             }
         )
     return passages
@@ -355,7 +353,7 @@ def _system_names(source: SourceFile, context: Context) -> tuple[str, str] | Rec
         assert context.pair is not None
         names = (_stem(source.name) or "first", _stem(context.pair.name) or "second")
     if names[0] == names[1]:
-        return RecordError(None, f"both extractors are called {names[0]!r}; name them (--systems A,B)")
+        return RecordError(None, f"both extractors are called {names[0]!r}; name them with {context.option('systems')}")
     if context.systems and set(names) != set(context.systems):
         return RecordError(
             None, f"systems {', '.join(names)} do not match the study's systems {', '.join(context.systems)}"

@@ -9,13 +9,16 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from pathlib import Path
 
 from django.utils import timezone
 
+from annotation.errors import ServiceError
+from annotation.lib.export_formats import export_format
 from annotation.lib.job_runs import claim, heartbeat, retry_on_db_fault
 from annotation.lib.storage import EXPORTS, delete_quietly, scratch_dir, store_finished_file
 from annotation.models import ExportJob
-from annotation.transfer.exports import write_export
+from annotation.transfer.exports import CONTENT_TYPES, export_filename, write_export
 
 logger = logging.getLogger(__name__)
 
@@ -34,14 +37,12 @@ def run_export_job(*, job_id: int) -> ExportJob:
     where = {"job": job.pk, "study": job.study.slug, "format": job.file_format}
     logger.info("export job %s started: %s of study %s", job.pk, job.file_format, job.study.slug, extra=where)
     started = time.monotonic()
-    basename = f"{job.pk}-{uuid.uuid4().hex}-{job.study.slug}-annotations.{job.file_format}"
+    basename = f"{job.pk}-{uuid.uuid4().hex}-{export_filename(job.study, job.file_format)}"
     local = scratch_dir(EXPORTS) / basename
     try:
         with heartbeat(ExportJob, job.pk):
             # A database restart mid-read is tried again from the start (the file is rewritten whole).
-            rows = retry_on_db_fault(
-                lambda: write_export(job.study, job.file_format, local), what=f"export job {job.pk}"
-            )
+            rows = retry_on_db_fault(lambda: _write(job, local), what=f"export job {job.pk}")
             stored = store_finished_file(local, f"{EXPORTS}/{basename}")
     except Exception as exc:
         local.unlink(missing_ok=True)
@@ -66,6 +67,17 @@ def run_export_job(*, job_id: int) -> ExportJob:
     if job.status == ExportJob.Status.SUCCEEDED:
         _drop_older_files(job)
     return job
+
+
+def _write(job: ExportJob, local: Path) -> int:
+    """The annotations as CSV / JSON Lines, or a format another app registered (lib/export_formats.py:
+    `hf`, the Hugging Face dataset zip that metaeval builds); the number of annotations written."""
+    if job.file_format in CONTENT_TYPES:
+        return write_export(job.study, job.file_format, local)
+    registered = export_format(job.file_format)
+    if registered is None:
+        raise ServiceError(f"no app builds {job.file_format!r} exports here")
+    return registered.build(job.study, local)
 
 
 def _drop_older_files(job: ExportJob) -> None:

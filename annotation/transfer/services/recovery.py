@@ -7,8 +7,9 @@ silent for seconds elsewhere), any worker, at start and every few seconds while 
 JOB_MAX_ATTEMPTS; a job silent for JOB_STALE_SECONDS is handled the same way.
 `resume_stale_jobs` (`manage.py resume_stale_jobs`) runs the same code by hand. An import is one transaction, so a killed one
 changed nothing and re-running it cannot duplicate anything. Files a dead job leaves (the
-upload in the file storage, a `.partial` export in this host's scratch folder, an export
-stored but not yet recorded) are removed when the job ends or is queued again.
+upload in the file storage, a `.partial` export or a Hugging Face dataset folder in this host's
+scratch folder, an export stored but not yet recorded) are removed when the job ends or is
+queued again.
 
 This module imports the tasks at the top: the tasks import the runners, which import
 lib/job_runs.py (heartbeat, claim, lock retries) and never this module, so no import is circular.
@@ -17,8 +18,10 @@ lib/job_runs.py (heartbeat, claim, lock retries) and never this module, so no im
 from __future__ import annotations
 
 import logging
+import shutil
 from datetime import timedelta
 from functools import partial
+from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
@@ -123,14 +126,14 @@ def recover_lost_jobs(lost: set[str], *, older_than: timedelta | None = None) ->
 
 
 def sweep_scratch_exports() -> list[str]:
-    """Delete this host's scratch export files that no worker on this host is writing; their names.
+    """Delete this host's scratch export files (and folders) that no worker on this host is writing; their names.
 
     Why: a worker killed on this host leaves its `.partial` export here, and the worker that
     re-queued the job may run on another host, which cannot reach this disk. A file is kept
     only while its job is running on a worker registered from this host (or on no recorded
     worker yet), so the next recovery on this host (a worker's start) removes the rest.
     """
-    leftovers = {path: _job_id(path.name) for path in scratch_dir(EXPORTS).iterdir() if path.is_file()}
+    leftovers = {path: _job_id(path.name) for path in scratch_dir(EXPORTS).iterdir()}
     if not leftovers:
         return []
     running = dict(
@@ -143,11 +146,19 @@ def sweep_scratch_exports() -> list[str]:
     for path, job_id in leftovers.items():
         if job_id in running and (running[job_id] == "" or running[job_id] in here):
             continue
-        path.unlink(missing_ok=True)
+        _remove(path)
         removed.append(path.name)
     if removed:
         logger.warning("removed %d export file(s) a stopped worker left on this host: %s", len(removed), removed)
     return removed
+
+
+def _remove(path: Path) -> None:
+    """A scratch file, or a folder (a Hugging Face export builds its dataset folder beside its zip)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _job_id(file_name: str) -> int | None:
@@ -161,7 +172,7 @@ def remove_partial_exports(job: ExportJob) -> None:
     host's scratch folder (a worker on another host leaves its own there; see docs/deploy.md), and
     a file it had stored but not yet recorded on the job."""
     for leftover in scratch_dir(EXPORTS).glob(f"{job.pk}-*"):
-        leftover.unlink(missing_ok=True)
+        _remove(leftover)
     for name in stored_names(EXPORTS):
         if name.startswith(f"{EXPORTS}/{job.pk}-") and name != job.file_path:
             files().delete(name)

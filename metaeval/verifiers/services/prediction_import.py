@@ -28,7 +28,7 @@ from annotation.errors import ErrorCollector, ImportResult, ServiceError
 from annotation.lib.formats import MAX_LINE_BYTES, RecordError, json_type
 from annotation.models import Item, Study
 from annotation.transfer.adapters import import_from
-from annotation.transfer.adapters.base import PREDICTIONS
+from annotation.transfer.adapters.base import PAGE, PREDICTIONS
 from annotation.transfer.adapters.uploads import check_size
 from annotation.vocab import canonical_label
 
@@ -265,11 +265,12 @@ def _staged_row(row: PredictionRow, item_id: int, target: int | None) -> tuple:
 
 
 def import_predictions_from(
-    *, study: Study, source: str, upload: UploadedFile, verifier: str = "", update: bool = False
+    *, study: Study, source: str, upload: UploadedFile, verifier: str = "", update: bool = False, face: str = PAGE
 ) -> ImportResult:
     """A pipeline's verdict file (annotation/adapters), uploaded: bounded, then imported at once.
 
-    A verdict outside the study's labels is kept as an unparseable prediction, raw text kept.
+    A verdict outside the study's labels is kept as an unparseable prediction, raw text kept. `face`: the page
+    (the default) or the API, whose names of the options the errors use.
     """
     check_size(upload)
     return import_from(
@@ -281,4 +282,5 @@ def import_predictions_from(
         verifier=verifier,
         update=update,
         importers={PREDICTIONS: partial(import_predictions, keep_unparseable=True)},
+        face=face,
     )

@@ -177,7 +177,7 @@ def test_an_unknown_format_is_refused(client, researcher, big):
     )
     assert response.status_code == 400 and "format" in response.json()["fields"]
     response = client.post(reverse("annotation:study_export_request", args=[big.slug]), {"format": "xlsx"}, follow=True)
-    assert "No export started: format must be csv or jsonl" in response.content.decode()
+    assert "No export started: format must be csv, jsonl or hf" in response.content.decode()
     assert not ExportJob.objects.exists()
 
 

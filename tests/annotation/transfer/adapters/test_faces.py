@@ -128,8 +128,16 @@ def test_the_schema_documents_from(client, researcher):
         ref = components[request]["properties"]["from"]["allOf"][0]["$ref"]
         return components[ref.rsplit("/", 1)[1]]["enum"]
 
-    assert choices("ImportUploadRequest") == ["veriscore", "factscore", "safe", "ragas", "factcheckgpt", "labelstudio"]
-    assert choices("PredictionImportRequest") == ["veriscore", "factscore", "safe"]
+    assert choices("ImportUploadRequest") == [
+        "veriscore",
+        "factscore",
+        "safe",
+        "ragas",
+        "factcheckgpt",
+        "wice",
+        "labelstudio",
+    ]
+    assert choices("PredictionImportRequest") == ["veriscore", "factscore", "safe", "wice"]
     assert "docs/importing.md" in components["ImportUploadRequest"]["properties"]["from"]["description"]
 
 

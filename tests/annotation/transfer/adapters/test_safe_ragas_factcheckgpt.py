@@ -144,7 +144,7 @@ def test_malformed_safe_results(verification, tmp_path, mutate, expected):
 def test_a_truncated_safe_result_names_the_line(verification, tmp_path):
     text = SKELETON.read_text()
     path = write(tmp_path / "r.json", text[:1500])
-    assert "line 29: invalid JSON: Unterminated string starting at at column 13" in refused(
+    assert "line 29: invalid JSON: Unterminated string starting at column 13" in refused(
         "import_items", "v", str(path), "--from", "safe"
     )
 

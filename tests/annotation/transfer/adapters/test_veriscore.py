@@ -163,7 +163,7 @@ def test_predictions_before_items_fail_with_the_source_line(db, excerpt):
     ("text", "expected"),
     [
         ('{"question": "q", "response": "r"\n', "line 1: invalid JSON: Expecting ',' delimiter at column 34"),
-        ("[1, 2]\n", "line 1: expected a JSON object per line, got array"),
+        ("[1, 2]\n", "line 1: expected a JSON object per record of the array, got number"),
         (jsonl_text({"question": "q", "model": "m"}), "line 1, field 'response': is missing"),
         (
             jsonl_text({"response": "r", "all_claims": "one claim"}),
@@ -237,7 +237,7 @@ def test_verification_predictions_are_compared_with_human_labels_in_the_report(d
 
 
 def test_the_line_length_limit_still_applies(db, tmp_path, monkeypatch):
-    monkeypatch.setattr("annotation.transfer.adapters.base.MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr("annotation.transfer.adapters.documents.MAX_LINE_BYTES", 1000)
     study = create_study(slug="verif", name="Claims", kind="verification")
     message = refused("import_items", "verif", str(EARLY), "--from", "veriscore")
     assert "line 1: line is longer than the limit of 1,000 bytes" in message
