@@ -8,6 +8,9 @@ verifier predicted it; the verifier's predictions on claims without a reference 
 ones. Human and verifier verdicts are 1 for a supported label (the study's binary map) and 0 for
 any other, so the estimand is the share of claims whose reference label is a supported one.
 
+FActScore-style, the same is given for the mean over responses of each response's share of supported
+claims: a mean of the claims weighted by 1 / the response's claim count (``stats.ppi_weighted_mean``).
+
 Valid only if the labelled claims are a random sample of the claims: they are when annotators
 were handed items in the study's random order (``Item.claim_rank``; a study stopped part-way
 qualifies), not when a researcher chose which claims to label or imported labels on a subset.
@@ -70,8 +73,10 @@ def ppi_section(
         return unavailable("the study has no binary map saying which labels count as supported")
     supported = set(label_roles(study)[0])
     rule, labels = reference
-    claims = items[["item", "domain", "system"]].copy()
+    claims = items[["item", "domain", "system", "response_id"]].copy()
     claims["system"] = claims["system"].where(claims["system"] != "", NO_SYSTEM)
+    claims["response_id"] = claims["response_id"].where(claims["response_id"] != "", claims["item"])
+    claims["weight"] = 1.0 / claims.groupby("response_id")["item"].transform("size")
     human = claims["item"].map(labels)
     n_with_reference = int(human.notna().sum())
     if options.ppi_labelled_share is not None:
@@ -125,6 +130,18 @@ def _verifier_block(
     def estimate(within: pd.Series) -> dict[str, Any]:
         return _one(y[labelled & within], yhat[labelled & within], yhat[unlabelled & within], options.confidence)
 
+    def per_response(within: pd.Series) -> dict[str, Any]:
+        """FActScore: the mean over responses of each response's share supported (weights 1 / its claims)."""
+        fit = stats.ppi_weighted_mean(
+            y[labelled & within].to_numpy(dtype=float),
+            yhat[labelled & within].to_numpy(dtype=float),
+            yhat[unlabelled & within].to_numpy(dtype=float),
+            claims["weight"][labelled & within].to_numpy(dtype=float),
+            claims["weight"][unlabelled & within].to_numpy(dtype=float),
+            confidence=options.confidence,
+        )
+        return stats.json_ready(fit)
+
     return {
         "n_labelled": int(labelled.sum()),
         "n_unlabelled": int(unlabelled.sum()),
@@ -132,6 +149,8 @@ def _verifier_block(
         "overall": estimate(pd.Series(True, index=claims.index)),
         "by_system": {str(s): estimate(claims["system"] == s) for s in _groups(claims["system"])},
         "by_domain": {str(d): estimate(claims["domain"] == d) for d in _groups(claims["domain"])},
+        "factscore": per_response(pd.Series(True, index=claims.index)),
+        "factscore_by_system": {str(s): per_response(claims["system"] == s) for s in _groups(claims["system"])},
     }
 
 
@@ -150,6 +169,9 @@ def ppi_rows(section: dict[str, Any] | None) -> list[dict[str, Any]]:
         groups = [("all claims", block["overall"])]
         groups += [(f"system {s}", fit) for s, fit in block["by_system"].items()]
         groups += [(f"domain {d}", fit) for d, fit in block["by_domain"].items()]
+        if "factscore" in block:
+            groups.append(("FActScore (mean per response), all", block["factscore"]))
+            groups += [(f"FActScore, system {s}", fit) for s, fit in block["factscore_by_system"].items()]
         for group, fit in groups:
             rows.append({"verifier": name, "group": group, **_cells(fit)})
     return rows

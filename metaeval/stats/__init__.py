@@ -60,7 +60,14 @@ from .conditions import compare_conditions
 from .credibility import credibility
 from .estimate import Estimate, json_ready
 from .pandas_setup import STRING_STORAGE  # noqa: F401  (pins pandas' string storage on import)
-from .ppi import labels_needed, labels_needed_from_moments, ppi_mean, ppi_mean_batch, share_moments
+from .ppi import (
+    labels_needed,
+    labels_needed_from_moments,
+    ppi_mean,
+    ppi_mean_batch,
+    ppi_weighted_mean,
+    share_moments,
+)
 from .preference import (
     PREFERENCE_3WAY,
     PREFERENCE_LABELS,
@@ -149,6 +156,7 @@ __all__ = [
     "percentile_ci",
     "ppi_mean",
     "ppi_mean_batch",
+    "ppi_weighted_mean",
     "labels_needed",
     "labels_needed_from_moments",
     "share_moments",

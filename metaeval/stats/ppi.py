@@ -55,7 +55,14 @@ import numpy as np
 
 from .estimate import Estimate
 
-__all__ = ["labels_needed", "labels_needed_from_moments", "ppi_mean", "ppi_mean_batch", "share_moments"]
+__all__ = [
+    "labels_needed",
+    "labels_needed_from_moments",
+    "ppi_mean",
+    "ppi_mean_batch",
+    "ppi_weighted_mean",
+    "share_moments",
+]
 
 VERIFIER_ONLY_NOTE = (
     "the mean of the verifier's predictions over all n + N items, labelled and unlabelled: "
@@ -414,4 +421,92 @@ def labels_needed_from_moments(
         width_ppi_at_n=2 * z * math.sqrt(var_ppi(n_ppi)),
     )
     out["lambda"] = lam_at(n_ppi)
+    return out
+
+
+def ppi_weighted_mean(
+    y_labelled: Any,
+    yhat_labelled: Any,
+    yhat_unlabelled: Any,
+    w_labelled: Any,
+    w_unlabelled: Any,
+    *,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """PPI++ for a weighted mean, the weights known for every item: FActScore's mean over responses of each
+    response's share of supported claims is the claims' mean weighted by 1 / (the response's claim count).
+
+    As ``ppi_py``'s ``ppi_mean_ci(..., w=, w_unlabeled=)``: each set's weights are scaled to average 1,
+    lambda is power-tuned from the lam = 1 estimate's gradients (clipped to [0, 1]), and the interval is
+    the normal one with ``std(w_u lam yhat_u)^2 / N + std(w (y - lam yhat))^2 / n`` (``ddof=0``). The
+    classical estimate is ``mean(w y)`` with ``std(w y) / sqrt(n)``, as ``classical_mean_ci(y, w=)``.
+    Returns the keys of ``ppi_mean``.
+    """
+    y = _finite("y_labelled", y_labelled)
+    yhat = _finite("yhat_labelled", yhat_labelled)
+    yhat_u = _finite("yhat_unlabelled", yhat_unlabelled)
+    w = _finite("w_labelled", w_labelled)
+    w_u = _finite("w_unlabelled", w_unlabelled)
+    if not (y.shape == yhat.shape == w.shape and yhat_u.shape == w_u.shape):
+        raise ValueError("labels, predictions and weights must be one length per set")
+    if (w <= 0).any() or (w_u <= 0).any():
+        raise ValueError("weights must be positive")
+    z = _z(confidence)
+    n, big_n = len(y), len(yhat_u)
+    out: dict[str, Any] = {
+        "n": n,
+        "N": big_n,
+        "confidence": float(confidence),
+        "lambda": None,
+        "width": None,
+        "width_classical": None,
+        "width_ratio": None,
+        "verifier_only": (
+            Estimate(
+                float(np.average(np.concatenate([yhat, yhat_u]), weights=np.concatenate([w, w_u]))),
+                n_items=n + big_n,
+                extra={"note": VERIFIER_ONLY_NOTE + ", weighted"},
+            )
+            if n + big_n
+            else Estimate.undefined("no predictions")
+        ),
+    }
+    if n < 2:
+        reason = f"fewer than 2 labelled items (n={n}): no variance can be estimated from the labels"
+        out["estimate"] = Estimate.undefined(reason, n_items=n + big_n)
+        out["classical"] = Estimate.undefined(reason, n_items=n)
+        return out
+    w = w / w.sum() * n
+    classical_value = float((w * y).mean())
+    classical_se = float((w * y).std()) / math.sqrt(n)
+    classical = Estimate(classical_value, n_items=n, extra={"se": classical_se})
+    if classical_se > 0:
+        out["width_classical"] = 2 * z * classical_se
+        classical = classical.with_ci(
+            (classical_value - z * classical_se, classical_value + z * classical_se), width=out["width_classical"]
+        )
+    out["classical"] = classical
+    if big_n < 1:
+        out["estimate"] = Estimate.undefined("no unlabelled predictions (N=0): see the classical estimate", n_items=n)
+        return out
+    w_u = w_u / w_u.sum() * big_n
+    first = float((w_u * yhat_u).mean() + (w * (y - yhat)).mean())  # lam = 1, where the tuning starts
+    grads, grads_hat = w * (y - first), w * (yhat - first)
+    cov = float(((grads - grads.mean()) * (grads_hat - grads_hat.mean())).sum()) * 2 / n
+    pooled = np.concatenate([grads_hat, w_u * (yhat_u - first)])
+    var_hat = float(pooled.var(ddof=1)) if np.ptp(pooled) > 0 else 0.0
+    lam = min(max(cov / (2 * (1 + n / big_n) * var_hat), 0.0), 1.0) if var_hat > 0 else 0.0
+    imputed, rectifier = w_u * lam * yhat_u, w * (y - lam * yhat)
+    value = float(imputed.mean() + rectifier.mean())
+    se = math.sqrt(float(imputed.std()) ** 2 / big_n + float(rectifier.std()) ** 2 / n)
+    out["lambda"] = lam
+    estimate = Estimate(
+        value, n_items=n + big_n, extra={"method": _method(True, lam), "lambda": lam, "se": se, "n_labelled": n}
+    )
+    if se > 0:
+        out["width"] = 2 * z * se
+        estimate = estimate.with_ci((value - z * se, value + z * se), width=out["width"])
+        if out["width_classical"]:
+            out["width_ratio"] = out["width"] / out["width_classical"]
+    out["estimate"] = estimate
     return out

@@ -38,7 +38,11 @@ def _study():
         truth[item_id] = "supported" if rng.random() < 0.45 else "contradicted"
         right = rng.random() < 0.85  # a good but imperfect verifier, biased towards "supported" when wrong
         predicted[item_id] = truth[item_id] if right else "supported"
-        records.append(verification_item(item_id, system="sys-a" if number % 2 else "sys-b"))
+        records.append(
+            verification_item(
+                item_id, system="sys-a" if number % 2 else "sys-b", response_id=f"r-{number % 2}-{number // 6}"
+            )
+        )
     import_items(study=study, stream=jsonl(*records), fmt="jsonl")
     rows = [{"item": item_id, "verifier": "judge", "label": label} for item_id, label in predicted.items()]
     import_predictions(study=study, stream=jsonl(*rows), fmt="jsonl")
@@ -86,6 +90,17 @@ def test_the_report_gives_ppi_shares_equal_to_ppi_python_overall_and_per_system(
         assert (fit["n"], fit["N"]) == (len(y), len(yhat_u))
     overall = block["overall"]
     assert overall["width_ratio"] < 1  # a good verifier narrows the interval (85 % right)
+    # FActScore: the mean over responses of their share supported, i.e. claims weighted by 1 / claims per response
+    sizes: dict[str, int] = {}
+    for number in range(ITEMS):
+        sizes[f"r-{number % 2}-{number // 6}"] = sizes.get(f"r-{number % 2}-{number // 6}", 0) + 1
+    weight = {f"c-{number}": 1 / sizes[f"r-{number % 2}-{number // 6}"] for number in range(ITEMS)}
+    y, yhat, yhat_u = _arrays(truth, predicted, labelled)
+    w = np.array([weight[i] for i in truth if i in set(labelled)])
+    w_u = np.array([weight[i] for i in truth if i not in set(labelled)])
+    low, high = (float(np.ravel(b)[0]) for b in ppi_py.ppi_mean_ci(y, yhat, yhat_u, alpha=0.05, w=w, w_unlabeled=w_u))
+    assert block["factscore"]["estimate"]["ci"] == pytest.approx([low, high], abs=1e-9)
+    assert set(block["factscore_by_system"]) == {"sys-a", "sys-b"}
 
 
 def test_the_page_and_the_latex_table_show_the_ppi_shares(client):

@@ -325,3 +325,30 @@ def test_labels_needed_undefined_and_refused():
         labels_needed([0.0, 1.0, 1.0], [0.0, 1.0, 1.0], n_unlabelled=100, width=0)
     with pytest.raises(ValueError, match="n_unlabelled"):
         labels_needed([0.0, 1.0, 1.0], [0.0, 1.0, 1.0], n_unlabelled=0, width=0.1)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_weighted_mean_equals_ppi_python_with_weights(seed):
+    """FActScore-style weights (1 / the response's claim count): point, interval and the classical interval
+    equal ppi_py's ``ppi_mean_pointestimate`` / ``ppi_mean_ci`` / ``classical_mean_ci`` with ``w``."""
+    import ppi_py as reference
+
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 12, size=400)  # claims per response
+    weights = np.repeat(1.0 / sizes, sizes)
+    truth = (rng.random(weights.size) < np.repeat(rng.beta(4, 2, size=sizes.size), sizes)).astype(float)
+    predicted = np.where(rng.random(weights.size) < 0.85, truth, 1.0).astype(float)
+    labelled = rng.permutation(weights.size)[:300]
+    rest = np.setdiff1d(np.arange(weights.size), labelled)
+    y, yhat, yhat_u = truth[labelled], predicted[labelled], predicted[rest]
+    w, w_u = weights[labelled], weights[rest]
+    fit = stats.ppi_weighted_mean(y, yhat, yhat_u, w, w_u)
+    point = float(np.ravel(reference.ppi_mean_pointestimate(y, yhat, yhat_u, w=w, w_unlabeled=w_u))[0])
+    low, high = (
+        float(np.ravel(b)[0]) for b in reference.ppi_mean_ci(y, yhat, yhat_u, alpha=0.05, w=w, w_unlabeled=w_u)
+    )
+    assert fit["estimate"].value == pytest.approx(point, abs=1e-9)
+    assert fit["estimate"].ci == pytest.approx((low, high), abs=1e-9)
+    c_low, c_high = (float(np.ravel(b)[0]) for b in reference.classical_mean_ci(y, w=w, alpha=0.05))
+    assert fit["classical"].ci == pytest.approx((c_low, c_high), abs=1e-9)
+    assert 0 <= fit["lambda"] <= 1 and fit["width_ratio"] < 1
