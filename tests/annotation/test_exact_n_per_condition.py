@@ -19,7 +19,7 @@ from annotation.studies.services import update_study
 from annotation.workbench.services import claim_next, lease_length
 from metaeval.reporting import build_report
 from tests.support.assignment_study import make_study
-from tests.support.threads import run_in_threads
+from tests.support.threads import as_a_client, run_in_threads
 
 CONDITIONS = ["control", "shown:judge"]
 
@@ -113,7 +113,8 @@ def test_a_lapsed_lease_goes_only_to_someone_of_the_same_condition():
 @pytest.mark.django_db(transaction=True)
 def test_a_crowd_racing_for_the_last_slots_of_each_condition_never_over_assigns():
     study, users = make_study(items=2, n=3, annotators=16, conditions=CONDITIONS, exact_n_per="condition")
-    results = run_in_threads([lambda user=user: claim_next(user=user, study=study) for user in users])
+    # as clients claim: a 503 "try again" (ClaimContention, part of the service's contract) is asked again
+    results = run_in_threads([lambda user=user: as_a_client(claim_next, user=user, study=study) for user in users])
     got = [assignment for assignment in results if assignment is not None]
     assert len(got) == 12  # 2 items x 2 conditions x 3, and 4 people told there is nothing left
     condition = _conditions_by_user(study)

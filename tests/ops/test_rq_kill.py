@@ -106,6 +106,22 @@ def assert_lost_rq_job_failed(redis_url: str) -> None:
     assert result is not None and "WorkerLost" in (result.exc_string or "")
 
 
+def wait_until_resumed(run: VerifierRun, worker: subprocess.Popen, log: Path, killed_at: float, after: str) -> None:
+    """Until the idle worker resumed the run by itself (its first new generation), within the recovery window."""
+    wait_for(
+        lambda: VerifierRun.objects.get(pk=run.pk).generation == 1,
+        "the idle worker to resume the run by itself",
+        worker,
+        log,
+        RECOVERY_DEADLINE,
+    )
+    print(f"verifier run resumed {time.monotonic() - killed_at:.2f} s after {after}")
+
+
+def wait_until_ended(run: VerifierRun, worker: subprocess.Popen, log: Path) -> None:
+    wait_for(lambda: not VerifierRun.objects.get(pk=run.pk).is_active, "the resumed run to end", worker, log)
+
+
 def queued_tasks(redis_url: str) -> int:
     return Queue("default", connection=redis.Redis.from_url(redis_url)).count
 
@@ -222,21 +238,9 @@ def test_an_rq_worker_killed_mid_verifier_run_is_resumed_by_the_idle_worker_by_i
 
             server.release()
             killed_at = time.monotonic()
-            wait_for(
-                lambda: VerifierRun.objects.get(pk=run.pk).generation == 1,
-                "the idle worker to resume the run by itself",
-                second,
-                tmp_path / "worker2.log",
-                RECOVERY_DEADLINE,
-            )
-            print(f"verifier run resumed {time.monotonic() - killed_at:.2f} s after the kill")
+            wait_until_resumed(run, second, tmp_path / "worker2.log", killed_at, "the kill")
             assert_lost_rq_job_failed(rq)
-            wait_for(
-                lambda: not VerifierRun.objects.get(pk=run.pk).is_active,
-                "the resumed run to end",
-                second,
-                tmp_path / "worker2.log",
-            )
+            wait_until_ended(run, second, tmp_path / "worker2.log")
         finally:
             stop(first)
             if second is not None:
@@ -296,20 +300,8 @@ def test_an_rq_worker_killed_between_two_chunks_of_a_run_leaves_it_held_by_a_gon
             second = start_rq_worker(tmp_path / "worker2.log", rq, {**env, "CLAIMLAB_JOB_STALE_SECONDS": "600"})
             kill(first)
             killed_at = time.monotonic()
-            wait_for(
-                lambda: VerifierRun.objects.get(pk=run.pk).generation == 1,
-                "the idle worker to resume the run held by the dead worker",
-                second,
-                tmp_path / "worker2.log",
-                RECOVERY_DEADLINE,
-            )
-            print(f"verifier run resumed {time.monotonic() - killed_at:.2f} s after the kill between chunks")
-            wait_for(
-                lambda: not VerifierRun.objects.get(pk=run.pk).is_active,
-                "the resumed run to end",
-                second,
-                tmp_path / "worker2.log",
-            )
+            wait_until_resumed(run, second, tmp_path / "worker2.log", killed_at, "the kill between chunks")
+            wait_until_ended(run, second, tmp_path / "worker2.log")
         finally:
             stop(first)
             if second is not None:
