@@ -10,7 +10,7 @@ from django.http import Http404
 from django.http.response import HttpResponseBase
 
 from annotation.lib.csvsafe import csv_chunks
-from annotation.lib.export_formats import export_format
+from annotation.lib.export_formats import ExportFormat, export_format
 from annotation.lib.formats import jsonl_chunks
 from annotation.lib.storage import download_response, files
 from annotation.models import ExportJob, Study
@@ -59,13 +59,18 @@ def write_export(study: Study, fmt: str, path: Path) -> int:
 def export_filename(study: Study, fmt: str) -> str:
     """What a download of the study's export in `fmt` is called: `<slug>-annotations.csv`, or for a
     format another app builds (annotation/lib/export_formats.py) `<slug>-<its suffix>`."""
-    registered = export_format(fmt) if fmt not in CONTENT_TYPES else None
+    registered = _registered(fmt)
     return f"{study.slug}-{registered.suffix}" if registered else f"{study.slug}-annotations.{fmt}"
 
 
 def export_content_type(fmt: str) -> str:
-    registered = export_format(fmt) if fmt not in CONTENT_TYPES else None
+    registered = _registered(fmt)
     return registered.content_type if registered else CONTENT_TYPES.get(fmt, "application/octet-stream")
+
+
+def _registered(fmt: str) -> ExportFormat | None:
+    """The format another app registered, for a format that is not one of the annotations' own."""
+    return export_format(fmt) if fmt not in CONTENT_TYPES else None
 
 
 def export_file_response(job: ExportJob) -> HttpResponseBase:

@@ -187,3 +187,18 @@ def test_someone_outside_the_study_is_refused_not_failed(client):
 
     client.force_login(get_user_model().objects.create_user("stranger", password="x"))
     assert client.post(reverse("api-assignment-next", args=[study.slug])).status_code in (403, 404)
+
+
+@pytest.mark.django_db
+def test_labels_without_a_condition_cannot_be_imported_into_a_per_condition_study():
+    """An imported label would take a slot of some condition's range and leave that condition short of N."""
+    from annotation.errors import ImportFailed
+    from annotation.transfer.services.annotation_import import import_annotations
+    from tests.conftest import jsonl
+
+    study, _ = make_study(items=2, n=1, annotators=0, conditions=CONDITIONS, exact_n_per="condition")
+    with pytest.raises(ImportFailed, match="exact N per condition"):
+        import_annotations(
+            study=study, stream=jsonl({"item": "i-0", "annotator": "ext", "label": "supported"}), fmt="jsonl"
+        )
+    assert not Assignment.objects.filter(study=study).exists()

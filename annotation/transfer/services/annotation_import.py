@@ -31,6 +31,14 @@ from annotation.workbench.answers import AnswerValues, record_answer
 BATCH_SIZE = 2000
 
 
+#: Why new labels cannot be imported where exact N holds per condition (updates of existing ones can).
+PER_CONDITION_REFUSAL = (
+    "this study holds N annotators per item in each condition (exact N per condition): an imported label "
+    "belongs to no condition, so new labels cannot be imported; import them into a copy of the study whose "
+    "exact N holds per item, or set that rule before the first answer"
+)
+
+
 def import_annotations(
     *,
     study: Study,
@@ -130,6 +138,11 @@ def import_annotations(
                     elif not errors:
                         updates.append((assignment_pk, row))
                     continue
+                if study.slots_per_item != study.annotators_per_item:
+                    # Each condition owns a range of an item's slots; an imported label has no condition
+                    # and would take one of them, leaving that condition short of its N.
+                    errors.extend([RecordError(line, PER_CONDITION_REFUSAL, "item")])
+                    continue
                 used = slots.setdefault(item_id, set())
                 free = next((slot for slot in range(study.slots_per_item) if slot not in used), None)
                 if free is None:
@@ -137,8 +150,8 @@ def import_annotations(
                         [
                             RecordError(
                                 line,
-                                f"item {row.item!r} already has {study.slots_per_item} annotations, the study's annotators per item"
-                                + (" in all conditions" if study.slots_per_item != study.annotators_per_item else ""),
+                                f"item {row.item!r} already has {study.slots_per_item} annotations, "
+                                "the study's annotators per item",
                                 "item",
                             )
                         ]

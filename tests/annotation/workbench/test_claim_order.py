@@ -183,3 +183,20 @@ def test_the_migration_takes_back_leases_held_on_items_that_are_checks():
     assert (held.status, held.slot) == ("skipped", None)
     assert Item.objects.get(study=study).slots_taken == 0
     assert claim_next(user=first, study=study) is None and claim_next(user=second, study=study) is None
+
+
+@pytest.mark.parametrize("seed", [11, 2026])
+def test_a_per_condition_study_stopped_after_ten_percent_is_a_random_sample_too(seed):
+    """With exact N per condition each claim is filtered to its condition's slots; the order it walks is
+    still the study's random one, so a study stopped after 10 % of its labels covers every domain in
+    proportion."""
+    per_domain, n = 300, 2
+    study, users = _sorted_study(f"sorted-c-{seed}", per_domain=per_domain, n=n, annotators=6, seed=seed)
+    update_study(study=study, changes={"conditions": ["control", "shown:judge"], "exact_n_per": "condition"})
+    items = per_domain * len(DOMAINS)
+    _label_round_robin(study, users, labels=items * n * 2 // 10)
+    labelled, shares = _labelled_shares(study)
+    share = 1 / len(DOMAINS)
+    standard_error = math.sqrt(share * (1 - share) / labelled * (items - labelled) / (items - 1))
+    for domain, observed in shares.items():
+        assert abs(observed - share) <= TOLERANCE_SE * standard_error, (domain, shares, labelled)
