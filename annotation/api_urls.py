@@ -2,6 +2,7 @@ from django.urls import path
 
 from annotation.adjudication import api as adjudication_api
 from annotation.crowd import api as participant_api
+from annotation.crowd import prolific_api
 from annotation.members import api as member_api
 from annotation.studies import api as study_api
 from annotation.transfer import api as transfer_api
@@ -44,6 +45,17 @@ urlpatterns = [
         "studies/<slug:slug>/participants",
         participant_api.ParticipantPayments.as_view(),
         name="api-participant-payments",
+    ),
+    *prolific_api.urlpatterns,  # studies/<slug>/participants/prolific...
+    path(
+        "studies/<slug:slug>/participants/link",
+        participant_api.ParticipantLinkSettings.as_view(),
+        name="api-participant-link",
+    ),
+    path(
+        "studies/<slug:slug>/participants/link/rotate",
+        participant_api.ParticipantLinkRotate.as_view(),
+        name="api-participant-link-rotate",
     ),
     path("studies/<slug:slug>/assignments/next", workbench_api.NextAssignment.as_view(), name="api-assignment-next"),
     path("studies/<slug:slug>/training/next", workbench_api.NextTrainingItem.as_view(), name="api-training-next"),

@@ -169,6 +169,17 @@ class Study(models.Model):
         help_text="With conditions: N annotators per item across conditions (item), or N per item in each "
         "condition (condition: every item is seen N times in every condition).",
     )
+    adaptive_min_n = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="Adaptive overlap: the annotators every item gets (n_min); more, up to N, only while their "
+        "answers do not reach `adaptive_agreement` in agreement (workbench/adaptive.py). Empty: N for every item.",
+    )
+    adaptive_agreement = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="Adaptive overlap: the number of matching answers that close an item (k); e.g. 2 of 2 or 3.",
+    )
     source_labels = models.JSONField(
         default=list,
         db_default=[],  # the release that runs during `migrate` creates studies without it
@@ -195,6 +206,18 @@ class Study(models.Model):
             models.CheckConstraint(condition=Q(kind__in=["preference", "verification"]), name="study_kind_valid"),
             models.CheckConstraint(condition=Q(exact_n_per__in=["item", "condition"]), name="study_exact_n_per_valid"),
             models.CheckConstraint(
+                condition=Q(adaptive_min_n__isnull=True, adaptive_agreement__isnull=True)
+                | Q(
+                    adaptive_min_n__isnull=False,
+                    adaptive_agreement__isnull=False,
+                    adaptive_min_n__gte=1,
+                    adaptive_min_n__lt=F("annotators_per_item"),
+                    adaptive_agreement__gte=2,
+                    adaptive_agreement__lte=F("annotators_per_item"),
+                ),
+                name="study_adaptive_overlap_valid",
+            ),
+            models.CheckConstraint(
                 condition=Q(status__in=["draft", "open", "paused", "closed", "archived"]), name="study_status_valid"
             ),
             models.CheckConstraint(
@@ -212,6 +235,16 @@ class Study(models.Model):
         if self.exact_n_per == self.ExactNPer.CONDITION and self.conditions:
             return self.annotators_per_item * len(self.conditions)
         return self.annotators_per_item
+
+    @property
+    def is_adaptive(self) -> bool:
+        """Adaptive overlap: items take n_min to N annotators (workbench/adaptive.py)."""
+        return self.adaptive_min_n is not None
+
+    @property
+    def unopened_slots(self) -> int:
+        """The slots a new item starts with counted as taken: N - n_min with adaptive overlap, else 0."""
+        return self.annotators_per_item - self.adaptive_min_n if self.adaptive_min_n is not None else 0
 
     @property
     def is_preference(self) -> bool:
@@ -323,6 +356,12 @@ class Item(models.Model):
         default=False,
         db_default=False,  # the imports' raw INSERTs leave it out
         help_text="Used as an attention or qualification check (ParticipantLink): never handed out as an item.",
+    )
+    closed_after = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="Adaptive overlap: the answers after which the item closed, its rule met (null: open, or it "
+        "takes N). Its unopened slots then count as taken (workbench/adaptive.py).",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -760,7 +799,8 @@ class ImportJob(BackgroundJob):
 
 
 class ExportJob(BackgroundJob):
-    """An annotation export (or, `hf`, the study as a Hugging Face dataset zip) written to a file by a background task.
+    """An annotation export (or, `hf`, the study as a Hugging Face dataset zip; `predictions-csv` /
+    `predictions-jsonl`, its verifiers' predictions) written to a file by a background task.
 
     Studies with more annotations than EXPORT_INLINE_MAX_ROWS are not exported
     inside a request (long work never runs there); the file waits
@@ -774,18 +814,33 @@ class ExportJob(BackgroundJob):
         #: Built by metaeval (annotation/lib/export_formats.py): a zip of the dataset folder
         #: `manage.py export_dataset --format hf` writes (parquet files and the dataset card).
         HF = "hf", "Hugging Face dataset (zip)"
+        #: Built by metaeval too (metaeval/verifiers/prediction_export.py): the study's verifier predictions.
+        PREDICTIONS_CSV = "predictions-csv", "Predictions (CSV)"
+        PREDICTIONS_JSONL = "predictions-jsonl", "Predictions (JSON Lines)"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="export_jobs")
-    file_format = models.CharField(max_length=8, choices=Format.choices)
-    rows = models.PositiveIntegerField(default=0, help_text="Annotations written.")
+    file_format = models.CharField(max_length=20, choices=Format.choices)
+    rows = models.PositiveIntegerField(
+        default=0, help_text="Rows written: annotations, or predictions for a predictions-* export."
+    )
     file_path = models.CharField(
         max_length=500, blank=True, default="", help_text="Empty until written, or once replaced."
     )
     error = models.TextField(blank=True, default="")
+    license = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="hf: the dataset card's licence (an SPDX id, metaeval/dataset_export/licenses.py); empty: the default.",
+    )
 
     class Meta(BackgroundJob.Meta):
         constraints = [
-            models.CheckConstraint(condition=Q(file_format__in=["csv", "jsonl", "hf"]), name="exportjob_format_valid"),
+            models.CheckConstraint(
+                condition=Q(file_format__in=["csv", "jsonl", "hf", "predictions-csv", "predictions-jsonl"]),
+                name="exportjob_format_valid",
+            ),
             *BackgroundJob.Meta.constraints,
         ]
 
@@ -891,11 +946,69 @@ class ParticipantLink(models.Model):
         help_text="With {code}, e.g. https://app.prolific.com/submissions/complete?cc={code}",
     )
     pay_per_hour = models.DecimalField(max_digits=8, decimal_places=2, default=0)
+    currency = models.CharField(
+        max_length=3, default="GBP", db_default="GBP", help_text="ISO 4217 code of the pay, e.g. GBP, USD, EUR."
+    )
+
+    class PayBasis(models.TextChoices):
+        ACTIVE = "active", "Active time on items and checks"
+        WALL = "wall", "Wall time from arrival to the end (consent, instructions, questionnaires included)"
+
+    pay_basis = models.CharField(
+        max_length=8, choices=PayBasis.choices, default=PayBasis.ACTIVE, db_default=PayBasis.ACTIVE
+    )
+    code_full = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The code shown to arrivals after the cap (no places left), e.g. Prolific's 'NOPLACES'.",
+    )
+    prolific_study_id = models.CharField(
+        max_length=64, blank=True, default="", db_default="", help_text="The study's id on Prolific."
+    )
+    prolific_token_encrypted = models.TextField(
+        blank=True,
+        default="",
+        db_default="",
+        editable=False,
+        help_text="The researcher's Prolific API token, Fernet-encrypted (annotation/lib/keystore.py); never shown.",
+    )
     rotated_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(pay_basis__in=["active", "wall"]), name="participant_link_pay_basis"),
+        ]
+
     def __str__(self) -> str:
         return f"participant link of {self.study_id} ({'on' if self.enabled else 'off'})"
+
+
+class ProlificCall(models.Model):
+    """One request Claimlab made to Prolific's API for a study, and its answer: the audit trail of
+    approvals, rejections and bonuses (annotation/crowd/prolific*.py). The token is never stored here."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="prolific_calls")
+    made_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    at = models.DateTimeField(default=timezone.now)
+    method = models.CharField(max_length=8)
+    path = models.CharField(max_length=300)
+    request_body = models.JSONField(null=True, blank=True)
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Null: no answer (network error).")
+    response_body = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["study", "-at", "-id"]
+        indexes = [models.Index(fields=["study", "at"], name="prolific_call_study_at")]
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path} -> {self.status_code}"
 
 
 class Participant(models.Model):

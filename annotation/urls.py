@@ -3,6 +3,7 @@ from django.urls import path, re_path
 from annotation.adjudication import views as adjudication_views
 from annotation.crowd import ahead_views as participant_ahead_views
 from annotation.crowd import manage_views as crowd_views
+from annotation.crowd import prolific_views
 from annotation.crowd import views as participant_views
 from annotation.members import views as member_views
 from annotation.progress import views as progress_views
@@ -63,12 +64,18 @@ urlpatterns = [
     path("studies/<slug:slug>/participants/", crowd_views.participants_page, name="study_participants"),
     path("studies/<slug:slug>/participants/rotate/", crowd_views.participants_rotate, name="participants_rotate"),
     path(
+        "studies/<slug:slug>/participants/checks/<str:which>/",
+        crowd_views.check_items_page,
+        name="participant_checks",
+    ),
+    path(
         "studies/<slug:slug>/participants/<int:participant_id>/withdraw/",
         crowd_views.participant_withdraw,
         name="participant_withdraw",
     ),
     path("studies/<slug:slug>/participants/payments.csv", crowd_views.payments_csv, name="participant_payments_csv"),
     path("studies/<slug:slug>/participants/mapping.csv", crowd_views.mapping_csv, name="participant_mapping_csv"),
+    *prolific_views.urlpatterns,  # the Prolific page: studies/<slug>/participants/prolific/...
     path("p/<str:token>/", participant_views.arrive, name="participant_arrive"),
     path("crowd/<slug:slug>/", participant_views.step, name="participant_step"),
     path(

@@ -30,6 +30,14 @@ baseline is the median of 3 runs, and each cold figure the median of ``--cold-re
 reports (3).
 
     python benchmarks/report_speed.py [--items 100000] [--repeat 7] [--cold-repeat 3] [--reuse]
+    DATABASE_URL=postgres://... python benchmarks/report_speed.py --million [--reuse --keep]
+
+``--million`` (issue 35, PostgreSQL): a study of 1,000,000 claims (8 per response), 3 verifiers each
+predicting a third of them (1,000,000 predictions) and 30,000 claims with 3 human labels. Times the
+verifier sections (median of 3, the predictions read apart, as the report reads them once) against
+their bare metric computations (per verifier: its metrics against the majority with a 1,000-resample
+bootstrap and its system correlation, inputs prepared outside the timer), goal 3x; and the whole report
+built by ``manage.py report --format json`` in its own process, with its peak RSS, goal < 1 GB.
 
 Uses the database in DATABASE_URL when set (its ``bench-report`` study is replaced unless
 ``--reuse`` finds it complete), else a SQLite file in the temporary folder
@@ -200,6 +208,184 @@ def wait_until(condition: Callable[[], bool], what: str, worker: subprocess.Pope
     return time.perf_counter() - start
 
 
+# --- --million (issue 35) -------------------------------------------------------------------------------------
+
+MILLION_SLUG = "bench-report-million"
+MILLION_VERIFIERS = ("veriscore-gpt4o", "factscore-llama", "safe-mistral")
+
+
+def load_million(n_items: int, labelled: int, reuse: bool):
+    """N_ITEMS claims (8 per response, one system and domain per response), 3 verifiers predicting a third of
+    them each (N_ITEMS predictions), and LABELLED claims with 3 human labels (every N_ITEMS/LABELLED-th)."""
+    from annotation.models import Annotation, Study
+    from annotation.studies.services import create_study
+    from annotation.transfer.services.annotation_import import import_annotations
+    from annotation.transfer.services.item_import import import_items
+    from metaeval.models import Prediction
+    from metaeval.verifiers.services import import_predictions
+
+    found = Study.objects.filter(slug=MILLION_SLUG).first()
+    if (
+        found is not None
+        and reuse
+        and Annotation.objects.filter(assignment__study=found).count() == 3 * labelled
+        and Prediction.objects.filter(verifier__study=found).count() == n_items
+    ):
+        print(f"reusing the study {MILLION_SLUG!r}")
+        return found
+    if found is not None:
+        found.delete()
+    rng = np.random.default_rng(11)
+    systems, domains = ["gpt-4o", "llama-3-70b", "mistral-large"], ["biography", "science", "history", "sports"]
+    study = create_study(slug=MILLION_SLUG, name="Million", kind="verification", annotators_per_item=3)
+    study.binary_map = {"supported": "positive", "contradicted": "negative", "inconclusive": "negative"}
+    study.save(update_fields=["binary_map"])
+    start = time.perf_counter()
+    items = (
+        {
+            "id": f"c-{n:07d}",
+            "domain": domains[n // 8 % 4],
+            "claim": f"Claim number {n} is about a river in Paris.",
+            "response_id": f"r-{n // 8:07d}",
+            "system": systems[n // 8 % 3],
+            "evidence": [{"text": "A passage.", "url": f"https://example.org/{n}"}],
+        }
+        for n in range(n_items)
+    )
+    import_items(study=study, stream=jsonl(items), fmt="jsonl")
+    truth = rng.choice(3, size=n_items, p=[0.6, 0.25, 0.15])
+    third = -(-n_items // 3)
+    predicted = np.where(rng.random(n_items) < 0.75, truth, rng.integers(0, 3, size=n_items))
+    predictions = (
+        {
+            "item": f"c-{n:07d}",
+            "verifier": MILLION_VERIFIERS[n // third],
+            "label": LABELS[int(predicted[n])],
+            "score": round(float(rng.random()), 4),
+            "rationale": "Result 2 says so.",
+        }
+        for n in range(n_items)
+    )
+    import_predictions(study=study, stream=jsonl(predictions), fmt="jsonl")
+    step = n_items // labelled
+    agree = rng.random((labelled, 3)) < 0.7
+    labels = (
+        {
+            "item": f"c-{n * step:07d}",
+            "annotator": ANNOTATORS[a],
+            "label": LABELS[int(truth[n * step]) if agree[n, a] else int(rng.integers(0, 3))],
+        }
+        for n in range(labelled)
+        for a in range(3)
+    )
+    import_annotations(study=study, stream=jsonl(labels), fmt="jsonl")
+    print(f"loaded {n_items:,} items and predictions, {3 * labelled:,} labels in {time.perf_counter() - start:.1f} s")
+    return study
+
+
+def run_process(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """One process's wall seconds and peak RSS (MB), read by GNU time: the kernel's ru_maxrss of a process
+    forked from this big one counts this one's pages from before its exec."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        ["/usr/bin/time", "-f", "maxrss_kb=%M", *argv], env=env, cwd=REPO, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"failed: {' '.join(argv)}\n{done.stderr.decode()}")
+    peak_kb = float(done.stderr.decode().rsplit("maxrss_kb=", 1)[1].split()[0])
+    return time.perf_counter() - start, peak_kb / 1024
+
+
+def million(args: argparse.Namespace) -> None:
+    """The verifier sections of a million predictions against their bare metric computations, and the whole
+    report's build (``manage.py report --format json``, its own process) with its peak RSS."""
+    configure(None)
+    from django.core.management import call_command
+    from django.db import connection, transaction
+
+    from metaeval.reporting.verifier_reference import verifiers_vs_reference
+    from metaeval.stats import build_table, majority_vote, system_correlation, verifier_vs_majority
+    from metaeval.study_frame import study_frame
+    from metaeval.verifiers.report import verifier_report
+    from metaeval.verifiers.selectors import current_predictions
+
+    if connection.vendor != "postgresql":
+        raise SystemExit("--million needs DATABASE_URL pointing at PostgreSQL")
+    call_command("migrate", verbosity=0)
+    study = load_million(args.items, args.labelled, args.reuse)
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE")
+    env = {**os.environ, "DEBUG": "1", "LOG_LEVEL": "WARNING"}
+    manage = [sys.executable, str(REPO / "manage.py")]
+    from metaeval.models import ReportSnapshot
+
+    ReportSnapshot.objects.filter(study=study).delete()  # the first report: built, not read back
+    t_report, rss_report = run_process([*manage, "report", MILLION_SLUG, "--format", "json"], env)
+    t_idle, rss_idle = run_process([*manage, "shell", "--no-imports", "-c", "pass"], env)
+    with transaction.atomic():
+        frame = study_frame(study)
+        reference, _ = frame.verifier_reference()
+        start = time.perf_counter()
+        predictions = current_predictions(study, frame.rows.items)
+        t_read = time.perf_counter() - start
+        t_sections, _ = repeated(3, lambda: verifier_report(study, frame=frame, predictions=predictions))
+        ref = frame.reference
+        t_vs_reference, _ = repeated(3, lambda: verifiers_vs_reference(study, ref, report_options(), predictions))
+        # The bare computations: each verifier's metrics against the majority (1,000-resample bootstrap) and its
+        # system correlation, on inputs prepared outside the timer.
+        labels = list(study.labels)
+        table = build_table(reference[reference["label"].isin(labels)], labels)
+        majority = majority_vote(table).labels()
+        role = {"supported": 1.0, "contradicted": 0.0, "inconclusive": 0.0}
+        items = frame.items
+        inputs = []
+        for verifier_id in sorted(predictions["verifier_id"].unique()):
+            rows = predictions[(predictions["verifier_id"] == verifier_id) & predictions["label"].isin(labels)]
+            claims = items.assign(
+                human=items["item"].map(majority).map(role).astype("float64"),
+                verifier=items["item"].map(rows.set_index("item")["label"]).map(role).astype("float64"),
+            )
+            responses = claims.groupby("response_id", sort=False).agg(
+                system=("system", "first"), human=("human", "mean"), verifier=("verifier", "mean")
+            )
+            inputs.append((rows[["item", "label"]], responses))
+
+        def bare() -> None:
+            for labelled_rows, responses in inputs:
+                verifier_vs_majority(table, labelled_rows, item="item", n_resamples=1000, seed=0)
+                system_correlation(responses, n_resamples=1000, seed=0)
+
+        t_bare, _ = repeated(3, bare)
+    load = os.getloadavg()
+    print(f"\nPostgreSQL; {args.items:,} items and predictions (3 verifiers), {args.labelled:,} items x 3 labels")
+    print(f"{os.cpu_count()} cores; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"{'':<52} {'s':>7} {'x bare':>7}")
+    print(f"{'bare metric computations (3 verifiers)':<52} {t_bare:7.2f} {1:7.2f}")
+    print(f"{'verifier sections (predictions read once, apart)':<52} {t_sections:7.2f} {t_sections / t_bare:7.2f}")
+    print(f"{'verifiers against the report reference':<52} {t_vs_reference:7.2f} {t_vs_reference / t_bare:7.2f}")
+    print(f"{'the predictions read (once per report)':<52} {t_read:7.2f} {t_read / t_bare:7.2f}")
+    whole = t_sections + t_vs_reference + t_read
+    print(f"{'the three together':<52} {whole:7.2f} {whole / t_bare:7.2f}")
+    verdict = "met" if t_sections / t_bare <= 3 else "MISSED"
+    print(f"goal: the verifier sections within 3x their bare metric computations: {verdict}")
+    print(
+        f"\nmanage.py report {MILLION_SLUG} --format json, the first report: {t_report:.1f} s, peak RSS {rss_report:.0f} MB "
+        f"(a process that only starts Django: {t_idle:.1f} s, {rss_idle:.0f} MB); goal < 1,000 MB: "
+        f"{'met' if rss_report < 1000 else 'MISSED'}"
+    )
+    if not args.keep:
+        from annotation.models import Study
+
+        Study.objects.filter(slug=MILLION_SLUG).delete()
+
+
+def report_options():
+    from metaeval.reporting import ReportOptions
+
+    return ReportOptions()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--items", type=int, default=100_000)
@@ -207,7 +393,15 @@ def main() -> None:
     parser.add_argument("--cold-repeat", type=int, default=3, help="first reports built (medians printed)")
     parser.add_argument("--reuse", action="store_true", help="keep a complete bench-report study from an earlier run")
     parser.add_argument("--sqlite", metavar="PATH", help="SQLite file to use when DATABASE_URL is not set")
+    parser.add_argument("--million", action="store_true", help="issue 35: a million predictions (PostgreSQL)")
+    parser.add_argument("--labelled", type=int, default=30_000, help="--million: items with 3 human labels")
+    parser.add_argument("--keep", action="store_true", help="--million: keep the study (for --reuse)")
     args = parser.parse_args()
+    if args.million:
+        if args.items == 100_000:
+            args.items = 1_000_000
+        million(args)
+        return
     configure(args.sqlite)
 
     import agreement as stats_bench

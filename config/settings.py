@@ -486,6 +486,33 @@ VERIFIER_MAX_TIMEOUT = _env_number("CLAIMLAB_VERIFIER_MAX_TIMEOUT", 600.0, integ
 VERIFIER_MAX_RETRIES = _env_number("CLAIMLAB_VERIFIER_MAX_RETRIES", 5)
 VERIFIER_MAX_TOKENS = _env_number("CLAIMLAB_VERIFIER_MAX_TOKENS", 16384)
 
+
+# --- Prolific (issue 34): approving, rejecting and bonusing a study's submissions from Claimlab ---
+def _prolific_api_url() -> str:
+    """PROLIFIC_API_URL: the one host the Prolific client talks to (the operator's choice, never a researcher's)."""
+    from urllib.parse import urlsplit
+
+    raw = os.environ.get("PROLIFIC_API_URL", "").strip() or "https://api.prolific.com"
+    parts = urlsplit(raw)
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.username
+        or parts.password
+        or parts.query
+        or parts.fragment
+    ):
+        raise ImproperlyConfigured(
+            f"PROLIFIC_API_URL must be an http(s) URL with a host and nothing after its path, got {raw!r}"
+        )
+    return raw.rstrip("/")
+
+
+# Requests go to this URL + /api/v1/...; tests point it at a local fake (tests/support/fake_prolific.py).
+PROLIFIC_API_URL = _prolific_api_url()
+# Seconds the Prolific client waits to connect and for each answer before it gives up with an error.
+PROLIFIC_API_TIMEOUT_SECONDS = _env_number("PROLIFIC_API_TIMEOUT_SECONDS", 15.0, integer=False)
+
 # --- logging: one JSON object per line outside debug ---------------------------
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
 LOGGING: dict[str, Any] = {

@@ -8,6 +8,9 @@ import os
 
 os.environ.setdefault("DEBUG", "1")
 os.environ.setdefault("SECRET_KEY", "test-only-key-" + "x" * 50)
+# No test reaches the real Prolific: the Prolific tests point PROLIFIC_API_URL at their local fake
+# (tests/support/fake_prolific.py); any other request meets a closed port on this machine.
+os.environ.setdefault("PROLIFIC_API_URL", "http://127.0.0.1:9")
 
 from config.settings import *
 

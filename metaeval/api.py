@@ -21,6 +21,13 @@ from .reporting.options import InvalidOption
 from .serializers import ReportSerializer, StudyLabelsSerializer
 from .study_frame import TABLE_COLUMNS, study_frame
 
+#: The query parameter every read of a crowd study's labels takes (the report, the labels, the PPI items).
+INCLUDE_SCREENED_OUT = OpenApiParameter(
+    "include_screened_out",
+    OpenApiTypes.BOOL,
+    description="Crowd studies: count the labels of screened-out participants too (default: left out).",
+)
+
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 #: Query parameters that may repeat and may be empty (a list of source types).
@@ -71,11 +78,7 @@ class StudyReport(StudyScoped, APIView):
                 {"type": "integer", "minimum": 1, "maximum": 100_000},
                 description="VeriScore F1@K with this K (1..100000); default: the median per domain.",
             ),
-            OpenApiParameter(
-                "include_screened_out",
-                OpenApiTypes.BOOL,
-                description="Crowd studies: count the labels of screened-out participants too (default: left out).",
-            ),
+            INCLUDE_SCREENED_OUT,
             OpenApiParameter(
                 "ppi_labelled_share",
                 {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 1},
@@ -119,11 +122,7 @@ class StudyLabels(StudyScoped, APIView):
                 description="The reference rule (gold, majority, dawid_skene, adjudicated, adjudicated_else_majority); "
                 "default: the study's.",
             ),
-            OpenApiParameter(
-                "include_screened_out",
-                OpenApiTypes.BOOL,
-                description="Crowd studies: count the labels of screened-out participants too (default: left out).",
-            ),
+            INCLUDE_SCREENED_OUT,
         ],
         responses=StudyLabelsSerializer,
     )

@@ -1,3 +1,4 @@
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +34,47 @@ class MetaevalConfig(AppConfig):
                 suffix="hf-dataset.zip",
                 content_type="application/zip",
                 build=_write_hf_zip,
+                check_options=_hf_options,
             )
         )
+        # A verification study's predictions, one row each (verifiers/prediction_export.py): verifier-scale
+        # studies hold a million, so always written by a background job.
+        for fmt, title, content_type in (
+            ("csv", "Predictions (CSV)", "text/csv; charset=utf-8"),
+            ("jsonl", "Predictions (JSON Lines)", "application/x-ndjson; charset=utf-8"),
+        ):
+            register_export_format(
+                ExportFormat(
+                    name=f"predictions-{fmt}",
+                    title=title,
+                    suffix=f"predictions.{fmt}",
+                    content_type=content_type,
+                    build=partial(_write_predictions, fmt),
+                    counts="prediction",
+                )
+            )
 
 
-def _write_hf_zip(study: Any, path: Path) -> int:
+def _write_hf_zip(study: Any, path: Path, options: dict[str, str]) -> int:
     from .dataset_export.archive import write_hf_zip
 
-    return write_hf_zip(study, path)
+    return write_hf_zip(study, path, license=options.get("license", ""))
+
+
+def _write_predictions(fmt: str, study: Any, path: Path, options: dict[str, str]) -> int:
+    from .verifiers.prediction_export import write_predictions
+
+    return write_predictions(study, fmt, path)
+
+
+def _hf_options(options: dict[str, str]) -> dict[str, str]:
+    """The Hugging Face export's one option: the card's licence, an identifier of the Hub (empty: other)."""
+    from .dataset_export.licenses import dataset_license
+
+    unknown = sorted(name for name, value in options.items() if value and name != "license")
+    if unknown:
+        from annotation.errors import ServiceError
+
+        raise ServiceError(f"the Hugging Face export takes no option {', '.join(unknown)}")
+    given = (options.get("license") or "").strip()
+    return {"license": dataset_license(given)} if given else {}

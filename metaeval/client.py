@@ -29,7 +29,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["Claimlab", "ClaimlabError", "LABEL_TABLE_COLUMNS"]
+__all__ = ["Claimlab", "ClaimlabError", "LABEL_TABLE_COLUMNS", "PPI_ITEM_COLUMNS"]
 
 #: ``labels``' columns: the server's study frame table (metaeval.study_frame.TABLE_COLUMNS; no Django here).
 LABEL_TABLE_COLUMNS = [
@@ -41,6 +41,19 @@ LABEL_TABLE_COLUMNS = [
     "in_agreement",
     "reference_label",
     "reference_source",
+]
+#: ``ppi_items``' columns: the server's labelled-items download (metaeval.reporting.ppi.ITEM_COLUMNS; no Django here).
+PPI_ITEM_COLUMNS = [
+    "verifier",
+    "item",
+    "system",
+    "domain",
+    "response_id",
+    "has_reference",
+    "claim",
+    "response",
+    "reference_label",
+    "prediction",
 ]
 
 
@@ -104,6 +117,34 @@ class Claimlab:
         """The study's report JSON (the same numbers as the report page)."""
         params = {"by_domain": str(by_domain).lower(), "binary": str(binary).lower()}
         return self._json("GET", f"/api/studies/{slug}/report", params)
+
+    def ppi_items(
+        self,
+        slug: str,
+        *,
+        reference: str | None = None,
+        include_screened_out: bool = False,
+        ppi_labelled_share: float | None = None,
+    ) -> pd.DataFrame:
+        """Which claims the report's prediction-powered estimates counted as human-labelled: one row per
+        verifier and claim with its item, system, domain, response_id, has_reference, ``claim`` (labelled /
+        unlabelled / no prediction: its part in the share supported and FActScore), ``response`` (its
+        response's part in F1@K), and the reference_label and prediction used (None: none).
+
+        The options are the report's (``reference`` rule, ``include_screened_out``, ``ppi_labelled_share``),
+        so the counts equal the report's ``ppi`` section asked with the same ones. From
+        ``GET /api/studies/{slug}/report/ppi-items?format=jsonl``."""
+        params: dict[str, Any] = {"format": "jsonl", "include_screened_out": str(include_screened_out).lower()}
+        if reference is not None:
+            params["reference"] = reference
+        if ppi_labelled_share is not None:
+            params["ppi_labelled_share"] = str(ppi_labelled_share)
+        text = self._request("GET", f"/api/studies/{slug}/report/ppi-items", params)
+        rows = [json.loads(line) for line in text.decode("utf-8").splitlines() if line.strip()]
+        frame = pd.DataFrame(rows, columns=PPI_ITEM_COLUMNS).astype({"has_reference": bool})
+        for column in ("reference_label", "prediction"):
+            frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
+        return frame
 
     def leaderboard(self) -> pd.DataFrame:
         """The verifier leaderboard of your studies: one row per verifier (rank, mean, studies) and one

@@ -80,6 +80,13 @@ class Verifier(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    predictions_version = models.PositiveBigIntegerField(
+        default=0,
+        db_default=0,
+        help_text="Goes up by one in the transaction of every write of the verifier's predictions (an import's "
+        "switch, a run's stored batch): the report fingerprint and the verifiers page's counts read it instead "
+        "of every prediction (issue 35; verifiers/prediction_version.py).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

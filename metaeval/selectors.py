@@ -35,7 +35,7 @@ from annotation.progress.fingerprint import label_state
 from . import snapshot_reads
 from .evidence import read_judgements
 from .label_rows import ITEM_COLUMNS, LABEL_COLUMNS, LabelRows
-from .models import Prediction, Verifier
+from .models import Verifier
 
 __all__ = [
     "LABEL_COLUMNS",
@@ -48,6 +48,8 @@ __all__ = [
     "evidence_frame",
     "pseudonyms",
     "report_fingerprint",
+    "FrameRead",
+    "read_frames",
 ]
 
 EVIDENCE_COLUMNS = [
@@ -79,16 +81,21 @@ def _annotations(study: Study, *, include_screened_out: bool = False) -> QuerySe
 
 
 @dataclass(frozen=True)
-class _Read:
+class FrameRead:
     """A ``values_list`` query read as a frame: its column names and which of them are integers."""
 
     rows: QuerySet
     columns: list[str]
     numbers: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()  # boolean columns
+    floats: tuple[str, ...] = ()  # nullable numbers: NULL is NaN
+    #: Text columns with few distinct values (labels, systems, domains): one str object per value, not per
+    #: row. Why: each value psycopg reads is a str of its own, ~60 bytes; a million-prediction report held
+    #: a million copies of "supported" per column.
+    repeated: tuple[str, ...] = ()
 
 
-def _frames(*reads: _Read) -> list[pd.DataFrame]:
+def read_frames(*reads: FrameRead) -> list[pd.DataFrame]:
     """Each read's rows as a DataFrame: on PostgreSQL one array per column, the reads side by side.
 
     Why arrays: a 100,000-item study's labels are 300,000 rows; psycopg and the ORM build a Python
@@ -98,22 +105,53 @@ def _frames(*reads: _Read) -> list[pd.DataFrame]:
     way (text as ``str`` columns); ``numbers`` are the integer columns.
     """
     if connection.vendor != "postgresql":
-        frames = [pd.DataFrame.from_records(list(read.rows), columns=read.columns) for read in reads]
-        return [frame.astype(dict.fromkeys(read.flags, bool)) for frame, read in zip(frames, reads, strict=True)]
+        frames = [pd.DataFrame.from_records(_fetched(read), columns=read.columns) for read in reads]
+        return [
+            frame.astype(
+                {
+                    **dict.fromkeys(read.numbers, np.int64),  # as on PostgreSQL, an empty read's too
+                    **dict.fromkeys(read.flags, bool),
+                    **dict.fromkeys(read.floats, "float64"),
+                }
+            )
+            for frame, read in zip(frames, reads, strict=True)
+        ]
     queries = [snapshot_reads.Query(*read.rows.query.sql_with_params(), width=len(read.columns)) for read in reads]
     return [_frame(columns, read) for columns, read in zip(snapshot_reads.column_lists(queries), reads, strict=True)]
 
 
-def _frame(columns: list, read: _Read) -> pd.DataFrame:
+def _fetched(read: FrameRead) -> list[tuple]:
+    """The read's rows in one ``fetchall`` of the database cursor (SQLite), the same tuples the queryset gives.
+
+    Why not ``list(read.rows)``: the ORM fetches 100 rows at a time and passes each row through
+    its converters (a flag's 0/1 to a bool, which ``read_frames`` does per column): at 300,000 labels
+    that was about a third of a big report's label read. The columns read here are integers,
+    text and flags, whose values SQLite already returns as the ORM would (flags as 0/1).
+    """
+    sql, params = read.rows.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _frame(columns: list, read: FrameRead) -> pd.DataFrame:
     values = {
         name: np.asarray(column, dtype=np.int64)
         if name in read.numbers
         else np.asarray(column, dtype=bool)
         if name in read.flags
-        else pd.array(column, dtype="str")
+        else np.asarray([np.nan if value is None else value for value in column], dtype=np.float64)
+        if name in read.floats
+        else pd.array(_interned(column) if name in read.repeated else column, dtype="str")
         for name, column in zip(read.columns, columns, strict=True)
     }
     return pd.DataFrame(values, columns=read.columns)
+
+
+def _interned(values: list) -> list:
+    """The same values, each distinct one a single object (FrameRead.repeated)."""
+    seen: dict = {}
+    return [seen.setdefault(value, value) for value in values]
 
 
 def label_frame(study: Study, *, include_gold: bool = False, include_screened_out: bool = False) -> pd.DataFrame:
@@ -147,18 +185,20 @@ def label_rows(study: Study, *, include_screened_out: bool = False) -> LabelRows
     # PostgreSQL the server's join alone took 0.35 s of a big report's first sections (its sort
     # spilled to disk), where the three scans run side by side (metaeval.snapshot_reads) and
     # numpy joins them in 0.05 s.
-    assignments, answers, items = _frames(
-        _Read(
+    assignments, answers, items = read_frames(
+        FrameRead(
             _answerable_assignments(study, include_screened_out=include_screened_out).values_list(
                 "pk", "item_id", "annotator_id", "left_system"
             ),
             ["id", "item_id", "annotator_id", "left_system"],
             ("id", "item_id", "annotator_id"),
+            repeated=("left_system",),
         ),
-        _Read(
+        FrameRead(
             Annotation.objects.filter(study=study).order_by().values_list("assignment_id", "label"),
             ["assignment_id", "label"],
             ("assignment_id",),
+            repeated=("label",),
         ),
         _item_read(study),
     )
@@ -182,7 +222,7 @@ def _answers_of_assignments(answers: pd.DataFrame, assignments: pd.DataFrame) ->
     )
 
 
-def _item_read(study: Study) -> _Read:
+def _item_read(study: Study) -> FrameRead:
     """Every item of the study with its primary key (``id``); ``_in_import_order`` orders them."""
     # ordered by _in_import_order: the server's sort of a 100,000-item study's rows was half of this read
     values = (
@@ -190,7 +230,13 @@ def _item_read(study: Study) -> _Read:
         .order_by()
         .values_list("pk", "external_id", "domain", "response_id", "system", "gold_label", "position", "is_check")
     )
-    return _Read(values, ["id", *ITEM_COLUMNS, "is_check"], ("id", "position"), ("is_check",))
+    return FrameRead(
+        values,
+        ["id", *ITEM_COLUMNS, "is_check"],
+        ("id", "position"),
+        ("is_check",),
+        repeated=("domain", "response_id", "system", "gold_label"),
+    )
 
 
 def _in_import_order(items: pd.DataFrame) -> pd.DataFrame:
@@ -228,7 +274,7 @@ def _labels_of_items(labels: pd.DataFrame, items: pd.DataFrame, names: Pseudonym
 
 def item_frame(study: Study) -> pd.DataFrame:
     """Every item of the study: id, domain, response, system, gold label, position."""
-    return _in_import_order(_frames(_item_read(study))[0])[ITEM_COLUMNS]
+    return _in_import_order(read_frames(_item_read(study))[0])[ITEM_COLUMNS]
 
 
 def _passage_sources(study: Study) -> dict[str, tuple[str, str, str, list[str]]]:
@@ -349,10 +395,11 @@ def report_fingerprint(study: Study) -> str:
     adjudications = Adjudication.objects.filter(study=study).aggregate(
         n=Count("pk"), ids=Sum("pk"), last=Max("updated_at")
     )
-    predictions = Prediction.objects.filter(verifier__study=study).aggregate(
-        n=Count("pk"), ids=Sum("pk"), last=Max("updated_at")
+    # the predictions by their verifiers' versions, moved by every write of them (one row per
+    # verifier, not a pass over a million predictions: verifiers/prediction_version.py)
+    verifiers = sorted(
+        Verifier.objects.filter(study=study).values_list("pk", "name", "updated_at", "predictions_version")
     )
-    verifiers = sorted(Verifier.objects.filter(study=study).values_list("pk", "name", "updated_at"))
     # which items are checks (Item.is_check follows the link's lists by UPDATE, no updated_at) and the
     # study's rules the study frame applies (metaeval.study_frame), whatever path changed them
     checks = list(ParticipantLink.objects.filter(study=study).values_list("qualification_items", "attention_items"))
@@ -369,7 +416,6 @@ def report_fingerprint(study: Study) -> str:
             names,
             participants,
             adjudications,
-            predictions,
             verifiers,
         )
     )

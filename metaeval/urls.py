@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from . import leaderboard_views, planning_views, views
+from . import leaderboard_views, planning_views, ppi_items, views
 
 app_name = "metaeval"
 
@@ -18,6 +18,7 @@ urlpatterns = [
         views.report_table_tex,
         name="report_table_tex",
     ),
+    path("studies/<slug:slug>/report/ppi-items.csv", ppi_items.ppi_items_download, name="report_ppi_items"),
     re_path(
         r"^studies/(?P<slug>[-\w]+)/report/charts/(?P<chart>[a-z]+)\.(?P<ext>svg|pdf)$",
         views.report_chart,

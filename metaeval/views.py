@@ -17,6 +17,7 @@ from annotation.http import AuthenticatedHttpRequest
 from annotation.models import ExportJob, ReferenceRule, Study
 from annotation.transfer.selectors import latest_export
 from metaeval import charts, selectors
+from metaeval.dataset_export.licenses import LICENSES
 from metaeval.reference import REFERENCE_RULES, RULE_DESCRIPTIONS, unavailable_rule_reason
 from metaeval.reporting import ReportOptions, cache, page_options
 from metaeval.reporting.charts import CHARTS, ChartNotApplicable, chart_figure, chart_names
@@ -106,6 +107,7 @@ def report_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         "reference_control": _reference_control(request, study, options),
         # the Hugging Face dataset is written by a background export job (annotation/lib/export_formats.py)
         "hf_export": latest_export(study, ExportJob.Format.HF),
+        "hf_licenses": list(LICENSES.items()),
     }
     if cached.pending:  # a big study's first report, being built in the background: nothing to show yet
         return render(request, "metaeval/report.html", page_context)

@@ -125,3 +125,27 @@ def loaded_verification_study(verification_study) -> Study:
         fmt="jsonl",
     )
     return verification_study
+
+
+#: Fixtures that reach the test database (pytest-django's and the live server's).
+_DATABASE_FIXTURES = frozenset(
+    {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback", "live_server"}
+)
+#: A module that names these may reach the database outside pytest-django's guard (a process it
+#: starts reads DATABASE_URL): its tests are never marked `dbfree`.
+_OUTSIDE_THE_GUARD = ("subprocess", "DATABASE_URL")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark `dbfree` the tests that cannot reach the database: no `django_db` mark, no fixture that
+    opens it (pytest-django refuses any query from such a test), and no process started. They run the
+    same on every database, so CI's PostgreSQL pass deselects them (.ci/run) after the SQLite pass."""
+    outside: dict[str, bool] = {}
+    for item in items:
+        path = str(item.path)
+        if path not in outside:
+            text = item.path.read_text(encoding="utf-8")
+            outside[path] = any(name in text for name in _OUTSIDE_THE_GUARD)
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if not outside[path] and item.get_closest_marker("django_db") is None and not _DATABASE_FIXTURES & fixtures:
+            item.add_marker(pytest.mark.dbfree)

@@ -28,6 +28,17 @@ def stop(request: HttpRequest, title: str, reason: str, *, status: int) -> HttpR
     return page(request, "stop.html", {"title": title, "reason": reason}, status=status)
 
 
+def no_places(request: HttpRequest, link: ParticipantLink) -> HttpResponse:
+    """The page for an arrival after the participant cap: its own code (`code_full`) and the way back to the
+    panel with it, as the other ends have; nobody is admitted, so nothing is stored for them."""
+    context = {
+        "study": link.study,
+        "code": link.code_full,
+        "redirect_url": crowd.redirect_with(link, link.code_full),
+    }
+    return page(request, "full.html", context, status=410)
+
+
 def answer_form(participant: Participant, item: Item, data=None, *, left_system: str | None = None):
     """The answer form of an item shown with `left_system` on the left (default: the study's first system,
     as a check is shown)."""

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
 from statistics import median
 
-from django.db.models import Count, Sum
+from django.db.models import Count, Max, Q, QuerySet, Sum
 
 from annotation.lib.analysis_rules import EXCLUDED_STATUSES, excluded_annotator_ids
-from annotation.models import Annotation, Assignment, Participant, ParticipantCheck, ParticipantLink, Study
+from annotation.models import (
+    Annotation,
+    Assignment,
+    Item,
+    Participant,
+    ParticipantCheck,
+    ParticipantLink,
+    QuestionnaireResponse,
+    Study,
+)
 
 CENT = Decimal("0.01")
 
@@ -26,6 +36,7 @@ class PaymentRow:
     active_minutes: float
     wall_minutes: float
     pay: Decimal
+    currency: str
     code: str
 
 
@@ -36,21 +47,46 @@ class PaymentSummary:
     median_active_minutes_per_item: float | None
     cost_so_far: Decimal
     projected_total_cost: Decimal | None
+    currency: str
+    pay_basis: str  # "active" | "wall": the minutes the pay column is for
 
     def status_labels(self) -> list[tuple[str, int]]:
         """(label, participants) for the page, e.g. ("Screened out", 2)."""
         return [(Participant.Status(status).label, n) for status, n in self.by_status.items()]
 
+    @property
+    def pay_basis_words(self) -> str:
+        """The basis as the page and the CSV say it: "active time" or "wall time"."""
+        return PAY_BASIS_WORDS[self.pay_basis]
 
-def _pay(active_ms: int, per_hour: Decimal) -> Decimal:
-    return (Decimal(active_ms) / Decimal(3_600_000) * per_hour).quantize(CENT, rounding=ROUND_HALF_UP)
+
+#: How the page names each pay basis in its sentences and the pay column's head.
+PAY_BASIS_WORDS: dict[str, str] = {
+    ParticipantLink.PayBasis.ACTIVE: "active time",
+    ParticipantLink.PayBasis.WALL: "wall time",
+}
+
+
+def _pay(ms: int, per_hour: Decimal) -> Decimal:
+    return (Decimal(ms) / Decimal(3_600_000) * per_hour).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def _wall_ms(participant: Participant, questionnaire_at: datetime | None) -> int:
+    """From arrival to the end (or the last sign of life while still going), consent, instructions and
+    questionnaires included: the post-study questionnaire is answered after the session's end, so its
+    last answer counts when later."""
+    end = participant.finished_at or participant.last_seen_at
+    if questionnaire_at is not None and questionnaire_at > end:
+        end = questionnaire_at
+    return max(int((end - participant.created_at).total_seconds() * 1000), 0)
 
 
 def payment_rows(study: Study, link: ParticipantLink) -> list[PaymentRow]:
     """One row per participant, in arrival order: what they did, for how long, and what they are owed.
 
-    Active time is what the item pages measured (answers and checks); wall time is first
-    visit to last sign of life. Pay is at the link's hourly rate on active time.
+    Active time is what the item pages measured (answers and checks); wall time is arrival to the
+    end (or the last sign of life), questionnaires included. Pay is at the link's hourly rate on the
+    time the link's `pay_basis` names; both times are kept, so the other basis can be checked.
     """
     from annotation.crowd.services import code_for  # the codes' one home
 
@@ -74,10 +110,17 @@ def payment_rows(study: Study, link: ParticipantLink) -> list[PaymentRow]:
         .annotate(ms=Sum("active_ms"))
         .values_list("participant_id", "ms")
     )
+    questionnaire_at = dict(
+        QuestionnaireResponse.objects.filter(study=study, respondent_id__in=users)
+        .values("respondent_id")
+        .annotate(at=Max("answered_at"))
+        .values_list("respondent_id", "at")
+    )
+    by_wall = link.pay_basis == ParticipantLink.PayBasis.WALL
     rows = []
     for p in participants:
         active = (label_ms.get(p.member.user_id) or 0) + (check_ms.get(p.pk) or 0)
-        wall = ((p.finished_at or p.last_seen_at) - p.created_at).total_seconds() / 60
+        wall = _wall_ms(p, questionnaire_at.get(p.member.user_id))
         rows.append(
             PaymentRow(
                 participant=p,
@@ -88,8 +131,9 @@ def payment_rows(study: Study, link: ParticipantLink) -> list[PaymentRow]:
                 checks_passed=p.checks_passed,
                 checks_failed=p.checks_failed,
                 active_minutes=round(active / 60_000, 2),
-                wall_minutes=round(max(wall, 0.0), 2),
-                pay=_pay(active, link.pay_per_hour),
+                wall_minutes=round(wall / 60_000, 2),
+                pay=_pay(wall if by_wall else active, link.pay_per_hour),
+                currency=link.currency,
                 code=code_for(p, link),
             )
         )
@@ -112,6 +156,8 @@ def payment_summary(study: Study, link: ParticipantLink, rows: list[PaymentRow])
         median_active_minutes_per_item=round(median(per_item), 2) if per_item else None,
         cost_so_far=cost,
         projected_total_cost=projected,
+        currency=link.currency,
+        pay_basis=link.pay_basis,
     )
 
 
@@ -137,6 +183,75 @@ def link_warnings(link: ParticipantLink) -> list[str]:
         f"so participants who finish meet only {len(usable)} check(s). Add {due - len(usable)} more gold item(s) "
         "to the attention-check items, or check less often."
     ]
+
+
+@dataclass(frozen=True)
+class CheckNeed:
+    """What one check list holds against what a full quota needs, for the picker and the settings page."""
+
+    which: str  # "qualification" | "attention"
+    chosen: int  # items on the list
+    usable: int  # of them, those that count (an attention item that is also a qualification item does not)
+    needed: int  # the fewest usable items the settings ask for
+    explanation: str  # why that many, in words
+
+    @property
+    def short(self) -> bool:
+        return self.usable < self.needed
+
+
+def check_need(link: ParticipantLink, which: str) -> CheckNeed:
+    """How many items a check list needs: the pass mark for the qualification (each item answered once),
+    and for attention checks (quota - 1) // every, the rule of `services.attention_checks_due`, counted
+    even before any item is chosen."""
+    from annotation.crowd.services import usable_attention_items  # the rule's one home
+
+    if which == "qualification":
+        chosen = len(link.qualification_items)
+        needed = link.qualification_pass
+        if needed:
+            why = (
+                f"A participant needs {needed} correct answer(s) to qualify, so at least {needed} qualification "
+                "item(s); more lets them miss some."
+            )
+        elif chosen:
+            why = "The pass mark is 0: everyone passes, and their answers are kept."
+        else:
+            why = "No qualification: participants go straight to the items."
+        return CheckNeed(which, chosen, chosen, needed, why)
+    every, quota = link.attention_every, link.items_per_participant
+    chosen = len(link.attention_items)
+    usable = len(usable_attention_items(link))
+    if not every:
+        why = "No attention checks (a check after every 0 items): chosen items wait unused."
+        return CheckNeed(which, chosen, usable, 0, why)
+    needed = (quota - 1) // every
+    after = ", ".join(str(every * k) for k in range(1, needed + 1)) or "none"
+    why = (
+        f"A full quota of {quota} items with a check after every {every} shows {needed} attention check(s) "
+        f"(after items {after}; none after the last), each item at most once per participant."
+    )
+    return CheckNeed(which, chosen, usable, needed, why)
+
+
+#: The picker's "has gold" filter: gold items only (the default: only they can be checks), or every item.
+GOLD_FILTERS = ("yes", "all")
+
+
+def pickable_items(study: Study, *, query: str = "", gold: str = "yes") -> QuerySet[Item]:
+    """The study's items for the check picker, in import order: by id or text, gold ones only by default."""
+    items = Item.objects.filter(study=study).order_by("position", "pk")
+    if gold == "yes":
+        items = items.exclude(gold_label="")
+    if query:
+        items = items.filter(Q(external_id__icontains=query) | Q(summary__icontains=query))
+    return items.only("pk", "external_id", "summary", "gold_label", "domain", "n_answers", "is_check")
+
+
+def chosen_items(study: Study, external_ids: list[str]) -> list[tuple[str, Item | None]]:
+    """A check list's items in its order, each with its row (None for an id no longer in the study)."""
+    found = {item.external_id: item for item in Item.objects.filter(study=study, external_id__in=external_ids)}
+    return [(external_id, found.get(external_id)) for external_id in external_ids]
 
 
 def exclusion_counts(study: Study, *, include_screened_out: bool = False) -> dict[str, int]:

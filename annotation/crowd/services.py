@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -25,6 +26,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 
+from annotation.crowd.currencies import CURRENCIES
 from annotation.errors import ServiceError
 from annotation.models import (
     Annotation,
@@ -65,13 +67,28 @@ LINK_FIELDS = (
     "code_completed",
     "code_screened_out",
     "code_timed_out",
+    "code_full",
     "redirect_url",
     "pay_per_hour",
+    "currency",
+    "pay_basis",
 )
+#: The two check lists, by the name the picker and its URL use.
+CHECK_LISTS = {"qualification": "qualification_items", "attention": "attention_items"}
+#: Longest redirect URL (the column's length).
+MAX_REDIRECT_URL = 500
+#: Longest consent text (Markdown, drawn on a participant's first page).
+MAX_CONSENT = 20_000
+#: The largest number any count or minutes setting takes (the columns hold 2,147,483,647).
+MAX_NUMBER = 1_000_000
 
 
 class LinkUnusable(ServiceError):
     """The link is switched off, rotated away, or full; the message says which."""
+
+
+class LinkFull(LinkUnusable):
+    """The participant cap is reached: the arrival gets the 'no places left' page and its code."""
 
 
 class BadPanelId(ServiceError):
@@ -125,13 +142,36 @@ def _gold_ids(study: Study, ids: Any, field: str) -> list[str]:
 def _number(value: Any, field: str, *, minimum: int = 0, optional: bool = False) -> int | None:
     if optional and value in (None, ""):
         return None
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise ServiceError(f"{field}: give a whole number, got {value!r}")
     try:
         number = int(value)
     except (TypeError, ValueError):
         raise ServiceError(f"{field}: give a whole number, got {value!r}") from None
     if number < minimum:
         raise ServiceError(f"{field}: must be at least {minimum}, got {number}")
+    if number > MAX_NUMBER:
+        raise ServiceError(f"{field}: at most {MAX_NUMBER:,}, got {number:,}")
     return number
+
+
+def _text(value: Any, field: str) -> str:
+    """A text setting; None reads as empty (a cleared form field)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ServiceError(f"{field}: give a text, got {value!r}")
+    return value
+
+
+def _currency(value: Any) -> str:
+    """An ISO 4217 code of a currency in use (crowd/currencies.py), upper-cased: 'gbp' is GBP."""
+    code = _text(value, "currency").strip().upper()
+    if code not in CURRENCIES:
+        raise ServiceError(
+            f"currency: {code or value!r} is not an ISO 4217 code of a currency in use (e.g. GBP, USD, EUR)"
+        )
+    return code
 
 
 def _validated(study: Study, link: ParticipantLink, changes: dict[str, Any]) -> dict[str, Any]:
@@ -142,41 +182,54 @@ def _validated(study: Study, link: ParticipantLink, changes: dict[str, Any]) -> 
     clean: dict[str, Any] = {}
     for name, value in changes.items():
         if name == "enabled":
-            clean[name] = bool(value)
+            if not isinstance(value, bool):
+                raise ServiceError(f"enabled: true or false, got {value!r}")
+            clean[name] = value
         elif name in ("max_participants", "budget_minutes"):
             clean[name] = _number(value, name, minimum=1, optional=True)
-        elif name in ("items_per_participant", "time_limit_minutes"):
+        elif name in ("items_per_participant", "time_limit_minutes", "attention_fail_limit"):
             clean[name] = _number(value, name, minimum=1)
-        elif name in ("qualification_pass", "attention_every", "attention_fail_limit"):
+        elif name in ("qualification_pass", "attention_every"):
             clean[name] = _number(value, name)
         elif name in ("qualification_items", "attention_items"):
             clean[name] = _gold_ids(study, value, name)
         elif name in ("pid_param", "study_param", "session_param"):
-            value = (value or "").strip()
+            value = _text(value, name).strip()
             if (value or name == "pid_param") and not PARAM_NAME.match(value):
                 raise ServiceError(f"{name}: a URL parameter name (letters, digits, _), got {value!r}")
             clean[name] = value
         elif name.startswith("code_"):
-            value = (value or "").strip()
+            value = _text(value, name).strip()
             if not CODE.match(value):
                 raise ServiceError(f"{name}: letters, digits, - and _ only (at most 64), got {value!r}")
             clean[name] = value
         elif name == "redirect_url":
-            value = (value or "").strip()
+            value = _text(value, name).strip()
             parts = urlsplit(value)
+            if len(value) > MAX_REDIRECT_URL:
+                raise ServiceError(f"redirect_url: at most {MAX_REDIRECT_URL} characters (got {len(value)})")
             if value and (parts.scheme not in ("http", "https") or not parts.netloc):
                 raise ServiceError(f"redirect_url: an http(s) address, got {value!r}")
+            clean[name] = value
+        elif name == "currency":
+            clean[name] = _currency(value)
+        elif name == "pay_basis":
+            if value not in ParticipantLink.PayBasis.values:
+                raise ServiceError(f"pay_basis: 'active' (active time) or 'wall' (wall time), got {value!r}")
             clean[name] = value
         elif name == "pay_per_hour":
             try:
                 pay = Decimal(str(value or 0))
             except InvalidOperation:
                 raise ServiceError(f"pay_per_hour: a number, got {value!r}") from None
-            if pay < 0 or pay >= Decimal("1000000"):
+            if not pay.is_finite() or pay < 0 or pay >= Decimal("1000000"):
                 raise ServiceError("pay_per_hour: between 0 and 999999.99")
             clean[name] = pay.quantize(Decimal("0.01"))
         else:  # consent
-            clean[name] = (value or "").strip()
+            value = _text(value, name).strip()
+            if len(value) > MAX_CONSENT:
+                raise ServiceError(f"consent: at most {MAX_CONSENT:,} characters (got {len(value):,})")
+            clean[name] = value
     merged = {name: clean.get(name, getattr(link, name)) for name in LINK_FIELDS}
     if merged["qualification_pass"] > len(merged["qualification_items"]):
         raise ServiceError(
@@ -202,6 +255,28 @@ def configure_link(*, study: Study, changes: dict[str, Any]) -> ParticipantLink:
     training = {entry["item"] for entry in study.training}  # checks too: a link's change never unmarks them
     _mark_check_items(study, before | training, check_item_ids(link) | training)
     return link
+
+
+@transaction.atomic
+def edit_check_items(
+    *, study: Study, which: str, remove: Iterable[str] = (), add: Iterable[str] = ()
+) -> ParticipantLink:
+    """Take items off one check list and put others on its end (the picker's save), through `configure_link`'s
+    rules: all or none, the message naming what does not pass.
+
+    Only the items named change, so two researchers editing the list at once each keep what the other
+    did: the link's row is locked while the new list is made from the stored one, not from the page's copy.
+    """
+    field = CHECK_LISTS.get(which)
+    if field is None:
+        raise ServiceError(f"no check list called {which!r}: qualification or attention")
+    link = link_for(study)
+    ParticipantLink.objects.select_for_update().filter(pk=link.pk).first()
+    link.refresh_from_db()
+    gone = set(remove)
+    kept = [external_id for external_id in getattr(link, field) if external_id not in gone]
+    added = [external_id for external_id in dict.fromkeys(add) if external_id not in kept]
+    return configure_link(study=study, changes={field: kept + added})
 
 
 def mark_training_items(study: Study, before: set[str], after: set[str]) -> None:
@@ -304,7 +379,7 @@ def _new_participant(link: ParticipantLink, ids: PanelIds, now: datetime) -> Par
         # Serialise first visits of this study (row lock on PostgreSQL; SQLite serialises writers).
         ParticipantLink.objects.select_for_update().filter(pk=link.pk).first()
         if Participant.objects.filter(study=study).count() >= link.max_participants:
-            raise LinkUnusable("This study has all the participants it needs; thank you for your interest.")
+            raise LinkFull("This study has all the participants it needs; thank you for your interest.")
     user = User(username=f"crowd-{secrets.token_hex(10)}", is_active=False)
     user.set_unusable_password()
     user.save()
@@ -589,7 +664,11 @@ def code_for(participant: Participant, link: ParticipantLink) -> str:
 
 def redirect_for(participant: Participant, link: ParticipantLink) -> str:
     """Where the panel takes the participant back, with their code; empty when the study names none."""
-    code = code_for(participant, link)
+    return redirect_with(link, code_for(participant, link))
+
+
+def redirect_with(link: ParticipantLink, code: str) -> str:
+    """The link's redirect URL with `code` in it; empty without a URL or a code (nothing to take back)."""
     if not link.redirect_url or not code:
         return ""
     if "{code}" in link.redirect_url:

@@ -23,7 +23,7 @@ from annotation.crowd.ahead_views import (
     refused_for_good,
     refused_in_background,
 )
-from annotation.crowd.render import answer_form, item_context, page, progress, stop
+from annotation.crowd.render import answer_form, item_context, no_places, page, progress, stop
 from annotation.crowd.session import UNKNOWN, arrived, remember, their_assignment
 from annotation.errors import ServiceError
 from annotation.models import Annotation, Assignment, Participant, ParticipantLink
@@ -53,6 +53,8 @@ def arrive(request: HttpRequest, token: str) -> HttpResponse:
         participant = crowd.arrive(link=link, ids=ids)
     except crowd.BadPanelId as exc:
         return stop(request, "Your participant ID is missing", f"We cannot start: {exc}.", status=400)
+    except crowd.LinkFull:
+        return no_places(request, link)
     except crowd.LinkUnusable as exc:
         return stop(request, "This study is not taking participants", str(exc), status=410)
     except ServiceError as exc:

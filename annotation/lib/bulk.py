@@ -10,7 +10,7 @@ PostgreSQL, one COPY). The database constraints still apply to every row.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from django.db import connection, models, reset_queries
@@ -39,22 +39,16 @@ def _copy(into: str, fields: Sequence[models.Field[Any, Any]], rows: list[Sequen
                 copy.write_row(row)
 
 
-def insert_rows(
-    model: type[models.Model], field_names: Sequence[str], rows: Iterable[Sequence[Any]], *, into: str | None = None
-) -> int:
-    """INSERT rows (tuples in `field_names` order) into `model`'s table, or the table named
-    `into` (quoted) that has its columns; returns the count."""
-    fields = [_column(model, name) for name in field_names]
+def columns(model: type[models.Model], field_names: Sequence[str]) -> list[models.Field[Any, Any]]:
+    """The fields of `model` named (each a column)."""
+    return [_column(model, name) for name in field_names]
+
+
+def prepared_rows(fields: Sequence[models.Field[Any, Any]], rows: Iterable[Sequence[Any]]) -> Iterator[Sequence[Any]]:
+    """The rows with the values that need it (JSON, datetimes) in the database's form."""
     prepared = [index for index, field in enumerate(fields) if isinstance(field, _NEEDS_PREP)]
-    into = into or table(model)
-    sql = "INSERT INTO {} ({}) VALUES ({})".format(
-        into,
-        ", ".join(quote(field.column) for field in fields),
-        ", ".join(["%s"] * len(fields)),
-    )
     # Imports stamp a whole batch with one timestamp: convert each distinct one once.
     converted: dict[tuple[int, Any], Any] = {}
-    batch: list[Sequence[Any]] = []
     for row in rows:
         if prepared:
             row = list(row)
@@ -67,7 +61,22 @@ def insert_rows(
                 if key not in converted:
                     converted[key] = field.get_db_prep_save(value, connection)
                 row[index] = converted[key]
-        batch.append(row)
+        yield row
+
+
+def insert_rows(
+    model: type[models.Model], field_names: Sequence[str], rows: Iterable[Sequence[Any]], *, into: str | None = None
+) -> int:
+    """INSERT rows (tuples in `field_names` order) into `model`'s table, or the table named
+    `into` (quoted) that has its columns; returns the count."""
+    fields = columns(model, field_names)
+    into = into or table(model)
+    sql = "INSERT INTO {} ({}) VALUES ({})".format(
+        into,
+        ", ".join(quote(field.column) for field in fields),
+        ", ".join(["%s"] * len(fields)),
+    )
+    batch = list(prepared_rows(fields, rows))
     if batch and connection.vendor == "postgresql":
         _copy(into, fields, batch)
     elif batch:

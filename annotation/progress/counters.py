@@ -70,7 +70,7 @@ def insert_locking_item(values: dict[str, Any], item_id: int) -> tuple[int, str]
     answer count is an UPDATE, which counts on the row as it is once the lock is granted).
     """
     if not connection.features.has_select_for_update:
-        return insert_returning_id(Annotation, values), _count_on_item(item_id)
+        return insert_returning_id(Annotation, values), count_on_item(item_id)
     item, annotation = names(Item), names(Annotation)
     insert, params = insert_statement(Annotation, values)
     row = fetch_one(
@@ -84,7 +84,7 @@ def insert_locking_item(values: dict[str, Any], item_id: int) -> tuple[int, str]
     return row[0], row[1]
 
 
-def _count_on_item(item_id: int) -> str:
+def count_on_item(item_id: int) -> str:
     """Count one more answer on the item, which locks its row; its domain (SQLite: the transaction's
     write lock serialises instead)."""
     item = names(Item)
@@ -107,7 +107,7 @@ def answer_added(*, study_id: int, item_id: int, user_id: int, complete_at: int,
     """
     item = names(Item)
     if domain is None:
-        domain = _count_on_item(item_id)
+        domain = count_on_item(item_id)
     # The item's answers as its locking UPDATE counted them: with every answer committed on it before
     # the lock, and this one (see the module's docstring).
     answers_on_item = f"(SELECT i.{item.n_answers} FROM {item.table} AS i WHERE i.{item.id} = %s)"
@@ -246,7 +246,9 @@ def recount_study(study: Study) -> None:
         execute(
             f"INSERT INTO {counter.table} ({counter.study}, {counter.user}, {counter.domain}, {counter.annotations}, "
             f"{counter.complete}) SELECT %s, a.{assignment.annotator}, i.{item.domain}, COUNT(*), "
-            f"SUM(CASE WHEN p.labels >= %s AND p.last_id = a.{assignment.id} THEN 1 ELSE 0 END) "
+            # complete: N labels, or closed below N by adaptive overlap (workbench/adaptive.py)
+            f"SUM(CASE WHEN (p.labels >= %s OR i.{item.closed_after} IS NOT NULL) AND p.last_id = a.{assignment.id} "
+            "THEN 1 ELSE 0 END) "
             f"FROM {annotation.table} AS n JOIN {assignment.table} AS a ON a.{assignment.id} = n.{annotation.assignment} "
             f"JOIN {item.table} AS i ON i.{item.id} = a.{assignment.item} "
             f"JOIN ({labelled}) AS p ON p.item_id = a.{assignment.item} "

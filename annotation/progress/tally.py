@@ -75,7 +75,7 @@ def counted_from_rows(study: Study) -> Tally:
         .filter(n__gte=study.slots_per_item)
         .order_by()
         .count()
-    )
+    ) + Item.objects.filter(study=study, closed_after__isnull=False).count()  # adaptive overlap: closed below N
     per_item = dict(
         answers.values("assignment__item").annotate(n=Count("pk")).order_by().values_list("assignment__item", "n")
     )

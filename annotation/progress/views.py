@@ -71,11 +71,11 @@ def study_progress(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse
     state = request.GET.get("state", "")
     state = state if state in progress_selectors.ITEM_STATES else ""
     live = _progress_live_context(study, compute=request.GET.get("quality") == "now")
-    items = progress_selectors.items_with_slots(study, state)
     counts = live["counts"]
     count = (
         progress_selectors.items_in_state(study, state, complete=counts["items_complete"]) if state else counts["items"]
     )
+    items = progress_selectors.items_with_slots(study, state, matching=count)
     paginator = CountedPaginator(items if count else items.none(), 50, count=count)
     page = paginator.get_page(request.GET.get("page"))
     context = {

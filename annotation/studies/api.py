@@ -81,7 +81,7 @@ class ItemList(StudyScoped, generics.ListAPIView):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation has no study
             return Item.objects.none()
-        return selectors.study_items(
+        return selectors.paged_study_items(
             self.study, domain=self.request.query_params.get("domain"), query=self.request.query_params.get("q")
         )
 

@@ -127,6 +127,23 @@ class StudySettingsForm(forms.Form):
         "in all). Per item in each condition: every item is labelled by N annotators of every condition "
         "(N x conditions labels per item), so conditions can be compared item by item.",
     )
+    adaptive_min_n = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=99,
+        label="Adaptive overlap: annotators every item gets",
+        help_text="Empty: every item gets the annotators per item above (N). Else n_min, below N: every item gets "
+        "n_min annotators, and another, up to N, only while their answers do not reach the agreement below. "
+        "Example: 2 here, 2 below and N = 3 asks a third annotator only where the first two disagree.",
+    )
+    adaptive_agreement = forms.IntegerField(
+        required=False,
+        min_value=2,
+        max_value=100,
+        label="Adaptive overlap: matching answers that close an item",
+        help_text="k, from 2 to N: an item closes once k of its answers agree (a preference study compares the "
+        "direction: which list won, or a tie). Fill both fields or neither.",
+    )
     questionnaires = forms.CharField(
         required=False,
         label="Questionnaires and quiz",
@@ -219,6 +236,8 @@ class StudySettingsForm(forms.Form):
             "questions": questions_text(study.questions),
             "conditions": conditions_text(study.conditions),
             "exact_n_per": study.exact_n_per,
+            "adaptive_min_n": study.adaptive_min_n,
+            "adaptive_agreement": study.adaptive_agreement,
             "questionnaires": questions_text(study.questionnaires),
             "training": "\n".join(f"{e['item']} | {e['explanation']}" for e in study.training),
         }

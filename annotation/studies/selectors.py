@@ -6,12 +6,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 
 from annotation.access import Researcher, studies_for
+from annotation.lib.counted import Counted
 from annotation.lib.pseudonyms import pseudonyms
 from annotation.models import Annotation, AnnotatorCount, DomainCount, Item, Study, StudyMember
+from annotation.progress.selectors import labels_not_needed
 
 
 @dataclass
@@ -70,7 +72,7 @@ def my_studies(user: User) -> list[StudyProgress]:
                 role=roles.get(study.pk, Researcher if user.is_staff else ""),
                 items=study.n_items,
                 annotations=counted.get("n_annotations") or 0,
-                expected=study.n_items * study.slots_per_item,
+                expected=study.n_items * study.slots_per_item - labels_not_needed(study),
                 mine=counted.get("n_mine") or 0,
                 items_complete=counted.get("n_complete") or 0,
             )
@@ -125,26 +127,60 @@ def study_members(study: Study) -> QuerySet[StudyMember]:
 
 
 def study_items(
-    study: Study, *, domain: str | None = None, query: str | None = None, annotator_id: int | None = None
+    study: Study,
+    *,
+    domain: str | None = None,
+    query: str | None = None,
+    annotator_id: int | None = None,
+    has_gold: bool | None = None,
 ) -> QuerySet[Item]:
-    """A study's items in import order, optionally by domain, text, or annotator.
+    """A study's items in import order, optionally by domain, text, annotator, or whether they have gold
+    (`has_gold`: the items a participant link can use as checks, or those without).
 
     With `annotator_id`, only the items that annotator labelled, each with
     `their_label` (the researcher checking a flagged annotator's answers).
     """
-    items = (
-        Item.objects.filter(study=study)
-        .annotate(n_annotations=Count("assignments__annotation"))
-        .order_by("position", "pk")
-    )
+    # The item's answers as its counter keeps them (progress/counters.py): no join over the labels.
+    items = Item.objects.filter(study=study).annotate(n_annotations=F("n_answers")).order_by("position", "pk")
     if domain is not None:
         items = items.filter(domain=domain)
     if query:
         items = items.filter(Q(external_id__icontains=query) | Q(summary__icontains=query))
+    if has_gold is not None:
+        items = items.exclude(gold_label="") if has_gold else items.filter(gold_label="")
     if annotator_id is not None:
         theirs = Annotation.objects.filter(assignment__item=OuterRef("pk"), assignment__annotator_id=annotator_id)
         items = items.annotate(their_label=Subquery(theirs.values("label")[:1])).filter(their_label__isnull=False)
     return items
+
+
+def paged_study_items(
+    study: Study,
+    *,
+    domain: str | None = None,
+    query: str | None = None,
+    annotator_id: int | None = None,
+    has_gold: bool | None = None,
+) -> QuerySet[Item] | Counted:
+    """`study_items` to page: filtered by domain and gold only, its count comes from the counter rows.
+
+    (A text or annotator filter is counted from the items: it reads them by nature.)
+    """
+    items = study_items(study, domain=domain, query=query, annotator_id=annotator_id, has_gold=has_gold)
+    if query or annotator_id is not None:
+        return items
+    return Counted(items, study_item_count(study, domain=domain, has_gold=has_gold))
+
+
+def study_item_count(study: Study, *, domain: str | None = None, has_gold: bool | None = None) -> int:
+    """How many items the study has (in `domain`; with or without gold), from its DomainCount rows."""
+    rows = DomainCount.objects.filter(study=study)
+    if domain is not None:
+        rows = rows.filter(domain=domain)
+    totals = rows.aggregate(items=Coalesce(Sum("items"), 0), gold=Coalesce(Sum("gold"), 0))
+    if has_gold is None:
+        return totals["items"]
+    return totals["gold"] if has_gold else totals["items"] - totals["gold"]
 
 
 def study_annotator(study: Study, pseudonym: str) -> StudyMember | None:

@@ -52,6 +52,8 @@ class StudyDetailSerializer(StudySerializer):
             "seed",
             "conditions",
             "exact_n_per",
+            "adaptive_min_n",
+            "adaptive_agreement",
             "training",
             "questionnaires",
             "counts",
@@ -139,6 +141,27 @@ class StudySettingsSerializer(StrictSerializer):
             "With conditions: 'item' (N annotators per item, from any condition) or 'condition' (N per item in "
             "each condition: N x conditions labels per item). Frozen after the first annotation."
         ),
+    )
+
+    adaptive_min_n = serializers.IntegerField(
+        min_value=1,
+        max_value=99,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text=(
+            "Adaptive overlap: the annotators every item gets (n_min, below annotators_per_item); another, up to "
+            "annotators_per_item, only while their answers do not reach adaptive_agreement in agreement. Null: "
+            "annotators_per_item for every item. Set with adaptive_agreement, or neither. Frozen after the first annotation."
+        ),
+    )
+    adaptive_agreement = serializers.IntegerField(
+        min_value=2,
+        max_value=100,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Adaptive overlap: k, the matching answers that close an item (2 to annotators_per_item).",
     )
 
     training = serializers.ListField(

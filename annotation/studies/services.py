@@ -34,6 +34,7 @@ from annotation.progress.counters import recount_study
 from annotation.questions.definitions import parse_questions
 from annotation.questions.questionnaires import parse_questionnaires
 from annotation.vocab import BINARY_SIDES, PREFERENCE_BOTH_BAD, PREFERENCE_TIE, default_binary_map, default_labels
+from annotation.workbench.adaptive import open_new_items, shift_unopened_slots, unopened_slots
 
 Status = Study.Status
 
@@ -68,6 +69,8 @@ EDITABLE_FIELDS: tuple[str, ...] = (
     "questions",
     "conditions",
     "exact_n_per",
+    "adaptive_min_n",
+    "adaptive_agreement",
     "training",
     "questionnaires",
 )
@@ -86,6 +89,8 @@ FROZEN_AFTER_ANNOTATION: dict[str, str] = {
     "questions": "stored answers were given to the current questions",
     "conditions": "annotators were assigned the current conditions and answered in them",
     "exact_n_per": "slots were handed out for the current rule of exact N",
+    "adaptive_min_n": "items were opened and closed under the current adaptive overlap rule",
+    "adaptive_agreement": "items were opened and closed under the current adaptive overlap rule",
     "questionnaires": "people answered the current questionnaires before labelling",
 }
 
@@ -242,6 +247,8 @@ def create_study(
     questions: Any = None,
     conditions: Any = None,
     exact_n_per: str = Study.ExactNPer.ITEM,
+    adaptive_min_n: int | None = None,
+    adaptive_agreement: int | None = None,
     training: Any = None,
     questionnaires: Any = None,
     status: str = Study.Status.OPEN,
@@ -287,6 +294,12 @@ def create_study(
         questions=parse_questions(questions, kind=kind),
         conditions=_checked_conditions(conditions, kind),
         exact_n_per=_checked_exact_n_per(exact_n_per),
+        **_checked_adaptive(
+            adaptive_min_n,
+            adaptive_agreement,
+            n=cleaned["annotators_per_item"],
+            per_condition=exact_n_per == Study.ExactNPer.CONDITION and bool(conditions),
+        ),
         questionnaires=parse_questionnaires(questionnaires),
         status=status,
         created_by=created_by,
@@ -360,6 +373,33 @@ def _checked_exact_n_per(raw: Any) -> str:
     if raw not in Study.ExactNPer.values:
         raise ServiceError(f"exact_n_per must be one of {', '.join(Study.ExactNPer.values)}, got {raw!r}")
     return str(raw)
+
+
+def _checked_adaptive(min_n: Any, agreement: Any, *, n: int, per_condition: bool) -> dict[str, int | None]:
+    """Adaptive overlap's two settings checked together: both empty (N for every item), or n_min from 1
+    to N - 1 and k from 2 to N; not with exact N per condition (workbench/adaptive.py counts N per item)."""
+    if min_n is None and agreement is None:
+        return {"adaptive_min_n": None, "adaptive_agreement": None}
+    if min_n is None or agreement is None:
+        raise ServiceError(
+            "adaptive overlap needs both adaptive_min_n (the annotators every item gets) and adaptive_agreement "
+            "(the matching answers that close an item), or neither"
+        )
+    for name, value in (("adaptive_min_n", min_n), ("adaptive_agreement", agreement)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ServiceError(f"{name} must be a whole number, got {value!r}")
+    if not 1 <= min_n < n:
+        raise ServiceError(
+            f"adaptive_min_n must be from 1 to {n - 1}: below the {n} annotators per item, which is the most an item gets"
+        )
+    if not 2 <= agreement <= n:
+        raise ServiceError(f"adaptive_agreement must be from 2 to {n} (the annotators per item), got {agreement}")
+    if per_condition:
+        raise ServiceError(
+            "adaptive overlap counts annotators per item across conditions; it cannot be combined with exact N "
+            "per condition"
+        )
+    return {"adaptive_min_n": min_n, "adaptive_agreement": agreement}
 
 
 def has_annotations(study: Study) -> bool:
@@ -449,6 +489,14 @@ def update_study(*, study: Study, changes: Mapping[str, Any], user: User | None 
     final["questions"] = parse_questions(merged["questions"], kind=final["kind"])
     final["conditions"] = _checked_conditions(merged["conditions"], final["kind"])
     final["exact_n_per"] = _checked_exact_n_per(merged["exact_n_per"])
+    final.update(
+        _checked_adaptive(
+            merged["adaptive_min_n"],
+            merged["adaptive_agreement"],
+            n=final["annotators_per_item"],
+            per_condition=final["exact_n_per"] == Study.ExactNPer.CONDITION and bool(final["conditions"]),
+        )
+    )
     final["training"] = _checked_training(merged["training"], study)
     final["questionnaires"] = parse_questionnaires(merged["questionnaires"])
     for flag in (
@@ -471,6 +519,7 @@ def update_study(*, study: Study, changes: Mapping[str, Any], user: User | None 
     if not changed:
         return []
     _refuse_unsafe_changes(study, current, final, changed)
+    unopened_before = unopened_slots(study)
     annotated = has_annotations(study)
     records = []
     for name in changed:
@@ -481,6 +530,7 @@ def update_study(*, study: Study, changes: Mapping[str, Any], user: User | None 
                 StudyChange(study=study, changed_by=user, field=name, old_value=current[name], new_value=final[name])
             )
     study.save()
+    shift_unopened_slots(study, unopened_before)  # before the first answer: no item decided yet
     if "seed" in changed:
         rank_items(study)
     if "conditions" in changed:
@@ -613,6 +663,8 @@ def duplicate_study(
         questions=study.questions,
         conditions=study.conditions,
         exact_n_per=study.exact_n_per,
+        adaptive_min_n=study.adaptive_min_n,
+        adaptive_agreement=study.adaptive_agreement,
         questionnaires=study.questionnaires,
         status=Status.DRAFT,
         created_by=user,
@@ -634,5 +686,6 @@ def duplicate_study(
         # annotator's are answers, which a copy does not take along (annotation/transfer/adapters/source_labels.py).
         copy.source_labels = [entry for entry in study.source_labels if entry.get("as") == "gold"]
         copy.save(update_fields=["source_labels"])
+        open_new_items(copy)
         recount_study(copy)
     return copy

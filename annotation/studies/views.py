@@ -96,8 +96,14 @@ def item_list(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     member = selectors.study_annotator(study, pseudonym) if pseudonym else None
     if pseudonym and member is None:
         messages.error(request, f"No annotator called {pseudonym!r} in this study; showing every item.")
-    items = selectors.study_items(
-        study, domain=domain, query=query, annotator_id=member.user_id if member is not None else None
+    gold = request.GET.get("gold", "")  # "yes": items with a gold label, "no": without, else all
+    gold = gold if gold in ("yes", "no") else ""
+    items = selectors.paged_study_items(
+        study,
+        domain=domain,
+        query=query,
+        annotator_id=member.user_id if member is not None else None,
+        has_gold={"yes": True, "no": False}.get(gold),
     )
     page = Paginator(items, 50).get_page(request.GET.get("page"))
     context = {
@@ -105,6 +111,7 @@ def item_list(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         "page": page,
         "domain": domain,
         "q": query,
+        "gold": gold,
         "annotator": member.pseudonym if member is not None else "",
         "domains": selectors.items_by_domain(study),
     }

@@ -92,6 +92,7 @@ class ImportUpload(AccessBeforeParsing, StudyScoped, APIView):
                 file_format=upload.validated_data.get("format"),
                 update=upload.validated_data["update"],
                 created_by=logged_in_user(request),
+                face=API,
             )
         except ServiceError as exc:
             return bad_request(str(exc))
@@ -192,7 +193,10 @@ class ExportJobCreate(StudyScoped, APIView):
         form.is_valid(raise_exception=True)
         try:
             job = request_export(
-                study=self.study, file_format=form.validated_data["format"], created_by=logged_in_user(request)
+                study=self.study,
+                file_format=form.validated_data["format"],
+                created_by=logged_in_user(request),
+                license=form.validated_data["license"],
             )
         except ServiceError as exc:
             return bad_request(str(exc))

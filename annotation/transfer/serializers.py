@@ -115,7 +115,16 @@ class ExportRequestSerializer(StrictSerializer):
         default="csv",
         help_text="csv / jsonl: the annotations, one row each (docs/formats.md). hf: the study as a Hugging Face "
         "dataset, a zip of the parquet files and the dataset card that `manage.py export_dataset` writes "
-        "(docs/reports.md); `rows` counts its annotations.",
+        "(docs/reports.md); `rows` counts its annotations. predictions-csv / predictions-jsonl: the verifiers' "
+        "predictions, one row each (docs/formats.md); `rows` counts them.",
+    )
+    license = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=64,
+        default="",
+        help_text="hf only: the dataset card's licence, a Hugging Face Hub identifier such as cc-by-4.0 or mit "
+        "(SPDX ids in any case are accepted); empty: other.",
     )
 
 
@@ -127,7 +136,18 @@ class ExportJobSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ExportJob
-        fields = ["id", "format", "status", "rows", "error", "created_at", "finished_at", "download_url", "stuck"]
+        fields = [
+            "id",
+            "format",
+            "license",
+            "status",
+            "rows",
+            "error",
+            "created_at",
+            "finished_at",
+            "download_url",
+            "stuck",
+        ]
         read_only_fields = fields
 
     stuck = serializers.SerializerMethodField(

@@ -13,6 +13,7 @@ from annotation.access import Researcher, access_export_job, access_study
 from annotation.errors import ServiceError
 from annotation.http import AuthenticatedHttpRequest
 from annotation.lib.csvsafe import csv_text
+from annotation.lib.export_formats import export_format
 from annotation.models import ImportJob
 from annotation.transfer import selectors
 from annotation.transfer.adapters.base import PAGE
@@ -63,6 +64,7 @@ def study_import(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
                 file_format=form.cleaned_data["file_format"] or None,
                 update=form.cleaned_data["update"],
                 created_by=request.user,
+                face=PAGE,
             )
     except ServiceError as exc:
         messages.error(request, str(exc))
@@ -123,7 +125,12 @@ def study_export_labelstudio(request: AuthenticatedHttpRequest, slug: str) -> Ht
 def study_export_request(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     study = access_study(request.user, slug, role=Researcher)
     try:
-        job = request_export(study=study, file_format=request.POST.get("format", ""), created_by=request.user)
+        job = request_export(
+            study=study,
+            file_format=request.POST.get("format", ""),
+            created_by=request.user,
+            license=request.POST.get("license", "").strip(),
+        )
     except ServiceError as exc:
         messages.error(request, f"No export started: {exc}.")
         return redirect("annotation:study_detail", slug=study.slug)
@@ -134,7 +141,8 @@ def study_export_request(request: AuthenticatedHttpRequest, slug: str) -> HttpRe
 @require_GET
 def export_job(request: AuthenticatedHttpRequest, slug: str, export_id: int) -> HttpResponse:
     job = access_export_job(request.user, slug, export_id)
-    return render(request, "annotation/export_job.html", {"study": job.study, "job": job, "stuck": job.looks_stuck()})
+    context = {"study": job.study, "job": job, "stuck": job.looks_stuck(), "built_by": export_format(job.file_format)}
+    return render(request, "annotation/export_job.html", context)
 
 
 @login_required

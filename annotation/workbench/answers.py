@@ -16,7 +16,8 @@ from django.contrib.auth.models import User
 from django.db import connection
 
 from annotation.models import ANSWER_FIELDS, Annotation, AnnotationRevision, Assignment
-from annotation.progress.counters import answer_added, insert_locking_item
+from annotation.progress.counters import answer_added, count_on_item, insert_locking_item
+from annotation.workbench.adaptive import answer_decides
 
 
 @dataclass
@@ -56,12 +57,7 @@ def record_answer(
         annotation = Annotation.objects.create(
             assignment=assignment, study_id=assignment.study_id, source=source, **answer_fields(values)
         )
-        answer_added(
-            study_id=assignment.study_id,
-            item_id=assignment.item_id,
-            user_id=assignment.annotator_id,
-            complete_at=assignment.max_slots,
-        )
+        _count_answer(assignment, count_on_item(assignment.item_id))
         return annotation, True
     old = annotation.snapshot()
     new = values.snapshot()
@@ -96,17 +92,26 @@ def record_first_answer(*, assignment: Assignment, values: AnswerValues, source:
         "updated_at": now,
     }
     pk, domain = insert_locking_item(fields, assignment.item_id)
-    answer_added(
-        study_id=assignment.study_id,
-        item_id=assignment.item_id,
-        user_id=assignment.annotator_id,
-        complete_at=assignment.max_slots,
-        domain=domain,
-    )
+    _count_answer(assignment, domain)
     annotation = Annotation(pk=pk, **fields)
     annotation._state.adding = False
     annotation._state.db = connection.alias
     return annotation
+
+
+def _count_answer(assignment: Assignment, domain: str) -> None:
+    """Count the new answer in the progress counters, its item counted on and locked already; in an
+    adaptive-overlap study the answer first closes the item or opens a slot (`adaptive.answer_decides`)."""
+    complete_at = assignment.max_slots
+    if assignment.study.is_adaptive:
+        complete_at = answer_decides(assignment.study, assignment.item_id)
+    answer_added(
+        study_id=assignment.study_id,
+        item_id=assignment.item_id,
+        user_id=assignment.annotator_id,
+        complete_at=complete_at,
+        domain=domain,
+    )
 
 
 def answer_fields(values: AnswerValues) -> dict[str, Any]:

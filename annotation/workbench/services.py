@@ -847,6 +847,8 @@ def _submit_in_one_statement(
         return None
     if asks_per_claim(study.questions):
         return None  # the answer depends on the item's claim counts, which the step-by-step path reads
+    if study.is_adaptive:
+        return None  # the answer closes its item or opens a slot (workbench/adaptive.py), step by step
     # Untrusted evidence that is not a list: presumed none, so the check refuses it and the step-by-step path says why.
     passages = len(answer.evidence) if study.evidence_judgements and isinstance(answer.evidence, list) else 0
     try:

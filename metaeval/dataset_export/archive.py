@@ -15,12 +15,13 @@ from pathlib import Path
 
 from annotation.models import Study
 
+from .card import UNKNOWN_LICENSE
 from .writer import write_hf_dataset
 
 __all__ = ["write_hf_zip"]
 
 
-def write_hf_zip(study: Study, path: Path) -> int:
+def write_hf_zip(study: Study, path: Path, *, license: str = "") -> int:
     """Write the study's Hugging Face dataset as a zip at ``path``, whole or not at all; its annotations.
 
     The folder is built beside the zip (``<name>.d``, its own ``.partial`` first) and removed at the
@@ -32,7 +33,7 @@ def write_hf_zip(study: Study, path: Path) -> int:
     partial = path.with_name(path.name + ".partial")
     shutil.rmtree(folder, ignore_errors=True)
     try:
-        written = write_hf_dataset(study, folder)
+        written = write_hf_dataset(study, folder, license=license or UNKNOWN_LICENSE)
         with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
             for file in sorted(p for p in folder.rglob("*") if p.is_file()):
                 archive.write(file, file.relative_to(folder).as_posix())

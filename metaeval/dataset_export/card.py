@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -115,7 +115,17 @@ def _config(name: str, *, default: bool = False) -> dict[str, Any]:
     return entry
 
 
-def _info(name: str, table: pa.Table) -> dict[str, Any]:
+class ConfigTable(Protocol):
+    """What the card reads of a config: a pa.Table, or a config streamed to its file (predictions.WrittenConfig)."""
+
+    @property
+    def schema(self) -> pa.Schema: ...
+
+    @property
+    def num_rows(self) -> int: ...
+
+
+def _info(name: str, table: ConfigTable) -> dict[str, Any]:
     return {
         "config_name": name,
         "features": features(table.schema),
@@ -135,7 +145,12 @@ def _figure_lines(figures: Mapping[str, Any]) -> list[str]:
 
 
 def dataset_card(
-    study: Study, tables: Tables, configs: Sequence[tuple[str, pa.Table]], *, license: str, figures: Mapping[str, Any]
+    study: Study,
+    tables: Tables,
+    configs: Sequence[tuple[str, ConfigTable]],
+    *,
+    license: str,
+    figures: Mapping[str, Any],
 ) -> str:
     """README.md: YAML header, then description, configs, label vocabulary, agreement, caveats."""
     header: dict[str, Any] = {
@@ -206,6 +221,15 @@ def dataset_card(
             f"{left_out.ties} ties, {left_out.both_bad} both bad, {left_out.no_majority} without a majority, "
             f"{left_out.unlabelled} unlabelled, {left_out.missing_list} with a missing list.",
         ]
+    predictions = dict(configs).get("predictions")
+    if predictions is not None:
+        body += [
+            f"- `predictions`: the study's automatic verifiers' predictions, {predictions.num_rows} rows, one per "
+            "(verifier, item): the canonical `label` (null for a failed call or an unparseable answer), "
+            "`raw_label`, `score`, `rationale`, `parse_status`, `error`, `latency_ms`, tokens, `order_labels` "
+            "(pairwise judges: the verdict of each presentation order, JSON) and the model's `raw_output`. "
+            "The columns of Claimlab's predictions export.",
+        ]
     body += [
         "",
         "## Label vocabulary",
@@ -231,6 +255,7 @@ def dataset_card(
         "from datasets import load_dataset",
         'annotations = load_dataset("parquet", data_dir="data/annotations")["train"]',
         'items = load_dataset("parquet", data_dir="data/items")["train"]',
+        *(['predictions = load_dataset("parquet", data_dir="data/predictions")["train"]'] if predictions else []),
         "```",
         "",
     ]

@@ -6,13 +6,14 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from annotation.errors import ServiceError
 from annotation.models import Study
 
-from .card import UNKNOWN_LICENSE, agreement_figures, dataset_card
+from .card import UNKNOWN_LICENSE, ConfigTable, agreement_figures, dataset_card
+from .licenses import dataset_license
+from .predictions import has_predictions, write_prediction_parquet
 from .tables import PairCounts, build_tables
 
 __all__ = ["DatasetExport", "write_hf_dataset"]
@@ -42,14 +43,12 @@ def write_hf_dataset(
         raise ServiceError(f"{folder} exists and is not an empty folder; choose a new folder")
     if not folder.parent.exists():
         raise ServiceError(f"the folder {folder.parent} does not exist")
-    license = (license or "").strip() or UNKNOWN_LICENSE
+    license = dataset_license(license)  # refused (ServiceError) before anything is written
     tables = build_tables(study)
-    configs: list[tuple[str, pa.Table]] = [("annotations", tables.annotations), ("items", tables.items)]
+    configs: list[tuple[str, ConfigTable]] = [("annotations", tables.annotations), ("items", tables.items)]
     if tables.pairs is not None:
         configs.append(("preference_pairs", tables.pairs))
-    card = dataset_card(
-        study, tables, configs, license=license, figures=agreement_figures(tables.frame, n_resamples=n_resamples)
-    )
+    figures = agreement_figures(tables.frame, n_resamples=n_resamples)
     partial = folder.with_name(folder.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     try:
@@ -57,6 +56,11 @@ def write_hf_dataset(
             target = partial / "data" / name
             target.mkdir(parents=True)
             pq.write_table(table, target / FILE_NAME)
+        if has_predictions(study):  # streamed to its file: a verifier-scale study holds a million (predictions.py)
+            target = partial / "data" / "predictions"
+            target.mkdir(parents=True)
+            configs.append(("predictions", write_prediction_parquet(study, target / FILE_NAME)))
+        card = dataset_card(study, tables, configs, license=license, figures=figures)
         (partial / "README.md").write_text(card, encoding="utf-8")
         if folder.exists():
             folder.rmdir()

@@ -152,7 +152,33 @@ def _agreement(
         settings["ordinal"] = ordinal
     out = stats.agreement_summary(table, **settings, distributions=distributions)
     out["fleiss_kappa"]["left_out_causes"] = left_out_causes(given, table, study.slots_per_item, dropped)
+    if study.is_adaptive:
+        out["fleiss_kappa"] = {
+            **stats.Estimate.undefined(ADAPTIVE_FLEISS, 0, n_raters=study.slots_per_item).to_dict(),
+            "n_items_left_out": out["n_items"],
+            "left_out_causes": out["fleiss_kappa"]["left_out_causes"],
+        }
+        out["variable_n"] = VARIABLE_N_RULE.format(
+            n_min=study.adaptive_min_n, n=study.annotators_per_item, k=study.adaptive_agreement
+        )
     return out
+
+
+#: Why Fleiss' fixed-N kappa is not given for an adaptive-overlap study (issue 33).
+ADAPTIVE_FLEISS = (
+    "not given with adaptive overlap: it needs the same number of labels on every item, and only the items "
+    "whose first answers disagreed get all N, so it would measure agreement on those alone"
+)
+
+#: How the agreement of an adaptive-overlap study treats its items' varying numbers of labels.
+VARIABLE_N_RULE = (
+    "adaptive overlap: items have {n_min} to {n} labels (more only while fewer than {k} answers agreed). "
+    "Krippendorff's alpha, the generalised Fleiss kappa (Conger / Fleiss with varying raters), percent "
+    "agreement, AC1 and the pairwise Cohen kappas use every item with two or more labels; Fleiss' fixed-N "
+    "kappa is not given. Items that got more labels are the ones whose first answers disagreed, so these "
+    "statistics are not those of a study with N labels on every item: compare them with a fixed-N pilot, not "
+    "with published fixed-N values"
+)
 
 
 NO_BINARY_COLLAPSE = "the study declares no binary collapse of its labels"

@@ -19,8 +19,9 @@ from annotation.workbench.training import training_accuracy
 from metaeval import study_frame as frames
 from metaeval.verifiers.pairwise_report import pairwise_judge_report
 from metaeval.verifiers.report import verifier_report
-from metaeval.verifiers.selectors import verifier_verdicts
+from metaeval.verifiers.selectors import current_predictions, verifier_verdicts
 
+from .adaptive import adaptive_overlap_section
 from .adjudication_queue import queue_size_with
 from .agreement import agreement_sections, categories_for
 from .annotator_quality import reference_and_quality
@@ -31,7 +32,7 @@ from .ppi import ppi_section
 from .preference import preference_section
 from .questionnaires import questionnaires_section
 from .questions import questions_section
-from .scores import scores_section
+from .scores import per_response_guard, scores_section
 from .verifier_comparisons import verifier_comparisons
 from .verifier_reference import verifiers_vs_reference
 
@@ -111,6 +112,7 @@ def build_report(
         "labels": categories_for(study),
         "systems": list(study.systems),
         "annotators_per_item": study.slots_per_item,
+        "adaptive_overlap": adaptive_overlap_section(study),
         "options": options.as_dict(),
         "n_items": n_items,
         "n_items_annotated": rows.n_items(),
@@ -133,22 +135,27 @@ def build_report(
     evidence = frame.evidence() if not study.is_preference else None
     reference, report["reference"], report["annotator_quality"] = reference_and_quality(frame, options)
     labels = frame.labels
-    verdicts = verifier_verdicts(study)
+    # One read of the verifiers' predictions for every section, sharing the frame's items (verifiers/selectors.py)
+    predictions = current_predictions(study, frame.rows.items)
+    verdicts = verifier_verdicts(study, predictions)
+    rule = (reference.rule, reference.labels)
     report["scores"] = (
-        scores_section(labels, items, evidence, study, options, verdicts, (reference.rule, reference.labels))
+        per_response_guard(items, lambda: scores_section(labels, items, evidence, study, options, verdicts, rule))
         if evidence is not None
         else None
     )
-    report["ppi"] = ppi_section(items, study, options, verdicts, (reference.rule, reference.labels))
+    report["ppi"] = per_response_guard(items, lambda: ppi_section(items, study, options, verdicts, rule))
     report["disagreements"] = disagreements(frame.agreed)
     report["n_disagreements"] = len(report["disagreements"])
     queue = queue_size_with(study, labels, include_screened_out=crowd)
     report["adjudication"] = {**adjudication_summary(study, queue=queue), "reference_rule": study.reference_rule}
-    report["verifiers"] = verifier_report(study, n_resamples=options.n_resamples, seed=options.seed, frame=frame)
+    report["verifiers"] = verifier_report(
+        study, n_resamples=options.n_resamples, seed=options.seed, frame=frame, predictions=predictions
+    )
     report["pairwise_judges"] = pairwise_judge_report(
         study, n_resamples=options.n_resamples, seed=options.seed, frame=frame
     )
-    report["verifiers_vs_reference"] = verifiers_vs_reference(study, reference, options)
+    report["verifiers_vs_reference"] = verifiers_vs_reference(study, reference, options, predictions)
     report["verifier_comparisons"] = verifier_comparisons(study, reference, options, verdicts)
     report["questions"] = questions_section(frame, study, options)
     report["conditions"] = conditions_section(frame, study, options, verdicts)

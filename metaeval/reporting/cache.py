@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 #: Bump when ``build_report``'s output changes shape, so older snapshots stop matching.
-CACHE_VERSION = "2"  # 2: every section reads the study frame (checks rule, new keys)
+CACHE_VERSION = "3"  # 2: every section reads the study frame (checks rule, new keys); 3: PPI F1@K, adaptive overlap
 #: The report's lists that grow with the items, stored in chunks and loaded only when needed:
 #: the disagreement list (a page at a time) and every score block's ``per_response`` rows
 #: (downloads only). In the stored report each is replaced, in place, by a ``PARTS`` marker.

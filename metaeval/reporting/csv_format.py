@@ -209,6 +209,23 @@ ADJUDICATION_STATISTICS = (
 )
 
 
+def _adaptive_lines(section: dict[str, Any] | None) -> Iterator[Line]:
+    """Adaptive overlap: the rule, the items it closed below N and the labels not asked for."""
+    if not section:
+        return
+    yield (
+        "adaptive_overlap",
+        "all",
+        "n_items_closed_early",
+        section["n_items_closed_early"],
+        None,
+        None,
+        None,
+        section["rule"],
+    )
+    yield "adaptive_overlap", "all", "labels_saved", section["labels_saved"], None, None, None, section["variable_n"]
+
+
 def _adjudication_lines(section: dict[str, Any] | None) -> Iterator[Line]:
     if not section:
         return
@@ -228,6 +245,7 @@ def _lines(report: dict[str, Any]) -> Iterator[Line]:
     ):
         if key in report:
             yield "study", report["study"], key, report[key], None, None, None, report.get(rule) or ""
+    yield from _adaptive_lines(report.get("adaptive_overlap"))
     yield from _summary_lines("agreement", "all", report["agreement"])
     yield from _summary_lines("binary", "all", report["binary"])
     for domain, summary in (report["by_domain"] or {}).items():
@@ -265,17 +283,19 @@ def _comparison_lines(section: dict[str, Any] | None) -> Iterator[Line]:
 
 
 def _ppi_lines(section: dict[str, Any] | None) -> Iterator[Line]:
-    """Per verifier and group of claims: the PPI++, human-only and verifier-only shares supported."""
+    """Per verifier and group: the PPI++, human-only and verifier-only estimates of the share supported,
+    FActScore and F1@K (``statistic`` names which, ``n`` counts claims, or responses for F1@K)."""
     for row in ppi_rows(section):
         scope = f"verifier:{row['verifier']}|{row['group']}"
+        estimand, unit = row["estimand"], row["unit"]
         low, high = row["ppi_ci"] or (None, None)
-        note = f"n={row['n']} labelled, N={row['N']} unlabelled; lambda={row['lambda']}; {row['ppi_reason']}".rstrip(
-            "; "
-        )
-        yield "ppi", scope, "ppi_share_supported", row["ppi"], low, high, row["n"] + row["N"], note
+        left_out = f"; {row['left_out']} {unit} left out" if row["left_out"] else ""
+        note = f"n={row['n']} labelled, N={row['N']} unlabelled {unit}; lambda={row['lambda']}{left_out}"
+        note = f"{note}; {row['ppi_reason']}" if row["ppi_reason"] else note
+        yield "ppi", scope, f"ppi_{estimand}", row["ppi"], low, high, row["n"] + row["N"], note
         low, high = row["classical_ci"] or (None, None)
-        yield "ppi", scope, "human_only_share_supported", row["classical"], low, high, row["n"], ""
-        yield "ppi", scope, "verifier_only_share_supported", row["verifier_only"], None, None, row["n"] + row["N"], ""
+        yield "ppi", scope, f"human_only_{estimand}", row["classical"], low, high, row["n"], row["classical_reason"]
+        yield "ppi", scope, f"verifier_only_{estimand}", row["verifier_only"], None, None, row["n"] + row["N"], unit
 
 
 def _quality_lines(report: dict[str, Any]) -> Iterator[Line]:

@@ -12,6 +12,28 @@ from .votes import votes_per_item
 __all__ = ["disagreements"]
 
 
+def _in_order(rows: pd.DataFrame) -> bool:
+    """The rows are already sorted by position, item and annotator (as the study frame gives them).
+
+    Why: sorting 300,000 labels again took 0.1 s of a big report; a stable sort of rows already
+    in order leaves them as they are, so the list is the same whether or not they are sorted here.
+    Values that do not compare (a missing item or annotator) leave the sort to pandas.
+    """
+    keys = [rows[name].to_numpy() for name in ("position", "item", "annotator")]
+    if any(pd.isna(key).any() for key in keys):
+        return False
+    try:
+        tied = np.ones(len(rows) - 1, dtype=bool)  # rows k and k+1 equal on every key so far
+        for key in keys:
+            before, later = key[:-1], key[1:]
+            if (tied & (later < before)).any():
+                return False
+            tied &= later == before
+    except TypeError:
+        return False
+    return True
+
+
 def disagreements(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """Every item with at least two different labels, most divided first.
 
@@ -26,7 +48,9 @@ def disagreements(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """
     if frame.empty:
         return []
-    rows = frame[["position", "item", "annotator", "label", "domain"]].sort_values(["position", "item", "annotator"])
+    rows = frame[["position", "item", "annotator", "label", "domain"]]
+    if not _in_order(rows):
+        rows = rows.sort_values(["position", "item", "annotator"])
     items = rows["item"].to_numpy()
     first_of_item = np.r_[True, items[1:] != items[:-1]]
     starts = np.flatnonzero(first_of_item)

@@ -47,7 +47,7 @@ __all__ = ["DISAGREEMENTS_PER_PAGE", "agreement_collapsed", "report_context", "r
 
 #: Disagreements per page of the report page (``?page=``); the downloads hold them all.
 DISAGREEMENTS_PER_PAGE = 100
-STYLESHEETS = ("css/claimlab.css", "css/report.css")
+STYLESHEETS = ("css/claimlab.css", "css/report.css", "css/fit.css")
 #: What ``reverse`` leaves unquoted in a path argument (django.urls.resolvers: RFC 3986 sub-delimiters and /~:@).
 URL_SAFE = "!$&'()*+,;=/~:@"
 

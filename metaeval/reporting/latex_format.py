@@ -421,7 +421,8 @@ def _condition_tables(report: dict[str, Any]) -> list[LatexTable]:
 
 
 def _ppi_tables(report: dict[str, Any]) -> list[LatexTable]:
-    """Prediction-powered shares supported (issue 33): PPI++ beside the human-only and verifier-only shares."""
+    """Prediction-powered estimates (issue 33): PPI++ beside the human-only and verifier-only ones, for the share
+    supported, FActScore and F1@K; n and N count claims, or responses for F1@K."""
     rows = [
         [
             escape(row["verifier"]),
@@ -431,7 +432,7 @@ def _ppi_tables(report: dict[str, Any]) -> list[LatexTable]:
             _num(row["classical"]),
             _pair_ci(row["classical_ci"], row["n"]),
             _num(row["verifier_only"]),
-            f"{_num(row['n'])}/{_num(row['N'])}",
+            f"{_num(row['n'])}/{_num(row['N'])}" + (" resp." if row["unit"] == "responses" else ""),
         ]
         for row in ppi_rows(report.get("ppi"))
     ]
@@ -440,8 +441,10 @@ def _ppi_tables(report: dict[str, Any]) -> list[LatexTable]:
     return [
         LatexTable(
             "ppi",
-            "Share of claims supported: prediction-powered (PPI++), human-only and verifier-only",
-            ["Verifier", "Claims", "PPI++", "95\\% CI", "Human only", "95\\% CI", "Verifier only", "$n/N$"],
+            "Factuality estimated by prediction-powered inference (PPI++), beside the human-only and verifier-only "
+            "estimates: share of claims supported, FActScore and F1@K ($n/N$: labelled / unlabelled claims; "
+            "responses for F1@K)",
+            ["Verifier", "Estimate", "PPI++", "95\\% CI", "Human only", "95\\% CI", "Verifier only", "$n/N$"],
             "llrlrlrr",
             rows,
         )

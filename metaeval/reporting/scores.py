@@ -15,6 +15,7 @@ source's own median would differ with the claims it leaves without a verdict.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -26,7 +27,7 @@ from metaeval.stats.scores import veriscore_k_by_domain
 from .agreement import agreement_table, categories_for, unavailable
 from .options import ReportOptions
 
-__all__ = ["scores_section", "label_roles", "shared_k"]
+__all__ = ["scores_section", "label_roles", "per_response_guard", "shared_k"]
 
 NO_SYSTEM = "(no system)"
 
@@ -188,6 +189,23 @@ def _credibility(evidence: pd.DataFrame, unreadable: int, study: Study, options:
     out["n_annotators"] = int(evidence["annotator"].nunique())
     out["pooling"] = "judgements of every annotator on a claim's passages are pooled"
     return out
+
+
+def per_response_guard(items: pd.DataFrame, compute: Callable[[], dict[str, Any] | None]) -> dict[str, Any] | None:
+    """``compute()``, a section that counts claims per response; unavailable, naming the responses, where a
+    response's claims give it more than one system or domain (stored before item imports refused that:
+    transfer/services/item_import.ResponseCheck), instead of a report that fails whole."""
+    try:
+        return compute()
+    except stats.MixedResponses:
+        claims = items[items["response_id"] != ""]
+        counts = claims.groupby("response_id", sort=True)[["system", "domain"]].nunique()
+        mixed = counts.index[(counts > 1).any(axis=1)].tolist()
+        named = ", ".join(repr(str(response)) for response in mixed[:5]) + (" ..." if len(mixed) > 5 else "")
+        return unavailable(
+            f"{len(mixed)} response(s) ({named}) have claims of more than one system or domain, so a score per "
+            "response has no one system: re-import those claims with one system and one domain per response"
+        )
 
 
 def scores_section(

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
+
 from annotation.models import Study
 from metaeval import stats
 from metaeval.models import Verifier
@@ -23,14 +25,17 @@ from .options import ReportOptions
 __all__ = ["verifiers_vs_reference"]
 
 
-def verifiers_vs_reference(study: Study, reference: Reference, options: ReportOptions) -> dict[str, Any]:
-    """``{verifier name: {n, accuracy, kappa with CI, n_without_reference}}``; ``{}`` without verifiers."""
+def verifiers_vs_reference(
+    study: Study, reference: Reference, options: ReportOptions, predictions: pd.DataFrame | None = None
+) -> dict[str, Any]:
+    """``{verifier name: {n, accuracy, kappa with CI, n_without_reference}}``; ``{}`` without verifiers.
+    ``predictions``: the study's ``current_predictions``, when the caller (the report) has them."""
     verifiers = list(Verifier.objects.filter(study=study).exclude(preset=PAIRWISE_JUDGE.id).order_by("name"))
     if not verifiers or study.is_preference:
         return {}
     cats = categories_for(study)
     code = {c: i for i, c in enumerate(cats)}
-    predictions = current_predictions(study)
+    predictions = current_predictions(study) if predictions is None else predictions
     ref = reference.labels[reference.labels.isin(cats)]
     out: dict[str, Any] = {}
     for verifier in verifiers:

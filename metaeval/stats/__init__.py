@@ -79,6 +79,7 @@ from .preference import (
 )
 from .questions import long_answers, per_claim_scores, question_agreement, question_distribution
 from .scores import (
+    MixedResponses,
     claim_scores,
     factscore,
     ragas_faithfulness,
@@ -102,6 +103,7 @@ from .verifier_pairs import compare_verifiers, leaderboard
 VERISCORE_BINARY = {"supported": "supported", "contradicted": "unsupported", "inconclusive": "unsupported"}
 
 __all__ = [
+    "MixedResponses",
     "FLAG_RULE",
     "annotator_quality",
     "kappa_with_ci",

@@ -15,7 +15,12 @@ make the interval as narrow as possible, so a useless verifier costs nothing
     se^2  = var(lambda * yhat_unlabelled) / N + var(y - lambda * yhat_labelled) / n
 
 A mean of 0/1 outcomes is a share (the share of supported claims), so the same
-functions cover both.
+functions cover both. FActScore's mean over responses is a weighted mean of the
+claims (``ppi_weighted_mean``). VeriScore's F1@K is not linear in the claims'
+labels, so its unit is the response: ``f1_at_k_responses`` gives each response's
+F1@K from the reference labels and from the verifier's, and ``ppi_f1_at_k`` the
+PPI++ mean over responses (valid when the fully labelled responses are a random
+sample of the responses).
 
 Formulas follow the reference package ``ppi-python`` (``ppi_py.ppi_mean_pointestimate``,
 ``ppi_mean_ci``, ``classical_mean_ci``) exactly, so results agree with it to
@@ -47,18 +52,22 @@ independent reference.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Hashable, Mapping
 from statistics import NormalDist
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .estimate import Estimate
+from .scores import ALL_DOMAINS, _f1_at_k, response_counts
 
 __all__ = [
+    "f1_at_k_responses",
     "labels_needed",
     "labels_needed_from_moments",
     "ppi_mean",
+    "ppi_f1_at_k",
     "ppi_mean_batch",
     "ppi_weighted_mean",
     "share_moments",
@@ -510,3 +519,116 @@ def ppi_weighted_mean(
             out["width_ratio"] = out["width"] / out["width_classical"]
     out["estimate"] = estimate
     return out
+
+
+# --- VeriScore's F1@K, response by response -------------------------------------------------
+
+#: A response's part in the F1@K estimate (``f1_at_k_responses``' ``role``).
+LABELLED = "labelled"
+UNLABELLED = "unlabelled"
+LEFT_OUT_PREDICTION = "left out: the verifier has no label for some of its claims"
+LEFT_OUT_K = "left out: its domain has no K"
+
+
+def f1_at_k_responses(
+    claims: pd.DataFrame,
+    *,
+    supported: Collection[Hashable],
+    unsupported: Collection[Hashable],
+    excluded: Collection[Hashable] = (),
+    k: int | Mapping[Hashable, int | None],
+    labelled: Collection[Hashable] | None = None,
+    response: str = "response_id",
+    system: str = "system",
+    domain: str = "domain",
+    reference: str = "reference",
+    prediction: str = "prediction",
+) -> pd.DataFrame:
+    """Per response, the pair prediction-powered inference needs for VeriScore's F1@K.
+
+    Why responses, not claims: F1@K is not linear in the claims' labels (its recall is capped at K
+    supported claims, and precision divides by the response's countable claims), so no claim-level
+    correction gives its mean. A response is the unit instead: ``y`` its F1@K from the reference
+    labels, ``yhat`` its F1@K from the verifier's labels, both by ``scores.veriscore_f1_at_k``'s
+    rule with the K of its domain (``k``: one K, or K per domain as VeriScore freezes it).
+
+    ``claims`` has one row per claim: ``response``, optional ``system`` and ``domain``, and the
+    claim's ``reference`` and ``prediction`` labels (NaN / None: none). A response is *fully
+    labelled* when every claim of it has a reference label (an excluded one, such as IR, counts as
+    labelled: it is then not countable), *fully predicted* likewise. ``labelled``: the response ids
+    counted as labelled (a random draw among the fully labelled ones); None: every fully labelled one.
+
+    Columns: ``response_id, system, domain, n_claims, k, fully_labelled, fully_predicted, role, y,
+    yhat``. ``role`` is ``labelled`` (``y`` and ``yhat`` set), ``unlabelled`` (``yhat`` set) or, left
+    out of the estimate and saying why, a response the verifier did not label in full (as the
+    claim-level share leaves out claims without a prediction) or whose domain has no K.
+    """
+    absent = [c for c in (response, reference, prediction) if c not in claims.columns]
+    if absent:
+        raise ValueError(f"claim table lacks columns {absent!r} (has {list(claims.columns)!r})")
+    base = pd.DataFrame(
+        {
+            "response_id": claims[response].to_numpy(dtype=object),
+            "system": claims[system].to_numpy(dtype=object) if system in claims.columns else "",
+            "domain": claims[domain].to_numpy(dtype=object) if domain in claims.columns else ALL_DOMAINS,
+        }
+    )
+
+    def counts(column: str) -> pd.DataFrame:
+        labelled = base.assign(label=claims[column].to_numpy(dtype=object))
+        return response_counts(labelled, supported=supported, unsupported=unsupported, excluded=excluded)
+
+    ref, hat = counts(reference), counts(prediction)
+    out = ref[["response_id", "system", "domain", "n_claims"]].copy()
+    k_of: dict[Hashable, int | None] = {}
+    for dom in pd.unique(out["domain"]):
+        given = k.get(dom) if isinstance(k, Mapping) else k
+        k_of[dom] = int(given) if given is not None and given > 0 else None
+    out["k"] = out["domain"].map(k_of).astype(object)
+    out["fully_labelled"] = (ref["no_verdict"] == 0).to_numpy()
+    out["fully_predicted"] = (hat["no_verdict"] == 0).to_numpy()
+    chosen = out["fully_labelled"].to_numpy().copy()
+    if labelled is not None:
+        wanted = pd.Index(list(labelled))
+        not_full = wanted.difference(out.loc[out["fully_labelled"], "response_id"])
+        if len(not_full):
+            raise ValueError(f"responses counted as labelled must be fully labelled: {list(not_full[:5])!r}")
+        chosen &= out["response_id"].isin(wanted).to_numpy()
+    has_k = out["k"].notna().to_numpy()
+    full_hat = out["fully_predicted"].to_numpy()
+    out["role"] = np.select(
+        [~has_k, ~full_hat, chosen], [LEFT_OUT_K, LEFT_OUT_PREDICTION, LABELLED], default=UNLABELLED
+    ).astype(object)
+    y = np.full(len(out), np.nan)
+    yhat = np.full(len(out), np.nan)
+    for value in sorted({int(v) for v in out["k"].dropna()}):
+        at = (out["k"] == value).to_numpy() & has_k
+        y[at] = _f1_at_k(ref["supported"].to_numpy()[at], ref["n_countable"].to_numpy()[at], value)[2]
+        yhat[at] = _f1_at_k(hat["supported"].to_numpy()[at], hat["n_countable"].to_numpy()[at], value)[2]
+    role = out["role"].to_numpy()
+    out["y"] = np.where(role == LABELLED, y, np.nan)
+    out["yhat"] = np.where((role == LABELLED) | (role == UNLABELLED), yhat, np.nan)
+    return out
+
+
+def ppi_f1_at_k(responses: pd.DataFrame, *, confidence: float = 0.95) -> dict[str, Any]:
+    """PPI++ for the mean F1@K over responses, from ``f1_at_k_responses`` (or some of its rows, e.g. one system's).
+
+    ``ppi_mean`` with the labelled responses' (``y``, ``yhat``) and the unlabelled ones' ``yhat``:
+    the same keys (``estimate``, ``classical``: the human-only mean over the labelled responses,
+    ``verifier_only``: the verifier's mean F1@K over labelled and unlabelled ones; ``n`` and ``N``
+    count responses), plus ``n_responses`` and ``n_left_out`` (responses left out, by reason).
+    Valid only if the labelled responses are a random sample of the responses.
+    """
+    role = responses["role"].to_numpy()
+    lab, unl = role == LABELLED, role == UNLABELLED
+    fit = ppi_mean(
+        responses["y"].to_numpy(dtype=float)[lab],
+        responses["yhat"].to_numpy(dtype=float)[lab],
+        responses["yhat"].to_numpy(dtype=float)[unl],
+        confidence=confidence,
+    )
+    left = responses.loc[~(lab | unl), "role"].value_counts()
+    fit["n_responses"] = len(responses)
+    fit["n_left_out"] = {str(reason): int(count) for reason, count in left.items()}
+    return fit

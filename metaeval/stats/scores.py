@@ -24,6 +24,7 @@ from .bootstrap import percentile_ci
 from .estimate import Estimate, json_ready
 
 __all__ = [
+    "MixedResponses",
     "response_counts",
     "factscore",
     "veriscore_f1_at_k",
@@ -86,15 +87,19 @@ def _verdicts(labels: pd.Series, supported: Collection, unsupported: Collection,
     return lookup[codes]
 
 
+class MixedResponses(ValueError):
+    """A response whose claims give it more than one system or domain: a score per response has no one group."""
+
+
 def _per_response_values(codes: np.ndarray, n: int, values: np.ndarray, column: str) -> np.ndarray:
-    """The single value of ``column`` per response; several is a data error."""
+    """The single value of ``column`` per response; several is a data error (MixedResponses)."""
     first = np.full(n, -1, dtype=np.int64)
     rows = np.arange(len(codes))[::-1]
     first[codes[rows]] = rows  # the last write wins, which is the first occurrence
     picked = values[first]
     differs = values != picked[codes]
     if differs.any():
-        raise ValueError(f"a response has more than one {column} (see claim row {int(np.flatnonzero(differs)[0])})")
+        raise MixedResponses(f"a response has more than one {column} (see claim row {int(np.flatnonzero(differs)[0])})")
     return picked
 
 

@@ -194,7 +194,9 @@ class PredictionImport(AccessBeforeParsing, StudyScoped, APIView):
                 f"the file is {upload.size:,} bytes; the limit here is {limit:,} (use manage.py import_predictions)"
             )
         try:
-            result = import_predictions(study=self.study, stream=upload, fmt=fmt, update=data.validated_data["update"])
+            result = import_predictions(
+                study=self.study, stream=upload, fmt=fmt, update=data.validated_data["update"], face=API
+            )
         except ImportFailed as exc:
             return _import_failed(exc)
         except ServiceError as exc:

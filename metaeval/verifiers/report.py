@@ -42,7 +42,7 @@ from ..stats import (
 from ..study_frame import StudyFrame, study_frame
 from .presets.pairwise import PAIRWISE_JUDGE
 from .runner.chunks import estimate_cost
-from .selectors import current_predictions, item_systems
+from .selectors import current_predictions, rationales
 
 __all__ = ["blanks", "verifier_report"]
 
@@ -57,22 +57,26 @@ def verifier_report(
     seed: int | None = 0,
     disagreements_limit: int = 200,
     frame: StudyFrame | None = None,
+    predictions: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """``{verifier name: {...}}`` for every verifier of the study (``{}`` when it has none).
 
     The human labels and the reference come from ``frame`` (the report's study frame; by default the
-    study's own rules), so the verifiers are scored against the labels every other section counts."""
+    study's own rules), so the verifiers are scored against the labels every other section counts.
+    ``predictions``: the study's ``current_predictions`` on the frame's items, when the caller has them."""
     # Pairwise judges compare claim lists; their section is pairwise_report's.
     verifiers = list(Verifier.objects.filter(study=study).exclude(preset=PAIRWISE_JUDGE.id).order_by("name"))
     if not verifiers:
         return {}
     labels = list(study.labels)
-    reference, source = (frame or study_frame(study)).verifier_reference()
+    frame = frame or study_frame(study)
+    reference, source = frame.verifier_reference()
     reference = reference[reference["label"].isin(labels)]
     table = build_table(reference, labels) if len(reference) else None
     majority = majority_vote(table).labels() if table is not None else pd.Series(dtype=object)
-    predictions = current_predictions(study)
-    items = item_systems(study)
+    if predictions is None:
+        predictions = current_predictions(study, frame.rows.items)
+    items = frame.items[["item", "response_id", "system"]]
     out = {}
     for verifier in verifiers:
         rows = predictions[predictions["verifier_id"] == verifier.pk]
@@ -118,7 +122,7 @@ def _verifier_section(
     answered = int((~failed).sum())
     tokens_in, tokens_out = int(rows["tokens_in"].sum()), int(rows["tokens_out"].sum())
     cost = estimate_cost(verifier, tokens_in, tokens_out)
-    labelled = rows[rows["label"].notna() & rows["label"].isin(labels)][["item", "label", "rationale", "score"]]
+    labelled = rows[rows["label"].notna() & rows["label"].isin(labels)][["item", "label", "score", "pk"]]
     section: dict[str, Any] = {
         "id": verifier.pk,
         "kind": verifier.kind,
@@ -269,17 +273,25 @@ def _binary(study: Study, truth: np.ndarray, pred: np.ndarray) -> dict[str, Any]
 def _disagreements(labelled: pd.DataFrame, majority: pd.Series, limit: int) -> tuple[list[dict[str, Any]], int]:
     merged = labelled.assign(human_majority=labelled["item"].map(majority))
     differ = merged[merged["human_majority"].notna() & (merged["human_majority"] != merged["label"])]
+    shown = differ.head(limit)
+    said = rationales(
+        shown["pk"].tolist()
+    )  # read for these rows only: a million predictions' would be most of a report
     rows = [
         {
             "item": row.item,
             "human_majority": row.human_majority,
             "verifier_label": row.label,
             "score": None if pd.isna(row.score) else float(row.score),
-            "rationale": row.rationale if len(row.rationale) <= MAX_RATIONALE else row.rationale[:MAX_RATIONALE] + "…",
+            "rationale": _shortened(said[row.pk]),
         }
-        for row in differ.head(limit).itertuples(index=False)
+        for row in shown.itertuples(index=False)
     ]
     return rows, len(differ)
+
+
+def _shortened(rationale: str) -> str:
+    return rationale if len(rationale) <= MAX_RATIONALE else rationale[:MAX_RATIONALE] + "…"
 
 
 def _system_correlation(

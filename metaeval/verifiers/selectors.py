@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Collection
 from typing import Any
 
+import numpy as np
 import pandas as pd
+from django.core.cache import cache
 from django.db.models import Count, Q, QuerySet
 
 from annotation.models import Item, Study
 
 from ..models import ACTIVE_RUN_STATUSES, Prediction, Verifier, VerifierRun
+from ..selectors import FrameRead, read_frames
 from .presets import PRESETS
 from .runner.spec import LabelMapper
 
 __all__ = [
     "PREDICTION_COLUMNS",
     "current_predictions",
+    "rationales",
+    "study_items",
+    "verifier_verdicts",
     "fitting_presets",
+    "prediction_counts",
     "recent_runs",
     "run_status",
     "study_verifiers",
@@ -28,7 +37,6 @@ PREDICTION_COLUMNS = [
     "label",
     "raw_label",
     "score",
-    "rationale",
     "parse_status",
     "error",
     "tokens_in",
@@ -39,16 +47,40 @@ PREDICTION_COLUMNS = [
 ]
 
 
-def study_verifiers(study: Study) -> QuerySet[Verifier]:
-    """The study's verifiers with their prediction counts, by name."""
-    return (
+def study_verifiers(study: Study) -> list[Verifier]:
+    """The study's verifiers by name, each with `n_predictions` (prediction_counts) and `n_active_runs`."""
+    verifiers: list[Verifier] = list(
         Verifier.objects.filter(study=study)
-        .annotate(
-            n_predictions=Count("predictions"),
-            n_active_runs=Count("runs", filter=Q(runs__status__in=ACTIVE_RUN_STATUSES), distinct=True),
-        )
+        .annotate(n_active_runs=Count("runs", filter=Q(runs__status__in=ACTIVE_RUN_STATUSES), distinct=True))
         .order_by("name")
     )
+    counts = prediction_counts(study, {verifier.pk: verifier.predictions_version for verifier in verifiers})
+    for verifier in verifiers:
+        verifier.n_predictions = counts.get(verifier.pk, 0)  # type: ignore[attr-defined]
+    return verifiers
+
+
+#: How long the counts of one state of the predictions are kept (a new write makes a new key at once).
+PREDICTION_COUNTS_SECONDS = 24 * 3600
+
+
+def prediction_counts(study: Study, versions: dict[int, int]) -> dict[int, int]:
+    """Predictions per verifier id, counted once per state of the study's predictions.
+
+    Counting them is a pass over every prediction (issue 35: at a million the verifiers page grew
+    x8-10), and they change only when a verifier's ``predictions_version`` moves (both write paths
+    move it in their transaction: prediction_version.py), so the counts are kept in the
+    cache under those versions. Read before counting: a write in between makes the kept counts newer
+    than their key, never older, and the next view's key is new anyway.
+    """
+    state = repr((study.pk, sorted(versions.items())))
+    key = "verifier-prediction-counts:" + hashlib.sha256(state.encode()).hexdigest()[:32]
+    counts = cache.get(key)
+    if counts is None:
+        rows = Prediction.objects.filter(verifier__study=study).values_list("verifier_id").annotate(n=Count("pk"))
+        counts = dict(rows.order_by())
+        cache.set(key, counts, PREDICTION_COUNTS_SECONDS)
+    return counts
 
 
 #: The baselines a study can have, by kind (the names services.verifiers.BASELINE_NAMES gives new ones).
@@ -96,42 +128,83 @@ def run_status(run: VerifierRun) -> dict[str, Any]:
     }
 
 
-def current_predictions(study: Study) -> pd.DataFrame:
-    """Per (verifier, item) the latest prediction: a verifier edited since (new cache keys) is read as it is now."""
-    rows = (
-        Prediction.objects.filter(verifier__study=study)
-        .order_by("verifier_id", "item_id", "-pk")
-        .values_list(
-            "verifier_id",
-            "item__external_id",
-            "label",
-            "raw_label",
-            "score",
-            "rationale",
-            "parse_status",
-            "error",
-            "tokens_in",
-            "tokens_out",
-            "item__response_id",
-            "item__system",
-            "pk",
+def current_predictions(study: Study, items: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per (verifier, item) the latest prediction: a verifier edited since (new cache keys) is read as it is now.
+
+    Rows by verifier id, then item id (PREDICTION_COLUMNS; no rationale: a million of them would be most of
+    the frame, and the report shows a few, read by ``rationales``). ``items``: the study's items with their
+    primary key ``id``, ``item``, ``response_id`` and ``system`` (the study frame's ``rows.items``, read in
+    the same snapshot), whose text the frame shares; None: read here. A prediction on an item not among
+    them (imported after they were read) is left out, as the labels leave it out: the study's fingerprint
+    has changed with it.
+
+    Why not one ORM query: at a million predictions its tuples, one str per cell, held ~1 GB and took
+    8 s, read twice per report; the columns (``metaeval.selectors.read_frames``) and the items' shared
+    text hold ~0.1 GB.
+    """
+    if items is None:
+        items = study_items(study)
+    columns = ["verifier_id", "item_id", "label", "raw_label", "score", "parse_status", "error", "tokens_in"]
+    columns += ["tokens_out", "pk"]
+    (rows,) = read_frames(
+        FrameRead(
+            Prediction.objects.filter(verifier__study=study).order_by().values_list(*columns),
+            columns,
+            numbers=("verifier_id", "item_id", "tokens_in", "tokens_out", "pk"),
+            floats=("score",),
+            repeated=("label", "raw_label", "parse_status", "error"),
         )
     )
-    frame = pd.DataFrame.from_records(list(rows), columns=PREDICTION_COLUMNS)
-    return frame.drop_duplicates(subset=["verifier_id", "item"], keep="first").reset_index(drop=True)
-
-
-def verifier_verdicts(study: Study) -> dict[str, pd.Series]:
-    """Per verifier with predictions (by name), its current label by item id; None where it has none
-    readable. What the report's factuality scores from verifiers count. One query."""
-    rows = (
-        Prediction.objects.filter(verifier__study=study)
-        .order_by("verifier__name", "item_id", "-pk")
-        .values_list("verifier__name", "item__external_id", "label")
+    verifier, item, pk = (rows[name].to_numpy() for name in ("verifier_id", "item_id", "pk"))
+    order = np.lexsort((-pk, item, verifier))  # by verifier, item, newest first
+    newest = np.ones(len(order), dtype=bool)  # the first of each (verifier, item)
+    newest[1:] = (verifier[order][1:] != verifier[order][:-1]) | (item[order][1:] != item[order][:-1])
+    kept = order[newest]
+    place = pd.Index(items["id"]).get_indexer(item[kept])
+    kept, place = kept[place >= 0], place[place >= 0]
+    return pd.DataFrame(
+        {
+            "verifier_id": verifier[kept],
+            "item": items["item"].array.take(place),
+            **{name: rows[name].array.take(kept) for name in ("label", "raw_label", "score", "parse_status", "error")},
+            **{name: rows[name].to_numpy()[kept] for name in ("tokens_in", "tokens_out")},
+            "response_id": items["response_id"].array.take(place),
+            "system": items["system"].array.take(place),
+            "pk": pk[kept],
+        },
+        columns=PREDICTION_COLUMNS,
     )
-    frame = pd.DataFrame.from_records(list(rows), columns=["verifier", "item", "label"])
-    frame = frame.drop_duplicates(subset=["verifier", "item"], keep="first")
-    return {str(name): group.set_index("item")["label"] for name, group in frame.groupby("verifier", sort=True)}
+
+
+def study_items(study: Study) -> pd.DataFrame:
+    """The study's items as ``current_predictions`` reads them: primary key ``id``, ``item`` (the external id),
+    ``response_id``, ``system``."""
+    (items,) = read_frames(
+        FrameRead(
+            Item.objects.filter(study=study).order_by().values_list("pk", "external_id", "response_id", "system"),
+            ["id", "item", "response_id", "system"],
+            ("id",),
+            repeated=("response_id", "system"),
+        )
+    )
+    return items
+
+
+def rationales(pks: Collection[int]) -> dict[int, str]:
+    """The rationale of each of these predictions (the few a report shows)."""
+    return dict(Prediction.objects.filter(pk__in=list(pks)).values_list("pk", "rationale"))
+
+
+def verifier_verdicts(study: Study, predictions: pd.DataFrame | None = None) -> dict[str, pd.Series]:
+    """Per verifier with predictions (by name), its current label by item id (in item id order); None where it
+    has none readable. What the report's factuality scores from verifiers count. ``predictions``: the
+    study's ``current_predictions`` when the caller has them (the report: one read for every section)."""
+    predictions = current_predictions(study) if predictions is None else predictions
+    if predictions.empty:
+        return {}
+    names = dict(Verifier.objects.filter(study=study).values_list("pk", "name"))
+    named = predictions["verifier_id"].map(names).to_numpy()
+    return {str(name): group.set_index("item")["label"] for name, group in predictions.groupby(named, sort=True)}
 
 
 def fitting_presets(study: Study) -> list[str]:
@@ -144,9 +217,3 @@ def fitting_presets(study: Study) -> list[str]:
         and preset.pairwise == study.is_preference
         and not mapper.unmapped(preset.prediction_labels)
     ]
-
-
-def item_systems(study: Study) -> pd.DataFrame:
-    """Every item with its response and system (for system-level scores)."""
-    rows = Item.objects.filter(study=study).values_list("external_id", "response_id", "system")
-    return pd.DataFrame.from_records(list(rows), columns=["item", "response_id", "system"])

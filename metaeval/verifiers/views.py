@@ -20,7 +20,9 @@ from annotation.access import Researcher, access_study
 from annotation.errors import ImportFailed, ServiceError
 from annotation.http import AuthenticatedHttpRequest
 from annotation.lib.formats import detect_format
-from annotation.models import Study
+from annotation.models import ExportJob, Study
+from annotation.transfer.faces import PAGE
+from annotation.transfer.selectors import latest_export
 
 from ..models import Verifier
 from .access import access_run, access_verifier
@@ -53,6 +55,14 @@ def _page(
         "import_errors": import_errors or [],
         "crumb": "Verifiers",
         "judge_form": (judge_form or PairwiseJudgeForm()) if study.is_preference else None,
+        "prediction_exports": [
+            job
+            for job in (
+                latest_export(study, fmt)
+                for fmt in (ExportJob.Format.PREDICTIONS_CSV, ExportJob.Format.PREDICTIONS_JSONL)
+            )
+            if job is not None
+        ],
     }
     return render(request, "metaeval/verifiers/verifiers.html", context, status=status)
 
@@ -178,7 +188,9 @@ def import_predictions_upload(request: AuthenticatedHttpRequest, slug: str) -> H
                     f"the file is {upload.size:,} bytes; upload at most {limit:,} here, "
                     "or use manage.py import_predictions"
                 )
-            result = import_predictions(study=study, stream=upload, fmt=fmt, update=form.cleaned_data["update"])
+            result = import_predictions(
+                study=study, stream=upload, fmt=fmt, update=form.cleaned_data["update"], face=PAGE
+            )
     except ImportFailed as exc:
         problems = [error.as_dict() for error in exc.errors]
         messages.error(request, f"Nothing was imported: the file has {exc.total} problem(s).")

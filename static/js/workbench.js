@@ -17,6 +17,11 @@
  * The same machinery serves a crowd participant's item page (participant/_item.html):
  * its config points at the participant's routes, and its server may say `go` (a
  * check, the end of the session): the page goes there once its answers are sent.
+ *
+ * For screen readers and other assistive technology (issue 34): what happened (an answer sent,
+ * an item skipped or flagged) and the item now shown are said through a polite live region
+ * (#wb-announce); the single-key shortcuts can be turned off in the shortcuts help (WCAG 2.1.4),
+ * remembered in this browser (localStorage), while Enter, Esc and Ctrl+Enter keep working.
  */
 (function () {
   "use strict";
@@ -28,19 +33,74 @@
     try { return element ? JSON.parse(element.textContent) : {}; } catch (error) { return {}; }
   }
 
+  /* === single-key shortcuts on or off, for this browser ========================= */
+  var SHORTCUTS_KEY = STUDY_PREFIX + "shortcuts";
+  function shortcutsOn() { var store = storage(); return !(store && store.getItem(SHORTCUTS_KEY) === "off"); }
+  function showShortcuts(on) {
+    document.documentElement.classList.toggle("wb-keys-off", !on);
+    document.querySelectorAll("[data-shortcuts-toggle]").forEach(function (box) { box.checked = on; });
+  }
+  function setShortcuts(on) {
+    var store = storage();
+    if (store) {
+      try { if (on) { store.removeItem(SHORTCUTS_KEY); } else { store.setItem(SHORTCUTS_KEY, "off"); } } catch (error) { /* blocked */ }
+    }
+    showShortcuts(on);
+  }
+  showShortcuts(shortcutsOn());
+  window.addEventListener("storage", function (event) { if (event.key === SHORTCUTS_KEY) { showShortcuts(shortcutsOn()); } });
+
+  /* === said to screen readers: a polite live region, empty when the page loads ==== */
+  var announcer = document.getElementById("wb-announce");
+  var announceTimer = null;
+  function announce(text) {
+    if (!announcer || !text) { return; }
+    announcer.textContent = "";
+    window.clearTimeout(announceTimer);
+    // Emptied first and filled a moment later, so the same words twice are said twice.
+    announceTimer = window.setTimeout(function () { announcer.textContent = text; }, 120);
+  }
+  /* === the answer bar pinned to the bottom of a narrow screen (workbench.css): the page keeps
+   * room for it below the last passage, and a control reached by Tab is scrolled clear of it. */
+  var shownBar = null;
+  var barObserver = window.ResizeObserver ? new window.ResizeObserver(fitBar) : null;
+  function fitBar() {
+    var style = document.documentElement.style;
+    if (shownBar && shownBar.isConnected && window.getComputedStyle(shownBar).position === "fixed") {
+      style.setProperty("--wb-bar-height", shownBar.offsetHeight + "px");
+    } else {
+      style.removeProperty("--wb-bar-height");
+    }
+  }
+  function watchBar(bar) {
+    if (barObserver && shownBar) { barObserver.unobserve(shownBar); }
+    shownBar = bar;
+    if (barObserver && bar) { barObserver.observe(bar); }
+    fitBar();
+  }
+  window.addEventListener("resize", fitBar);
+
+  function itemShown(root) {
+    var count = (root || document).querySelector(".wb-count");
+    var claim = (root || document).querySelector("#wb-claim");
+    var words = "Next item shown" + (count ? ": " + count.textContent.trim() : "") + ".";
+    return claim ? words + " Claim: " + claim.textContent.trim() : words;
+  }
+
   /* === one item on screen: its form, timer, keys ============================== */
   function mount(root, hooks) {
     var form = root.querySelector("#answer-form") || document.getElementById("answer-form");
     if (!form) { return null; }
     var config = readJson(root.querySelector('script[type="application/json"]') || document.getElementById("wb-config"));
     var activeField = form.querySelector("#wb-active-ms");
-    var submitButton = root.querySelector("#wb-submit");
     var textBox = root.querySelector("#id_justification");
     var help = root.querySelector("#wb-help");
     var skipPanel = root.querySelector("#wb-skip");
     var flagPanel = root.querySelector("#wb-flag");
     var backLink = root.querySelector("#wb-back");
     var labelField = root.querySelector("#wb-label");
+    var answerBar = root.querySelector("#wb-answer-bar");
+    var submitButtons = Array.prototype.slice.call(root.querySelectorAll("#wb-submit, #wb-bar-submit"));
     var passages = Array.prototype.slice.call(form.querySelectorAll("[data-passage]"));
     var choiceKeys = {};
     var submitting = false;
@@ -92,6 +152,18 @@
     if (help && config.persist) {
       help.addEventListener("toggle", function () { if (!help.open) { markInstructionsSeen(); } });
     }
+
+    /* --- the shortcuts switch in the help (hidden without this script: no shortcuts then) */
+    root.querySelectorAll("[data-shortcuts-switch]").forEach(function (line) { line.hidden = false; });
+    root.querySelectorAll("[data-shortcuts-toggle]").forEach(function (box) {
+      box.checked = shortcutsOn();
+      box.addEventListener("change", function () {
+        setShortcuts(box.checked);
+        announce(box.checked ? "Single-key shortcuts on." : "Single-key shortcuts off.");
+      });
+    });
+
+    watchBar(answerBar);
 
     /* --- choices ----------------------------------------------------------------- */
     form.querySelectorAll("input[data-keys]").forEach(function (input) {
@@ -156,7 +228,7 @@
       if (!judgedNote) { return; }
       var done = passages.filter(judged).length;
       judgedNote.textContent = done + " of " + passages.length + " passages judged" +
-        (done < passages.length ? " (y / n / x on the highlighted one)" : " \u2713");
+        (done < passages.length ? (shortcutsOn() ? " (y / n / x on the highlighted one)" : "") : " \u2713");
     }
 
     function judge(key) {
@@ -251,7 +323,7 @@
 
     /* --- submitting -------------------------------------------------------------- */
     function setBusy(busy) {
-      if (submitButton) { submitButton.disabled = busy; submitButton.classList.toggle("is-busy", busy); }
+      submitButtons.forEach(function (button) { button.disabled = busy; button.classList.toggle("is-busy", busy); });
     }
 
     form.addEventListener("submit", function (event) {
@@ -332,7 +404,7 @@
         submitAnswer();
         return;
       }
-      if (key.length !== 1) { return; }
+      if (key.length !== 1 || !shortcutsOn()) { return; } // letters, digits and signs: only while shortcuts are on
       var lower = key.toLowerCase();
       if (lower === nextQuestionKey && nextQuestion(question)) { event.preventDefault(); return; }
       if (question && /^[1-9]$/.test(key)) {
@@ -395,6 +467,12 @@
   };
   var bench = mount(firstRoot, hooks);
   if (!bench) { return; }
+  // A page loaded after an answer, a skip or a flag (no item fetched ahead, or no script before): what the
+  // server said ("Saved.", "Skipped. ...") and the item now shown.
+  var said = document.querySelector(".messages");
+  if (stage && said && said.textContent.trim()) {
+    announce(said.textContent.trim().replace(/\s+/g, " ") + " " + itemShown(stage));
+  }
 
   document.addEventListener("keydown", function (event) { bench.onKey(event); });
   document.addEventListener("visibilitychange", function () {
@@ -474,6 +552,7 @@
     prefetch = bench.config.prefetch || prefetch;
     waiting = false;
     setProgress(null);
+    announce("Answer sent. " + itemShown(stage));
     window.scrollTo(0, 0);
     var focused = document.activeElement;
     if (focused && focused !== document.body && !stage.contains(focused)) { focused.blur(); }

@@ -20,6 +20,7 @@ from annotation.transfer.services.export_jobs import request_export
 from annotation.transfer.services.export_runner import run_export_job
 from annotation.transfer.services.item_import import import_items
 from metaeval.models import Verifier, VerifierRun
+from metaeval.ppi_items import NoPpiEstimates, ppi_items
 from metaeval.reporting import ReportOptions, build_report
 from metaeval.reporting.latex_format import report_tables
 from metaeval.verifiers.services import create_verifier
@@ -62,6 +63,7 @@ def route_kwargs(pattern: URLPattern, slug: str, item_id: str, job_id: int) -> d
         "member_id": StudyMember.objects.filter(study__slug=slug).values_list("pk", flat=True).first() or 1,
         "invite_id": Invite.objects.filter(study__slug=slug).values_list("pk", flat=True).first() or 1,
         "participant_id": Participant.objects.filter(study__slug=slug).values_list("pk", flat=True).first() or 1,
+        "which": "attention",  # a participant link's check list (the picker)
     }
     unknown = names - set(values)
     assert not unknown, f"test does not know how to fill {unknown} for {pattern.name}"
@@ -120,8 +122,10 @@ def test_outsider_gets_404_through_token_auth(client, two_studies):
 
 
 #: Annotator pages refuse a researcher (403); revising a made-up assignment id is 404; a crowd
-#: participant's step page is 404 for anyone the session does not hold as a participant.
+#: participant's step page is 404 for anyone the session does not hold as a participant; the
+#: Prolific submissions of a study not connected to Prolific are a 409 `prolific_not_connected`.
 RESEARCHER_ON_ANNOTATOR_PAGES = {
+    "api-prolific-submissions": 409,
     "annotation:annotate": 403,
     "api-training-next": 403,
     "annotation:annotate_training": 403,
@@ -144,7 +148,14 @@ def test_member_reaches_the_same_routes(client, two_studies):
             # reached: an empty study's report has no agreement table yet (the 404 says so in DEBUG)
             assert "agreement" not in report_tables(build_report(study_b, ReportOptions()))
             continue
+        if name in ("metaeval:report_ppi_items", "api-study-report-ppi-items") and response.status_code == 404:
+            # reached: a study without human labels and predictions has no PPI estimates
+            with pytest.raises(NoPpiEstimates):
+                ppi_items(study_b, ReportOptions())
+            continue
         assert response.status_code in (expected, 405), f"GET {url} ({name}) gave {response.status_code}"
+        if response.status_code == 409:  # reached the view: it says why
+            assert response.json()["code"] == "prolific_not_connected"
 
 
 @pytest.mark.django_db

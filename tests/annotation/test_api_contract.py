@@ -191,7 +191,20 @@ def real_objects(loaded_verification_study, researcher, annotator, verifier_and_
 ANNOTATOR_PATHS = ("/assignments/",)
 
 
-def test_every_operation_refuses_what_it_does_not_understand(wsgi_app, researcher, annotator, real_objects):
+@pytest.fixture
+def prolific_fake(settings):
+    """Prolific as the local fake (tests/support/fake_prolific.py), as every test has it: a generated token is
+    refused there (400 prolific_refused), where a closed port would be Prolific unreachable (502)."""
+    from tests.support.fake_prolific import FakeProlific
+
+    with FakeProlific(token="a token no generated request has") as fake:
+        settings.PROLIFIC_API_URL = fake.url
+        yield fake
+
+
+def test_every_operation_refuses_what_it_does_not_understand(
+    wsgi_app, researcher, annotator, real_objects, prolific_fake
+):
     """Valid and invalid generated requests (fixed seed) on every operation of the schema.
 
     No 5xx, every answer as the schema declares it (status, content type, body), and every invalid

@@ -32,6 +32,7 @@ from annotation.models import (
     Item,
     Participant,
     ParticipantCheck,
+    ParticipantLink,
     Study,
     StudyMember,
 )
@@ -160,6 +161,34 @@ def test_study_exact_n_rule_must_be_known(db):
     violates(
         "study_exact_n_per_valid",
         lambda: Study.objects.create(slug="en", name="x", kind="verification", exact_n_per="annotator"),
+    )
+
+
+@pytest.mark.parametrize(
+    "n_min, k",
+    [(2, None), (None, 2), (0, 2), (3, 2), (4, 2), (2, 1), (2, 4)],
+    ids=["k-missing", "n-min-missing", "n-min-zero", "n-min-at-n", "n-min-above-n", "k-one", "k-above-n"],
+)
+def test_adaptive_overlap_needs_n_min_below_n_and_k_from_two_to_n(db, n_min, k):
+    violates(
+        "study_adaptive_overlap_valid",
+        lambda: Study.objects.create(
+            slug="ad", name="x", kind="verification", annotators_per_item=3, adaptive_min_n=n_min, adaptive_agreement=k
+        ),
+    )
+
+
+def test_adaptive_overlap_two_then_three_is_stored(db):
+    study = Study.objects.create(
+        slug="ad", name="x", kind="verification", annotators_per_item=3, adaptive_min_n=2, adaptive_agreement=2
+    )
+    assert study.is_adaptive
+
+
+def test_participant_link_pay_basis_must_be_known(study):
+    violates(
+        "participant_link_pay_basis",
+        lambda: ParticipantLink.objects.create(study=study, token="t" * 20, pay_basis="hourly"),
     )
 
 

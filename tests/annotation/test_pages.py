@@ -181,3 +181,46 @@ def test_my_studies_counts_what_matters_to_each_role(client, researcher, annotat
     html = client.get(reverse("annotation:my_studies")).content.decode()
     row = re.search(r'<tr data-study="verif">(.*?)</tr>', html, re.S).group(1)
     assert "0 labels by you" in row
+
+
+def test_item_list_counts_from_the_counter_rows_equal_counting_the_items(client, researcher, verification_study):
+    """Issue 35: the pager's count (DomainCount) and each row's labels (Item.n_answers) are what counting the
+    items and their labels gives, for every filter, after updates that move items between domains and gold."""
+    from django.db.models import Count
+
+    from annotation.studies.selectors import paged_study_items, study_items
+    from annotation.transfer.services.annotation_import import import_annotations
+
+    first = [
+        verification_item(f"c-{n:03d}", domain=("news", "bio", "")[n % 3], **({"gold": "supported"} if n % 4 else {}))
+        for n in range(130)
+    ]
+    import_items(study=verification_study, stream=jsonl(*first), fmt="jsonl")
+    moved = [verification_item(f"c-{n:03d}", domain="moved", gold="contradicted") for n in range(0, 130, 7)]
+    import_items(study=verification_study, stream=jsonl(*moved), fmt="jsonl", update=True)
+    labels = [
+        {"item": f"c-{n:03d}", "annotator": f"w{k}", "label": "supported"} for n in range(60) for k in range(n % 3)
+    ]
+    import_annotations(study=verification_study, stream=jsonl(*labels), fmt="jsonl")
+    client.force_login(researcher)
+    url = reverse("annotation:item_list", args=["verif"])
+    for domain in (None, "news", "bio", "", "moved", "absent"):
+        for has_gold in (None, True, False):
+            counted = paged_study_items(verification_study, domain=domain, has_gold=has_gold)
+            truth = study_items(verification_study, domain=domain, has_gold=has_gold)
+            assert counted.count() == truth.count(), (domain, has_gold)
+            query = {"domain": domain or "", "gold": {None: "", True: "yes", False: "no"}[has_gold]}
+            if domain == "":
+                continue  # the page's "" is all domains
+            html = client.get(url, query).content.decode()
+            n = truth.count()
+            assert f"{n} item{'s' if n != 1 else ''}</p>" in html, (domain, has_gold)
+    labelled = dict(
+        Item.objects.filter(study=verification_study)
+        .annotate(n=Count("assignments__annotation"))
+        .values_list("external_id", "n")
+    )
+    shown = {item.external_id: item.n_annotations for item in study_items(verification_study)}
+    assert shown == labelled and sum(labelled.values()) == len(labels)
+    api = client.get(reverse("api-item-list", args=["verif"]), {"domain": "moved"}).json()
+    assert api["count"] == 19 and {row["n_annotations"] for row in api["results"]} <= {0, 1, 2}

@@ -72,6 +72,11 @@ def test_report_tables_scroll_inside_their_cards(screen_context, guard, screen, 
     page.goto(reverse("verifiers:list", args=[study.slug]))
     assert_fits(page, f"verifiers page ({screen})")
     shoot(page, "verifiers", screen)
+    page.locator("#predictions-export").scroll_into_view_if_needed()
+    assert (
+        page.locator("#predictions-export-csv").is_visible() and page.locator("#predictions-export-jsonl").is_visible()
+    )
+    shoot(page, "verifiers-export", screen)
     assert guard.page_errors == [] and guard.external_requests == []
 
 

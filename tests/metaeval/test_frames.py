@@ -1,6 +1,6 @@
 """The label and item frames read the same rows whichever way they are read (arrays on PostgreSQL).
 
-``metaeval.selectors._frames`` reads each query's columns as arrays on PostgreSQL and its rows
+``metaeval.selectors.read_frames`` reads each query's columns as arrays on PostgreSQL and its rows
 through the ORM elsewhere; on PostgreSQL both ways are compared here on strings a text format
 could mangle (quotes, commas, line breaks, "NA", leading zeros, spaces, non-ASCII, empty).
 The label frame joins the answers to their assignments itself: its labels are compared with the
@@ -49,7 +49,7 @@ def _by_orm(rows, columns):
 def test_the_label_and_item_frames_equal_the_orms_rows(tricky_study, monkeypatch):
     copied = selectors.label_frame(tricky_study, include_gold=True)
     items = selectors.item_frame(tricky_study)
-    monkeypatch.setattr(selectors, "_frames", lambda *reads: [_by_orm(read.rows, read.columns) for read in reads])
+    monkeypatch.setattr(selectors, "read_frames", lambda *reads: [_by_orm(read.rows, read.columns) for read in reads])
     pd.testing.assert_frame_equal(copied, selectors.label_frame(tricky_study, include_gold=True))
     pd.testing.assert_frame_equal(items, selectors.item_frame(tricky_study))
     assert len(copied) == 2 * len(TRICKY) and list(copied.columns) == LABEL_COLUMNS

@@ -174,7 +174,7 @@ def test_a_newer_hf_export_replaces_the_older_zip_and_leaves_other_formats(loade
 
 
 def test_a_failed_hf_build_says_why_and_leaves_no_file(loaded_verification_study, monkeypatch):
-    def full_disk(study, folder):
+    def full_disk(study, folder, **options):
         (folder / "data").mkdir(parents=True)
         raise OSError("No space left on device")
 
@@ -196,7 +196,11 @@ def test_a_killed_hf_export_is_cleaned_up_queued_again_and_finishes(
     job = request_export(study=loaded_verification_study, file_format="hf")
     seen: list[Path] = []
     real = archive.write_hf_dataset
-    monkeypatch.setattr(archive, "write_hf_dataset", lambda study, folder: seen.append(folder) or real(study, folder))
+    monkeypatch.setattr(
+        archive,
+        "write_hf_dataset",
+        lambda study, folder, **options: seen.append(folder) or real(study, folder, **options),
+    )
     scratch = scratch_dir("exports")
     zip_name = f"{job.pk}-0123abcd-verif-hf-dataset.zip"
     for leftover in (f"{zip_name}.d/data/items", f"{zip_name}.d.partial/data/annotations"):
@@ -256,3 +260,35 @@ def test_the_notebook_client_asks_for_the_hf_export(loaded_verification_study, r
     assert files_of(folder) == files_of(command_folder(loaded_verification_study, tmp_path))
     with pytest.raises(ValueError, match="not an empty folder"):
         lab.hf_dataset(loaded_verification_study.slug, folder)
+
+
+def test_the_licence_chosen_on_the_page_or_in_the_api_is_in_the_zips_card(client, researcher, tmp_path):
+    """Stored on the job, so a job re-queued after a lost worker writes the same card."""
+    study = make_study(researcher=researcher)
+    client.force_login(researcher)
+    response = client.post(
+        reverse("api-export-create", args=[study.slug]),
+        {"format": "hf", "license": "CC-BY-4.0"},
+        content_type="application/json",
+    )
+    assert response.status_code == 202 and response.json()["license"] == "cc-by-4.0"
+    run_export_job(job_id=response.json()["id"])
+    done = client.get(response["Location"]).json()
+    with zipfile.ZipFile(io.BytesIO(downloaded(client.get(done["download_url"])))) as zipped:
+        card = zipped.read("README.md").decode()
+    assert 'license: "cc-by-4.0"' in card
+    page = client.get(reverse("metaeval:report", args=[study.slug])).content.decode()
+    assert 'name="license"' in page and '<option value="mit">' in page
+    client.post(reverse("annotation:study_export_request", args=[study.slug]), {"format": "hf", "license": "mit"})
+    assert ExportJob.objects.latest("pk").license == "mit"
+
+
+def test_an_unknown_licence_or_one_on_a_csv_export_is_refused_by_name(client, researcher):
+    study = make_study(researcher=researcher)
+    client.force_login(researcher)
+    url = reverse("api-export-create", args=[study.slug])
+    refused = client.post(url, {"format": "hf", "license": "llama9"}, content_type="application/json")
+    assert refused.status_code == 400 and "licence 'llama9' is not one of" in refused.content.decode()
+    on_csv = client.post(url, {"format": "csv", "license": "mit"}, content_type="application/json")
+    assert on_csv.status_code == 400 and "Hugging Face dataset's card only" in on_csv.content.decode()
+    assert not ExportJob.objects.exists()

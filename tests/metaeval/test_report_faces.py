@@ -126,7 +126,11 @@ def test_page_shows_numbers_charts_and_linked_disagreements(client, demo_researc
         "F1@K",
     ):
         assert text in html, text
-    assert 'style="' not in html and "<script" not in html  # CSP: no inline styles or scripts
+    assert 'style="' not in html  # CSP: no inline styles, and only the page's own script files (no inline script)
+    assert re.findall(r"<script\b[^>]*>", html) == [
+        '<script src="/static/js/report_index.js" defer>',
+        '<script src="/static/js/scroll_cue.js" defer>',
+    ]
     assert not [u for u in ASSET.findall(html) if re.match(r"^(https?:)?//", u)]
     for name in ("labels", "agreement"):
         svg = reverse("metaeval:report_chart", args=["xsum-factuality", name, "svg"])

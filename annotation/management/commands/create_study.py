@@ -65,6 +65,12 @@ class Command(BaseCommand):
             default="item",
             help="with conditions: N annotators per item across conditions (item), or N in each condition",
         )
+        parser.add_argument(
+            "--adaptive",
+            metavar="N_MIN:K",
+            help="adaptive overlap: every item gets N_MIN annotators, more (up to --annotators-per-item) only "
+            "while fewer than K answers agree, e.g. 2:2",
+        )
         parser.add_argument("--status", choices=["draft", "open", "closed"], default="open")
 
     def handle(self, *args, **options) -> None:
@@ -77,6 +83,7 @@ class Command(BaseCommand):
         try:
             questions = read_questions_file(options["questions"]) if options["questions"] else None
             questionnaires = read_questions_file(options["questionnaires"]) if options["questionnaires"] else None
+            adaptive = _adaptive(options["adaptive"])
             study = create_study(
                 slug=options["slug"],
                 name=options["name"],
@@ -97,6 +104,8 @@ class Command(BaseCommand):
                 questionnaires=questionnaires,
                 conditions=options["conditions"],
                 exact_n_per=options["exact_n_per"],
+                adaptive_min_n=adaptive[0],
+                adaptive_agreement=adaptive[1],
                 status=options["status"],
             )
         except ServiceError as exc:
@@ -115,3 +124,13 @@ class Command(BaseCommand):
                 + "."
             )
         )
+
+
+def _adaptive(value: str | None) -> tuple[int | None, int | None]:
+    """--adaptive N_MIN:K as create_study's two settings (n_min, k); (None, None) without it."""
+    if not value:
+        return None, None
+    parts = value.split(":")
+    if len(parts) != 2 or not all(part.strip().isdigit() for part in parts):
+        raise CommandError(f"--adaptive takes N_MIN:K, two whole numbers such as 2:2, got {value!r}")
+    return int(parts[0]), int(parts[1])

@@ -18,6 +18,13 @@ from typing import IO, Any
 from annotation.lib.formats import RecordError, json_type
 from annotation.transfer.adapters.documents import jsonl_objects as jsonl_objects
 from annotation.transfer.adapters.documents import whole_json as whole_json
+
+# Where an import was asked for, and how each face names an option (the import services read them too).
+from annotation.transfer.faces import API as API
+from annotation.transfer.faces import CLI as CLI
+from annotation.transfer.faces import OPTIONS as OPTIONS
+from annotation.transfer.faces import PAGE as PAGE
+from annotation.transfer.faces import option as option
 from annotation.vocab import canonical_label
 
 ITEMS = "items"
@@ -26,21 +33,6 @@ PREDICTIONS = "predictions"
 #: Responses that abstained (no claims): kept on the study so the respond ratio counts them.
 ABSTENTIONS = "abstentions"
 TARGETS = (ITEMS, ANNOTATIONS, PREDICTIONS)
-#: Where an import was asked for: an error that asks for an option names it as that face does.
-CLI, PAGE, API = "cli", "page", "api"
-#: An option as each face names it: the command's flag, the import page's field, the API's parameter.
-OPTIONS: dict[str, dict[str, str]] = {
-    "from": {CLI: "--from", PAGE: "the 'From' field", API: "'from'"},
-    "pair": {CLI: "--pair FILE", PAGE: "the 'Second file' field", API: "'pair'"},
-    "systems": {CLI: "--systems A,B", PAGE: "the 'Systems' field (A,B)", API: "'systems' (A,B)"},
-    "verifier": {CLI: "--verifier NAME", PAGE: "the 'Verifier' field", API: "'verifier'"},
-    "source_labels": {CLI: "--source-labels", PAGE: "the 'The file's own labels' field", API: "'source_labels'"},
-}
-
-
-def option(name: str, face: str = CLI) -> str:
-    """How the face an import came from names one of its options (docs/importing.md lists all three)."""
-    return OPTIONS[name].get(face, OPTIONS[name][CLI])
 
 
 @dataclass(frozen=True)

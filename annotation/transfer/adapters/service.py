@@ -172,7 +172,12 @@ def import_from(
             part.file.seek(0)
             try:
                 done = services[name](
-                    study=study, stream=part.file, fmt="jsonl", update=update, max_line_bytes=STAGED_LINE_BYTES
+                    study=study,
+                    stream=part.file,
+                    fmt="jsonl",
+                    update=update,
+                    max_line_bytes=STAGED_LINE_BYTES,
+                    face=face,
                 )
             except ImportFailed as exc:
                 raise ImportFailed([part.source_error(error) for error in exc.errors], exc.total) from None

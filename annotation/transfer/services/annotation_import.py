@@ -20,6 +20,7 @@ from annotation.lib.randomisation import left_system_for, queue_position
 from annotation.members.services import ensure_annotator_identities
 from annotation.models import Annotation, Assignment, Item, Study, StudyMember
 from annotation.signals import labels_imported
+from annotation.transfer.faces import CLI, to_replace
 from annotation.transfer.importers import AnnotationRow, parse_annotation
 from annotation.transfer.services.annotation_staging import (
     annotation_staging_for,
@@ -38,6 +39,13 @@ PER_CONDITION_REFUSAL = (
     "exact N holds per item, or set that rule before the first answer"
 )
 
+#: Why new labels cannot be imported into an adaptive-overlap study (updates of existing ones can).
+ADAPTIVE_REFUSAL = (
+    "this study uses adaptive overlap (each item gets annotators until their answers agree): an imported "
+    "label would skip the rule that opens and closes items, so new labels cannot be imported; import them "
+    "into a copy of the study with a fixed N"
+)
+
 
 def import_annotations(
     *,
@@ -46,6 +54,7 @@ def import_annotations(
     fmt: str,
     update: bool = False,
     max_line_bytes: int = MAX_LINE_BYTES,
+    face: str = CLI,
 ) -> ImportResult:
     """Import annotations from a binary stream; raise ImportFailed on any problem.
 
@@ -55,7 +64,8 @@ def import_annotations(
     read and switched live with the updates in one short transaction
     (annotation_staging.py), so annotators keep working during a big import.
     Annotator identities new to the study are made as the file is read and
-    removed again if the import fails.
+    removed again if the import fails. `face` (transfer/faces.py): where the import was asked for, so
+    an error that asks for `update` names it as that face does.
     """
     errors = ErrorCollector()
     result = ImportResult()
@@ -130,13 +140,16 @@ def import_annotations(
                             [
                                 RecordError(
                                     line,
-                                    f"annotator {row.annotator!r} already has a label on item {row.item!r}; use --update to replace it",
+                                    f"annotator {row.annotator!r} already has a label on item {row.item!r}; {to_replace(face)}",
                                     "annotator",
                                 )
                             ]
                         )
                     elif not errors:
                         updates.append((assignment_pk, row))
+                    continue
+                if study.is_adaptive:
+                    errors.extend([RecordError(line, ADAPTIVE_REFUSAL, "item")])
                     continue
                 if study.slots_per_item != study.annotators_per_item:
                     # Each condition owns a range of an item's slots; an imported label has no condition

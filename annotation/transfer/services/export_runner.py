@@ -77,7 +77,7 @@ def _write(job: ExportJob, local: Path) -> int:
     registered = export_format(job.file_format)
     if registered is None:
         raise ServiceError(f"no app builds {job.file_format!r} exports here")
-    return registered.build(job.study, local)
+    return registered.build(job.study, local, {"license": job.license} if job.license else {})
 
 
 def _drop_older_files(job: ExportJob) -> None:

@@ -22,6 +22,7 @@ from annotation.lib.formats import detect_format
 from annotation.lib.storage import UPLOADS, files
 from annotation.models import ImportJob, Study
 from annotation.tasks import run_import_job
+from annotation.transfer.faces import WEB
 from annotation.transfer.services.import_runner import run_import
 from config.request_id import enqueue
 
@@ -34,8 +35,13 @@ def submit_import(
     file_format: str | None = None,
     update: bool = False,
     created_by: User | None = None,
+    face: str = WEB,
 ) -> ImportJob:
-    """Record an uploaded import and run it now or queue it, by size."""
+    """Record an uploaded import and run it now or queue it, by size.
+
+    `face` (transfer/faces.py: PAGE or API) names the options in the errors of an import run now; the
+    job does not store it, so a queued one's errors name both the page's field and the API's.
+    """
     if what not in ImportJob.What.values:
         raise ServiceError(f"can import {', '.join(ImportJob.What.values)}, not {what!r}")
     try:
@@ -57,7 +63,7 @@ def submit_import(
     )
     if (upload.size or 0) <= settings.IMPORT_INLINE_MAX_BYTES:
         upload.seek(0)
-        run_import(job, upload)
+        run_import(job, upload, face=face)
         return job
     upload.seek(0)
     try:

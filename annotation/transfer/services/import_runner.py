@@ -21,6 +21,7 @@ from annotation.lib.formats import RecordError
 from annotation.lib.job_runs import claim, heartbeat, retry_on_db_fault
 from annotation.lib.storage import delete_quietly, local_copy
 from annotation.models import ImportJob
+from annotation.transfer.faces import WEB
 from annotation.transfer.services.annotation_import import import_annotations
 from annotation.transfer.services.item_import import import_items
 
@@ -53,7 +54,7 @@ def run_import_job(*, job_id: int) -> ImportJob:
     return job
 
 
-def run_import(job: ImportJob, stream: IO[bytes], *, lock_retries: int = 0) -> None:
+def run_import(job: ImportJob, stream: IO[bytes], *, lock_retries: int = 0, face: str = WEB) -> None:
     """Import `stream` as the job says and record the outcome on it.
 
     A file with problems fails with its line-numbered errors; an unexpected
@@ -61,7 +62,8 @@ def run_import(job: ImportJob, stream: IO[bytes], *, lock_retries: int = 0) -> N
     left "running" for ever. Either way the import changed nothing. A locked
     database is retried `lock_retries` times with backoff (the import is one
     transaction, so a retry starts from a clean slate), then fails the job
-    with that reason.
+    with that reason. `face` (transfer/faces.py): who asked, for the names of options in the errors; a
+    queued job's upload came from the page or the API (WEB).
     """
     where = {"job": job.pk, "study": job.study.slug, "what": job.what}
     logger.info(
@@ -71,7 +73,9 @@ def run_import(job: ImportJob, stream: IO[bytes], *, lock_retries: int = 0) -> N
 
     def attempt() -> ImportResult:
         stream.seek(0)
-        return IMPORTERS[job.what](study=job.study, stream=stream, fmt=job.file_format, update=job.update_existing)
+        return IMPORTERS[job.what](
+            study=job.study, stream=stream, fmt=job.file_format, update=job.update_existing, face=face
+        )
 
     try:
         result = retry_on_db_fault(attempt, what=f"import job {job.pk}", retries=lock_retries)

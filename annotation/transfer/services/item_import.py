@@ -6,12 +6,18 @@ from typing import IO
 
 from django.utils import timezone
 
-from annotation.errors import ErrorCollector, ImportResult
+from annotation.errors import ErrorCollector, ImportFailed, ImportResult
 from annotation.lib.formats import MAX_LINE_BYTES, RecordError
 from annotation.lib.randomisation import claim_rank
 from annotation.models import Item, Study
+from annotation.transfer.faces import CLI, to_replace
 from annotation.transfer.importers import ItemRow, parse_preference_item, parse_verification_item
-from annotation.transfer.services.item_staging import stage_item_rows, staging_for, switch_live
+from annotation.transfer.services.item_staging import (
+    responses_mixed_with_stored,
+    stage_item_rows,
+    staging_for,
+    switch_live,
+)
 
 BATCH_SIZE = 1000
 
@@ -23,6 +29,7 @@ def import_items(
     fmt: str,
     update: bool = False,
     max_line_bytes: int = MAX_LINE_BYTES,
+    face: str = CLI,
 ) -> ImportResult:
     """Import a study's items from a binary stream; raise ImportFailed on any problem.
 
@@ -31,13 +38,15 @@ def import_items(
     so annotators keep working during a big import), then switched live in one
     short transaction. When a problem turns up (even on the last line) nothing
     becomes live. Every remaining line is still checked, so the
-    user sees all problems at once instead of one per attempt.
+    user sees all problems at once instead of one per attempt. `face` (transfer/faces.py): where the
+    import was asked for, so an error that asks for `update` names it as that face does.
     """
     errors = ErrorCollector()
     result = ImportResult()
     now = timezone.now()
     existing = dict(Item.objects.filter(study=study).values_list("external_id", "pk"))
     seen: dict[str, int] = {}
+    responses = ResponseCheck(enabled=not study.is_preference)
     systems = list(study.systems)
     with staging_for(study) as staging:
         batch: list[tuple] = []
@@ -53,19 +62,25 @@ def import_items(
                 errors.extend(
                     [
                         RecordError(
-                            line, f"duplicate id {row.external_id!r}, first seen on line {seen[row.external_id]}", "id"
+                            line,
+                            f"duplicate id {row.external_id!r}, first seen on line {seen[row.external_id]}",
+                            "id",
                         )
                     ]
                 )
                 continue
             seen[row.external_id] = line
+            mixed = responses.check(line, row)
+            if mixed:
+                errors.extend(mixed)
+                continue
             target = existing.get(row.external_id)
             if target is not None and not update:
                 errors.extend(
                     [
                         RecordError(
                             line,
-                            f"item {row.external_id!r} already exists in this study; use --update to replace it",
+                            f"item {row.external_id!r} already exists in this study; {to_replace(face)}",
                             "id",
                         )
                     ]
@@ -85,8 +100,37 @@ def import_items(
         if errors:
             raise errors.fail()
         stage_item_rows(staging, batch)
-        switch_live(staging, systems=systems, now=now)
+        if existing and responses.enabled:
+            mixed = responses_mixed_with_stored(staging)
+            if mixed:
+                raise ImportFailed(mixed)
+        switch_live(staging, systems=systems, now=now, face=face)
     return result
+
+
+class ResponseCheck:
+    """A verification study's response is one system's answer in one domain: the claims of one ``response_id``
+    share its ``system`` and ``domain`` (the factuality scores count claims per response, and refuse a response
+    with two). Checked within the file here; against the stored items by ``responses_mixed_with_stored``."""
+
+    def __init__(self, *, enabled: bool) -> None:
+        self.enabled = enabled
+        self.first: dict[str, tuple[str, str, int]] = {}  # response id -> system, domain, line first seen
+
+    def check(self, line: int, row: ItemRow) -> list[RecordError]:
+        if not self.enabled or not row.response_id:
+            return []
+        system, domain, first_line = self.first.setdefault(row.response_id, (row.system, row.domain, line))
+        return [
+            RecordError(
+                line,
+                f"response {row.response_id!r} is {name} {theirs!r} on line {first_line}, here {ours!r}: "
+                f"the claims of one response share its {name}",
+                name,
+            )
+            for name, theirs, ours in (("system", system, row.system), ("domain", domain, row.domain))
+            if theirs != ours
+        ]
 
 
 def _parse(study: Study, line: int, record: dict, systems: list[str]) -> ItemRow | list[RecordError]:

@@ -18,6 +18,8 @@ from annotation.lib.rawsql import Names
 from annotation.lib.staging import stage_rows, temporary_table
 from annotation.models import Item, StagedItem, Study
 from annotation.progress.counters import items_switched, recount_study
+from annotation.transfer.faces import CLI, again_to_replace
+from annotation.workbench.adaptive import unopened_slots
 
 STAGED_FIELDS = [
     "line",
@@ -64,18 +66,18 @@ def stage_item_rows(staging: Staging, rows: Sequence[tuple]) -> None:
     stage_rows(StagedItem, STAGED_FIELDS, staging.table, rows)
 
 
-def switch_live(staging: Staging, *, systems: list[str], now: datetime) -> None:
+def switch_live(staging: Staging, *, systems: list[str], now: datetime, face: str = CLI) -> None:
     """Make the staged rows the study's items in one transaction, or raise ImportFailed.
 
     Between staging and this switch another import may have added some of the
     same ids (the unique constraint would stop it anyway; here they are named
-    by line), or set the study's systems differently.
+    by line, with how `face` replaces them: transfer/faces.py), or set the study's systems differently.
     """
     study = staging.study
     staged, item = Names(StagedItem), Names(Item)
     with transaction.atomic():
         locked = Study.objects.select_for_update().get(pk=study.pk)
-        conflicts = _new_ids_taken_since(staging)
+        conflicts = _new_ids_taken_since(staging, face)
         if conflicts:
             raise ImportFailed(conflicts)
         if study.is_preference and locked.systems and systems != locked.systems:
@@ -99,9 +101,10 @@ def switch_live(staging: Staging, *, systems: list[str], now: datetime) -> None:
                 f"INSERT INTO {item.table} ({item.study}, {item.external_id}, {item.position}, {item.claim_rank}, "
                 f"{', '.join(columns)}, {item.slots_taken}, {item.created_at}, {item.updated_at}) "
                 f"SELECT %s, {staged.external_id}, %s + {staged.new_rank}, {staged.claim_rank}, {', '.join(columns)}, "
-                "0, %s, %s "
+                "%s, %s, %s "
                 f"FROM {staging.table} WHERE {staged.target} IS NULL ORDER BY {staged.new_rank}",
-                [study.pk, last or 0, stamp, stamp],
+                # adaptive overlap: a new item's unopened slots count as taken (workbench/adaptive.py)
+                [study.pk, last or 0, unopened_slots(locked), stamp, stamp],
             )
             # UPDATE ... FROM: PostgreSQL, and SQLite since 3.33.
             assignments = ", ".join(f"{column} = s.{column}" for column in columns)
@@ -118,6 +121,46 @@ def switch_live(staging: Staging, *, systems: list[str], now: datetime) -> None:
             recount_study(study)  # updated items may have moved domain (their labels with them) or gained gold
 
 
+def responses_mixed_with_stored(staging: Staging) -> list[RecordError]:
+    """Staged claims whose response the study's stored items (those this import does not replace) give another
+    system or domain (item_import.ResponseCheck: a response's claims share both); the first few, by line.
+
+    Read before the switch's transaction: at a million stored items the join takes a second, which the
+    switch's lock should not hold. An import racing this one could still mix a response; the report names it.
+    """
+    staged, item = Names(StagedItem), Names(Item)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT s.{staged.line}, s.{staged.response_id}, s.{staged.system}, s.{staged.domain}, "
+            f"i.{item.external_id}, i.{item.system}, i.{item.domain} FROM {staging.table} AS s "
+            f"JOIN {item.table} AS i ON i.{item.study} = %s AND i.{item.response_id} = s.{staged.response_id} "
+            f"WHERE s.{staged.response_id} <> '' "
+            f"AND (i.{item.system} <> s.{staged.system} OR i.{item.domain} <> s.{staged.domain}) "
+            f"AND NOT EXISTS (SELECT 1 FROM {staging.table} AS r WHERE r.{staged.target} = i.{item.id}) "
+            f"ORDER BY s.{staged.line}, i.{item.position}, i.{item.id} LIMIT %s",
+            [staging.study.pk, MAX_REPORTED_CONFLICTS],
+        )
+        rows = cursor.fetchall()
+    problems: list[RecordError] = []
+    named: set[int] = set()
+    for line, response, system, domain, stored_id, stored_system, stored_domain in rows:
+        if line in named:
+            continue  # the response's first stored item is named; its others say the same
+        named.add(line)
+        name, theirs, ours = (
+            ("system", stored_system, system) if stored_system != system else ("domain", stored_domain, domain)
+        )
+        problems.append(
+            RecordError(
+                line,
+                f"response {response!r} is {name} {theirs!r} in the study's item {stored_id!r}, here {ours!r}: "
+                f"the claims of one response share its {name}",
+                name,
+            )
+        )
+    return problems
+
+
 def _updates_any(staging: Staging) -> bool:
     """Whether the import changes items that exist already (not only adds new ones)."""
     staged = Names(StagedItem)
@@ -126,7 +169,7 @@ def _updates_any(staging: Staging) -> bool:
         return cursor.fetchone() is not None
 
 
-def _new_ids_taken_since(staging: Staging) -> list[RecordError]:
+def _new_ids_taken_since(staging: Staging, face: str) -> list[RecordError]:
     """Staged new items whose id another import has added since this one read the study."""
     staged, item = Names(StagedItem), Names(Item)
     with connection.cursor() as cursor:
@@ -141,7 +184,7 @@ def _new_ids_taken_since(staging: Staging) -> list[RecordError]:
         RecordError(
             line,
             f"item {external_id!r} was added to the study by another import while this file was being read; "
-            "import the file again (with --update to replace it)",
+            + again_to_replace(face),
             "id",
         )
         for line, external_id in rows

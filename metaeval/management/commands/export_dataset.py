@@ -8,6 +8,7 @@ from annotation.errors import ServiceError
 from annotation.management.base import study_by_slug
 from metaeval.dataset_export import write_hf_dataset
 from metaeval.dataset_export.card import UNKNOWN_LICENSE
+from metaeval.dataset_export.licenses import LICENSES
 
 
 class Command(BaseCommand):
@@ -23,7 +24,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--license",
             default=UNKNOWN_LICENSE,
-            help=f"the dataset's licence as a Hub identifier (e.g. cc-by-4.0); default {UNKNOWN_LICENSE!r}: unknown",
+            help=f"the dataset's licence, a Hub identifier or SPDX id ({', '.join(LICENSES)}); default {UNKNOWN_LICENSE!r}: unknown",
         )
 
     def handle(self, *args, **options) -> None:

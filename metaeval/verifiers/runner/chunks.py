@@ -25,6 +25,7 @@ from django.utils import timezone
 from annotation.models import Item
 
 from ...models import Prediction, Verifier, VerifierRun
+from ..prediction_version import predictions_written
 
 __all__ = [
     "Outcome",
@@ -177,6 +178,7 @@ def _store(run: VerifierRun, outcomes: Sequence[Outcome]) -> None:
                 )
             )
     Prediction.objects.bulk_create(new, ignore_conflicts=True, batch_size=500)
+    predictions_written([verifier_id])
 
 
 def recount(run: VerifierRun) -> None:

@@ -16,8 +16,9 @@ from typing import Any
 
 from django.conf import settings
 
+from annotation.lib.keystore import KeyUnreadable, decrypt
+
 from ..endpoints import UNUSED_KEY, EndpointUnavailable, get_endpoint, operator_key, url_problem
-from ..keystore import KeyUnreadable, decrypt
 
 __all__ = ["Target", "target_for"]
 
@@ -55,7 +56,7 @@ def target_for(params: Mapping[str, Any], stored_key: str, *, need_key: bool = T
     if problem:
         raise EndpointUnavailable(f"the verifier's endpoint URL {problem}")
     try:
-        key = decrypt(stored_key) if need_key else ""
+        key = decrypt(stored_key, what="the endpoint's API key") if need_key else ""
     except KeyUnreadable as exc:
         raise EndpointUnavailable(str(exc)) from None
     return Target(base_url=base_url, api_key=key or UNUSED_KEY, guarded=True)

@@ -30,10 +30,16 @@ from annotation.models import Item, Study
 from annotation.transfer.adapters import import_from
 from annotation.transfer.adapters.base import PAGE, PREDICTIONS
 from annotation.transfer.adapters.uploads import check_size
+from annotation.transfer.faces import CLI, to_replace
 from annotation.vocab import canonical_label
 
 from ...models import Prediction, Verifier
-from .prediction_staging import prediction_staging_for, stage_prediction_rows, switch_predictions_live
+from .prediction_staging import (
+    UPDATE,
+    prediction_staging_for,
+    stage_prediction_rows,
+    switch_predictions_live,
+)
 
 __all__ = [
     "IMPORTED_CACHE_KEY",
@@ -45,6 +51,18 @@ __all__ = [
 
 IMPORTED_CACHE_KEY = "imported"
 PREDICTION_FIELDS = ("item", "verifier", "label", "score", "rationale")
+#: The predictions export's other columns (verifiers/prediction_export.py): read past, so an export re-imports as
+#: it is; what they say (raw text, tokens, the call's error) belongs to the run that made the prediction.
+EXPORT_ONLY_FIELDS = (
+    "raw_label",
+    "parse_status",
+    "error",
+    "latency_ms",
+    "tokens_in",
+    "tokens_out",
+    "order_labels",
+    "raw_output",
+)
 MAX_NAME = 100
 MAX_ID = 200
 MAX_LABEL = 200
@@ -78,6 +96,10 @@ def _text(record: dict, name: str, errors: list[RecordError], line: int, *, limi
         errors.append(RecordError(line, f"is {len(text):,} characters long; the limit is {limit:,}", name))
         return ""
     return text
+
+
+def _filled(value: Any) -> bool:
+    return value is not None and not (isinstance(value, str) and not value.strip())
 
 
 def _score(record: dict, errors: list[RecordError], line: int) -> float | None:
@@ -117,7 +139,7 @@ def parse_prediction(
     unparseable prediction (label None, raw text kept) rather than refused.
     """
     errors: list[RecordError] = []
-    unknown = sorted(name for name in record if name not in PREDICTION_FIELDS)
+    unknown = sorted(name for name in record if name not in PREDICTION_FIELDS and name not in EXPORT_ONLY_FIELDS)
     if unknown:
         errors.append(
             RecordError(
@@ -129,6 +151,19 @@ def parse_prediction(
     item = _text(record, "item", errors, line, limit=MAX_ID, required=True)
     verifier = _text(record, "verifier", errors, line, limit=MAX_NAME, required=True)
     limit = MAX_RATIONALE if keep_unparseable else MAX_LABEL
+    unanswered = not _filled(record.get("label")) and (
+        _filled(record.get("error")) or record.get("parse_status") == Prediction.ParseStatus.UNPARSEABLE
+    )
+    if unanswered and not keep_unparseable:
+        errors.append(
+            RecordError(
+                line,
+                "is empty: this exported prediction is a failed call or an unparseable answer, not a verdict; "
+                "leave the row out",
+                "label",
+            )
+        )
+        return errors
     raw = _text(record, "label", errors, line, limit=limit, required=not keep_unparseable)
     label = canonical_label(raw, labels, aliases) if raw else None
     raw_output = ""
@@ -151,6 +186,7 @@ def import_predictions(
     update: bool = False,
     max_line_bytes: int = MAX_LINE_BYTES,
     keep_unparseable: bool = False,
+    face: str = CLI,
 ) -> ImportResult:
     """Import predictions made elsewhere; ImportFailed (nothing changed) names every problem by line and field.
 
@@ -161,7 +197,8 @@ def import_predictions(
     file is read and checked, its rows written a batch at a time to a private
     table, with no transaction open (annotators keep labelling during a big
     import), then switched live, with the verifiers new to the study, in one
-    short transaction. A problem on any line, even the last, leaves nothing live.
+    short transaction. A problem on any line, even the last, leaves nothing live. `face`: where the import
+    was asked for, so an error that asks for ``update`` names it as that face does (transfer/faces.py).
     """
     if study.kind != Study.Kind.VERIFICATION:
         raise ServiceError("predictions are verdicts on claims: only verification studies take them")
@@ -178,7 +215,7 @@ def import_predictions(
             verifier__study=study, verifier__kind=Verifier.Kind.IMPORTED, cache_key=IMPORTED_CACHE_KEY
         ).values_list("pk", "verifier_id", "item_id")
     }
-    seen: dict[tuple[str, str], int] = {}
+    seen: dict[str, dict[int, int]] = {}  # verifier -> item pk -> first line (ints shared with `items`: compact)
     with prediction_staging_for(study, cache_key=IMPORTED_CACHE_KEY) as staging:
         batch: list[tuple] = []
         for line, record in errors.records(stream, fmt, result, max_line_bytes=max_line_bytes):
@@ -198,7 +235,7 @@ def import_predictions(
                         RecordError(
                             line,
                             f"verifier {row.verifier!r} already has a prediction for item "
-                            f"{row.item!r}; use --update to replace it",
+                            f"{row.item!r}; {to_replace(face, name=UPDATE)}",
                             "item",
                         )
                     ]
@@ -215,7 +252,7 @@ def import_predictions(
         if errors:
             raise errors.fail()
         stage_prediction_rows(staging, batch)
-        result.updated = switch_predictions_live(staging, now=now)
+        result.updated = switch_predictions_live(staging, now=now, face=face)
     return result
 
 
@@ -226,13 +263,14 @@ def _check(
     items: dict[str, int],
     verifiers: dict[str, tuple[int, str]],
     stored: dict[tuple[int, int], int],
-    seen: dict[tuple[str, str], int],
+    seen: dict[str, dict[int, int]],
 ) -> tuple[RecordError | None, int | None]:
     """A row against the study and the file so far: its problem, or the stored prediction it replaces."""
     line = row.line
     if row.item not in items:
         return RecordError(line, f"no item {row.item!r} in study {study.slug!r}; import the items first", "item"), None
-    first = seen.setdefault((row.verifier, row.item), line)
+    item_id = items[row.item]
+    first = seen.setdefault(row.verifier, {}).setdefault(item_id, line)
     if first != line:
         message = f"verifier {row.verifier!r} already has a prediction for item {row.item!r} on line {first}"
         return RecordError(line, message, "item"), None
@@ -244,7 +282,7 @@ def _check(
             f"{row.verifier!r} is a {known[1]} verifier of this study; give imported predictions a name of their own"
         )
         return RecordError(line, message, "verifier"), None
-    return None, stored.get((known[0], items[row.item]))
+    return None, stored.get((known[0], item_id))
 
 
 def _staged_row(row: PredictionRow, item_id: int, target: int | None) -> tuple:

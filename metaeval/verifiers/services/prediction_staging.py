@@ -20,8 +20,13 @@ from annotation.lib.formats import RecordError
 from annotation.lib.rawsql import Names
 from annotation.lib.staging import stage_rows, temporary_table
 from annotation.models import Item, Study
+from annotation.transfer.faces import CLI, again_to_replace
 
 from ...models import Prediction, StagedPrediction, Verifier
+from ..prediction_version import predictions_written
+
+#: How the faces name the replace option of a predictions import (transfer/faces.py).
+UPDATE = "update_predictions"
 
 STAGED_FIELDS = [
     "line",
@@ -69,7 +74,7 @@ def stage_prediction_rows(staging: PredictionStaging, rows: Sequence[tuple]) -> 
     stage_rows(StagedPrediction, STAGED_FIELDS, staging.table, rows)
 
 
-def switch_predictions_live(staging: PredictionStaging, *, now: datetime) -> int:
+def switch_predictions_live(staging: PredictionStaging, *, now: datetime, face: str = CLI) -> int:
     """Make the staged rows the study's predictions in one transaction (how many replaced), or raise ImportFailed.
 
     Between staging and this switch someone may have made a verifier of the
@@ -81,7 +86,7 @@ def switch_predictions_live(staging: PredictionStaging, *, now: datetime) -> int
     with transaction.atomic():
         Study.objects.select_for_update().get(pk=study.pk)
         _make_verifiers(staging)
-        conflicts = _predicted_since(staging)
+        conflicts = _predicted_since(staging, face)
         if conflicts:
             raise ImportFailed(conflicts)
         stamp = connection.ops.adapt_datetimefield_value(now)
@@ -106,7 +111,14 @@ def switch_predictions_live(staging: PredictionStaging, *, now: datetime) -> int
                 f"FROM {staging.table} AS s WHERE s.{staged.target} = {prediction.table}.{prediction.id}",
                 [stamp],
             )
-            return max(cursor.rowcount, 0)
+            replaced = max(cursor.rowcount, 0)
+            cursor.execute(
+                f"SELECT v.{verifier.id} FROM {verifier.table} AS v WHERE v.{verifier.study} = %s "
+                f"AND v.{verifier.name} IN (SELECT DISTINCT s.{staged.verifier_name} FROM {staging.table} AS s)",
+                [study.pk],
+            )
+            predictions_written(row[0] for row in cursor.fetchall())
+            return replaced
 
 
 def _make_verifiers(staging: PredictionStaging) -> None:
@@ -142,7 +154,7 @@ def _make_verifiers(staging: PredictionStaging) -> None:
     )
 
 
-def _predicted_since(staging: PredictionStaging) -> list[RecordError]:
+def _predicted_since(staging: PredictionStaging, face: str) -> list[RecordError]:
     """New staged predictions whose (verifier, item) another import has filled since this file was read."""
     prediction, verifier, staged, item = Names(Prediction), Names(Verifier), Names(StagedPrediction), Names(Item)
     with connection.cursor() as cursor:
@@ -160,7 +172,7 @@ def _predicted_since(staging: PredictionStaging) -> list[RecordError]:
         RecordError(
             line,
             f"verifier {name!r} got a prediction for item {external_id!r} from another import while this file "
-            "was being read; import the file again (with --update to replace it)",
+            f"was being read; {again_to_replace(face, name=UPDATE)}",
             "item",
         )
         for line, name, external_id in rows

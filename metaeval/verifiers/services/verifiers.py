@@ -21,12 +21,12 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
 from annotation.errors import ServiceError
+from annotation.lib.keystore import encrypt
 from annotation.models import Study
 
 from ...models import Verifier
 from ..addresses import host_problem
 from ..endpoints import endpoint_names, get_endpoint, operator_limit, url_problem
-from ..keystore import encrypt
 from ..presets import PRESETS
 from ..presets.baselines import DEFAULT_THRESHOLD, default_sides
 from ..presets.pairwise import PAIRWISE_JUDGE

@@ -453,8 +453,8 @@ def test_the_researcher_page_shows_the_link_and_the_payment_table_and_saves_sett
     assert client.post(url, data).status_code == 302
     link.refresh_from_db()
     assert link.items_per_participant == 7 and str(link.pay_per_hour) == "9.00"
-    bad = client.post(url, {**data, "qualification_items": "i-00"})
-    assert bad.status_code == 400 and b"without a gold label" in bad.content
+    bad = client.post(url, {**data, "currency": "XYZ"})  # check items: the picker (test_crowd_settings.py)
+    assert bad.status_code == 400 and b"not an ISO 4217 code" in bad.content
     rows = list(csv.DictReader(io.StringIO(client.get(url + "payments.csv").content.decode())))
     assert rows[0]["panel_id"] == "PAYME1" and rows[0]["active_minutes"] == "2.0" and rows[0]["status"] == "completed"
     mapping = list(csv.DictReader(io.StringIO(client.get(url + "mapping.csv").content.decode())))

@@ -226,3 +226,19 @@ def test_each_item_filter_counts_exactly_the_items_it_lists(client, researcher, 
         )
         listed = re.findall(r'<tr data-item="([^"]+)"', client.get(url, {"state": state}).content.decode())
         assert listed == shown, state
+
+
+@pytest.mark.django_db
+def test_a_filter_of_few_items_lists_them_in_the_same_order_through_its_own_index(watched):
+    """Issue 35: few matching items are read through the state index and sorted (`FEW_MATCHING_ITEMS`);
+    the order is the import order, ties by id, exactly as walking the (study, position) index gives."""
+    items = list(Item.objects.filter(study=watched).order_by("pk"))
+    for n, item in enumerate(items):  # import order unlike id order, with ties
+        Item.objects.filter(pk=item.pk).update(position=(len(items) - n) // 2)
+    for state in ("complete", "untouched"):
+        n = progress.items_in_state(watched, state)
+        walked = list(progress.items_with_slots(watched, state).values_list("pk", flat=True))
+        sorted_few = progress.items_with_slots(watched, state, matching=n)
+        assert n <= progress.FEW_MATCHING_ITEMS and "+ 0" in str(sorted_few.query)
+        by_position = sorted(walked, key=lambda pk: (Item.objects.get(pk=pk).position, pk))
+        assert list(sorted_few.values_list("pk", flat=True)) == walked == by_position, state

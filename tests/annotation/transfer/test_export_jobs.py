@@ -177,7 +177,10 @@ def test_an_unknown_format_is_refused(client, researcher, big):
     )
     assert response.status_code == 400 and "format" in response.json()["fields"]
     response = client.post(reverse("annotation:study_export_request", args=[big.slug]), {"format": "xlsx"}, follow=True)
-    assert "No export started: format must be csv, jsonl or hf" in response.content.decode()
+    assert (
+        "No export started: format must be one of csv, jsonl, hf, predictions-csv, predictions-jsonl"
+        in response.content.decode()
+    )
     assert not ExportJob.objects.exists()
 
 

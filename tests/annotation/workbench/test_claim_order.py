@@ -200,3 +200,32 @@ def test_a_per_condition_study_stopped_after_ten_percent_is_a_random_sample_too(
     standard_error = math.sqrt(share * (1 - share) / labelled * (items - labelled) / (items - 1))
     for domain, observed in shares.items():
         assert abs(observed - share) <= TOLERANCE_SE * standard_error, (domain, shares, labelled)
+
+
+@pytest.mark.parametrize("seed", [11, 2026])
+def test_an_adaptive_study_stopped_after_ten_percent_is_a_random_sample_too(seed):
+    """Adaptive overlap (2 -> 3 on disagreement) counts an item's unopened slot as taken and opens it only
+    where two answers disagree: fresh items all start one slot along, so the claim still walks them in the
+    study's random order, and a study stopped after 10 % of its labels covers every domain in proportion."""
+    per_domain = 300
+    study, users = _sorted_study(f"sorted-ad-{seed}", per_domain=per_domain, n=3, annotators=6, seed=seed)
+    update_study(study=study, changes={"adaptive_min_n": 2, "adaptive_agreement": 2})
+    study.refresh_from_db()
+    items = per_domain * len(DOMAINS)
+    given, labels = 0, items * 2 // 10
+    while given < labels:
+        for k, user in enumerate(users):
+            assignment = claim_next(user=user, study=study)
+            assert assignment is not None
+            label = "contradicted" if k % 3 == 0 else "supported"  # some pairs disagree: third slots open
+            submit(user=user, study=study, assignment_id=assignment.pk, answer=SubmittedAnswer(label=label))
+            given += 1
+            if given == labels:
+                break
+    assert Item.objects.filter(study=study, n_answers=3).exists()  # a third annotator was asked somewhere
+    assert not Item.objects.filter(study=study, n_answers__gt=3).exists()
+    labelled, shares = _labelled_shares(study)
+    share = 1 / len(DOMAINS)
+    standard_error = math.sqrt(share * (1 - share) / labelled * (items - labelled) / (items - 1))
+    for domain, observed in shares.items():
+        assert abs(observed - share) <= TOLERANCE_SE * standard_error, (domain, shares, labelled)
