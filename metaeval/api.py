@@ -3,6 +3,7 @@ and the labels it counts with each item's reference label (the notebook client's
 
 from __future__ import annotations
 
+from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import ValidationError
@@ -88,13 +89,14 @@ class StudyReport(StudyScoped, APIView):
         ],
         responses=ReportSerializer,
     )
-    def get(self, request: Request, slug: str) -> Response:
+    def get(self, request: Request, slug: str) -> StreamingHttpResponse:
+        """Streamed as the JSON download is (its long lists sent as stored, never held whole: issue 35)."""
         strict_query(request, REPORT_PARAMETERS, may_be_empty=LISTS)
         try:
             options = options_from_query(request.query_params)
         except InvalidOption as exc:
             raise ValidationError({exc.name: [str(exc)]}) from None
-        return Response(cache.current_report(self.study, options).report)
+        return StreamingHttpResponse(cache.report_json_pieces(self.study, options), content_type="application/json")
 
 
 class StudyLabels(StudyScoped, APIView):

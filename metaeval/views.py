@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse, JsonResponse, QueryDict
+from django.http import Http404, HttpResponse, JsonResponse, QueryDict, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import get_conditional_response, patch_cache_control
@@ -140,15 +140,17 @@ def report_status(request: AuthenticatedHttpRequest, slug: str) -> JsonResponse:
 
 @login_required
 @require_GET
-def report_download(request: AuthenticatedHttpRequest, slug: str, fmt: str) -> HttpResponse:
+def report_download(request: AuthenticatedHttpRequest, slug: str, fmt: str) -> HttpResponse | StreamingHttpResponse:
     """The report as a JSON, CSV, standalone HTML or LaTeX (every table, booktabs) file (same options as the page)."""
     study = access_study(request.user, slug, role=Researcher)
     options = _options(request)
-    if fmt == "json":
-        body = cache.current_report_json(study, options)
+    response: HttpResponse | StreamingHttpResponse
+    if fmt == "json":  # streamed: its long lists are sent as stored, never held whole (issue 35)
+        response = StreamingHttpResponse(cache.report_json_pieces(study, options), content_type=DOWNLOAD_TYPES[fmt])
     else:
-        body = _report_file(study, cache.current_report(study, options).report, fmt)
-    response = HttpResponse(body, content_type=DOWNLOAD_TYPES[fmt])
+        response = HttpResponse(
+            _report_file(study, cache.current_report(study, options).report, fmt), content_type=DOWNLOAD_TYPES[fmt]
+        )
     response["Content-Disposition"] = f'attachment; filename="{study.slug}-report.{fmt}"'
     return response
 

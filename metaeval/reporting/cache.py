@@ -29,7 +29,7 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -38,7 +38,7 @@ from typing import Any, overload
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, QuerySet
+from django.db.models import Count, F, QuerySet
 from django.utils import timezone
 
 from annotation.lib.job_runs import current_worker
@@ -58,7 +58,8 @@ __all__ = [
     "cached_current",
     "ChunkedRows",
     "current_report",
-    "current_report_json",
+    "report_json_pieces",
+    "ReportReplaced",
     "options_from_dict",
     "options_key",
     "page_report",
@@ -386,30 +387,41 @@ def current_report(study: Study, options: ReportOptions) -> CachedReport:
     return _build_now(study, options, whole=True)
 
 
-def current_report_json(study: Study, options: ReportOptions) -> str:
-    """The JSON download of the current report: indented, its long lists as stored (one line each).
+#: Chunks of a long list read per query while a JSON download streams (about 300 KB each).
+STREAM_CHUNKS_PER_READ = 8
 
-    Why not ``json.dumps(current_report(...).report)``: at 100,000 items that decodes and
-    re-encodes about 60 MB of rows (5.6 s and some 300 MB of Python objects per download);
-    here the stored chunks are joined as they are. Parses to exactly ``current_report``'s report.
+
+class ReportReplaced(RuntimeError):
+    """A streamed download's snapshot was pruned before all its rows were sent (a newer one replaced it)."""
+
+
+def report_json_pieces(study: Study, options: ReportOptions) -> Iterator[str]:
+    """The JSON download of the current report, as pieces of text: indented, its long lists one line each.
+
+    Why pieces: the long lists (per-response score rows, disagreements) are most of a big study's
+    report (about 300 MB of JSON at a million predictions). They are sent as stored, a few chunks
+    per query, so no process holds them whole, neither as text nor as Python objects; the rest of
+    the report is small. Joined, the pieces parse to exactly ``current_report``'s report.
+    The report is found (or built) in the call; only the sending is left to the iterator.
     """
     fingerprint = selectors.report_fingerprint(study)
     snapshot = _complete(study, options).filter(fingerprint=fingerprint).only("pk", "report").first()
     snapshot_id: int | None
     if snapshot is not None:
         snapshot_id, main = snapshot.pk, json.loads(snapshot.report)
+        del snapshot
     else:
         built = _build_now(study, options, whole=False)
         snapshot_id, main = built.snapshot_id, built.report
-    texts: dict[str, list[str]] = {}
-    for section, rows in (
+    counts: dict[str, int] = dict(
         ReportSnapshotPart.objects.filter(snapshot_id=snapshot_id)
-        .order_by("section", "chunk")
-        .values_list("section", "rows")
-    ):
-        texts.setdefault(section, []).append(rows)
-    # Each marker becomes a placeholder string, the report is indented around them, and each
-    # placeholder is then replaced by its list: the chunks' texts without their brackets, joined.
+        .order_by()
+        .values("section")
+        .annotate(chunks=Count("pk"))
+        .values_list("section", "chunks")
+    )
+    # Each marker becomes a placeholder string, the report is indented around them, and the text is
+    # cut at each placeholder, where its list goes: the stored chunks' texts without their brackets.
     token = f"\x00{secrets.token_hex(8)}\x00"  # no string in the data can be mistaken for it
 
     def placeholder(node: dict[str, Any]) -> dict[str, Any]:
@@ -424,13 +436,45 @@ def current_report_json(study: Study, options: ReportOptions) -> str:
             for name, value in node.items()
         }
 
-    def joined(section: str) -> str:
-        rows = [text[1:-1] for text in texts.get(section, []) if text != "[]"]
-        return "[" + ", ".join(rows) + "]"
-
     indented = json.dumps(placeholder(main), indent=2, allow_nan=False)
-    marker = re.escape(json.dumps(token)[:-1])  # the placeholder as JSON writes it, without its closing quote
-    return re.sub(marker + r'([^"]*)"', lambda found: joined(json.loads(f'"{found.group(1)}"')), indented)
+    marker = re.compile(re.escape(json.dumps(token)[:-1]) + r'([^"]*)"')  # as JSON writes it, to its closing quote
+    return _pieces(indented, marker, snapshot_id, counts)
+
+
+def _pieces(indented: str, marker: re.Pattern[str], snapshot_id: int | None, counts: dict[str, int]) -> Iterator[str]:
+    """The indented report cut at each placeholder, its list streamed in between."""
+    at = 0
+    for found in marker.finditer(indented):
+        yield indented[at : found.start()]
+        yield from _list_pieces(snapshot_id, json.loads(f'"{found.group(1)}"'), counts)
+        at = found.end()
+    yield indented[at:]
+
+
+def _list_pieces(snapshot_id: int | None, section: str, counts: dict[str, int]) -> Iterator[str]:
+    """One stored long list as JSON text, a few chunks per query; ReportReplaced when chunks went missing."""
+    yield "["
+    first = True
+    total = counts.get(section, 0)
+    for start in range(0, total, STREAM_CHUNKS_PER_READ):
+        wanted = range(start, min(total, start + STREAM_CHUNKS_PER_READ))
+        texts = list(
+            ReportSnapshotPart.objects.filter(
+                snapshot_id=snapshot_id, section=section, chunk__gte=wanted.start, chunk__lt=wanted.stop
+            )
+            .order_by("chunk")
+            .values_list("rows", flat=True)
+        )
+        if len(texts) != len(wanted):  # pruned meanwhile: a cut-off file must not look whole
+            raise ReportReplaced(f"the report of {section} was replaced while it was sent; download it again")
+        for text in texts:
+            if text == "[]":
+                continue
+            if not first:
+                yield ", "
+            yield text[1:-1]
+            first = False
+    yield "]"
 
 
 def _build_now(study: Study, options: ReportOptions, *, whole: bool) -> CachedReport:

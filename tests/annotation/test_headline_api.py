@@ -20,6 +20,7 @@ from django.test import Client
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from annotation.models import Annotation, Study
+from tests.support.streamed import streamed_json
 
 pytestmark = pytest.mark.django_db
 
@@ -158,7 +159,7 @@ def test_a_researcher_and_three_invited_annotators_run_two_studies_through_the_a
         assert closed.status_code == 200 and closed.json()["status"] == "closed"
         report = lead.get(f"/api/studies/{slug}/report")
         assert report.status_code == 200
-        fleiss = report.json()["agreement"]["fleiss_kappa"]
+        fleiss = streamed_json(report)["agreement"]["fleiss_kappa"]
         assert fleiss["value"] == pytest.approx(stored_fleiss(Study.objects.get(slug=slug)), abs=1e-9)
         low, high = fleiss["ci"]
         assert low <= fleiss["value"] <= high and low < high

@@ -6,6 +6,7 @@ import json
 import re
 
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 from django_tasks_db.models import DBTaskResult
 
@@ -22,6 +23,7 @@ from metaeval.reporting.csv_format import report_csv
 from metaeval.tasks import refresh_report
 from metaeval.verifiers.services import create_verifier
 from tests.conftest import jsonl, verification_item
+from tests.support.streamed import streamed_body, streamed_json
 
 TASK = "metaeval.tasks.refresh_report"
 CURRENT = "from the study's data as it is now"
@@ -128,7 +130,7 @@ def test_downloads_are_always_made_from_the_current_data(owner, builds, loaded_v
     change_label(loaded_verification_study)
     assert STALE in page(owner)
     query = "?by_domain=true&binary=true"  # the page's own options: its links carry them
-    body = owner.get(reverse("metaeval:report_download", args=["verif", "json"]) + query).content
+    body = streamed_body(owner.get(reverse("metaeval:report_download", args=["verif", "json"]) + query))
     report = json.loads(body)
     assert report["n_disagreements"] == 2
     fresh = build_report(loaded_verification_study, PAGE_OPTIONS)
@@ -198,7 +200,7 @@ def test_disagreements_paginate_keep_the_options_and_show_every_row(client, rese
 
 def test_downloads_keep_every_row(client, researcher, many_disagreements):
     client.force_login(researcher)
-    report = client.get(reverse("metaeval:report_download", args=["many", "json"])).json()
+    report = streamed_json(client.get(reverse("metaeval:report_download", args=["many", "json"])))
     assert len(report["disagreements"]) == 230
     document = client.get(reverse("metaeval:report_download", args=["many", "html"])).content.decode()
     assert all(f"<td>c-{n:03d}</td>" in document for n in range(230))
@@ -219,20 +221,46 @@ def test_long_lists_are_stored_in_chunks_and_pages_read_only_theirs(many_disagre
 def test_the_json_download_joins_the_stored_chunks_into_the_whole_report(
     client, researcher, many_disagreements, monkeypatch, cached
 ):
-    """The rows are sent as stored (never decoded), across chunks and empty lists, with or without a snapshot."""
+    """The rows are sent as stored (never decoded), across chunks and empty lists, with or without a snapshot,
+    a few chunks per read (here 2 of the 3 chunks, then 1)."""
     monkeypatch.setattr(cache, "CHUNK_ROWS", 100)
+    monkeypatch.setattr(cache, "STREAM_CHUNKS_PER_READ", 2)
     client.force_login(researcher)
     options = PAGE_OPTIONS
     if cached:
         cache.current_report(many_disagreements, options)
     query = "?by_domain=true&binary=true"
-    body = client.get(reverse("metaeval:report_download", args=["many", "json"]) + query).content.decode()
+    body = streamed_body(client.get(reverse("metaeval:report_download", args=["many", "json"]) + query)).decode()
     fresh = json.loads(json.dumps(build_report(many_disagreements, options)))
     assert json.dumps(json.loads(body)) == json.dumps(fresh)
     assert len(fresh["disagreements"]) == 230 and len(fresh["scores"]["human"]["per_response"]) == 230
     assert body.startswith('{\n  "')  # indented, as before, around the long lists
     stored = ReportSnapshot.objects.get(study=many_disagreements)
     assert stored.parts.filter(section="disagreements").count() == 3
+
+
+def test_a_download_whose_snapshot_is_replaced_mid_way_fails_instead_of_ending_short(many_disagreements, monkeypatch):
+    """A snapshot pruned while its rows are sent (a newer one replaced it) must not give a short file that parses."""
+    monkeypatch.setattr(cache, "CHUNK_ROWS", 100)
+    monkeypatch.setattr(cache, "STREAM_CHUNKS_PER_READ", 1)
+    pieces = cache.report_json_pieces(many_disagreements, PAGE_OPTIONS)
+    sent = [next(pieces), next(pieces), next(pieces)]  # up to the disagreements' first chunk
+    assert sent[1] == "[" and sent[2].startswith("{")
+    ReportSnapshot.objects.filter(study=many_disagreements).delete()
+    with pytest.raises(cache.ReportReplaced, match="download it again"):
+        list(pieces)
+
+
+def test_the_cli_writes_no_file_when_the_download_fails_mid_way(many_disagreements, monkeypatch, tmp_path):
+    def failing(study, options):
+        yield '{"n_items": '
+        raise cache.ReportReplaced("the report of disagreements was replaced while it was sent; download it again")
+
+    monkeypatch.setattr(cache, "report_json_pieces", failing)
+    target = tmp_path / "report.json"
+    with pytest.raises(cache.ReportReplaced):
+        call_command("report", "many", "--output", str(target))
+    assert list(tmp_path.iterdir()) == []  # neither the file nor its .partial
 
 
 def test_another_researchers_study_is_refused(client, make_user, loaded_verification_study):
@@ -500,7 +528,8 @@ def test_a_build_that_died_after_its_first_sections(owner, settings, loaded_veri
     assert "The rest of the report is being computed." in page(owner)
     assert DBTaskResult.objects.filter(task_path=TASK).count() == 1  # queued again
     download = owner.get(reverse("metaeval:report_download", args=["verif", "json"]) + "?by_domain=true&binary=true")
-    assert download.json()["scores"] and download.json()["n_disagreements"] == 1
+    downloaded = streamed_json(download)
+    assert downloaded["scores"] and downloaded["n_disagreements"] == 1
     assert list(ReportSnapshot.objects.values_list("complete", flat=True)) == [True]  # in their place
     assert CURRENT in page(owner)
 

@@ -12,6 +12,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from annotation.models import Annotation, StudyMember
+from tests.support.streamed import streamed_body, streamed_json
 
 ASSET = re.compile(r'<(?:script|link|img|iframe|source)\b[^>]*?(?:src|href)="([^"]*)"', re.I)
 
@@ -71,7 +72,7 @@ def test_api_returns_the_same_json_as_the_cli(client, demo_researcher, cli_json)
     response = client.get(reverse("api-study-report", args=["xsum-factuality"]), {"by_domain": "true", "binary": "1"})
     assert response.status_code == 200
     assert response["Content-Type"].startswith("application/json")
-    assert response.json() == cli_json
+    assert streamed_json(response) == cli_json
 
 
 def test_api_is_in_the_openapi_schema(client, demo_researcher):
@@ -186,7 +187,7 @@ def test_page_downloads(client, demo_researcher, xsum_study, fmt, content_type):
     response = client.get(reverse("metaeval:report_download", args=["xsum-factuality", fmt]))
     assert response.status_code == 200 and response["Content-Type"].startswith(content_type)
     assert f'filename="xsum-factuality-report.{fmt}"' in response["Content-Disposition"]
-    assert "0.774" in response.content.decode()
+    assert "0.774" in streamed_body(response).decode()
 
 
 def test_study_overview_links_to_the_report(client, demo_researcher, xsum_study):

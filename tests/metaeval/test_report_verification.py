@@ -18,6 +18,7 @@ from metaeval.reporting import ReportOptions, build_report
 from metaeval.reporting.build import GOLD_INCLUDED_RULE, GOLD_RULE
 from metaeval.reporting.csv_format import report_csv
 from tests.conftest import jsonl, verification_item
+from tests.support.streamed import streamed_json
 
 TYPES = ("news", "web", "wikipedia")
 
@@ -153,10 +154,10 @@ def test_credibility_counts_irrelevant_when_the_study_says_so(study):
 def test_source_types_chosen_through_the_api_and_page(client, researcher, study):
     client.force_login(researcher)
     url = reverse("api-study-report", args=["verif-report"])
-    only_news = client.get(url, {"source_type": "news"}).json()["scores"]["credibility"]
+    only_news = streamed_json(client.get(url, {"source_type": "news"}))["scores"]["credibility"]
     assert only_news["source_types_included"] == ["news"]
     assert only_news["overall"]["value"]["value"] == pytest.approx(2 / 3)  # news: S c-0 x2, NS c-1
-    no_news = client.get(url, {"exclude_source_type": "news,wikipedia"}).json()["scores"]["credibility"]
+    no_news = streamed_json(client.get(url, {"exclude_source_type": "news,wikipedia"}))["scores"]["credibility"]
     assert no_news["source_types_included"] == ["web"] and no_news["overall"]["value"]["value"] == 1.0
     html = client.get(reverse("metaeval:report", args=["verif-report"]), {"source_type": "news"}).content.decode()
     assert 'name="source_type" value="news" checked' in html

@@ -12,6 +12,7 @@ from annotation.transfer.services.item_import import import_items
 from metaeval.reporting.build import build_report
 from metaeval.verifiers.services.prediction_import import import_predictions
 from tests.conftest import jsonl, verification_item
+from tests.support.streamed import streamed_json
 
 LABELS = ["supported", "contradicted", "inconclusive"]
 HUMAN = {  # item -> three human labels; the strict majority is the reference
@@ -66,7 +67,7 @@ def test_report_page_and_api_show_the_verifiers(client, researcher, study_with_v
     client.force_login(researcher)
     html = client.get(reverse("metaeval:report", args=[study_with_verifier.slug])).content.decode()
     assert 'id="verifiers"' in html and "llm-x" in html and "because c-2" in html
-    data = client.get(reverse("api-study-report", args=[study_with_verifier.slug])).json()
+    data = streamed_json(client.get(reverse("api-study-report", args=[study_with_verifier.slug])))
     assert data["verifiers"]["llm-x"]["n"] == 4
 
 

@@ -26,6 +26,7 @@ from metaeval.reporting.csv_format import report_csv
 from metaeval.reporting.latex_format import report_tables
 from metaeval.verifiers.services import import_predictions
 from tests.conftest import jsonl, verification_item
+from tests.support.streamed import streamed_json
 
 pytestmark = pytest.mark.django_db
 DOMAIN = "bios"
@@ -135,7 +136,7 @@ def test_the_shared_k_is_stated_beside_every_table(client, researcher, study):
     html = client.get(reverse("metaeval:report", args=[study.slug])).content.decode()
     section = html[html.index('id="scores"') :]
     assert section.count('class="small veriscore-k"') == 3  # human majority, reference, verifier v
-    data = client.get(reverse("api-study-report", args=[study.slug])).json()
+    data = streamed_json(client.get(reverse("api-study-report", args=[study.slug])))
     assert data["scores"]["veriscore_k"]["k"] == {DOMAIN: 3}
 
 

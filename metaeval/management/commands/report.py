@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -56,8 +56,11 @@ class Command(BaseCommand):
             report_options = self._options(options)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
+        if options["format"] == "json":  # streamed: the long lists never held whole (issue 35)
+            self._write_pieces(cache.report_json_pieces(study, report_options), options)
+            return
         report = cache.current_report(study, report_options).report  # exact: cached only when current
-        self._write(study, report, options)
+        self._write_pieces(iter([self._text(study, report, options["format"])]), options)
 
     def _options(self, options) -> ReportOptions:
         return ReportOptions(
@@ -71,23 +74,35 @@ class Command(BaseCommand):
             ppi_labelled_share=options["ppi_labelled_share"],
         )
 
-    def _write(self, study, report: dict, options) -> None:
-        fmt = options["format"]
-        if fmt == "json":
-            text = json.dumps(report, indent=2, allow_nan=False) + "\n"
-        elif fmt == "csv":
-            text = report_csv(report)
-        elif fmt == "tex":
-            text = report_tex(report)
-        else:
-            text = report_html(study, report)
+    @staticmethod
+    def _text(study, report: dict, fmt: str) -> str:
+        if fmt == "csv":
+            return report_csv(report)
+        if fmt == "tex":
+            return report_tex(report)
+        return report_html(study, report)
+
+    def _write_pieces(self, pieces: Iterator[str], options) -> None:
+        """To standard output, or to a file that appears only whole (written beside it, then renamed)."""
+        json_text = options["format"] == "json"
         if not options["output"]:
-            self.stdout.write(text, ending="")
+            for piece in pieces:
+                self.stdout.write(piece, ending="")
+            if json_text:
+                self.stdout.write("")  # the final newline
             return
         path = Path(options["output"])
         if not path.parent.exists():
             raise CommandError(f"the folder {path.parent} does not exist")
         partial = path.with_name(path.name + ".partial")
-        partial.write_text(text, encoding="utf-8", newline="")
+        try:
+            with partial.open("w", encoding="utf-8", newline="") as out:
+                for piece in pieces:
+                    out.write(piece)
+                if json_text:
+                    out.write("\n")
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
         partial.replace(path)
         self.stderr.write(f"Wrote {path}")

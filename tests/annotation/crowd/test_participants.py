@@ -21,6 +21,7 @@ from metaeval.reporting import build_report
 from metaeval.reporting.options import ReportOptions
 from metaeval.selectors import label_frame
 from tests.annotation.crowd_support import arrival_url, at_items, crowd_study, gold_only_as_checks, step_url
+from tests.support.streamed import streamed_json
 
 pytestmark = pytest.mark.django_db
 Status = Participant.Status
@@ -293,7 +294,7 @@ def test_the_report_leaves_out_screened_out_and_withdrawn_participants_and_count
     assert included["n_annotators"] == 2 and included["options"]["include_screened_out"] is True
     assert "screened out (1) are included" in included["participants_rule"]
     api = client.get(f"/api/studies/{study.slug}/report?include_screened_out=true")
-    assert api.status_code == 200 and api.json()["n_annotations"] == 2
+    assert api.status_code == 200 and streamed_json(api)["n_annotations"] == 2
     for flags, n_annotations in (([], 1), (["--include-screened-out"], 2)):
         out = io.StringIO()
         call_command("report", study.slug, "--format", "json", *flags, stdout=out)
