@@ -46,6 +46,7 @@ from annotation.models import Study, WorkerHeartbeat
 from annotation.progress.selectors import annotation_count
 from metaeval import selectors
 from metaeval.models import ReportRefresh, ReportSnapshot, ReportSnapshotPart
+from metaeval.stats.scores import ResponseRows, lazy_response_rows
 
 from .build import FIRST_SECTIONS_PENDING, build_report
 from .options import ReportOptions
@@ -218,13 +219,15 @@ def _built(study: Study, options: ReportOptions, *, first_sections: bool = False
             fingerprint = selectors.report_fingerprint(study)
             if first_sections:
                 hook = _FirstSections(study, options, fingerprint, start, own_connection=True)
-            report = build_report(study, options, on_first_sections=hook)
+            with lazy_response_rows():
+                report = build_report(study, options, on_first_sections=hook)
         after = fingerprint
     else:
         fingerprint = selectors.report_fingerprint(study)
         if first_sections:
             hook = _FirstSections(study, options, fingerprint, start, own_connection=False)
-        report = build_report(study, options, on_first_sections=hook)
+        with lazy_response_rows():
+            report = build_report(study, options, on_first_sections=hook)
         after = selectors.report_fingerprint(study)
     if hook is not None:
         hook.wait()  # stored before the whole report, which takes its place
@@ -251,7 +254,7 @@ class _Encoded:
         main, lists = _split(report)
         encoded: dict[int, list[str]] = {}  # one list in two places (a reference scored as the human majority)
 
-        def chunks(rows: list) -> list[str]:
+        def chunks(rows: Sequence[Any]) -> list[str]:
             if id(rows) not in encoded:
                 encoded[id(rows)] = [
                     json.dumps(rows[n : n + CHUNK_ROWS], allow_nan=False) for n in range(0, len(rows), CHUNK_ROWS)
@@ -316,15 +319,15 @@ def _prune(study: Study, key: str) -> None:
         ReportSnapshot.objects.filter(pk__in=same + others).delete()
 
 
-def _split(report: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list]]:
+def _split(report: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Sequence[Any]]]:
     """The report with its long lists replaced by markers (same key order), and the lists by section path."""
-    lists: dict[str, list] = {}
+    lists: dict[str, Sequence[Any]] = {}
 
     def walk(node: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for name, value in node.items():
             here = (*path, name)
-            long = isinstance(value, list) and (name == PER_RESPONSE or here == (DISAGREEMENTS,))
+            long = isinstance(value, list | ResponseRows) and (name == PER_RESPONSE or here == (DISAGREEMENTS,))
             if long:
                 section = "/".join(here)
                 lists[section] = value

@@ -14,8 +14,10 @@ there and a reader must be able to tell which one a number follows.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Mapping
-from typing import Any
+from collections.abc import Collection, Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, overload
 
 import numpy as np
 import pandas as pd
@@ -25,6 +27,8 @@ from .estimate import Estimate, json_ready
 
 __all__ = [
     "MixedResponses",
+    "ResponseRows",
+    "lazy_response_rows",
     "response_counts",
     "factscore",
     "veriscore_f1_at_k",
@@ -410,17 +414,69 @@ def _ragas(counts: pd.DataFrame, boot: Boot) -> tuple[dict[str, Any], np.ndarray
 # --- public functions -----------------------------------------------------------------------
 
 
-def _per_response(counts: pd.DataFrame, values: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
-    """One JSON-ready record per response (NaN becomes None)."""
+#: Whether ``_per_response`` hands out ``ResponseRows`` (columns, made into records a slice at a time)
+#: instead of a list of records: set by the report cache around its build (``lazy_response_rows``).
+_LAZY_ROWS: ContextVar[bool] = ContextVar("lazy_response_rows", default=False)
+
+
+@contextmanager
+def lazy_response_rows() -> Iterator[None]:
+    """Within this block the score functions' ``per_response`` are ``ResponseRows``, not lists.
+
+    Why: at a million claims (125,000 responses, three score blocks) the records as dicts held about
+    280 MB through the rest of a report's build; the report cache encodes them a chunk at a time
+    (``reporting/cache._Encoded``), which is all it needs them for.
+    """
+    token = _LAZY_ROWS.set(True)
+    try:
+        yield
+    finally:
+        _LAZY_ROWS.reset(token)
+
+
+class ResponseRows(Sequence[dict[str, Any]]):
+    """Per-response records kept as the frame's columns (numpy); a slice is made into records when read.
+
+    The list ``_per_response`` gives outside ``lazy_response_rows`` is this read whole (``rows[:]``).
+    """
+
+    def __init__(self, frame: pd.DataFrame, values: Collection[str]) -> None:
+        self._names = list(frame.columns)
+        self._columns = [frame[name].to_numpy() for name in self._names]
+        # NaN (or None) in a value column becomes None in its record: JSON has no NaN.
+        self._known = {
+            position: frame[name].notna().to_numpy() for position, name in enumerate(self._names) if name in values
+        }
+        self._length = len(frame)
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, int):
+            position = range(self._length)[index]  # IndexError as a list gives it
+            return self[position : position + 1][0]
+        start, stop, step = index.indices(self._length)
+        cells = []
+        for position, column in enumerate(self._columns):
+            values = column[start:stop:step].tolist()  # Python scalars, as the JSON encoder wants them
+            known = self._known.get(position)
+            if known is not None:
+                values = [value if keep else None for value, keep in zip(values, known[start:stop:step], strict=True)]
+            cells.append(values)
+        names = self._names
+        return [dict(zip(names, row, strict=True)) for row in zip(*cells, strict=True)]
+
+
+def _per_response(counts: pd.DataFrame, values: Mapping[str, np.ndarray]) -> list[dict[str, Any]] | ResponseRows:
+    """One JSON-ready record per response (NaN becomes None); ``ResponseRows`` in ``lazy_response_rows``."""
     frame = counts[["response_id", "system", "domain", "answered", *COUNT_COLUMNS, "n_claims", "n_countable"]]
-    frame = frame.assign(**dict(values.items()))
-    for name in values:
-        column = frame[name]
-        frame[name] = column.astype(object).where(column.notna(), None)
-    # Column lists zipped into records: what to_dict(orient="records") gives (Python scalars),
-    # several times faster on the 100,000 responses of a big study.
-    names = list(frame.columns)
-    return [dict(zip(names, row, strict=True)) for row in zip(*(frame[name].tolist() for name in names), strict=True)]
+    rows = ResponseRows(frame.assign(**dict(values.items())), values)
+    return rows if _LAZY_ROWS.get() else rows[:]
 
 
 def _boot(n_resamples: int, seed: int | None, confidence: float) -> Boot:

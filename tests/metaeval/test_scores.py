@@ -362,3 +362,24 @@ def test_empty_claim_table_gives_undefined_scores_not_zero():
     out = stats.factscore(_claims([]), supported={"S"}, unsupported={"NS"})
     assert out["overall"]["factscore"]["value"] is None and out["overall"]["factscore"]["reason"]
     assert out["per_system"] == {}
+
+
+def test_lazy_response_rows_read_as_the_list_does(factscore_data):
+    """The report cache's columnar per-response rows (stats.scores.lazy_response_rows) give the very records
+    of the list, NaN as None included (scores undefined for zero-claim responses), by slice and by index."""
+    from metaeval.stats.scores import ResponseRows, lazy_response_rows
+
+    claims, responses = factscore_data
+    roles = {"supported": {"S"}, "unsupported": {"NS", "IR"}}
+    listed = stats.claim_scores(claims, responses=responses, **roles)["per_response"]
+    with lazy_response_rows():
+        lazy = stats.claim_scores(claims, responses=responses, **roles)["per_response"]
+    assert isinstance(listed, list) and isinstance(lazy, ResponseRows)
+    assert len(lazy) == len(listed) == 3 * 183
+    assert lazy[:] == listed and lazy[100:250] == listed[100:250] and lazy[500:9999] == listed[500:]
+    assert lazy[0] == listed[0] and lazy[-1] == listed[-1]
+    assert any(row["factscore"] is None for row in lazy[:])  # a response without countable claims
+    assert json.dumps(lazy[:], allow_nan=False) == json.dumps(listed, allow_nan=False)
+    with pytest.raises(IndexError):
+        lazy[len(listed)]
+    assert isinstance(stats.claim_scores(claims, responses=responses, **roles)["per_response"], list)  # reset after
