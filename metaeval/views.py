@@ -149,7 +149,8 @@ def report_download(request: AuthenticatedHttpRequest, slug: str, fmt: str) -> H
         response = StreamingHttpResponse(cache.report_json_pieces(study, options), content_type=DOWNLOAD_TYPES[fmt])
     else:
         response = HttpResponse(
-            _report_file(study, cache.current_report(study, options).report, fmt), content_type=DOWNLOAD_TYPES[fmt]
+            _report_file(study, cache.current_report(study, options, per_response=False).report, fmt),
+            content_type=DOWNLOAD_TYPES[fmt],
         )
     response["Content-Disposition"] = f'attachment; filename="{study.slug}-report.{fmt}"'
     return response
@@ -170,7 +171,7 @@ def report_table_tex(request: AuthenticatedHttpRequest, slug: str, table: str) -
     study = access_study(request.user, slug, role=Researcher)
     if table not in TABLE_NAMES:
         raise Http404(f"No table {table!r}; a report has: {', '.join(TABLE_NAMES)}.")
-    report = cache.current_report(study, _options(request)).report
+    report = cache.current_report(study, _options(request), per_response=False).report
     tables = report_tables(report)
     if table not in tables:
         raise Http404(f"The {table} table has nothing to show in this study's report.")

@@ -265,10 +265,14 @@ class _Encoded:
             main=json.dumps(main, allow_nan=False), chunks={section: chunks(rows) for section, rows in lists.items()}
         )
 
-    def whole(self) -> dict[str, Any]:
-        """The report with its long lists in place."""
-        lists = {section: [row for text in texts for row in json.loads(text)] for section, texts in self.chunks.items()}
-        return _put_back(json.loads(self.main), lists)
+    def whole(self, *, per_response: bool = True) -> dict[str, Any]:
+        """The report with its long lists in place (without the per-response rows: see ``current_report``)."""
+        lists = {
+            section: [row for text in texts for row in json.loads(text)]
+            for section, texts in self.chunks.items()
+            if per_response or not _is_per_response(section)
+        }
+        return _put_back(json.loads(self.main), lists, per_response=per_response)
 
 
 def _store(
@@ -339,26 +343,31 @@ def _split(report: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Sequence[A
     return walk(report, ()), lists
 
 
-def _with_lists(snapshot_id: int, report: dict[str, Any]) -> dict[str, Any]:
+def _is_per_response(section: str) -> bool:
+    return section.rsplit("/", 1)[-1] == PER_RESPONSE
+
+
+def _with_lists(snapshot_id: int, report: dict[str, Any], *, per_response: bool = True) -> dict[str, Any]:
     """A stored report with its long lists put back where their markers are (every chunk, in order)."""
     parts: dict[str, list] = {}
-    for section, rows in (
-        ReportSnapshotPart.objects.filter(snapshot_id=snapshot_id)
-        .order_by("section", "chunk")
-        .values_list("section", "rows")
-    ):
+    stored = ReportSnapshotPart.objects.filter(snapshot_id=snapshot_id)
+    if not per_response:
+        stored = stored.exclude(section__endswith=f"/{PER_RESPONSE}")
+    for section, rows in stored.order_by("section", "chunk").values_list("section", "rows"):
         parts.setdefault(section, []).extend(json.loads(rows))
-    return _put_back(report, parts)
+    return _put_back(report, parts, per_response=per_response)
 
 
-def _put_back(report: dict[str, Any], parts: dict[str, list]) -> dict[str, Any]:
-    """The report with each marker replaced by its list (``_split`` undone)."""
+def _put_back(report: dict[str, Any], parts: dict[str, list], *, per_response: bool = True) -> dict[str, Any]:
+    """The report with each marker replaced by its list (``_split`` undone); without ``per_response``
+    those rows' keys are left out (absent, not empty: a reader that needs them fails loudly)."""
 
     def walk(node: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for name, value in node.items():
             if isinstance(value, dict) and PARTS in value and len(value) == 2:
-                out[name] = parts.get(value[PARTS], [])
+                if per_response or not _is_per_response(value[PARTS]):
+                    out[name] = parts.get(value[PARTS], [])
             else:
                 out[name] = walk(value) if isinstance(value, dict) else value
         return out
@@ -373,12 +382,16 @@ def _lazy_lists(snapshot_id: int | None, report: dict[str, Any], full: dict[str,
     return {DISAGREEMENTS: ChunkedRows(snapshot_id, DISAGREEMENTS, total, rows)}
 
 
-def current_report(study: Study, options: ReportOptions) -> CachedReport:
-    """The report of the data as it is now, whole: the cached one if it is current, else built and stored."""
+def current_report(study: Study, options: ReportOptions, *, per_response: bool = True) -> CachedReport:
+    """The report of the data as it is now, whole: the cached one if it is current, else built and stored.
+
+    ``per_response=False`` leaves the score blocks' ``per_response`` rows out (their keys absent): the
+    CSV, HTML and LaTeX files do not show them, and at a million claims they are most of the report.
+    """
     fingerprint = selectors.report_fingerprint(study)
     snapshot = _complete(study, options).filter(fingerprint=fingerprint).first()
     if snapshot is not None:
-        full = _with_lists(snapshot.pk, json.loads(snapshot.report))
+        full = _with_lists(snapshot.pk, json.loads(snapshot.report), per_response=per_response)
         return CachedReport(
             report=full,
             fingerprint=fingerprint,
@@ -387,7 +400,7 @@ def current_report(study: Study, options: ReportOptions) -> CachedReport:
             snapshot_id=snapshot.pk,
             rows=_lazy_lists(snapshot.pk, full, full),
         )
-    return _build_now(study, options, whole=True)
+    return _build_now(study, options, whole=True, per_response=per_response)
 
 
 #: Chunks of a long list read per query while a JSON download streams (about 300 KB each).
@@ -480,13 +493,13 @@ def _list_pieces(snapshot_id: int | None, section: str, counts: dict[str, int]) 
     yield "]"
 
 
-def _build_now(study: Study, options: ReportOptions, *, whole: bool) -> CachedReport:
+def _build_now(study: Study, options: ReportOptions, *, whole: bool, per_response: bool = True) -> CachedReport:
     """Build and store the report; hand it out whole (downloads) or with markers, as ``page_report`` does."""
     built, fingerprint, seconds = _built(study, options)
     encoded = _Encoded.of(built)
     del built  # tens of MB at 100,000 items; what is handed out is decoded from `encoded`
     snapshot_id = _store(study, options, encoded, fingerprint, seconds)
-    report = encoded.whole() if whole else json.loads(encoded.main)
+    report = encoded.whole(per_response=per_response) if whole else json.loads(encoded.main)
     return CachedReport(
         report=report,
         fingerprint=fingerprint,

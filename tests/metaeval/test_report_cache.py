@@ -20,6 +20,7 @@ from metaeval import selectors
 from metaeval.models import ReportRefresh, ReportSnapshot
 from metaeval.reporting import ReportOptions, build_report, cache, page_options
 from metaeval.reporting.csv_format import report_csv
+from metaeval.reporting.latex_format import report_tex
 from metaeval.tasks import refresh_report
 from metaeval.verifiers.services import create_verifier
 from tests.conftest import jsonl, verification_item
@@ -641,3 +642,26 @@ def test_stored_report_text_is_compressed_with_lz4_on_postgresql():
         cursor.execute("SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'")
         lz4 = cursor.fetchone()[0]
     assert methods == dict.fromkeys(("metaeval_reportsnapshot", "metaeval_reportsnapshotpart"), "l" if lz4 else "")
+
+
+def _without_per_response(node):
+    return {
+        name: _without_per_response(value) if isinstance(value, dict) else value
+        for name, value in node.items()
+        if name != "per_response"
+    }
+
+
+@pytest.mark.parametrize("stored", [False, True])
+def test_the_files_read_the_report_without_its_per_response_rows_and_show_the_same(many_disagreements, stored):
+    """CSV, HTML and LaTeX never show the per-response rows: they read the report without them (absent keys),
+    built now or from a snapshot, and their files are those of the whole report."""
+    whole = json.loads(json.dumps(build_report(many_disagreements, PAGE_OPTIONS)))
+    assert len(whole["scores"]["human"]["per_response"]) == 230
+    if stored:
+        cache.current_report(many_disagreements, PAGE_OPTIONS)
+    lean = cache.current_report(many_disagreements, PAGE_OPTIONS, per_response=False).report
+    expected = _without_per_response(whole)
+    assert lean == expected and "per_response" not in lean["scores"]["human"]
+    assert len(lean["disagreements"]) == 230  # the other long list is whole
+    assert report_csv(lean) == report_csv(whole) and report_tex(lean) == report_tex(whole)

@@ -59,7 +59,8 @@ class Command(BaseCommand):
         if options["format"] == "json":  # streamed: the long lists never held whole (issue 35)
             self._write_pieces(cache.report_json_pieces(study, report_options), options)
             return
-        report = cache.current_report(study, report_options).report  # exact: cached only when current
+        # exact (cached only when current); the per-response rows are in the JSON only
+        report = cache.current_report(study, report_options, per_response=False).report
         self._write_pieces(iter([self._text(study, report, options["format"])]), options)
 
     def _options(self, options) -> ReportOptions:
