@@ -17,17 +17,21 @@ items rule and the same reference rule, so the dataset and the report count the 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from annotation.models import Item, Study
 from annotation.transfer.selectors import export_rows
 from annotation.vocab import PREFERENCE_BOTH_BAD, PREFERENCE_TIE, preference_parts
 from metaeval import study_frame as frames
 from metaeval.stats import PREFERENCE_LABELS
+
+from .predictions import WrittenConfig
 
 __all__ = [
     "ANNOTATION_SCHEMA",
@@ -123,7 +127,7 @@ class PairCounts:
 @dataclass
 class Tables:
     annotations: pa.Table
-    items: pa.Table
+    items: pa.Table | WrittenConfig  # written to its file as built (``build_tables(items_to=...)``)
     pairs: pa.Table | None
     pair_counts: PairCounts | None
     n_annotators: int
@@ -260,10 +264,32 @@ def _item_row(
     return row
 
 
-def build_tables(study: Study, frame: frames.StudyFrame | None = None) -> Tables:
+#: Items per batch of the ``items`` config (a parquet row group each when written as built): bounds the
+#: memory of a verifier-scale study's export (a million items as one list of rows held 2.2 GB).
+ITEM_BATCH_ROWS = 20_000
+
+
+def _item_batches(
+    study: Study, frame: frames.StudyFrame, given: Mapping[str, list[tuple[str, str]]]
+) -> Iterator[list[dict[str, Any]]]:
+    """The ``items`` rows in the study's order, ``ITEM_BATCH_ROWS`` at a time."""
+    batch: list[dict[str, Any]] = []
+    for item in Item.objects.filter(study=study).order_by("position", "pk").iterator(chunk_size=2000):
+        pairs = sorted(given.get(item.external_id, []))
+        batch.append(_item_row(study, item, [name for name, _ in pairs], [label for _, label in pairs], frame))
+        if len(batch) == ITEM_BATCH_ROWS:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def build_tables(study: Study, frame: frames.StudyFrame | None = None, *, items_to: Path | None = None) -> Tables:
     """The study's configs as Arrow tables with fixed schemas (an empty study gives empty tables).
 
-    ``frame``: the study frame to read (None: the study's, with its default options).
+    ``frame``: the study frame to read (None: the study's, with its default options). ``items_to``: write the
+    ``items`` config to this parquet file a batch at a time (``Tables.items`` then says what was written)
+    instead of holding it; the other configs are as long as the labels, which a human study has few of.
     """
     frame = frame or frames.study_frame(study)
     labels = frame.labels
@@ -273,20 +299,29 @@ def build_tables(study: Study, frame: frames.StudyFrame | None = None) -> Tables
     counted = {(item_id, annotator) for item_id, pairs in given.items() for annotator, _ in pairs}
     schema = annotation_schema(study)
     annotation_rows = _annotation_rows(study, counted, schema)
-    item_rows = []
-    for item in Item.objects.filter(study=study).order_by("position", "pk").iterator(chunk_size=2000):
-        pairs = sorted(given.get(item.external_id, []))
-        item_rows.append(_item_row(study, item, [name for name, _ in pairs], [label for _, label in pairs], frame))
-    pairs_table, counts = None, None
-    if study.is_preference:
-        counts = PairCounts()
-        pairs_table = pa.Table.from_pylist(
-            pair_rows(item_rows, counts, preferred_directions(frame)), schema=PAIR_SCHEMA
-        )
+    items_schema = item_schema(study.kind)
+    counts = PairCounts() if study.is_preference else None
+    directions = preferred_directions(frame) if study.is_preference else {}
+    pairs: list[dict[str, Any]] = []
+    items: pa.Table | WrittenConfig
+    if items_to is None:
+        item_rows = [row for batch in _item_batches(study, frame, given) for row in batch]
+        if counts is not None:
+            pairs = pair_rows(item_rows, counts, directions)
+        items = pa.Table.from_pylist(item_rows, schema=items_schema)
+    else:
+        written = 0
+        with pq.ParquetWriter(items_to, items_schema) as writer:
+            for batch in _item_batches(study, frame, given):
+                if counts is not None:
+                    pairs += pair_rows(batch, counts, directions)
+                writer.write_batch(pa.RecordBatch.from_pylist(batch, schema=items_schema))
+                written += len(batch)
+        items = WrittenConfig(schema=items_schema, num_rows=written)
     return Tables(
         annotations=pa.Table.from_pylist(annotation_rows, schema=schema),
-        items=pa.Table.from_pylist(item_rows, schema=item_schema(study.kind)),
-        pairs=pairs_table,
+        items=items,
+        pairs=pa.Table.from_pylist(pairs, schema=PAIR_SCHEMA) if counts is not None else None,
         pair_counts=counts,
         n_annotators=len({row["annotator"] for row in annotation_rows}),
         frame=frame,

@@ -6,6 +6,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from annotation.errors import ServiceError
@@ -44,15 +45,21 @@ def write_hf_dataset(
     if not folder.parent.exists():
         raise ServiceError(f"the folder {folder.parent} does not exist")
     license = dataset_license(license)  # refused (ServiceError) before anything is written
-    tables = build_tables(study)
-    configs: list[tuple[str, ConfigTable]] = [("annotations", tables.annotations), ("items", tables.items)]
-    if tables.pairs is not None:
-        configs.append(("preference_pairs", tables.pairs))
-    figures = agreement_figures(tables.frame, n_resamples=n_resamples)
     partial = folder.with_name(folder.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     try:
+        items = partial / "data" / "items"
+        items.mkdir(parents=True)
+        # the items written as they are read: a verifier-scale study has a million (tables.ITEM_BATCH_ROWS)
+        tables = build_tables(study, items_to=items / FILE_NAME)
+        configs: list[tuple[str, ConfigTable]] = [("annotations", tables.annotations), ("items", tables.items)]
+        if tables.pairs is not None:
+            configs.append(("preference_pairs", tables.pairs))
+        figures = agreement_figures(tables.frame, n_resamples=n_resamples)
         for name, table in configs:
+            if name == "items":
+                continue
+            assert isinstance(table, pa.Table)  # only the items are written as built
             target = partial / "data" / name
             target.mkdir(parents=True)
             pq.write_table(table, target / FILE_NAME)
