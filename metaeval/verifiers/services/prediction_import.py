@@ -209,12 +209,7 @@ def import_predictions(
     verifiers = {
         name: (pk, kind) for name, pk, kind in Verifier.objects.filter(study=study).values_list("name", "pk", "kind")
     }
-    stored = {
-        (verifier_id, item_id): pk
-        for pk, verifier_id, item_id in Prediction.objects.filter(
-            verifier__study=study, verifier__kind=Verifier.Kind.IMPORTED, cache_key=IMPORTED_CACHE_KEY
-        ).values_list("pk", "verifier_id", "item_id")
-    }
+    stored = StoredPredictions()
     seen: dict[str, dict[int, int]] = {}  # verifier -> item pk -> first line (ints shared with `items`: compact)
     with prediction_staging_for(study, cache_key=IMPORTED_CACHE_KEY) as staging:
         batch: list[tuple] = []
@@ -256,13 +251,34 @@ def import_predictions(
     return result
 
 
+class StoredPredictions:
+    """The imported predictions a file may replace, read per verifier when the file first names it.
+
+    Why not all of the study's at once: a study at verifier scale holds a million predictions (a dict of
+    them ~200 MB and seconds to read), and a file that brings a new verifier replaces none of them.
+    """
+
+    def __init__(self) -> None:
+        self._by_verifier: dict[int, dict[int, int]] = {}
+
+    def of(self, verifier_id: int) -> dict[int, int]:
+        """item pk -> the verifier's imported prediction on it."""
+        if verifier_id not in self._by_verifier:
+            self._by_verifier[verifier_id] = dict(
+                Prediction.objects.filter(verifier_id=verifier_id, cache_key=IMPORTED_CACHE_KEY)
+                .order_by()
+                .values_list("item_id", "pk")
+            )
+        return self._by_verifier[verifier_id]
+
+
 def _check(
     row: PredictionRow,
     *,
     study: Study,
     items: dict[str, int],
     verifiers: dict[str, tuple[int, str]],
-    stored: dict[tuple[int, int], int],
+    stored: StoredPredictions,
     seen: dict[str, dict[int, int]],
 ) -> tuple[RecordError | None, int | None]:
     """A row against the study and the file so far: its problem, or the stored prediction it replaces."""
@@ -282,7 +298,7 @@ def _check(
             f"{row.verifier!r} is a {known[1]} verifier of this study; give imported predictions a name of their own"
         )
         return RecordError(line, message, "verifier"), None
-    return None, stored.get((known[0], item_id))
+    return None, stored.of(known[0]).get(item_id)
 
 
 def _staged_row(row: PredictionRow, item_id: int, target: int | None) -> tuple:
