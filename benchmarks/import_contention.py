@@ -1,4 +1,4 @@
-"""Annotators during a big item import on SQLite: do they wait, or fail? (issue 10, §2)
+"""Annotators during a big import: do they wait, or fail? (issue 10, §2; issue 35 at a million rows)
 
 An annotator labels continuously in this process (the real services:
 claim_next then submit, one label per turn, on a small study) while
@@ -12,6 +12,11 @@ import's wall time. Before staging (one transaction for the whole file) the
 annotator's turns waited for the whole import and failed past 20 s.
 
     python benchmarks/import_contention.py [--items 300000]
+    DATABASE_URL=postgres://... python benchmarks/import_contention.py --million [--items 1000000]
+
+``--million`` (issue 35, PostgreSQL): the same annotator turns during ``import_items`` of a million
+verification items and then during ``import_predictions`` of a million predictions (3 verifiers) on
+those items, the files of ``import_export.py --million``; goal: p95 within 3x of no import.
 """
 
 from __future__ import annotations
@@ -33,20 +38,30 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--items", type=int, default=300_000)
+    parser.add_argument("--items", type=int, default=None, help="rows (default 300,000; --million: 1,000,000)")
     parser.add_argument("--baseline-turns", type=int, default=300)
+    parser.add_argument("--million", action="store_true", help="issue 35: PostgreSQL, items then predictions")
     args = parser.parse_args()
+    args.items = args.items or (1_000_000 if args.million else 300_000)
 
     folder = Path(tempfile.mkdtemp(prefix="claimlab-contention-"))
-    os.environ.pop("DATABASE_URL", None)
+    if args.million:
+        if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+            raise SystemExit("--million needs DATABASE_URL pointing at PostgreSQL")
+    else:
+        os.environ.pop("DATABASE_URL", None)
     os.environ.update(
         {"DEBUG": "1", "DJANGO_SETTINGS_MODULE": "config.settings", "CLAIMLAB_VAR_DIR": str(folder / "var")}
     )
     os.environ["LOG_LEVEL"] = "WARNING"
-    from import_export import generate  # the realistic verification file of the import benchmark
+    from import_export import generate, generate_million  # the realistic files of the import benchmark
 
     print(f"generating {args.items:,} items in {folder} ...", flush=True)
-    items_file, _ = generate(folder, args.items, 1, 1)
+    predictions_file: Path | None = None
+    if args.million:
+        items_file, _, predictions_file, _ = generate_million(folder, args.items)
+    else:
+        items_file, _ = generate(folder, args.items, 1, 1)
 
     import django
 
@@ -57,11 +72,13 @@ def main() -> None:
 
     from annotation.lib.dblocks import is_lock_error
     from annotation.members.services import add_members
+    from annotation.models import Study
     from annotation.studies.services import create_study
     from annotation.transfer.services.item_import import import_items
     from annotation.workbench.services import SubmittedAnswer, claim_next, submit
 
     call_command("migrate", verbosity=0)
+    Study.objects.filter(slug__in=["big-import", "annotating"]).delete()  # an earlier run's, on PostgreSQL
     create_study(slug="big-import", name="Big import", kind="verification", annotators_per_item=1)
     # Room for 100,000 turns: 5 annotators taking turns over 20,000 items, 5 labels each.
     labelled = create_study(slug="annotating", name="Annotating", kind="verification", annotators_per_item=5)
@@ -92,38 +109,53 @@ def main() -> None:
     baseline = [turn()[0] for _ in range(args.baseline_turns)]
     connection.close()
 
-    command = [sys.executable, str(REPO / "manage.py"), "import_items", "big-import", str(items_file)]
-    started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    during: list[float] = []
-    failures = 0
-    while process.poll() is None:
-        seconds, ok = turn()
-        during.append(seconds)
-        failures += not ok
-    import_seconds = time.perf_counter() - started
-    if process.returncode != 0:
-        assert process.stderr is not None
-        raise SystemExit(f"the import failed:\n{process.stderr.read().decode()}")
+    def during_import(command: list[str]) -> tuple[list[float], int, float]:
+        """The annotator's turns while ``command`` runs in its own process: latencies, lock errors, its seconds."""
+        started = time.perf_counter()
+        process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        during: list[float] = []
+        failures = 0
+        while process.poll() is None:
+            seconds, ok = turn()
+            during.append(seconds)
+            failures += not ok
+        if process.returncode != 0:
+            assert process.stderr is not None
+            raise SystemExit(f"the import failed:\n{process.stderr.read().decode()}")
+        return during, failures, time.perf_counter() - started
+
+    manage = [sys.executable, str(REPO / "manage.py")]
+    phases = [("items", during_import([*manage, "import_items", "big-import", str(items_file)]))]
+    if predictions_file is not None:
+        phases.append(
+            ("predictions", during_import([*manage, "import_predictions", "big-import", str(predictions_file)]))
+        )
 
     def p95(values: list[float]) -> float:
         return statistics.quantiles(values, n=20)[-1] if len(values) >= 20 else max(values)
 
     base50, base95 = statistics.median(baseline), p95(baseline)
-    print(f"\nSQLite file (WAL), {os.cpu_count()} cores; import of {args.items:,} items took {import_seconds:.1f} s")
-    print(f"{'annotator turn (claim + submit)':<36} {'turns':>6} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
+    where = "PostgreSQL" if connection.vendor == "postgresql" else "SQLite file (WAL)"
+    load = os.getloadavg()
+    print(f"\n{where}, {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"{'annotator turn (claim + submit)':<40} {'turns':>6} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
     print(
-        f"{'baseline: no import':<36} {len(baseline):6d} {base50 * 1000:8.1f} {base95 * 1000:8.1f} "
+        f"{'baseline: no import':<40} {len(baseline):6d} {base50 * 1000:8.1f} {base95 * 1000:8.1f} "
         f"{max(baseline) * 1000:8.1f}"
     )
-    print(
-        f"{'during the import':<36} {len(during):6d} {statistics.median(during) * 1000:8.1f} "
-        f"{p95(during) * 1000:8.1f} {max(during) * 1000:8.1f}"
-    )
-    print(
-        f"\nratios to baseline: p50 x{statistics.median(during) / base50:.1f}, p95 x{p95(during) / base95:.1f}; "
-        f"longest wait {max(during):.2f} s (busy timeout 20 s); lock errors: {failures}"
-    )
+    for name, (during, failures, seconds) in phases:
+        print(
+            f"{f'during the {name} import ({seconds:.0f} s)':<40} {len(during):6d} "
+            f"{statistics.median(during) * 1000:8.1f} {p95(during) * 1000:8.1f} {max(during) * 1000:8.1f}"
+        )
+        verdict = "met" if p95(during) / base95 <= 3 and not failures else "MISSED"
+        print(
+            f"  {args.items:,} {name}: ratios to baseline p50 x{statistics.median(during) / base50:.1f}, "
+            f"p95 x{p95(during) / base95:.1f}; longest wait {max(during):.2f} s; lock errors: {failures}; "
+            f"goal p95 within 3x: {verdict}"
+        )
+    if args.million:
+        Study.objects.filter(slug__in=["big-import", "annotating"]).delete()
 
 
 if __name__ == "__main__":

@@ -544,7 +544,7 @@ def main() -> None:
     t_later, _ = repeated(args.repeat, lambda: page("?page=250"))
     row("warm page 250 of the disagreement list (median)", t_later)
     download = reverse("metaeval:report_download", args=[SLUG, "json"]) + "?by_domain=true&binary=true"
-    t_json, _ = repeated(3, lambda: b"".join(client.get(download).streaming_content))
+    t_json, _ = repeated(3, lambda: client.get(download).getvalue())
     row("warm JSON download, every row (median of 3)", t_json)
 
     queued_before = DBTaskResult.objects.filter(task_path="metaeval.tasks.refresh_report").count()
