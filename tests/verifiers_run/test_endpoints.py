@@ -27,6 +27,7 @@ from metaeval.verifiers.services import create_verifier, start_run, update_verif
 from metaeval.verifiers.services.verifiers import VerifierInvalid
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.settings_env import settings_under
+from tests.support.streamed import streamed_body
 from tests.verifiers_run.conftest import llm_verifier, operator_endpoint
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.verifiers_run.urls")]
@@ -297,7 +298,7 @@ def test_a_report_export_holds_no_key(client, researcher, claims_study, research
     for fmt in ("json", "csv", "html"):
         response = client.get(reverse("metaeval:report_download", args=["claims", fmt]))
         assert response.status_code == 200
-        assert OWN_KEY not in b"".join(getattr(response, "streaming_content", [response.content])).decode()
+        assert OWN_KEY not in streamed_body(response).decode()
 
 
 # --- settings -------------------------------------------------------------------------------------
