@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 from django_tasks_db.models import DBTaskResult
 
@@ -259,7 +259,7 @@ def test_the_cli_writes_no_file_when_the_download_fails_mid_way(many_disagreemen
 
     monkeypatch.setattr(cache, "report_json_pieces", failing)
     target = tmp_path / "report.json"
-    with pytest.raises(cache.ReportReplaced):
+    with pytest.raises(CommandError, match="replaced while it was sent; download it again"):
         call_command("report", "many", "--output", str(target))
     assert list(tmp_path.iterdir()) == []  # neither the file nor its .partial
 

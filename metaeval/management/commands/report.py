@@ -57,7 +57,10 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         if options["format"] == "json":  # streamed: the long lists never held whole (issue 35)
-            self._write_pieces(cache.report_json_pieces(study, report_options), options)
+            try:
+                self._write_pieces(cache.report_json_pieces(study, report_options), options)
+            except cache.ReportReplaced as exc:  # a newer report replaced it while it was written: say so
+                raise CommandError(str(exc)) from None
             return
         # exact (cached only when current); the per-response rows are in the JSON only
         report = cache.current_report(study, report_options, per_response=False).report
