@@ -537,7 +537,12 @@ class Annotation(models.Model):
 
     class Meta:
         ordering = ["assignment_id"]
-        indexes = [models.Index(fields=["study", "updated_at", "id"], name="annotation_study_fingerprint")]
+        indexes = [
+            models.Index(fields=["study", "updated_at", "id"], name="annotation_study_fingerprint"),
+            # The labels made here (not imported), by time: the progress page's throughput reads the
+            # last hour's and the first and latest through it (issue 35: not every label).
+            models.Index(fields=["study", "created_at"], condition=~Q(source="import"), name="annotation_made_here"),
+        ]
         constraints = [
             models.CheckConstraint(condition=~Q(label=""), name="annotation_label_not_empty"),
             models.CheckConstraint(
@@ -1184,19 +1189,31 @@ class DomainCount(models.Model):
 
 
 class AnnotatorCount(models.Model):
-    """Annotations one annotator gave on items of one domain, and the items their answers completed.
+    """Annotations one annotator gave on items of one domain, the items their answers completed, and
+    what the progress page's annotator table shows of them (issue 35: read here, not from every label).
 
     One row per (study, annotator, domain) so that annotators submitting at once each
     update their own row and never wait on a shared one. `complete` counts the items
     that reached N labels with an answer counted in this row: the study's items with
     all N labels are the sum over its rows (no single row means anything alone).
+    The others are per annotator once summed over domains (progress/counters.py keeps them):
+    answers with an active time, abstaining, on gold items and right there, imported; skips
+    pressed and leases that ran out (progress/selectors.pressed_skip, TIMED_OUT) on the domain's items.
     """
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="annotator_counts")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     domain = models.CharField(max_length=100, blank=True, default="")
-    annotations = models.PositiveIntegerField(default=0)
-    complete = models.IntegerField(default=0)
+    # Database defaults: each counting INSERT names only the columns it adds to.
+    annotations = models.PositiveIntegerField(default=0, db_default=0)
+    complete = models.IntegerField(default=0, db_default=0)
+    timed = models.PositiveIntegerField(default=0, db_default=0)
+    abstained = models.PositiveIntegerField(default=0, db_default=0)
+    gold_n = models.PositiveIntegerField(default=0, db_default=0)
+    gold_correct = models.PositiveIntegerField(default=0, db_default=0)
+    imported = models.PositiveIntegerField(default=0, db_default=0)
+    skipped = models.PositiveIntegerField(default=0, db_default=0)
+    timed_out = models.PositiveIntegerField(default=0, db_default=0)
 
     class Meta:
         ordering = ["study", "user", "domain"]
@@ -1204,6 +1221,27 @@ class AnnotatorCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study_id}:{self.user_id}:{self.domain or '-'}: {self.annotations} annotations"
+
+
+class ActiveTimeBucket(models.Model):
+    """How many of one annotator's answers in a study took an active time in one bucket of the
+    sketch (lib/active_time_sketch.py): the progress page's medians, within 1/128, from these rows.
+
+    One row per (study, annotator, bucket): a submit adds to its own annotator's rows only (no hot
+    row); the study's median merges every annotator's. Kept by progress/counters.py with the answers.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    bucket = models.SmallIntegerField()
+    labels = models.PositiveIntegerField(default=0, db_default=0)
+
+    class Meta:
+        ordering = ["study", "user", "bucket"]
+        constraints = [models.UniqueConstraint(fields=["study", "user", "bucket"], name="active_time_bucket_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.study_id}:{self.user_id}: bucket {self.bucket}: {self.labels}"
 
 
 class WorkerHeartbeat(models.Model):

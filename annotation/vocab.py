@@ -17,6 +17,8 @@ VERIFICATION_BINARY: dict[str, str] = {
 PREFERENCE_TIE = "tie"
 PREFERENCE_LABELS: tuple[str, ...] = ("a_strong", "a_slight", PREFERENCE_TIE, "b_slight", "b_strong")
 PREFERENCE_BOTH_BAD = "both_bad"
+#: Labels that decline to decide (the progress page's share abstaining): "both bad", "inconclusive".
+ABSTAIN_LABELS: tuple[str, ...] = (PREFERENCE_BOTH_BAD, "inconclusive")
 PREFERENCE_STRENGTHS: tuple[str, ...] = ("strong", "slight")
 #: What the annotator picks on screen (left is "List 1"); the label says which *system* won.
 PREFERENCE_CHOICES: tuple[str, ...] = (

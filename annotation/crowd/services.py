@@ -38,6 +38,7 @@ from annotation.models import (
     Study,
     StudyMember,
 )
+from annotation.progress.quality_counters import close_leases
 from annotation.workbench.services import NotAllowed, SubmittedAnswer, answer_values, claim_next, skip
 
 Status = Participant.Status
@@ -327,9 +328,7 @@ def _take_back_leases(study: Study, external_ids: set[str]) -> int:
     now = timezone.now()
     closed = 0
     for item_id, pks in _by_item(held).items():
-        count = Assignment.objects.filter(pk__in=pks, status=Assignment.Status.ACTIVE).update(
-            status=Assignment.Status.SKIPPED, slot=None, updated_at=now
-        )
+        count = len(close_leases(pks, now))  # a lease that had run out counts as timed out (progress counters)
         if count:
             Item.objects.filter(pk=item_id, slots_taken__gte=count).update(slots_taken=F("slots_taken") - count)
         closed += count

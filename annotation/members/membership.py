@@ -23,6 +23,7 @@ from django.utils import timezone
 from annotation.errors import ServiceError
 from annotation.members.services import generate_password
 from annotation.models import AccountOrigin, Assignment, PasswordReset, Study, StudyChange, StudyMember
+from annotation.progress.quality_counters import close_leases
 from annotation.signals import member_password_reset
 from annotation.workbench import assignment_sql as sql
 
@@ -82,7 +83,7 @@ def free_leases(*, study: Study, user_id: int, now: datetime | None = None) -> i
     freed = 0
     active = Assignment.objects.filter(study=study, annotator_id=user_id, status=Assignment.Status.ACTIVE)
     for assignment_id, item_id in active.values_list("pk", "item_id"):
-        if active.filter(pk=assignment_id).update(status=Assignment.Status.SKIPPED, slot=None, updated_at=now):
+        if close_leases([assignment_id], now):  # one that had run out counts as timed out (progress counters)
             sql.give_slot_back(item_id)
             freed += 1
     return freed

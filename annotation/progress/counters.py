@@ -44,7 +44,7 @@ who was never given an item, and deletes cascade from studies and users.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection, transaction
 
@@ -59,11 +59,29 @@ from annotation.models import (
     StagedItem,
     Study,
 )
+from annotation.progress.quality_counters import (
+    LABEL_COLUMNS,
+    CountedAnswer,
+    added_on_conflict,
+    counter_columns,
+    gold_sql,
+    recount_skips_and_times,
+    staged_times_added,
+    time_added,
+)
+from annotation.vocab import ABSTAIN_LABELS
 
 
-def insert_locking_item(values: dict[str, Any], item_id: int) -> tuple[int, str]:
+class CountedItem(NamedTuple):
+    """What of the item a new answer is counted by: its domain (the counter row) and gold label."""
+
+    domain: str
+    gold_label: str
+
+
+def insert_locking_item(values: dict[str, Any], item_id: int) -> tuple[int, CountedItem]:
     """INSERT an annotation (values as `rawsql.insert_returning_id`), count it on its item and lock the item
-    for `answer_added`: (the annotation's id, the item's domain), to pass on as `answer_added(domain=...)`.
+    for `answer_added`: (the annotation's id, the item's domain and gold label), to pass on as `answer_added(item=...)`.
 
     PostgreSQL: one statement for both (the submit's hot path). The label count must not be in it:
     a statement that waited for the lock still sees the data of when it started (the item's own
@@ -76,66 +94,105 @@ def insert_locking_item(values: dict[str, Any], item_id: int) -> tuple[int, str]
     row = fetch_one(
         f"WITH x AS ({insert} RETURNING {annotation.id}), "
         f"u AS (UPDATE {item.table} SET {item.n_answers} = {item.n_answers} + 1 WHERE {item.id} = %s "
-        f"RETURNING {item.domain}) SELECT x.{annotation.id}, u.{item.domain} FROM x, u",
+        f"RETURNING {item.domain}, {item.gold_label}) SELECT x.{annotation.id}, u.{item.domain}, u.{item.gold_label} "
+        "FROM x, u",
         [*params, item_id],
     )
     if row is None:
         raise ValueError(f"no item {item_id} to count an annotation on")
-    return row[0], row[1]
+    return row[0], CountedItem(row[1], row[2])
 
 
-def count_on_item(item_id: int) -> str:
-    """Count one more answer on the item, which locks its row; its domain (SQLite: the transaction's
-    write lock serialises instead)."""
+def count_on_item(item_id: int) -> CountedItem:
+    """Count one more answer on the item, which locks its row; its domain and gold label (SQLite: the
+    transaction's write lock serialises instead)."""
     item = names(Item)
     row = fetch_one(
-        f"UPDATE {item.table} SET {item.n_answers} = {item.n_answers} + 1 WHERE {item.id} = %s RETURNING {item.domain}",
+        f"UPDATE {item.table} SET {item.n_answers} = {item.n_answers} + 1 WHERE {item.id} = %s "
+        f"RETURNING {item.domain}, {item.gold_label}",
         [item_id],
     )
     if row is None:
         raise ValueError(f"no item {item_id} to count an annotation on")
-    return row[0]
+    return CountedItem(row[0], row[1])
 
 
-def answer_added(*, study_id: int, item_id: int, user_id: int, complete_at: int, domain: str | None = None) -> None:
+def answer_added(
+    *,
+    study_id: int,
+    item_id: int,
+    user_id: int,
+    complete_at: int,
+    answer: CountedAnswer,
+    item: CountedItem | None = None,
+) -> None:
     """Count a new annotation by `user_id` on `item_id`; call in the transaction that inserted it, as late as possible.
 
     `complete_at`: the answers that complete the item (its assignment's `max_slots`: the study's
-    slots per item, N or N per condition).
-    `domain`: the item's, from `insert_locking_item` in this transaction (the item is locked and the
+    slots per item, N or N per condition). `answer`: its label, time and source (the annotator
+    table's numbers: timed, abstaining, gold, imported, and the time's bucket).
+    `item`: the item's, from `insert_locking_item` in this transaction (the item is locked and the
     answer counted on it then); without it both are done here.
     """
-    item = names(Item)
-    if domain is None:
-        domain = count_on_item(item_id)
+    item_table = names(Item)
+    if item is None:
+        item = count_on_item(item_id)
     # The item's answers as its locking UPDATE counted them: with every answer committed on it before
     # the lock, and this one (see the module's docstring).
-    answers_on_item = f"(SELECT i.{item.n_answers} FROM {item.table} AS i WHERE i.{item.id} = %s)"
+    answers_on_item = f"(SELECT i.{item_table.n_answers} FROM {item_table.table} AS i WHERE i.{item_table.id} = %s)"
     execute(
-        one_answer_counted(study_id="%s", user_id="%s", domain="%s", answers_on_item=answers_on_item, complete_at="%s"),
-        [study_id, user_id, domain, item_id, complete_at],
+        one_answer_counted(
+            study_id="%s",
+            user_id="%s",
+            domain="%s",
+            answers_on_item=answers_on_item,
+            complete_at="%s",
+            answer=answer,
+            gold_label="%s",
+        ),
+        # the gold label: once for "on a gold item", then "labelled as gold" reads it, the label, it again
+        [
+            study_id,
+            user_id,
+            item.domain,
+            item_id,
+            complete_at,
+            item.gold_label,
+            item.gold_label,
+            answer.label,
+            item.gold_label,
+        ],
     )
+    if answer.active_ms is not None:
+        time_added(study_id, user_id, answer.active_ms)
 
 
 def one_answer_counted(
-    *, study_id: str, user_id: str, domain: str, answers_on_item: str, complete_at: str, source: str = ""
+    *,
+    study_id: str,
+    user_id: str,
+    domain: str,
+    answers_on_item: str,
+    complete_at: str,
+    answer: CountedAnswer,
+    gold_label: str,
+    source: str = "",
 ) -> str:
     """The INSERT ... ON CONFLICT that counts one answer in its annotator's row, from SQL expressions:
     the study, the annotator, the item's domain and its number of answers with this one (complete
-    when that is `complete_at`, the assignment's `max_slots`), over the rows of `source` ("" for one row).
+    when that is `complete_at`, the assignment's `max_slots`), the item's gold label (then the
+    answer's label, a parameter), over the rows of `source` ("" for one row). What `answer` says
+    of itself (timed, abstaining, imported) is written in as numbers.
 
     Shared by `answer_added` and the one-statement submit (workbench/submit_sql.py)."""
-    counter = names(AnnotatorCount)
-    n = complete_at
+    on_gold, right = gold_sql(gold_label, "%s")
     return (
-        f"INSERT INTO {counter.table} ({counter.study}, {counter.user}, {counter.domain}, {counter.annotations}, "
-        f"{counter.complete}) SELECT {study_id}, {user_id}, {domain}, 1, "
-        f"CASE WHEN {answers_on_item} = {n} THEN 1 ELSE 0 END "
+        f"INSERT INTO {names(AnnotatorCount).table} ({counter_columns(LABEL_COLUMNS)}) "
+        f"SELECT {study_id}, {user_id}, {domain}, 1, CASE WHEN {answers_on_item} = {complete_at} THEN 1 ELSE 0 END, "
+        f"{answer.timed}, {answer.abstains}, {on_gold}, {right}, {answer.imported} "
         + (f"FROM {source} " if source else "")
         + "WHERE 1 = 1 "  # WHERE: SQLite's INSERT ... SELECT ... ON CONFLICT
-        f"ON CONFLICT ({counter.study}, {counter.user}, {counter.domain}) DO UPDATE SET "
-        f"{counter.annotations} = {counter.table}.{counter.annotations} + excluded.{counter.annotations}, "
-        f"{counter.complete} = {counter.table}.{counter.complete} + excluded.{counter.complete}"
+        + added_on_conflict(LABEL_COLUMNS)
     )
 
 
@@ -148,18 +205,17 @@ def labels_switched(study: Study, staged_table: str) -> None:
     it is counted in the row of its staged label with the highest annotator id.
     """
     item, staged, counter = names(Item), names(StagedAnnotation), names(AnnotatorCount)
-    columns = f"{counter.study}, {counter.user}, {counter.domain}, {counter.annotations}, {counter.complete}"
-    add = (
-        f"ON CONFLICT ({counter.study}, {counter.user}, {counter.domain}) DO UPDATE SET "
-        f"{counter.annotations} = {counter.table}.{counter.annotations} + excluded.{counter.annotations}, "
-        f"{counter.complete} = {counter.table}.{counter.complete} + excluded.{counter.complete}"
-    )
+    columns = counter_columns(("annotations", "complete"))
+    add = added_on_conflict(("annotations", "complete"))
     execute(
-        f"INSERT INTO {counter.table} ({columns}) SELECT %s, s.{staged.annotator_id}, i.{item.domain}, COUNT(*), 0 "
-        f"FROM {staged_table} AS s JOIN {item.table} AS i ON i.{item.id} = s.{staged.item_id} WHERE 1 = 1 "
-        f"GROUP BY s.{staged.annotator_id}, i.{item.domain} {add}",
-        [study.pk],
+        f"INSERT INTO {counter.table} ({counter_columns(LABEL_COLUMNS)}) "
+        f"SELECT %s, s.{staged.annotator_id}, i.{item.domain}, COUNT(*), 0, "
+        + _label_sums(f"s.{staged.label}", f"s.{staged.active_ms}", f"i.{item.gold_label}", imported="COUNT(*)")
+        + f" FROM {staged_table} AS s JOIN {item.table} AS i ON i.{item.id} = s.{staged.item_id} WHERE 1 = 1 "
+        f"GROUP BY s.{staged.annotator_id}, i.{item.domain} {added_on_conflict(LABEL_COLUMNS)}",
+        [study.pk, *ABSTAIN_LABELS],
     )
+    staged_times_added(study.pk, staged_table, staged.annotator_id, staged.active_ms)
     execute(
         f"UPDATE {item.table} SET {item.n_answers} = {_answers_of_item(item.table)} "
         f"WHERE {item.id} IN (SELECT {staged.item_id} FROM {staged_table})"
@@ -173,6 +229,17 @@ def labels_switched(study: Study, staged_table: str) -> None:
         f"INSERT INTO {counter.table} ({columns}) SELECT %s, t.user_id, t.domain, 0, COUNT(*) FROM ({per_item}) AS t "
         f"WHERE t.labels >= %s AND t.labels - t.staged < %s GROUP BY t.user_id, t.domain {add}",
         [study.pk, study.slots_per_item, study.slots_per_item],
+    )
+
+
+def _label_sums(label: str, active_ms: str, gold_label: str, *, imported: str) -> str:
+    """SQL: the sums of a group of labels (expressions) for the counter columns timed, abstained, gold_n,
+    gold_correct, then `imported`; parameters: ABSTAIN_LABELS."""
+    on_gold, right = gold_sql(gold_label, label)
+    abstaining = ", ".join(["%s"] * len(ABSTAIN_LABELS))
+    return (
+        f"SUM(CASE WHEN {active_ms} IS NOT NULL THEN 1 ELSE 0 END), "
+        f"SUM(CASE WHEN {label} IN ({abstaining}) THEN 1 ELSE 0 END), SUM({on_gold}), SUM({right}), {imported}"
     )
 
 
@@ -243,15 +310,20 @@ def recount_study(study: Study) -> None:
             f"FROM {annotation.table} AS n JOIN {assignment.table} AS a ON a.{assignment.id} = n.{annotation.assignment} "
             f"WHERE a.{assignment.study} = %s GROUP BY a.{assignment.item}"
         )
+        imported = f"SUM(CASE WHEN n.{annotation.source} = %s THEN 1 ELSE 0 END)"
         execute(
-            f"INSERT INTO {counter.table} ({counter.study}, {counter.user}, {counter.domain}, {counter.annotations}, "
-            f"{counter.complete}) SELECT %s, a.{assignment.annotator}, i.{item.domain}, COUNT(*), "
+            f"INSERT INTO {counter.table} ({counter_columns(LABEL_COLUMNS)}) "
+            f"SELECT %s, a.{assignment.annotator}, i.{item.domain}, COUNT(*), "
             # complete: N labels, or closed below N by adaptive overlap (workbench/adaptive.py)
             f"SUM(CASE WHEN (p.labels >= %s OR i.{item.closed_after} IS NOT NULL) AND p.last_id = a.{assignment.id} "
-            "THEN 1 ELSE 0 END) "
-            f"FROM {annotation.table} AS n JOIN {assignment.table} AS a ON a.{assignment.id} = n.{annotation.assignment} "
+            "THEN 1 ELSE 0 END), "
+            + _label_sums(
+                f"n.{annotation.label}", f"n.{annotation.active_ms}", f"i.{item.gold_label}", imported=imported
+            )
+            + f" FROM {annotation.table} AS n JOIN {assignment.table} AS a ON a.{assignment.id} = n.{annotation.assignment} "
             f"JOIN {item.table} AS i ON i.{item.id} = a.{assignment.item} "
             f"JOIN ({labelled}) AS p ON p.item_id = a.{assignment.item} "
             f"WHERE a.{assignment.study} = %s GROUP BY a.{assignment.annotator}, i.{item.domain}",
-            [study.pk, study.slots_per_item, study.pk, study.pk],
+            [study.pk, study.slots_per_item, *ABSTAIN_LABELS, Annotation.Source.IMPORT, study.pk, study.pk],
         )
+        recount_skips_and_times(study.pk)

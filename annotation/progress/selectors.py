@@ -6,9 +6,10 @@ status with active leases, and flagged items with their reasons. For the
 annotator: their own assignment, fetched through them.
 
 Every function issues a fixed number of queries, whatever the size of the
-study: aggregates are grouped in the database, never computed per row. The two
-that read every label (`label_quality`, `label_rate`) grow with the study all
-the same; the progress page serves them from the cache (progress_cache.py).
+study: aggregates are grouped in the database, never computed per row. The
+annotator table (`label_quality`) and the throughput (`label_rate`) read counter
+rows and bounded index ranges, not every label (issue 35); the progress page
+still keeps them in the cache per state of the labels (progress/cache.py).
 """
 
 # Every read of the annotation app that is more than `obj.field`.
@@ -27,21 +28,30 @@ from django.db.models import (
     ExpressionWrapper,
     F,
     IntegerField,
-    Max,
     Min,
     OuterRef,
     Q,
     QuerySet,
     Subquery,
     Sum,
-    Window,
 )
-from django.db.models.functions import Coalesce, RowNumber
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from annotation.lib.active_time_sketch import RELATIVE_ERROR, merged
+from annotation.lib.active_time_sketch import median as sketch_median
 from annotation.lib.pseudonyms import pseudonyms, unknown_pseudonym
-from annotation.models import Annotation, AnnotatorCount, Assignment, Item, Participant, Study, StudyMember
-from annotation.vocab import PREFERENCE_BOTH_BAD
+from annotation.models import (
+    ActiveTimeBucket,
+    Annotation,
+    AnnotatorCount,
+    Assignment,
+    Item,
+    Participant,
+    Study,
+    StudyMember,
+)
+from annotation.vocab import ABSTAIN_LABELS as VOCAB_ABSTAIN_LABELS
 
 if TYPE_CHECKING:  # django-stubs-ext is a development dependency
     from django_stubs_ext import WithAnnotations
@@ -168,8 +178,8 @@ class LabelQuality:
 def annotator_quality(study: Study) -> list[AnnotatorRow]:
     """Per annotator: done, skipped, timed out, active, flagged, median active time, gold accuracy.
 
-    Computed now from every label (`label_quality`, whose cost grows with the study); the
-    progress page serves the same rows from a cache instead (progress/cache.py).
+    Read now from the counters (`label_quality`); the progress page serves the same rows from a
+    cache (progress/cache.py).
     """
     return annotator_rows(study, label_quality(study))
 
@@ -223,7 +233,7 @@ def annotator_rows(study: Study, quality: LabelQuality) -> list[AnnotatorRow]:
     return ordered
 
 
-def _no_labels() -> dict[str, float | int | None]:
+def no_label_fields() -> dict[str, float | int | None]:
     """LABEL_FIELDS of an annotator without labels: zero counts, no median."""
     numbers: dict[str, float | int | None] = dict.fromkeys(LABEL_FIELDS, 0)
     numbers["median_active_ms"] = None
@@ -234,58 +244,57 @@ def label_quality(study: Study) -> LabelQuality:
     """Per annotator: skipped, timed out, timed and labelled answers, abstentions, gold accuracy,
     median active time; and the study's median active time.
 
-    Six queries that read every label of the study (0.5 s at 100,000 items x 3 on PostgreSQL):
-    the progress page caches the result (progress/cache.py). Answers are found by their own
-    copy of the study (`Annotation.study`, indexed), so a small study does not scan a big one's
-    labels. Gold accuracy compares the canonical label with the item's gold label, on gold items only.
+    Two queries over counter rows (progress/counters.py, quality_counters.py: kept by every write
+    in its transaction), whose cost grows with the annotators and domains, not the labels (issue 35):
+    the sums per annotator, and the active-time sketch's buckets (lib/active_time_sketch.py). The
+    medians are the sketch's, within `SKETCH_ERROR` (1/128) of the exact ones, relative; the rest
+    is exact. `tally.label_quality_from_rows` computes the same from every label (the tests' reference).
     Skipped counts the skips pressed and timed out the leases that ran out, not what was given back
     on the annotator's behalf (`pressed_skip`, `TIMED_OUT`).
     """
-    numbers: dict[int, dict[str, float | int | None]] = defaultdict(_no_labels)
-    skips = (
-        Assignment.objects.filter(study=study, status=Status.SKIPPED)
+    numbers: dict[int, dict[str, float | int | None]] = defaultdict(no_label_fields)
+    sums = (
+        AnnotatorCount.objects.filter(study=study)
         .order_by()
-        .values("annotator_id")
-        .annotate(skipped=Count("pk", filter=pressed_skip(study)), timed_out=Count("pk", filter=TIMED_OUT))
-    )
-    for entry in skips:
-        numbers[entry["annotator_id"]].update(skipped=entry["skipped"], timed_out=entry["timed_out"])
-
-    labels = (
-        Annotation.objects.filter(study=study)
-        .order_by()
-        .values("assignment__annotator_id")
+        .values("user_id")
         .annotate(
-            timed=Count("active_ms"), labelled=Count("pk"), abstained=Count("pk", filter=Q(label__in=ABSTAIN_LABELS))
+            skipped_n=Sum("skipped"),
+            timed_out_n=Sum("timed_out"),
+            timed_n=Sum("timed"),
+            labelled=Sum("annotations"),
+            abstained_n=Sum("abstained"),
+            gold=Sum("gold_n"),
+            right=Sum("gold_correct"),
         )
     )
-    for label_entry in labels:
-        numbers[label_entry["assignment__annotator_id"]].update(
-            timed=label_entry["timed"], labelled=label_entry["labelled"], abstained=label_entry["abstained"]
-        )
-    # Gold items on their own (a WHERE, not a FILTER over every label): the items' table is joined
-    # for the few gold items only, not for every label of a big study.
-    gold = (
-        Annotation.objects.filter(study=study)
-        .exclude(assignment__item__gold_label="")
-        .order_by()
-        .values("assignment__annotator_id")
-        .annotate(gold_n=Count("pk"), gold_correct=Count("pk", filter=Q(label=F("assignment__item__gold_label"))))
-    )
-    for gold_entry in gold:
-        numbers[gold_entry["assignment__annotator_id"]].update(
-            gold_n=gold_entry["gold_n"], gold_correct=gold_entry["gold_correct"]
-        )
-
-    for user_id, median in median_active_ms(study).items():
-        numbers[user_id]["median_active_ms"] = median
-    return LabelQuality(annotators=dict(numbers), study_median_ms=study_median_active_ms(study))
+    for entry in sums:
+        if entry["labelled"] or entry["skipped_n"] or entry["timed_out_n"]:
+            numbers[entry["user_id"]].update(
+                skipped=entry["skipped_n"],
+                timed_out=entry["timed_out_n"],
+                timed=entry["timed_n"],
+                labelled=entry["labelled"],
+                abstained=entry["abstained_n"],
+                gold_n=entry["gold"],
+                gold_correct=entry["right"],
+            )
+    sketches: dict[int, dict[int, int]] = defaultdict(dict)
+    for user_id, bucket, labels in ActiveTimeBucket.objects.filter(study=study, labels__gt=0).values_list(
+        "user_id", "bucket", "labels"
+    ):
+        sketches[user_id][bucket] = labels
+    for user_id, sketch in sketches.items():
+        numbers[user_id]["median_active_ms"] = sketch_median(sketch)
+    study_median = sketch_median(merged(sketches.values()))
+    return LabelQuality(annotators=dict(numbers), study_median_ms=study_median)
 
 
 # --- alerts -------------------------------------------------------------------------
 
-#: Labels that decline to decide: a high share of them may mean an annotator avoids hard items.
-ABSTAIN_LABELS = (PREFERENCE_BOTH_BAD, "inconclusive")
+#: Labels that decline to decide: a high share of them may mean an annotator avoids hard items (vocab.ABSTAIN_LABELS).
+ABSTAIN_LABELS = VOCAB_ABSTAIN_LABELS
+#: How far a median active time shown may be from the exact one, relative (the sketch's; stated on the page).
+SKETCH_ERROR = RELATIVE_ERROR
 #: A likely speeder: median active time below this share of the study's median ...
 SPEEDER_RATIO = 1 / 3
 #: ... over at least this many timed labels (fewer say little about a habit).
@@ -318,44 +327,6 @@ def quality_alerts(row: AnnotatorRow, study_median_ms: float | None) -> list[str
     if share is not None and row.gold_n >= LOW_GOLD_MIN_ITEMS and share < LOW_GOLD_ACCURACY:
         alerts.append(f"low gold accuracy: {row.gold_correct} of {row.gold_n} ({share:.0%})")
     return alerts
-
-
-def study_median_active_ms(study: Study) -> float | None:
-    """The median active time over every timed label of the study (ms); None when no label is timed.
-
-    Two queries: a count, then the middle one or two values in time order
-    (the database sorts; at most two rows come back).
-    """
-    timed = Annotation.objects.filter(study=study, active_ms__isnull=False)
-    n = timed.count()
-    if not n:
-        return None
-    middle = list(timed.order_by("active_ms").values_list("active_ms", flat=True)[(n - 1) // 2 : n // 2 + 1])
-    return sum(value for value in middle if value is not None) / len(middle)
-
-
-def median_active_ms(study: Study) -> dict[int, float]:
-    """annotator id -> median active time per answered item (ms), over answers that carry a time.
-
-    One query on every database: rank each annotator's times with a window
-    function and fetch only the middle one or two rows, so the work stays in
-    the database however many annotations there are.
-    """
-    annotator = F("assignment__annotator_id")
-    ranked = (
-        Annotation.objects.filter(study=study, active_ms__isnull=False)
-        .annotate(
-            rank=Window(RowNumber(), partition_by=[annotator], order_by=[F("active_ms").asc(), F("pk").asc()]),
-            total=Window(Count("pk"), partition_by=[annotator]),
-        )
-        .filter(Q(rank=(F("total") + 1) / 2) | Q(rank=F("total") / 2 + 1))
-        .values_list("assignment__annotator_id", "active_ms")
-    )
-    middles: dict[int, list[int]] = defaultdict(list)
-    for user_id, active_ms in ranked:
-        assert active_ms is not None  # the query keeps only answers with a time (active_ms__isnull=False)
-        middles[user_id].append(active_ms)
-    return {user_id: sum(values) / len(values) for user_id, values in middles.items()}
 
 
 # --- per item -------------------------------------------------------------------
@@ -608,22 +579,27 @@ class LabelRate(TypedDict):
 
 
 def label_rate(study: Study, *, now: datetime) -> LabelRate:
-    """Labels made here (not imported) in the hour before `now` and over the study's span: one query over every label."""
+    """Labels made here (not imported) in the hour before `now` and over the study's span.
+
+    Four reads, none of every label (issue 35): how many were made here from the counter rows
+    (answers less those imported), the first and the latest made here one step each into the
+    index of the labels made here (study, created_at), and the last hour's through the same index
+    (their cost grows with the labels of that hour, not with the study).
+    """
     made_here = Annotation.objects.filter(study=study).exclude(source=Annotation.Source.IMPORT)
-    hour = Q(created_at__gte=now - timedelta(hours=1))
-    stats = made_here.aggregate(
-        collected=Count("pk"),
-        last_hour=Count("pk", filter=hour),
-        first=Min("created_at"),
-        last=Max("created_at"),
-        hour_oldest=Min("created_at", filter=hour),
+    counted = AnnotatorCount.objects.filter(study=study).aggregate(
+        n=Coalesce(Sum("annotations"), 0), imported=Coalesce(Sum("imported"), 0)
     )
+    hour = made_here.filter(created_at__gte=now - timedelta(hours=1)).aggregate(
+        last_hour=Count("pk"), hour_oldest=Min("created_at")
+    )
+    times = made_here.order_by().values_list("created_at", flat=True)
     return LabelRate(
-        last_hour=stats["last_hour"],
-        collected=stats["collected"],
-        first=stats["first"],
-        last=stats["last"],
-        hour_oldest=stats["hour_oldest"],
+        last_hour=hour["last_hour"],
+        collected=counted["n"] - counted["imported"],
+        first=times.order_by("created_at").first(),
+        last=times.order_by("-created_at").first(),
+        hour_oldest=hour["hour_oldest"],
     )
 
 

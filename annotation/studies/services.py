@@ -31,6 +31,7 @@ from annotation.lib.randomisation import claim_rank
 from annotation.members.services import _next_pseudonym
 from annotation.models import Annotation, Assignment, Item, Study, StudyChange, StudyMember, new_seed
 from annotation.progress.counters import recount_study
+from annotation.progress.quality_counters import close_leases
 from annotation.questions.definitions import parse_questions
 from annotation.questions.questionnaires import parse_questionnaires
 from annotation.vocab import BINARY_SIDES, PREFERENCE_BOTH_BAD, PREFERENCE_TIE, default_binary_map, default_labels
@@ -568,9 +569,9 @@ def _release_open_leases(study: Study) -> int:
     kept as the mark), so a late submit says why it was refused, and the item
     goes to someone else if the study is reopened.
     """
-    active = Assignment.objects.filter(study=study, status=Assignment.Status.ACTIVE)
-    per_item = Counter(active.values_list("item_id", flat=True))
-    active.update(status=Assignment.Status.SKIPPED, slot=None, updated_at=timezone.now())
+    active = Assignment.objects.filter(study=study, status=Assignment.Status.ACTIVE).values_list("pk", flat=True)
+    # leases that had run out count as timed out in the progress counters; the others as neither
+    per_item = Counter(item_id for _, item_id in close_leases(list(active), timezone.now()))
     for item_id, count in per_item.items():
         Item.objects.filter(pk=item_id, slots_taken__gte=count).update(slots_taken=F("slots_taken") - count)
     return sum(per_item.values())

@@ -16,7 +16,8 @@ from django.contrib.auth.models import User
 from django.db import connection
 
 from annotation.models import ANSWER_FIELDS, Annotation, AnnotationRevision, Assignment
-from annotation.progress.counters import answer_added, count_on_item, insert_locking_item
+from annotation.progress.counters import CountedItem, answer_added, count_on_item, insert_locking_item
+from annotation.progress.quality_counters import CountedAnswer, answer_revised
 from annotation.workbench.adaptive import answer_decides
 
 
@@ -57,19 +58,22 @@ def record_answer(
         annotation = Annotation.objects.create(
             assignment=assignment, study_id=assignment.study_id, source=source, **answer_fields(values)
         )
-        _count_answer(assignment, count_on_item(assignment.item_id))
+        _count_answer(assignment, count_on_item(assignment.item_id), values, source)
         return annotation, True
     old = annotation.snapshot()
     new = values.snapshot()
+    counted = CountedAnswer(annotation.label, annotation.active_ms, annotation.source)
     if old == new:
         if values.active_ms is not None and values.active_ms != annotation.active_ms:
             annotation.active_ms = values.active_ms  # a timing is not an answer: no revision
             annotation.save(update_fields=["active_ms", "updated_at"])
+            answer_revised(assignment, counted, CountedAnswer(annotation.label, values.active_ms, annotation.source))
             return annotation, True
         return annotation, False
     for name, value in answer_fields(values).items():
         setattr(annotation, name, value)
     annotation.save()
+    answer_revised(assignment, counted, CountedAnswer(annotation.label, annotation.active_ms, annotation.source))
     AnnotationRevision.objects.create(annotation=annotation, old_value=old, new_value=new, changed_by=changed_by)
     return annotation, True
 
@@ -91,15 +95,15 @@ def record_first_answer(*, assignment: Assignment, values: AnswerValues, source:
         "created_at": now,
         "updated_at": now,
     }
-    pk, domain = insert_locking_item(fields, assignment.item_id)
-    _count_answer(assignment, domain)
+    pk, item = insert_locking_item(fields, assignment.item_id)
+    _count_answer(assignment, item, values, source)
     annotation = Annotation(pk=pk, **fields)
     annotation._state.adding = False
     annotation._state.db = connection.alias
     return annotation
 
 
-def _count_answer(assignment: Assignment, domain: str) -> None:
+def _count_answer(assignment: Assignment, item: CountedItem, values: AnswerValues, source: str) -> None:
     """Count the new answer in the progress counters, its item counted on and locked already; in an
     adaptive-overlap study the answer first closes the item or opens a slot (`adaptive.answer_decides`)."""
     complete_at = assignment.max_slots
@@ -110,7 +114,8 @@ def _count_answer(assignment: Assignment, domain: str) -> None:
         item_id=assignment.item_id,
         user_id=assignment.annotator_id,
         complete_at=complete_at,
-        domain=domain,
+        answer=CountedAnswer(values.label, values.active_ms, source),
+        item=item,
     )
 
 

@@ -58,6 +58,7 @@ from annotation.errors import ServiceError
 from annotation.lib.dblocks import UNAVAILABLE, close_broken_connections, database_fault
 from annotation.lib.randomisation import left_system_for, queue_position, side_coin
 from annotation.models import MAX_ACTIVE_MS, Annotation, Assignment, Item, Study
+from annotation.progress.quality_counters import close_leases, closed_counted
 from annotation.questions.answers import checked_question_answers
 from annotation.questions.definitions import asks_per_claim
 from annotation.vocab import (
@@ -301,9 +302,7 @@ def _unless_closed_meanwhile(assignment: Assignment, user: User, study: Study) -
 
     def give_back() -> None:
         with transaction.atomic():
-            if Assignment.objects.filter(pk=assignment.pk, status=Status.ACTIVE).update(
-                status=Status.SKIPPED, slot=None, updated_at=timezone.now()
-            ):
+            if close_leases([assignment.pk], timezone.now()):
                 sql.give_slot_back(assignment.item_id)
 
     _retrying_deadlocks(give_back, what="release", user=user, study=study)
@@ -383,6 +382,7 @@ def _claim(
             continue  # another of the user's own (a third tab): not someone else's lease to reclaim
         # Reclaim, conditionally: of two reclaimers (or the owner renewing), exactly one wins.
         if sql.close_expired(assignment_id, now):
+            closed_counted([assignment_id])  # a lease that ran out, in its annotator's counters
             return _create(user, study, sql.item(item_id), slot, left_system, expires, now)
     return _fresh_slot(user, study, fresh or _fresh_further_down(user, study, slots), expires, now, slots)
 
@@ -933,7 +933,8 @@ def _skip_once(user: User, study: Study, assignment_id: int, now: datetime) -> A
             return assignment
         if assignment.status != Status.ACTIVE:
             raise LeaseLost("this item is already answered; it cannot be skipped")
-        sql.mark_skipped(assignment.pk, now)
+        if sql.mark_skipped(assignment.pk, now):
+            closed_counted([assignment.pk])  # a skip pressed (not by a crowd participant), in the counters
         sql.give_slot_back(assignment.item_id)
         assignment.status, assignment.slot, assignment.lease_expires_at = Status.SKIPPED, None, None
     return assignment

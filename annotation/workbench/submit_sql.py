@@ -21,9 +21,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from annotation.lib.active_time_sketch import bucket_of
 from annotation.lib.rawsql import fetch_one, insert_select_statement, names
-from annotation.models import Annotation, Assignment, Item
+from annotation.models import Annotation, AnnotatorCount, Assignment, Item
 from annotation.progress.counters import one_answer_counted
+from annotation.progress.quality_counters import CountedAnswer, bucket_added_sql
 from annotation.workbench.assignment_sql import SUBMITTED_ROWS, own_active_submitted, own_active_submitted_params
 
 #: The item's number of evidence passages as `assignments.answer_values` counts them: 0 when absent,
@@ -69,13 +71,25 @@ def submit_with_first_answer(
         {"assignment_id": f"submitted.{A.id}"},
         source="submitted",
     )
+    counted_answer = CountedAnswer(answer["label"], answer.get("active_ms"), answer["source"])
     counted = one_answer_counted(
         study_id="submitted." + A.study,
         user_id="submitted." + A.annotator,
         domain="on_item." + IT.domain,
         answers_on_item="on_item." + IT.n_answers,
         complete_at="submitted." + A.max_slots,
+        answer=counted_answer,
+        gold_label="on_item." + IT.gold_label,
         source="submitted, on_item",
+    )
+    C = names(AnnotatorCount)
+    # The time's bucket, counted after (and from) the annotator's counter row: the same lock order as step by step.
+    timed = (
+        ", timed AS ("
+        + bucket_added_sql(study_id="counted." + C.study, user_id="counted." + C.user, bucket="%s", source="counted")
+        + ")"
+        if counted_answer.active_ms is not None
+        else ""
     )
     row = fetch_one(
         f"WITH submitted AS ({submitted} RETURNING {SUBMITTED_ROWS.select}), "
@@ -83,8 +97,10 @@ def submit_with_first_answer(
         # The answer counted on its item (locking it) by an UPDATE: one that waited for another
         # submit's lock counts on that submit's count, so exactly one of them sees the item complete.
         f"on_item AS (UPDATE {IT.table} SET {IT.n_answers} = {IT.table}.{IT.n_answers} + 1 FROM submitted "
-        f"WHERE {IT.table}.{IT.id} = submitted.{A.item} RETURNING {IT.table}.{IT.domain}, {IT.table}.{IT.n_answers}), "
-        f"counted AS ({counted})"
+        f"WHERE {IT.table}.{IT.id} = submitted.{A.item} "
+        f"RETURNING {IT.table}.{IT.domain}, {IT.table}.{IT.n_answers}, {IT.table}.{IT.gold_label}), "
+        f"counted AS ({counted} RETURNING {C.table}.{C.study}, {C.table}.{C.user})"
+        + timed
         + (f", also_read AS ({also_read[0]}) " if also_read else " ")
         + f"SELECT submitted.*, answer.{names(Annotation).id}"
         + (", also_read.* FROM submitted, answer, also_read" if also_read else " FROM submitted, answer"),
@@ -92,6 +108,8 @@ def submit_with_first_answer(
             *own_active_submitted_params(assignment_id, study_id, user_id, now),
             *condition_params,
             *insert_params,
+            counted_answer.label,
+            *([bucket_of(counted_answer.active_ms)] if counted_answer.active_ms is not None else []),
             *(also_read[1] if also_read else ()),
         ],
     )

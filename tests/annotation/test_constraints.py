@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from annotation.models import (
     AccountOrigin,
+    ActiveTimeBucket,
     Adjudication,
     Annotation,
     AnnotationRevision,
@@ -534,6 +535,18 @@ def test_one_counter_row_per_study_and_domain_and_per_study_annotator_and_domain
         columns=("study_id", "user_id", "domain"),
     )
     allowed(lambda: AnnotatorCount.objects.create(study=study, user=users[0], domain="science"))
+
+
+def test_one_active_time_bucket_row_per_study_annotator_and_bucket(study, other_study, users):
+    """The sketch's upserts rely on it (progress/quality_counters.py): a second row would split a bucket's count."""
+    ActiveTimeBucket.objects.create(study=study, user=users[0], bucket=640, labels=1)
+    violates(
+        "active_time_bucket_unique",
+        lambda: ActiveTimeBucket.objects.create(study=study, user=users[0], bucket=640),
+        columns=("study_id", "user_id", "bucket"),
+    )
+    allowed(lambda: ActiveTimeBucket.objects.create(study=study, user=users[0], bucket=641))
+    allowed(lambda: ActiveTimeBucket.objects.create(study=other_study, user=users[0], bucket=640))
 
 
 # --- coverage -----------------------------------------------------------------------

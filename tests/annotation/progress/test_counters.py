@@ -241,6 +241,9 @@ def test_the_data_migration_counts_existing_studies(make_user):
     DomainCount.objects.all().delete()
     migration = importlib.import_module("annotation.migrations.0015_counters")
     migration.fill_counters(apps, None)
+    importlib.import_module("annotation.migrations.0035_progress_quality_counters").fill_quality(
+        apps, connection.schema_editor()
+    )
     assert counted(study) == expected
     assert expected.complete == 5 and sum(expected.annotators.values()) == 11
     recount_study(study)

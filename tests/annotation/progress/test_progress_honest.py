@@ -25,6 +25,7 @@ from annotation.errors import ServiceError
 from annotation.members.membership import set_member_active
 from annotation.members.services import add_members
 from annotation.models import Assignment, Participant, Study, StudyMember
+from annotation.progress import tally
 from annotation.progress.selectors import AnnotatorRow, annotator_quality, items_with_slots
 from annotation.studies.services import change_status
 from annotation.workbench.services import claim_next, release_ahead, skip
@@ -102,6 +103,8 @@ def test_skips_are_the_skips_pressed_and_time_outs_the_leases_that_ran_out(make_
     # The per-item table says the same.
     items = list(items_with_slots(study))
     assert (sum(item.n_skipped for item in items), sum(item.n_timed_out for item in items)) == (1, 1)
+    # And the counters the table is read from (issue 35) equal a count from the rows.
+    assert tally.counted(study) == tally.counted_from_rows(study)
 
 
 def test_the_progress_page_marks_the_withdrawn_participant(client: Client, make_user, researcher):

@@ -16,7 +16,8 @@ from annotation.members.services import add_members
 from annotation.models import Annotation, Assignment, Item, Study, StudyMember
 from annotation.progress import cache as progress_cache
 from annotation.progress import selectors as progress
-from annotation.progress.counters import answer_added
+from annotation.progress.counters import answer_added, recount_study
+from annotation.progress.quality_counters import CountedAnswer
 from annotation.studies.services import create_study
 from annotation.transfer.services.item_import import import_items
 from tests.annotation.workbench.test_workbench_pages import assert_csp_clean, cells
@@ -40,7 +41,11 @@ def _label(study: Study, item: Item, user, label: str, *, active_ms: int | None,
     Annotation.objects.filter(pk=annotation.pk).update(created_at=timezone.now() - ago)  # auto_now_add otherwise
     Item.objects.filter(pk=item.pk).update(slots_taken=taken + 1)
     answer_added(
-        study_id=study.pk, item_id=item.pk, user_id=user.pk, complete_at=study.slots_per_item
+        study_id=study.pk,
+        item_id=item.pk,
+        user_id=user.pk,
+        complete_at=study.slots_per_item,
+        answer=CountedAnswer(label, active_ms, source),
     )  # as the submit service counts it
 
 
@@ -118,6 +123,7 @@ def test_throughput_and_eta(client, researcher, watched):
 @pytest.mark.django_db
 def test_throughput_ignores_imported_labels_and_says_when_it_cannot_estimate(watched):
     Annotation.objects.filter(assignment__study=watched).update(source=Annotation.Source.IMPORT)
+    recount_study(watched)  # the rows were changed directly: set the counters an import would have kept
     rate = progress.throughput(watched, expected=60, collected_total=36)
     assert rate.last_hour == 0 and rate.collected == 0 and rate.overall_per_hour is None
     assert rate.eta is None and rate.eta_text == "—" and rate.eta_note == "no estimate: no label in the last hour"
