@@ -9,6 +9,7 @@ arguments): the import services decide what to do with the rows.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,8 @@ MAX_DOMAIN_LENGTH = 100
 VERIFICATION_FIELDS = {"id", "domain", "claim", "context", "response_id", "system", "gold", "evidence"}
 PREFERENCE_FIELDS = {"id", "domain", "source", "question", "lists", "response_id", "system", "gold"}
 EVIDENCE_FIELDS = {"text", "title", "url", "source_type"}
+#: What makes urlsplit read a URL differently from its plain form (see `_url_ok`).
+_URL_ODD = re.compile(r"[\[\]\t\r\n]")
 
 
 @dataclass
@@ -55,6 +58,10 @@ class AnnotationRow:
     active_ms: int | None = None
 
 
+#: String fields read stripped of white space (ids and names of things).
+_STRIPPED = frozenset(("id", "item", "annotator"))
+
+
 class _Problems:
     """Collects the problems of one record."""
 
@@ -68,6 +75,15 @@ class _Problems:
     def string(self, record: dict, name: str, *, required: bool = False, max_length: int | None = None) -> str:
         """A string field (numbers accepted for ids), '' when absent and optional."""
         value = record.get(name)
+        # The common case first, without the checks below (an import calls this ~10 times a line): a
+        # string of a field not stripped, within its limit, with more than white space in it.
+        if (
+            type(value) is str
+            and name not in _STRIPPED
+            and (max_length is None or len(value) <= max_length)
+            and value[:1].strip()
+        ):
+            return value
         if value is None or (isinstance(value, str) and value.strip() == ""):
             if required:
                 self.add(name, "is required and must be a non-empty string")
@@ -79,7 +95,7 @@ class _Problems:
         ):
             self.add(name, f"must be a string, got {json_type(value)}")
             return ""
-        text = str(value).strip() if name in ("id", "item", "annotator") else str(value)
+        text = str(value).strip() if name in _STRIPPED else str(value)
         if max_length is not None and len(text) > max_length:
             self.add(name, f"is {len(text)} characters long; the limit is {max_length}")
             return ""
@@ -145,6 +161,14 @@ def _gold(record: dict, problems: _Problems, labels: list[str], aliases: dict[st
 
 
 def _url_ok(url: str) -> bool:
+    # Fast path for the usual passage URL (urlsplit is a tenth of an item import's time): an
+    # http(s) scheme, then a host that starts with a letter or digit, no brackets (IPv6 forms) and
+    # no tab or line break (which urlsplit removes), all ASCII (urlsplit refuses some other hosts):
+    # urlsplit gives it that scheme and a netloc.
+    head = url[:8].lower()
+    start = 8 if head == "https://" else 7 if head[:7] == "http://" else 0
+    if start and url.isascii() and url[start : start + 1].isalnum() and not _URL_ODD.search(url):
+        return True
     parts = urlsplit(url)
     return parts.scheme in ("http", "https") and bool(parts.netloc)
 

@@ -21,7 +21,13 @@ from annotation.errors import ImportFailed
 from annotation.models import Study
 from metaeval.models import Prediction, Verifier
 from metaeval.verifiers.services import import_predictions, prediction_import
-from tests.annotation.transfer.test_import_staging import WatchedFile, items_for, reader, staging_tables
+from tests.annotation.transfer.test_import_staging import (
+    WatchedFile,
+    from_another_connection,
+    items_for,
+    reader,
+    staging_tables,
+)
 
 
 class WatchedPredictions(WatchedFile):
@@ -45,22 +51,29 @@ def predictions_of(study: Study) -> int:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_no_transaction_is_open_while_a_prediction_file_is_read(verification_study, small_batches):
-    """On SQLite an open write transaction is the database's one write lock: annotators would wait on it."""
+def test_a_prediction_file_is_read_holding_nothing_others_wait_for(verification_study, small_batches):
+    """SQLite: an open write transaction is the database's one write lock, so rows are staged with none open.
+    PostgreSQL: the rows (and the verifier the file makes) go straight into their tables in the import's own
+    transaction (prediction_copy.py), invisible to every other connection until it commits."""
     items_for(verification_study, 50)
     seen: dict[str, object] = {}
 
     def look() -> None:
         seen["in_transaction"] = connection.in_atomic_block
-        seen["staging_tables"] = len(staging_tables())
-        seen["live"] = predictions_of(verification_study)
-        seen["verifiers"] = Verifier.objects.filter(study=verification_study).count()
+        if connection.vendor == "sqlite":  # PostgreSQL: the connection is in the middle of a COPY
+            seen["staging_tables"] = len(staging_tables())
+        seen["seen_elsewhere"] = from_another_connection(
+            lambda: (predictions_of(verification_study), Verifier.objects.filter(study=verification_study).count())
+        )
 
     result = import_predictions(
         study=verification_study, stream=reader(WatchedPredictions(50, at=35, on_line=look)), fmt="jsonl"
     )
-    # Rows 1-30 are staged by then (batches of 10), none live, and the new verifier not yet made.
-    assert seen == {"in_transaction": False, "staging_tables": 1, "live": 0, "verifiers": 0}
+    # SQLite: rows 1-30 are staged by then (batches of 10), none live, and the new verifier not yet made.
+    if connection.vendor == "sqlite":
+        assert seen == {"in_transaction": False, "staging_tables": 1, "seen_elsewhere": (0, 0)}
+    else:
+        assert seen == {"in_transaction": True, "seen_elsewhere": (0, 0)}
     assert (result.created, result.updated, result.records) == (50, 0, 50)
     assert predictions_of(verification_study) == 50
     assert list(Verifier.objects.filter(study=verification_study).values_list("name", "kind")) == [
@@ -157,9 +170,12 @@ def test_a_prediction_added_by_another_import_meanwhile_is_named_by_line(verific
         body = json.dumps({"item": "c-22", "verifier": "minicheck", "label": "contradicted"}).encode()
         import_predictions(study=verification_study, stream=io.BytesIO(body), fmt="jsonl")
 
-    with pytest.raises(ImportFailed) as failed:
+    with pytest.raises(ImportFailed) as failed:  # an update import: it stages on either database (prediction_copy.py)
         import_predictions(
-            study=verification_study, stream=reader(WatchedPredictions(30, at=12, on_line=other_import)), fmt="jsonl"
+            study=verification_study,
+            stream=reader(WatchedPredictions(30, at=12, on_line=other_import)),
+            fmt="jsonl",
+            update=True,
         )
     assert [(error.line, error.field) for error in failed.value.errors] == [(22, "item")]
     assert "from another import while this file was being read" in failed.value.errors[0].message
@@ -174,11 +190,12 @@ def test_a_name_taken_by_another_kind_of_verifier_meanwhile_is_named_by_line(ver
     def someone_makes_a_baseline() -> None:
         Verifier.objects.create(study=verification_study, name="minicheck", kind=Verifier.Kind.BASELINE_MAJORITY)
 
-    with pytest.raises(ImportFailed) as failed:
+    with pytest.raises(ImportFailed) as failed:  # an update import: it stages on either database
         import_predictions(
             study=verification_study,
             stream=reader(WatchedPredictions(20, at=5, on_line=someone_makes_a_baseline)),
             fmt="jsonl",
+            update=True,
         )
     assert [(error.line, error.field) for error in failed.value.errors] == [(1, "verifier")]
     assert "became a baseline_majority verifier" in failed.value.errors[0].message

@@ -2,22 +2,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from datetime import datetime
 from typing import IO
 
+from django.db import transaction
 from django.utils import timezone
 
 from annotation.errors import ErrorCollector, ImportFailed, ImportResult
 from annotation.lib.formats import MAX_LINE_BYTES, RecordError
+from annotation.lib.gc_pause import paused_collection
 from annotation.lib.randomisation import claim_rank
 from annotation.models import Item, Study
 from annotation.transfer.faces import CLI, to_replace
 from annotation.transfer.importers import ItemRow, parse_preference_item, parse_verification_item
+from annotation.transfer.services.item_copy import (
+    ItemCopy,
+    copies_items_directly,
+    finish_copy,
+    item_copy_for,
+    lock_item_imports,
+)
 from annotation.transfer.services.item_staging import (
+    Staging,
     responses_mixed_with_stored,
     stage_item_rows,
     staging_for,
-    switch_live,
 )
+from annotation.transfer.services.item_staging import switch_live as switch_staged
 
 BATCH_SIZE = 1000
 
@@ -33,79 +45,132 @@ def import_items(
 ) -> ImportResult:
     """Import a study's items from a binary stream; raise ImportFailed on any problem.
 
-    The file is read one line at a time and its rows staged a batch at a time
-    in a private table (item_staging.py: no transaction spans the whole file,
-    so annotators keep working during a big import), then switched live in one
-    short transaction. When a problem turns up (even on the last line) nothing
-    becomes live. Every remaining line is still checked, so the
+    The file is read one line at a time and its rows written while it is read,
+    with no lock others wait on: on PostgreSQL an import that adds items COPYs them
+    straight into the item table in its own transaction (item_copy.py); otherwise
+    they are staged a batch at a time in a private table (item_staging.py: no
+    transaction spans the whole file, so annotators keep working during a big import)
+    and switched live in one short transaction. When a problem turns up (even on the
+    last line) nothing becomes live. Every remaining line is still checked, so the
     user sees all problems at once instead of one per attempt. `face` (transfer/faces.py): where the
     import was asked for, so an error that asks for `update` names it as that face does.
     """
     errors = ErrorCollector()
     result = ImportResult()
     now = timezone.now()
-    existing = dict(Item.objects.filter(study=study).values_list("external_id", "pk"))
+    systems = list(study.systems)
+    with paused_collection():
+        if copies_items_directly(update=update):
+            with item_copy_for(study, now=now) as target:
+                for row in _rows_to_store(
+                    study,
+                    stream,
+                    fmt,
+                    target.existing,
+                    update,
+                    systems,
+                    errors,
+                    result,
+                    face=face,
+                    max_line_bytes=max_line_bytes,
+                ):
+                    target.add(row)
+                if errors:
+                    raise errors.fail()
+                target.end()
+                switch_live(target, systems=systems, now=now, face=face)
+            return result
+        existing = dict(Item.objects.filter(study=study).values_list("external_id", "pk"))
+        with staging_for(study) as staging:
+            batch: list[tuple] = []
+            for row in _rows_to_store(
+                study, stream, fmt, existing, update, systems, errors, result, face=face, max_line_bytes=max_line_bytes
+            ):
+                batch.append(row)
+                if len(batch) >= BATCH_SIZE:
+                    stage_item_rows(staging, batch)
+                    batch.clear()
+            if errors:
+                raise errors.fail()
+            stage_item_rows(staging, batch)
+            if existing and not study.is_preference:
+                mixed = responses_mixed_with_stored(staging)
+                if mixed:
+                    raise ImportFailed(mixed)
+            switch_live(staging, systems=systems, now=now, face=face)
+    return result
+
+
+def switch_live(target: Staging | ItemCopy, *, systems: list[str], now: datetime, face: str = CLI) -> None:
+    """Make the import's rows live in its transaction (the COPY's, or the staging switch's), or raise ImportFailed.
+
+    Holds the study's item-import lock (item_copy.lock_item_imports): on PostgreSQL, imports of one
+    study switch one at a time, an import that copies holding it throughout.
+    """
+    if isinstance(target, ItemCopy):
+        finish_copy(target, systems=systems)
+        return
+    with transaction.atomic():
+        lock_item_imports(target.study)
+        switch_staged(target, systems=systems, now=now, face=face)
+
+
+def _rows_to_store(
+    study: Study,
+    stream: IO[bytes],
+    fmt: str,
+    existing: dict[str, int],
+    update: bool,
+    systems: list[str],
+    errors: ErrorCollector,
+    result: ImportResult,
+    *,
+    face: str,
+    max_line_bytes: int,
+) -> Iterator[tuple]:
+    """The file's items to write, as tuples in item_staging.STAGED_FIELDS order, counted on `result`.
+
+    Problems go to `errors`; after the first, the rest of the file is still checked but no row is
+    given. A preference study without systems takes those of the first item (into `systems`).
+    """
     seen: dict[str, int] = {}
     responses = ResponseCheck(enabled=not study.is_preference)
-    systems = list(study.systems)
-    with staging_for(study) as staging:
-        batch: list[tuple] = []
-        new_rank = 0
-        for line, record in errors.records(stream, fmt, result, max_line_bytes=max_line_bytes):
-            row = _parse(study, line, record, systems)
-            if isinstance(row, list):
-                errors.extend(row)
-                continue
-            if study.is_preference and not systems:
-                systems = list(row.payload["lists"])
-            if row.external_id in seen:
-                errors.extend(
-                    [
-                        RecordError(
-                            line,
-                            f"duplicate id {row.external_id!r}, first seen on line {seen[row.external_id]}",
-                            "id",
-                        )
-                    ]
-                )
-                continue
-            seen[row.external_id] = line
-            mixed = responses.check(line, row)
-            if mixed:
-                errors.extend(mixed)
-                continue
-            target = existing.get(row.external_id)
-            if target is not None and not update:
-                errors.extend(
-                    [
-                        RecordError(
-                            line,
-                            f"item {row.external_id!r} already exists in this study; {to_replace(face)}",
-                            "id",
-                        )
-                    ]
-                )
-                continue
-            if errors:
-                continue  # the import will fail: check the rest, stage nothing more
-            if target is None:
-                new_rank += 1
-                result.created += 1
-            else:
-                result.updated += 1
-            batch.append(_staged_row(study, line, row, None if target else new_rank, target))
-            if len(batch) >= BATCH_SIZE:
-                stage_item_rows(staging, batch)
-                batch.clear()
+    new_rank = 0
+    for line, record in errors.records(stream, fmt, result, max_line_bytes=max_line_bytes):
+        row = _parse(study, line, record, systems)
+        if isinstance(row, list):
+            errors.extend(row)
+            continue
+        if study.is_preference and not systems:
+            systems[:] = list(row.payload["lists"])
+        if row.external_id in seen:
+            errors.extend(
+                [
+                    RecordError(
+                        line, f"duplicate id {row.external_id!r}, first seen on line {seen[row.external_id]}", "id"
+                    )
+                ]
+            )
+            continue
+        seen[row.external_id] = line
+        mixed = responses.check(line, row)
+        if mixed:
+            errors.extend(mixed)
+            continue
+        target = existing.get(row.external_id)
+        if target is not None and not update:
+            errors.extend(
+                [RecordError(line, f"item {row.external_id!r} already exists in this study; {to_replace(face)}", "id")]
+            )
+            continue
         if errors:
-            raise errors.fail()
-        stage_item_rows(staging, batch)
-        if existing and responses.enabled:
-            mixed = responses_mixed_with_stored(staging)
-            if mixed:
-                raise ImportFailed(mixed)
-        switch_live(staging, systems=systems, now=now, face=face)
-    return result
+            continue  # the import will fail: check the rest, store nothing more
+        if target is None:
+            new_rank += 1
+            result.created += 1
+        else:
+            result.updated += 1
+        yield _staged_row(study, line, row, None if target else new_rank, target)
 
 
 class ResponseCheck:

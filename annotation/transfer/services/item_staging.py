@@ -141,6 +141,12 @@ def responses_mixed_with_stored(staging: Staging) -> list[RecordError]:
             [staging.study.pk, MAX_REPORTED_CONFLICTS],
         )
         rows = cursor.fetchall()
+    return mixed_response_errors(rows)
+
+
+def mixed_response_errors(rows: Sequence[Sequence]) -> list[RecordError]:
+    """The problems of new claims whose response a stored item gives another system or domain: rows of
+    (line, response, system, domain, stored item's id, its system, its domain), by line; one per line."""
     problems: list[RecordError] = []
     named: set[int] = set()
     for line, response, system, domain, stored_id, stored_system, stored_domain in rows:

@@ -16,16 +16,20 @@ and made live in one short transaction (prediction_staging.py).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
 from django.core.files.uploadedfile import UploadedFile
+from django.db import transaction
 from django.utils import timezone
 
 from annotation.errors import ErrorCollector, ImportResult, ServiceError
 from annotation.lib.formats import MAX_LINE_BYTES, RecordError, json_type
+from annotation.lib.gc_pause import paused_collection
 from annotation.models import Item, Study
 from annotation.transfer.adapters import import_from
 from annotation.transfer.adapters.base import PAGE, PREDICTIONS
@@ -34,6 +38,7 @@ from annotation.transfer.faces import CLI, to_replace
 from annotation.vocab import canonical_label
 
 from ...models import Prediction, Verifier
+from .prediction_copy import copies_predictions_directly, finish_copy, lock_prediction_imports, prediction_copy_for
 from .prediction_staging import (
     UPDATE,
     prediction_staging_for,
@@ -206,49 +211,99 @@ def import_predictions(
     result = ImportResult()
     now = timezone.now()
     items = dict(Item.objects.filter(study=study).values_list("external_id", "pk"))
-    verifiers = {
-        name: (pk, kind) for name, pk, kind in Verifier.objects.filter(study=study).values_list("name", "pk", "kind")
-    }
-    stored = StoredPredictions()
-    seen: dict[str, dict[int, int]] = {}  # verifier -> item pk -> first line (ints shared with `items`: compact)
-    with prediction_staging_for(study, cache_key=IMPORTED_CACHE_KEY) as staging:
-        batch: list[tuple] = []
-        for line, record in errors.records(stream, fmt, result, max_line_bytes=max_line_bytes):
-            row = parse_prediction(
-                line, record, labels=study.labels, aliases=study.label_aliases, keep_unparseable=keep_unparseable
-            )
-            if isinstance(row, list):
-                errors.extend(row)
-                continue
-            problem, existing = _check(row, study=study, items=items, verifiers=verifiers, stored=stored, seen=seen)
-            if problem is not None:
-                errors.extend([problem])
-                continue
-            if not update and existing is not None:
-                errors.extend(
-                    [
-                        RecordError(
-                            line,
-                            f"verifier {row.verifier!r} already has a prediction for item "
-                            f"{row.item!r}; {to_replace(face, name=UPDATE)}",
-                            "item",
-                        )
-                    ]
-                )
-                continue
+    read = partial(
+        _rows_to_store,
+        study,
+        stream,
+        fmt,
+        items,
+        update,
+        errors,
+        result,
+        face=face,
+        max_line_bytes=max_line_bytes,
+        keep_unparseable=keep_unparseable,
+    )
+    with paused_collection():
+        if copies_predictions_directly(update=update):
+            with prediction_copy_for(study, cache_key=IMPORTED_CACHE_KEY, now=now) as target:
+                stored = StoredPredictions(around_reads=target.between_copies)
+                target.on_made = stored.holds_none
+                for row in read(target.verifiers, stored):
+                    target.add(row)
+                if errors:
+                    raise errors.fail()
+                result.updated = finish_copy(target)
+            return result
+        verifiers = {
+            name: (pk, kind)
+            for name, pk, kind in Verifier.objects.filter(study=study).values_list("name", "pk", "kind")
+        }
+        with prediction_staging_for(study, cache_key=IMPORTED_CACHE_KEY) as staging:
+            batch: list[tuple] = []
+            for row in read(verifiers, StoredPredictions()):
+                batch.append(row)
+                if len(batch) >= BATCH_SIZE:
+                    stage_prediction_rows(staging, batch)
+                    batch.clear()
             if errors:
-                continue  # the import will fail: check the rest, stage nothing more
-            if existing is None:
-                result.created += 1
-            batch.append(_staged_row(row, items[row.item], existing))
-            if len(batch) >= BATCH_SIZE:
-                stage_prediction_rows(staging, batch)
-                batch.clear()
-        if errors:
-            raise errors.fail()
-        stage_prediction_rows(staging, batch)
-        result.updated = switch_predictions_live(staging, now=now, face=face)
+                raise errors.fail()
+            stage_prediction_rows(staging, batch)
+            with transaction.atomic():
+                lock_prediction_imports(study)
+                result.updated = switch_predictions_live(staging, now=now, face=face)
     return result
+
+
+def _rows_to_store(
+    study: Study,
+    stream: IO[bytes],
+    fmt: str,
+    items: dict[str, int],
+    update: bool,
+    errors: ErrorCollector,
+    result: ImportResult,
+    verifiers: dict[str, tuple[int, str]],
+    stored: StoredPredictions,
+    *,
+    face: str,
+    max_line_bytes: int,
+    keep_unparseable: bool,
+) -> Iterator[tuple]:
+    """The file's predictions to write, as tuples in prediction_staging.STAGED_FIELDS order, counted on `result`.
+
+    Problems go to `errors`; after the first the rest of the file is still checked, no row given.
+    `verifiers`: the study's, name -> (pk, kind) (an import that copies adds those it makes).
+    """
+    seen: dict[str, dict[int, int]] = {}  # verifier -> item pk -> first line (ints shared with `items`: compact)
+    for line, record in errors.records(stream, fmt, result, max_line_bytes=max_line_bytes):
+        row = parse_prediction(
+            line, record, labels=study.labels, aliases=study.label_aliases, keep_unparseable=keep_unparseable
+        )
+        if isinstance(row, list):
+            errors.extend(row)
+            continue
+        problem, existing = _check(row, study=study, items=items, verifiers=verifiers, stored=stored, seen=seen)
+        if problem is not None:
+            errors.extend([problem])
+            continue
+        if not update and existing is not None:
+            errors.extend(
+                [
+                    RecordError(
+                        line,
+                        f"verifier {row.verifier!r} already has a prediction for item "
+                        f"{row.item!r}; {to_replace(face, name=UPDATE)}",
+                        "item",
+                    )
+                ]
+            )
+            continue
+        if errors:
+            continue  # the import will fail: check the rest, store nothing more
+        if existing is None:
+            result.created += 1
+        yield _staged_row(row, items[row.item], existing)
 
 
 class StoredPredictions:
@@ -258,17 +313,23 @@ class StoredPredictions:
     them ~200 MB and seconds to read), and a file that brings a new verifier replaces none of them.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, around_reads: Callable[[], AbstractContextManager[None]] = nullcontext) -> None:
         self._by_verifier: dict[int, dict[int, int]] = {}
+        self._around_reads = around_reads  # an import that copies reads between its COPYs (prediction_copy.py)
+
+    def holds_none(self, verifier_id: int) -> None:
+        """A verifier just made: nothing stored to read."""
+        self._by_verifier[verifier_id] = {}
 
     def of(self, verifier_id: int) -> dict[int, int]:
         """item pk -> the verifier's imported prediction on it."""
         if verifier_id not in self._by_verifier:
-            self._by_verifier[verifier_id] = dict(
-                Prediction.objects.filter(verifier_id=verifier_id, cache_key=IMPORTED_CACHE_KEY)
-                .order_by()
-                .values_list("item_id", "pk")
-            )
+            with self._around_reads():
+                self._by_verifier[verifier_id] = dict(
+                    Prediction.objects.filter(verifier_id=verifier_id, cache_key=IMPORTED_CACHE_KEY)
+                    .order_by()
+                    .values_list("item_id", "pk")
+                )
         return self._by_verifier[verifier_id]
 
 

@@ -70,17 +70,42 @@ def small_batches(monkeypatch):
     monkeypatch.setattr(item_import, "BATCH_SIZE", 10)
 
 
+def from_another_connection(query: Callable[[], object]) -> object:
+    """What `query` gives on a connection of its own (another request's view of the database)."""
+    answer: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            answer["value"] = query()
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(timeout=60)
+    return answer["value"]
+
+
 @pytest.mark.django_db(transaction=True)
-def test_no_transaction_is_open_while_the_file_is_read(verification_study, small_batches):
-    """On SQLite an open write transaction is the database's one write lock: annotators wait on it."""
+def test_the_file_is_read_holding_nothing_others_wait_for(verification_study, small_batches):
+    """SQLite: an open write transaction is the database's one write lock, so rows are staged with none open.
+    PostgreSQL: the rows go straight into the item table in the import's own transaction (item_copy.py),
+    invisible to every other connection until it commits."""
     seen: dict[str, object] = {}
 
     def look() -> None:
         seen["in_transaction"] = connection.in_atomic_block
-        seen["staging_tables"] = len(staging_tables())
+        if connection.vendor == "sqlite":  # PostgreSQL: the connection is in the middle of a COPY
+            seen["staging_tables"] = len(staging_tables())
+        seen["seen_elsewhere"] = from_another_connection(
+            lambda: Item.objects.filter(study_id=verification_study.pk).count()
+        )
 
     import_items(study=verification_study, stream=reader(WatchedFile(50, at=35, on_line=look)), fmt="jsonl")
-    assert seen == {"in_transaction": False, "staging_tables": 1}
+    if connection.vendor == "sqlite":
+        assert seen == {"in_transaction": False, "staging_tables": 1, "seen_elsewhere": 0}
+    else:
+        assert seen == {"in_transaction": True, "seen_elsewhere": 0}
     assert Item.objects.filter(study=verification_study).count() == 50
     assert staging_tables() == []
 
@@ -112,13 +137,14 @@ def test_another_writer_commits_while_a_big_import_is_read(verification_study, s
     assert Item.objects.filter(study=verification_study).count() == 40
 
 
-@pytest.mark.django_db
-def test_staged_rows_are_invisible_until_the_switch(verification_study, small_batches):
-    counted: list[int] = []
-    stream = reader(
-        WatchedFile(30, at=25, on_line=lambda: counted.append(Item.objects.filter(study=verification_study).count()))
-    )
-    import_items(study=verification_study, stream=stream, fmt="jsonl")
+@pytest.mark.django_db(transaction=True)
+def test_rows_are_invisible_until_the_switch(verification_study, small_batches):
+    counted: list[object] = []
+
+    def count_elsewhere() -> None:
+        counted.append(from_another_connection(lambda: Item.objects.filter(study_id=verification_study.pk).count()))
+
+    import_items(study=verification_study, stream=reader(WatchedFile(30, at=25, on_line=count_elsewhere)), fmt="jsonl")
     assert counted == [0]
     positions = list(Item.objects.filter(study=verification_study).values_list("position", flat=True))
     assert positions == list(range(1, 31))
@@ -136,7 +162,10 @@ def test_a_late_error_leaves_nothing_live_or_staged(verification_study, small_ba
 
 @pytest.mark.django_db
 def test_an_id_added_by_another_import_meanwhile_is_named_by_line(verification_study, small_batches):
-    """Two imports of the same new id: the second one to switch fails and says which line."""
+    """Two imports of the same new id: the second one to switch fails and says which line.
+
+    (An update import: it stages on either database. One that only adds items on PostgreSQL holds
+    the study's import lock from its start: the next test.)"""
 
     def other_import() -> None:
         import_items(
@@ -144,11 +173,68 @@ def test_an_id_added_by_another_import_meanwhile_is_named_by_line(verification_s
         )
 
     with pytest.raises(ImportFailed) as failed:
-        import_items(study=verification_study, stream=reader(WatchedFile(40, at=12, on_line=other_import)), fmt="jsonl")
+        import_items(
+            study=verification_study,
+            stream=reader(WatchedFile(40, at=12, on_line=other_import)),
+            fmt="jsonl",
+            update=True,
+        )
     assert [(error.line, error.field) for error in failed.value.errors] == [(33, "id")]
     assert "added to the study by another import" in failed.value.errors[0].message
     assert list(Item.objects.filter(study=verification_study).values_list("external_id", flat=True)) == ["c-33"]
     assert staging_tables() == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_imports_of_one_study_take_turns(verification_study, small_batches):
+    """Another request imports while a big import reads its file: on PostgreSQL it waits for the first to commit
+    (the study's import lock), then reads the study as it is; on SQLite the switch checks for ids taken
+    meanwhile. Either way one id is stored once and every position is a new one."""
+    outcome: dict[str, object] = {}
+    threads: list[threading.Thread] = []
+
+    def import_elsewhere(first: int, count: int) -> None:
+        lines = b"".join(json.dumps(verification_item(f"c-{k}")).encode() + b"\n" for k in range(first, first + count))
+        try:
+            outcome[f"c-{first}"] = import_items(
+                study=verification_study, stream=io.BytesIO(lines), fmt="jsonl"
+            ).created
+        except ImportFailed as failed:
+            outcome[f"c-{first}"] = [(error.line, error.field) for error in failed.errors]
+        finally:
+            connections.close_all()
+
+    def start_others() -> None:
+        for first, count in ((41, 5), (39, 1)):  # new ids only; c-39 is also in the big file, line 39
+            threads.append(threading.Thread(target=import_elsewhere, args=(first, count)))
+            threads[-1].start()
+        if connection.vendor == "sqlite":  # no lock to wait on: let them finish before the big import switches
+            for thread in threads:
+                thread.join(timeout=60)
+
+    try:
+        result = import_items(
+            study=verification_study, stream=reader(WatchedFile(40, at=12, on_line=start_others)), fmt="jsonl"
+        )
+    except ImportFailed as failed:
+        result = None
+        outcome["big"] = [(error.line, error.field) for error in failed.errors]
+    for thread in threads:
+        thread.join(timeout=60)
+    stored = list(
+        Item.objects.filter(study=verification_study).order_by("position").values_list("external_id", "position")
+    )
+    positions = [position for _, position in stored]
+    assert len(set(positions)) == len(positions) and min(positions) == 1
+    assert outcome["c-41"] == 5
+    if connection.vendor == "sqlite":  # the two small imports switched first; the big one found c-39 taken
+        assert outcome["big"] == [(39, "id")] and outcome["c-39"] == 1 and result is None
+        assert sorted(external_id for external_id, _ in stored) == sorted(["c-39", *(f"c-{k}" for k in range(41, 46))])
+    else:  # the big import committed first; the other import of c-39 then found it stored
+        assert result is not None and result.created == 40
+        assert outcome["c-39"] == [(1, "id")]
+        assert [external_id for external_id, _ in stored][:40] == [f"c-{k}" for k in range(1, 41)]
+        assert positions == list(range(1, 46))
 
 
 @pytest.mark.django_db

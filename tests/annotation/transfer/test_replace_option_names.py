@@ -110,8 +110,10 @@ def test_an_id_taken_by_another_import_meanwhile_names_the_faces_option(
         return real_switch(*args, **kwargs)
 
     monkeypatch.setattr(item_import, "switch_live", another_import_first)
-    with pytest.raises(ImportFailed) as failure:
-        import_items(study=verification_study, stream=jsonl(verification_item("c-9")), fmt="jsonl", face=face)
+    with pytest.raises(ImportFailed) as failure:  # an update import: it stages on either database (item_copy.py)
+        import_items(
+            study=verification_study, stream=jsonl(verification_item("c-9")), fmt="jsonl", face=face, update=True
+        )
     [error] = failure.value.errors
     assert error.message == (
         "item 'c-9' was added to the study by another import while this file was being read; " + expected
