@@ -16,11 +16,12 @@ adjudicators disagree have none.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
+import numpy as np
 import pandas as pd
 
 from metaeval import stats
@@ -55,36 +56,95 @@ RULE_DESCRIPTIONS = {
 }
 
 
+class LabelCodes(Protocol):
+    """What ``ReferenceInputs.labels`` already are as codes (``metaeval.label_rows.LabelRows``)."""
+
+    def name_table(self, categories: Sequence[str]) -> stats.RatingTable: ...
+
+    def ratings(self, categories: Sequence[str]) -> stats.Ratings: ...
+
+    def labelled_on(self, categories: Sequence[str]) -> np.ndarray: ...
+
+    @property
+    def item_names(self) -> pd.Index: ...
+
+
 @dataclass
 class ReferenceInputs:
-    """What a source may read: the human labels (long), the items and the label list."""
+    """What a source may read: the human labels (long), the items and the label list.
+
+    ``codes``: the same labels as codes (the study frame's ``LabelRows``, whose ``frame()`` gives
+    ``labels``). With them the majority's table, the Dawid-Skene encoding and the items asked about
+    come from the codes, equal to what the strings give, without factorising the strings again.
+    """
 
     labels: pd.DataFrame  # item, annotator, label (every human label, gold items included)
     items: pd.DataFrame  # item, gold_label
     categories: list[str]
     adjudicated: pd.Series | None = None  # item -> adjudicated label (annotation.adjudication.selectors)
+    codes: LabelCodes | None = None
 
     @cached_property
     def on_scale(self) -> pd.DataFrame:
         return self.labels.loc[self.labels["label"].isin(self.categories), ["item", "annotator", "label"]]
 
     @cached_property
+    def gold(self) -> pd.Series:
+        """The items' gold labels on the categories, by item (the gold source; read by several)."""
+        gold = self.items.set_index("item")["gold_label"]
+        return gold[gold.isin(self.categories)]
+
+    @cached_property
+    def any_on_scale(self) -> bool:
+        """Some human label is on the categories (``not on_scale.empty``)."""
+        if self.codes is not None:
+            return bool(self.labelled.any())
+        return not self.on_scale.empty
+
+    @cached_property
+    def labelled(self) -> np.ndarray:
+        """With ``codes``: one bool per item of the codes, the item has a label on the categories."""
+        assert self.codes is not None
+        return self.codes.labelled_on(self.categories)
+
+    @cached_property
+    def table(self) -> stats.RatingTable:
+        """``build_table`` of the labels on the categories (the majority source's, and the scores' human verdicts)."""
+        if self.codes is not None:
+            return self.codes.name_table(self.categories)
+        return stats.build_table(self.on_scale, self.categories)
+
+    @cached_property
+    def ratings(self) -> stats.Ratings | pd.DataFrame:
+        """The labels on the categories as the aggregation models read them: their ``Ratings`` with ``codes``,
+        else the long table (each model encodes it). Dawid-Skene, MACE and the quality section share it."""
+        if self.codes is not None:
+            return self.codes.ratings(self.categories)
+        return self.on_scale
+
+    @cached_property
     def dawid_skene(self) -> stats.AggregationFit | None:
         """One fit, shared by the reference and the per-annotator quality section."""
-        if self.on_scale.empty:
+        if not self.any_on_scale:
             return None
-        return stats.dawid_skene(self.on_scale, self.categories)
+        return stats.dawid_skene(self.ratings, self.categories)
+
+    def universe(self) -> pd.Index:
+        """The items the rule is asked about: every item with a human label on the categories or a gold label."""
+        if self.codes is None:
+            return pd.Index(pd.unique(pd.concat([self.on_scale["item"], _gold(self).index.to_series()])))
+        labelled, gold = self.codes.item_names[self.labelled], _gold(self).index
+        return labelled.append(gold[~gold.isin(labelled)]) if len(gold) else labelled
 
 
 def _gold(inputs: ReferenceInputs) -> pd.Series:
-    gold = inputs.items.set_index("item")["gold_label"]
-    return gold[gold.isin(inputs.categories)]
+    return inputs.gold
 
 
 def _majority(inputs: ReferenceInputs) -> pd.Series:
-    if inputs.on_scale.empty:
+    if not inputs.any_on_scale:
         return pd.Series(dtype=object)
-    return stats.majority_vote(stats.build_table(inputs.on_scale, inputs.categories)).labels()
+    return stats.majority_vote(inputs.table).labels()
 
 
 def _dawid_skene(inputs: ReferenceInputs) -> pd.Series:
@@ -139,17 +199,29 @@ class Reference:
         }
 
 
+#: The sources whose items are always among those the rule is asked about (``ReferenceInputs.universe``):
+#: they label only items with a human label on the categories, or gold items.
+_WITHIN_UNIVERSE = frozenset({"gold", "majority", "dawid_skene"})
+
+
 def reference_labels(rule: str, inputs: ReferenceInputs) -> Reference:
     """Apply ``rule``: per item the first of its sources with a label."""
     reason = unavailable_rule_reason(rule)
     if reason:
         raise ValueError(reason)
-    universe = pd.Index(pd.unique(pd.concat([inputs.on_scale["item"], _gold(inputs).index.to_series()])))
+    universe = inputs.universe()
     labels = pd.Series(index=pd.Index([], dtype=object), dtype=object)
     source = pd.Series(index=pd.Index([], dtype=object), dtype=object)
     for name in REFERENCE_RULES[rule]:
         given = REFERENCE_SOURCES[name](inputs).dropna()
-        new = given[~given.index.isin(labels.index) & given.index.isin(universe)]
+        # the items no earlier source gave a label, among those the rule is asked about; a lookup of every
+        # item's name is left out where it cannot drop one (0.07 s at 100,000 items)
+        keep = np.ones(len(given), dtype=bool)
+        if len(labels):
+            keep &= ~given.index.isin(labels.index)
+        if name not in _WITHIN_UNIVERSE:
+            keep &= given.index.isin(universe)
+        new = given if keep.all() else given[keep]
         labels = pd.concat([labels, new.astype(object)])
         source = pd.concat([source, pd.Series(name, index=new.index, dtype=object)])
     return Reference(rule=rule, labels=labels, source=source, n_items=len(universe))

@@ -45,6 +45,12 @@ __all__ = [
     "study_frame",
 ]
 
+#: Whether the report's later sections read the frame's codes (``LabelRows``: its reference table, the
+#: aggregation models' encoding, the scores' human verdicts, the disagreement list, the adjudication
+#: queue) instead of factorising the laid-out strings again. The two give equal numbers (tests compare
+#: whole reports built both ways: tests/metaeval/test_report_shared_codes.py); False only there.
+SHARED_CODES = True
+
 #: The columns of ``StudyFrame.label_table`` (what the API's labels endpoint and the notebook client serve).
 TABLE_COLUMNS = [
     "item",
@@ -181,6 +187,7 @@ class StudyFrame:
             items=self.items[["item", "gold_label"]],
             categories=categories_for(self.study),
             adjudicated=adjudicated,
+            codes=self.rows if SHARED_CODES else None,  # the same labels as codes: no second factorisation
         )
 
     @cached_property

@@ -51,16 +51,18 @@ def reference_and_quality(
     reference = frame.reference
     gold = inputs.items.set_index("item")["gold_label"]
     fit = inputs.dawid_skene
-    if inputs.on_scale.empty:
+    if not inputs.any_on_scale:
         quality: dict[str, Any] = {"annotators": {}, "reason": "no human labels yet"}
     else:
+        # the labels as the models read them, encoded once for the Dawid-Skene fit, MACE and the quality
+        ratings = inputs.ratings
         quality = stats.annotator_quality(
-            inputs.on_scale,
+            ratings,
             inputs.categories,
             reference.labels,
             gold=gold[gold != ""],
             dawid_skene=fit,
-            mace=stats.mace(inputs.on_scale, inputs.categories, seed=options.seed or 0),
+            mace=stats.mace(ratings, inputs.categories, seed=options.seed or 0),
             n_resamples=options.n_resamples,
             seed=options.seed,
         )

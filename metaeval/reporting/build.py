@@ -139,15 +139,21 @@ def build_report(
     predictions = current_predictions(study, frame.rows.items)
     verdicts = verifier_verdicts(study, predictions)
     rule = (reference.rule, reference.labels)
+    # The later sections read the frame's codes where they have them (frames.SHARED_CODES): the human
+    # majority's table that the reference built, the rows for the disagreements and the adjudication queue.
+    shared = frame.reference_inputs.codes is not None
+    human_table = (lambda: frame.reference_inputs.table) if shared else None
     report["scores"] = (
-        per_response_guard(items, lambda: scores_section(labels, items, evidence, study, options, verdicts, rule))
+        per_response_guard(
+            items, lambda: scores_section(labels, items, evidence, study, options, verdicts, rule, human_table)
+        )
         if evidence is not None
         else None
     )
     report["ppi"] = per_response_guard(items, lambda: ppi_section(items, study, options, verdicts, rule))
-    report["disagreements"] = disagreements(frame.agreed)
+    report["disagreements"] = disagreements(frame.agreed_rows if shared else frame.agreed)
     report["n_disagreements"] = len(report["disagreements"])
-    queue = queue_size_with(study, labels, include_screened_out=crowd)
+    queue = queue_size_with(study, frame.rows if shared else labels, include_screened_out=crowd)
     report["adjudication"] = {**adjudication_summary(study, queue=queue), "reference_rule": study.reference_rule}
     report["verifiers"] = verifier_report(
         study, n_resamples=options.n_resamples, seed=options.seed, frame=frame, predictions=predictions

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from annotation.models import Study
@@ -69,8 +70,13 @@ def _responses(claims: pd.DataFrame, study: Study) -> pd.DataFrame | None:
     return pd.concat([answered, abstained], ignore_index=True)
 
 
-def _human_verdicts(labels: pd.DataFrame, study: Study) -> tuple[pd.Series, dict[str, int]]:
-    table, _ = agreement_table(labels, study)
+def _human_verdicts(
+    labels: pd.DataFrame, study: Study, table: stats.RatingTable | None = None
+) -> tuple[pd.Series, dict[str, int]]:
+    """The claims' strict human majority and its counts; ``table``: ``agreement_table``'s of ``labels``
+    when the caller has it (the report's reference built the same table: ``ReferenceInputs.table``)."""
+    if table is None:
+        table, _ = agreement_table(labels, study)
     vote = stats.majority_vote(table)
     counts = {
         "n_claims_labelled": table.n_items,
@@ -93,11 +99,16 @@ def shared_k(
     options: ReportOptions,
     responses: pd.DataFrame | None,
     reference: tuple[str, pd.Series] | None,
+    *,
+    response_codes: tuple[np.ndarray, pd.Index] | None = None,
+    on_claims: Callable[[pd.Series], pd.Series] | None = None,
 ) -> dict[str, Any]:
     """VeriScore's K per domain, one for every source of the section, and the sentence that says where it
     came from: ``?k=`` when given; else the upper median over answered responses of the countable claims
     under the reference labels (``reference``: the report's rule and labels; None: no reference); a domain
-    where that gives no K above 0 (no reference verdicts there) takes the median claim count instead."""
+    where that gives no K above 0 (no reference verdicts there) takes the median claim count instead.
+    ``response_codes`` (``stats.response_counts``') and ``on_claims`` (labels by item -> the claims' labels,
+    ``claims["item"].map``) let ``scores_section`` share its work with this."""
     if options.k is not None:
         return {
             "k": None,
@@ -115,12 +126,13 @@ def shared_k(
             unsupported=unsupported,
             excluded=excluded,
             responses=responses,
+            response_codes=response_codes,
         )
 
     if reference is not None:
         rule, labelled = reference
         named = f"the countable claims under the reference labels (rule: {rule})"
-        k = veriscore_k_by_domain(counts(claims["item"].map(labelled)))
+        k = veriscore_k_by_domain(counts(on_claims(labelled) if on_claims else claims["item"].map(labelled)))
     else:
         named, k = ALL_CLAIMS, {}
     source = {domain: FROM_REFERENCE for domain, value in k.items() if value}
@@ -151,6 +163,7 @@ def _score_block(
     options: ReportOptions,
     k: dict[str, Any],
     responses: pd.DataFrame | None = None,
+    response_codes: tuple[np.ndarray, pd.Index] | None = None,
 ) -> dict[str, Any]:
     """One source's scores, with the section's shared K (``shared_k``)."""
     supported, unsupported, excluded = roles
@@ -160,6 +173,7 @@ def _score_block(
         unsupported=unsupported,
         excluded=excluded,
         responses=responses,
+        response_codes=response_codes,
         k=k["given"] if k["given"] is not None else k["k"],
         k_source=k["source"],
         n_resamples=options.n_resamples,
@@ -208,6 +222,14 @@ def per_response_guard(items: pd.DataFrame, compute: Callable[[], dict[str, Any]
         )
 
 
+def _n_on_claims(claims: pd.DataFrame, labelled: pd.Series, on_claims: Callable[[pd.Series], pd.Series]) -> int:
+    """How many claims have an item of ``labelled``'s index (``claims["item"].isin(labelled.index)``): the claims
+    its mapping gives a label, when it has no missing label (the mapping is made anyway: one lookup, not two)."""
+    if labelled.index.is_unique and labelled.notna().all():
+        return int(on_claims(labelled).notna().sum())
+    return int(claims["item"].isin(labelled.index).sum())
+
+
 def scores_section(
     labels: pd.DataFrame,
     items: pd.DataFrame,
@@ -216,10 +238,12 @@ def scores_section(
     options: ReportOptions,
     verifier_labels: dict[str, pd.Series] | None = None,
     reference: tuple[str, pd.Series] | None = None,
+    human_table: Callable[[], stats.RatingTable] | None = None,
 ) -> dict[str, Any] | None:
     """FActScore, VeriScore F1@K and RAGAS faithfulness from human, gold and each verifier's verdicts,
     and credibility. `verifier_labels`: per verifier name, its label by item id (None: no verdict).
-    `reference`: (rule, label by item id) of the report's reference labels, scored as their own block."""
+    `reference`: (rule, label by item id) of the report's reference labels, scored as their own block.
+    `human_table`: gives ``agreement_table``'s table of `labels` when the caller has it (the reference's)."""
     if study.is_preference:
         return None
     if not study.binary_map:
@@ -227,6 +251,19 @@ def scores_section(
     roles = label_roles(study)
     claims = _claims(items)
     responses = _responses(claims, study)
+    # The claims' responses factorised once, and each source's labels put on the claims once, for every
+    # count of the section (shared K, each score block): each was done again per use before.
+    response_codes = pd.factorize(claims["response_id"], sort=False, use_na_sentinel=True)
+    mapped: list[tuple[pd.Series, pd.Series]] = []
+
+    def on_claims(labelled: pd.Series) -> pd.Series:
+        for seen, done in mapped:
+            if seen is labelled:
+                return done
+        done = claims["item"].map(labelled)
+        mapped.append((labelled, done))
+        return done
+
     out: dict[str, Any] = {
         "labels": {"supported": roles[0], "unsupported": roles[1], "excluded": roles[2]},
         "claims": (
@@ -234,9 +271,9 @@ def scores_section(
             "gold-labelled items are included: gold only keeps items out of agreement"
         ),
         "n_claims": len(claims),
-        "n_responses": int(claims["response_id"].nunique()),
+        "n_responses": len(response_codes[1]),  # claims["response_id"].nunique(): missing ids are not counted
     }
-    k = shared_k(claims, roles, options, responses, reference)
+    k = shared_k(claims, roles, options, responses, reference, response_codes=response_codes, on_claims=on_claims)
     out["veriscore_k"] = {key: k[key] for key in ("k", "given", "source", "rule")}
     scored: list[tuple[pd.Series, dict[str, Any]]] = []  # (claims' labels, their block): each computed once
 
@@ -246,18 +283,18 @@ def scores_section(
         for seen, done in scored:
             if seen.equals(label):
                 return done
-        done = _score_block(claims.assign(label=label), roles, options, k, responses)
+        done = _score_block(claims.assign(label=label), roles, options, k, responses, response_codes)
         scored.append((label, done))
         return done
 
     if labels.empty:
         out["human"] = unavailable("no human labels yet")
     else:
-        verdicts, counts = _human_verdicts(labels, study)
+        verdicts, counts = _human_verdicts(labels, study, human_table() if human_table is not None else None)
         out["human"] = {
             "verdict": "strict majority of the human labels; claims without one have no verdict",
             **counts,
-            **block(claims["item"].map(verdicts)),
+            **block(on_claims(verdicts)),
         }
     has_gold = items["gold_label"] != ""
     if has_gold.any():
@@ -273,8 +310,8 @@ def scores_section(
         out["reference"] = {
             "verdict": f"the report's reference label (rule: {rule}); claims without one have no verdict",
             "rule": rule,
-            "n_claims_with_reference": int(claims["item"].isin(labelled.index).sum()),
-            **block(claims["item"].map(labelled)),
+            "n_claims_with_reference": _n_on_claims(claims, labelled, on_claims),
+            **block(on_claims(labelled)),
         }
     out["verifiers"] = {
         name: {

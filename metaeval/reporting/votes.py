@@ -8,7 +8,9 @@ import pandas as pd
 __all__ = ["votes_per_item"]
 
 
-def votes_per_item(item_code: np.ndarray, labels: pd.Series) -> tuple[np.ndarray, pd.Index]:
+def votes_per_item(
+    item_code: np.ndarray, labels: pd.Series | pd.api.extensions.ExtensionArray
+) -> tuple[np.ndarray, pd.Index]:
     """(items x labels counts, the labels' names): row i counts the labels of the rows whose item code is i.
 
     ``item_code`` numbers the items 0..n-1 (``pd.factorize``, or the groups of rows sorted by item).

@@ -25,7 +25,7 @@ differences, exact McNemar tests, Holm over the pairs); ``leaderboard`` ranks
 them by mean balanced accuracy over studies.
 """
 
-from .aggregation import AggregationFit, dawid_skene, mace
+from .aggregation import AggregationFit, Ratings, dawid_skene, mace, ratings_from_codes
 from .agreement import (
     cohen_kappa,
     consensus_distribution,
@@ -108,8 +108,10 @@ __all__ = [
     "annotator_quality",
     "kappa_with_ci",
     "AggregationFit",
+    "Ratings",
     "dawid_skene",
     "mace",
+    "ratings_from_codes",
     "BOOTSTRAP_STATISTICS",
     "CLASSIFICATION_METRICS",
     "Estimate",

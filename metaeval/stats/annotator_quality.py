@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .aggregation import AggregationFit
+from .aggregation import AggregationFit, Ratings
 from .estimate import Estimate
 
 __all__ = ["FLAG_MARGIN", "FLAG_MIN_ITEMS", "FLAG_RULE", "annotator_quality", "kappa_with_ci"]
@@ -118,8 +118,18 @@ def _label_grid(rows: pd.DataFrame, code_of: dict[Hashable, int]) -> tuple[np.nd
     return grid, pd.Index(items), pd.Index(annotators)
 
 
+def _ratings_grid(ratings: Ratings) -> tuple[np.ndarray, pd.Index, pd.Index]:
+    """``_label_grid`` of the ratings ``ratings`` encodes (items and annotators sorted by name, as there)."""
+    n_annotators = len(ratings.annotators)
+    cell = ratings.item * n_annotators + ratings.annotator
+    _, first = np.unique(cell, return_index=True)
+    grid = np.full((len(ratings.items), n_annotators), -1)
+    grid.flat[cell[first]] = ratings.label[first]
+    return grid, pd.Index(ratings.items), pd.Index(ratings.annotators)
+
+
 def annotator_quality(
-    df: pd.DataFrame,
+    df: pd.DataFrame | Ratings,
     categories: Sequence[Hashable],
     reference: pd.Series,
     *,
@@ -132,13 +142,19 @@ def annotator_quality(
     """``{"annotators": {name: {...}}, "flag_rule": ..., "median_kappa": ...}`` (JSON-ready after json_ready).
 
     ``reference`` maps item -> reference label (items without one absent or NaN);
-    ``gold`` maps item -> gold label for the items that have one.
+    ``gold`` maps item -> gold label for the items that have one. ``df`` may be the table's
+    ``Ratings`` on ``categories`` (the report's, shared with its Dawid-Skene and MACE fits).
     """
     cats = list(categories)
     k = len(cats)
     code_of = {c: i for i, c in enumerate(cats)}
-    rows = df.loc[df["label"].isin(cats), ["item", "annotator", "label"]]
-    grid, items, annotators = _label_grid(rows, code_of)
+    if isinstance(df, Ratings):
+        if df.categories != tuple(cats):
+            raise ValueError("categories given for encoded ratings differ from their categories")
+        grid, items, annotators = _ratings_grid(df)
+    else:
+        rows = df.loc[df["label"].isin(cats), ["item", "annotator", "label"]]
+        grid, items, annotators = _label_grid(rows, code_of)
     ref = _aligned(reference, items, code_of)
     gold_codes = _aligned(gold, items, code_of)
     out: dict[str, Any] = {}
