@@ -17,8 +17,8 @@ the import services. Timed, in one run and one process, through Django's test cl
   0.1 s for 30 asks, then each wait 1.5x the last), and the page showing them, until the first sections
   are on screen                                                        [within 2x the statistics]
   and the first view, the whole report stored by the worker, the first sections page's next poll and the
-  view after it, until the whole report is (and, for comparison, the page building it in the request,
-  as below that limit);
+  view after it, until the whole report is                            [issue 35: within 3x the statistics]
+  (and, for comparison, the page building it in the request, as below that limit);
 * warm page: the cached report of the current data                      [< 150 ms]
 * a later page of the disagreement list, warm;
 * stale page: one label changed, the older report served at once and one refresh queued;
@@ -563,10 +563,12 @@ def main() -> None:
     row("stale page again (median; nothing more queued)", t_stale_again)
     queued = DBTaskResult.objects.filter(task_path="metaeval.tasks.refresh_report").count() - queued_before
     print(f"  refresh tasks queued by {1 + args.repeat} stale views: {queued}", flush=True)
-    print("  ratios")
+    load = os.getloadavg()
+    print(f"  ratios ({os.cpu_count()} cores; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})")
     verdict = "met" if t_cold_first <= 2 * t_stats else "MISSED"
     print(f"    cold, first sections / statistics {t_cold_first / t_stats:7.2f}x   goal <= 2x: {verdict}")
-    print(f"    cold, whole report / statistics   {t_cold / t_stats:7.2f}x")
+    verdict = "met" if t_cold <= 3 * t_stats else "MISSED"
+    print(f"    cold, whole report / statistics   {t_cold / t_stats:7.2f}x   goal <= 3x (issue 35): {verdict}")
     print(f"    warm page / statistics       {t_warm / t_stats:7.3f}x")
     print(f"    warm page / cold page        {t_warm / t_cold:7.4f}x")
     print(f"    fingerprint / warm page      {t_fp / t_warm:7.2f}x")
