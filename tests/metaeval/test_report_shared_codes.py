@@ -435,3 +435,17 @@ def test_the_record_texts_are_json_dumps_of_the_records():
     ]
     assert json_rows.json_list(texts) == json.dumps(records, allow_nan=False)
     assert json_rows.json_list([]) == json.dumps([])
+
+
+def test_claims_with_a_label_are_counted_as_isin_counts_them():
+    """``_n_on_claims`` counts the mapped labels only where that is ``isin``: no missing label, a unique index."""
+    scores_module = importlib.import_module("metaeval.reporting.scores")
+    claims = pd.DataFrame({"item": pd.array(["a", "b", "c", "d"], dtype="str")})
+    for labelled in (
+        pd.Series({"a": "x", "c": "y", "z": "x"}, dtype=object),
+        pd.Series({"a": "x", "c": None, "d": np.nan}, dtype=object),
+        pd.Series(["x", "y", "x"], index=["a", "a", "b"], dtype=object),
+    ):
+        on_claims = lambda given: claims["item"].map(given.groupby(level=0).first())  # noqa: E731
+        expected = int(claims["item"].isin(labelled.index).sum())
+        assert scores_module._n_on_claims(claims, labelled, on_claims) == expected
