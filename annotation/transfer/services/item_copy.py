@@ -31,6 +31,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from annotation.errors import ImportFailed
+from annotation.lib.copy_text import CopyTextWriter
 from annotation.lib.formats import RecordError
 from annotation.lib.rawsql import Names, execute, fetch_all, fetch_one
 from annotation.models import DomainCount, Item, Study
@@ -86,7 +87,7 @@ class ItemCopy:
         self.domains: Counter[str] = Counter()
         self.gold: Counter[str] = Counter()
         self.lines = array("q")  # the file line of each new item, by its rank - 1 (compact: a million is 8 MB)
-        self._copy: Any = None
+        self._copy: CopyTextWriter | None = None
         self._copying = ExitStack()
 
     def start(self) -> None:
@@ -95,18 +96,23 @@ class ItemCopy:
         columns = ", ".join(getattr(item, name) for name in COPY_COLUMNS)
         cursor = self._copying.enter_context(connection.cursor())
         self._copying.enter_context(connection.wrap_database_errors)
-        self._copy = self._copying.enter_context(cursor.cursor.copy(f"COPY {item.table} ({columns}) FROM STDIN"))
+        self._copy = CopyTextWriter(
+            self._copying.enter_context(cursor.cursor.copy(f"COPY {item.table} ({columns}) FROM STDIN"))
+        )
 
     def end(self, failure: BaseException | None = None) -> None:
         """End the COPY: the rows are stored, not yet committed; or, given the `failure` that stops the
         import, abort it (the server discards the rows, the transaction is rolled back after)."""
         if failure is None:
+            if self._copy is not None:
+                self._copy.flush()
             self._copying.close()
         else:
             self._copying.__exit__(type(failure), failure, failure.__traceback__)
 
     def add(self, row: Sequence[Any]) -> None:
         """Write one new item, a tuple in item_staging.STAGED_FIELDS order (its `new_rank` set, no target)."""
+        assert self._copy is not None, "start() the COPY first"
         line, new_rank, _target, external_id, rank, domain, summary, payload, response_id, system, gold, raw = row
         self._copy.write_row(
             (

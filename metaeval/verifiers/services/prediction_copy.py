@@ -24,6 +24,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from annotation.lib.copy_text import CopyTextWriter
 from annotation.lib.rawsql import Names, fetch_one
 from annotation.models import Study
 
@@ -82,7 +83,7 @@ class PredictionCopy:
         #: Called with the id of each verifier the import makes (it holds no stored prediction to read).
         self.on_made: Callable[[int], None] = lambda verifier_id: None
         self._no_orders = json.dumps([])  # order_labels of a prediction no run made, as Django's JSONField stores it
-        self._copy: Any = None
+        self._copy: CopyTextWriter | None = None
         self._copying = ExitStack()
 
     def start(self) -> None:
@@ -91,16 +92,20 @@ class PredictionCopy:
         columns = ", ".join(getattr(prediction, name) for name in COPY_COLUMNS)
         cursor = self._copying.enter_context(connection.cursor())
         self._copying.enter_context(connection.wrap_database_errors)
-        self._copy = self._copying.enter_context(cursor.cursor.copy(f"COPY {prediction.table} ({columns}) FROM STDIN"))
+        self._copy = CopyTextWriter(
+            self._copying.enter_context(cursor.cursor.copy(f"COPY {prediction.table} ({columns}) FROM STDIN"))
+        )
 
     def end(self, failure: BaseException | None = None) -> None:
         """End the COPY (its rows stored, not committed); given the `failure` that stops the import, abort it."""
         if self._copy is None:
             return
-        self._copy = None
         if failure is None:
+            self._copy.flush()
+            self._copy = None
             self._copying.close()
         else:
+            self._copy = None
             self._copying.__exit__(type(failure), failure, failure.__traceback__)
 
     @contextmanager
@@ -126,6 +131,7 @@ class PredictionCopy:
             self.verifiers[name] = known
         verifier_id = known[0]
         self.written.add(verifier_id)
+        assert self._copy is not None, "start() the COPY first"
         self._copy.write_row(
             (
                 verifier_id,
