@@ -1,19 +1,19 @@
 """The progress page's annotator table and throughput, kept in the cache instead of computed per view.
 
-Why: both are aggregates over every label (`progress.label_quality`, `progress.label_rate`:
-about 0.6 s at 100,000 items x 3 on PostgreSQL, tens of ms at 1,000), and every open progress
-page asks for its live part every 10 s (issue 15: pages must not grow with the study). What
-they read changes only with the labels, so they are computed once per state of the study's
-labels (`fingerprint.label_state`, constant time) and, while labels keep coming in (a new
-state with every label), at most once per `refresh_after` seconds: in between, the last
-table is served with the time it was computed. What counters and small indexes give exactly
-(labels, items complete, done, open now, flags) stays live (`progress.annotator_rows`).
+Why: both were aggregates over every label (about 0.6 s at 100,000 items x 3 on PostgreSQL),
+and every open progress page asks for its live part every 10 s (issue 15: pages must not grow
+with the study). Since issue 35 they are read from counters and the last hour's labels
+(`progress.label_quality`, `progress.label_rate`: a few ms whatever the study's size), and
+the cache stays as a cheap shield and for the page's behaviour: they are computed once per
+state of the study's labels (`fingerprint.label_state`, constant time) and, while labels keep
+coming in (a new state with every label), at most once per `refresh_after` seconds: in between,
+the last table is served with the time it was computed. What counters and small indexes give
+exactly (labels, items complete, done, open now, flags) stays live (`progress.annotator_rows`).
 
 The page itself only reads the cache (`peek_quality`), so its own request stays flat; its
-live fragment computes when the table is missing or too old (`current_quality`), so the first
-fragment after a change may take the 0.6 s; one request at a time, the others serving the
-table they have meanwhile. The cache is Django's, as configured (Redis when
-set, shared by every host; else each process's memory).
+live fragment computes when the table is missing or too old (`current_quality`); one request at
+a time, the others serving the table they have meanwhile. The cache is Django's, as configured
+(Redis when set, shared by every host; else each process's memory).
 """
 
 from __future__ import annotations
@@ -86,11 +86,12 @@ def quality_fingerprint(study: Study) -> str:
 def _key(study: Study) -> str:
     # The creation time too: a study made with a recycled id (SQLite after a rollback) never reads another's table.
     # v2: skips count the skips pressed only (issue 29): a table kept by v1 counted give-backs as skips.
-    return f"progress-quality:v2:{study.pk}:{study.created_at.timestamp()}"
+    # v3: medians from the active-time sketch (issue 35), as every table computed from now on has them.
+    return f"progress-quality:v3:{study.pk}:{study.created_at.timestamp()}"
 
 
 def _compute(study: Study, fingerprint: str, now: datetime) -> dict[str, Any]:
-    """Compute the table from every label and keep it (plain data: any cache backend stores it)."""
+    """Read the table from the counters and keep it (plain data: any cache backend stores it)."""
     started = time.perf_counter()
     quality = label_quality(study)
     entry = {
@@ -166,7 +167,7 @@ def peek_quality(study: Study, *, counts: dict[str, int], now: datetime | None =
 
 
 def current_quality(study: Study, *, counts: dict[str, int], now: datetime | None = None) -> Quality | None:
-    """The kept table if it is current or recent, else the table computed now (from every label) and kept.
+    """The kept table if it is current or recent, else the table computed now (from the counters) and kept.
 
     One request computes it at a time (a lock in the cache: Redis when set, so across hosts):
     while one does, the others serve the kept table as outdated, or None when there is none yet

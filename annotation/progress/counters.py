@@ -1,8 +1,13 @@
-"""The counts the home page and a study's overview show, kept as counters instead of counted per page.
+"""The counts the home page, a study's overview and its progress page show, kept as counters instead of counted per page.
 
 Why: counting a study's items and annotations on every view grew with the study
 (issue 15: the overview took 2 s at 100,000 items on PostgreSQL). The pages now
-read a few counter rows per study (models.DomainCount, models.AnnotatorCount).
+read a few counter rows per study (models.DomainCount, models.AnnotatorCount,
+models.ActiveTimeBucket). Besides items, gold items, answers and items complete,
+the rows hold the progress page's annotator table (issue 35): per annotator and
+domain the answers timed, abstaining, on gold items and right there, imported, the
+skips pressed and the leases that ran out, and per annotator the active times in
+a sketch's buckets (lib/active_time_sketch.py: medians within 1/128).
 
 Why counters and not cached aggregates: a cache needs a version that changes with
 every label, and keeping that version exact costs the same write on every submit
@@ -17,12 +22,14 @@ own transaction, so a rollback takes both back.
 - A new answer (`answer_added`, called by workbench/answers.py, which creates annotations
   one at a time, and the same count inside PostgreSQL's one-statement submit,
   workbench/submit_sql.py, from `one_answer_counted`) adds one to the annotator's own row
-  for the item's domain. It counts the answer on the item (`Item.n_answers`) with the UPDATE
+  for the item's domain (what the answer says of itself and the item's gold label read by
+  the locking UPDATE with it), and one to its time's bucket when it has one (a second
+  statement step by step; a CTE of the one statement). It counts the answer on the item (`Item.n_answers`) with the UPDATE
   that locks the item row, and reads that count: of two annotators giving an item its
   last labels at once, the second waits for the first to commit and then counts on
   its count, so exactly one of them counts the item as complete.
 - An annotation import adds what its staging table holds (`labels_switched`):
-  per annotator and domain, and the items its labels took to N, with those items
+  per annotator and domain (and their times per bucket), and the items its labels took to N, with those items
   locked first as a submit locks its item. Its cost grows with the file, not the
   study (recounting a study of 300,000 labels takes seconds on PostgreSQL, and the
   submits of its annotators would wait on their counter rows meanwhile).
@@ -34,12 +41,17 @@ own transaction, so a rollback takes both back.
 Each item's number of answers (`Item.n_answers`) also serves the progress page's
 "complete" and "in progress" items; an import and a recount count it from the items' answers.
 
+- An answer revised (its label or time), an assignment closed as a skip pressed or as a lease
+  that ran out (taken over, or closed with the study, a member's leave, a crowd check), and the
+  leases given back for someone (counted as neither) are counted by progress/quality_counters.py
+  in the writer's transaction, from the row as written.
+
 Hot rows: annotators never share a counter row (one row per study, annotator and
-domain), and the counter write is the submit's last statement, so the item's row
-lock (held by at most N annotators of that item) is the only wait added.
-Answers changed later (revisions), skips, flags, adjudications and removing a
-member change none of these counts; deleting a member is only allowed for one
-who was never given an item, and deletes cascade from studies and users.
+domain, and per study, annotator and bucket), and the counter writes are the submit's last
+statements, so the item's row lock (held by at most N annotators of that item) is the only wait added.
+Flags, adjudications, a participant's withdrawal and removing a member change none of these
+counts (what the withdrawn did stays theirs; the page marks them live); deleting a member is only
+allowed for one who was never given an item, and deletes cascade from studies and users.
 """
 
 from __future__ import annotations

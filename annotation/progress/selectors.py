@@ -159,13 +159,13 @@ class AnnotatorRow:
         return None if share is None else 100 * share
 
 
-#: The table's numbers that are read from every label (`label_quality`), the rest being live (`annotator_rows`).
+#: The table's numbers read from the counters (`label_quality`), the rest being live (`annotator_rows`).
 LABEL_FIELDS = ("skipped", "timed_out", "timed", "median_active_ms", "gold_n", "gold_correct", "labelled", "abstained")
 
 
 @dataclass
 class LabelQuality:
-    """The part of the annotator table computed from every label, as plain data (it is cached).
+    """The part of the annotator table read from the counters, as plain data (it is cached).
 
     `annotators`: user id -> LABEL_FIELDS; `study_median_ms`: the median active time over
     every timed label, which the speeder alert compares against.
@@ -295,6 +295,7 @@ def label_quality(study: Study) -> LabelQuality:
 ABSTAIN_LABELS = VOCAB_ABSTAIN_LABELS
 #: How far a median active time shown may be from the exact one, relative (the sketch's; stated on the page).
 SKETCH_ERROR = RELATIVE_ERROR
+SKETCH_ERROR_TEXT = f"{SKETCH_ERROR:.2%} (1/{round(1 / SKETCH_ERROR)})"
 #: A likely speeder: median active time below this share of the study's median ...
 SPEEDER_RATIO = 1 / 3
 #: ... over at least this many timed labels (fewer say little about a habit).

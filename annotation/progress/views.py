@@ -25,9 +25,9 @@ from annotation.progress import selectors as progress_selectors
 def _progress_live_context(study: Study, *, compute: bool) -> dict:
     """The parts of the progress page that change while a study runs (refreshed by static/js/progress.js).
 
-    The annotator table and throughput come from the cache (progress/cache.py): computed
-    from every label only when `compute` (the live fragment, or the page asked with ?quality=now)
-    and the kept table is missing or too old; the page alone never waits for them.
+    The annotator table and throughput come from the cache (progress/cache.py): read from the
+    counters only when `compute` (the live fragment, or the page asked with ?quality=now) and the
+    kept table is missing or too old; the page alone never reads them.
     """
     counts = progress_selectors.study_counts(study)
     flags, flag_total = progress_selectors.flagged(study)
@@ -44,6 +44,7 @@ def _progress_live_context(study: Study, *, compute: bool) -> dict:
         "flag_total": flag_total,
         "speeder_rule": progress_selectors.SPEEDER_RULE,
         "low_gold_rule": progress_selectors.LOW_GOLD_RULE,
+        "median_error": progress_selectors.SKETCH_ERROR_TEXT,
         "abstain_label": "both bad" if study.is_preference else "inconclusive",
         "refreshed_at": timezone.now(),
     }

@@ -5,8 +5,8 @@
  * Every interval, while the tab is visible, the fragment is fetched and
  * swapped in; a hidden tab asks for nothing and catches up as soon as it is
  * shown again. "Refresh now" asks at once. The page itself shows the
- * annotator table only as last computed (it is computed from every label,
- * issue 15); when there is none yet or it is outdated, the page marks it
+ * annotator table only as last computed (issue 15; read from the counters
+ * since issue 35, and still kept); when there is none yet or it is outdated, the page marks it
  * data-quality-pending and the fragment, which computes it, is asked for at
  * once (and every 2 s while another request is computing it). No inline script, no eval (CSP script-src 'self'); without this file
  * the page still works: a reload shows the latest numbers, and the pending

@@ -16,6 +16,7 @@ import pytest
 from django.apps import apps
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 from django.utils import timezone
 
 from annotation.errors import ImportFailed, ServiceError
@@ -34,6 +35,7 @@ from annotation.models import (
 from annotation.progress.counters import recount_study
 from annotation.progress.selectors import (
     LABEL_FIELDS,
+    SKETCH_ERROR_TEXT,
     SPEEDER_MIN_LABELS,
     LabelQuality,
     annotator_rows,
@@ -285,3 +287,14 @@ def test_the_data_migration_fills_the_table_for_existing_studies(make_user):
     recount_study(study)  # and a recount repairs drifted ones
     assert counted(study) == expected
     assert Item.objects.filter(study=study).exists()
+
+
+def test_the_page_states_the_medians_error(client, make_user):
+    """The footnote under the annotator table says how close the medians shown are (the sketch's error)."""
+    researcher = make_user("rita")
+    make_user("p1")
+    study = _study("stated", items=2, annotators=["p1"], n=1)
+    client.force_login(researcher)
+    html = client.get(reverse("annotation:study_progress", args=[study.slug]), {"quality": "now"}).content.decode()
+    assert f"within {SKETCH_ERROR_TEXT} of the exact median" in html
+    assert SKETCH_ERROR_TEXT == "0.78% (1/128)" and RELATIVE_ERROR == 1 / 128
