@@ -8,7 +8,9 @@ Each new verifier name becomes an ``imported`` verifier of the study. Labels
 are mapped to the study's labels through its aliases, raw label kept; the
 score is optional. Any problem, on any line, leaves the database as it was
 (verifiers created by the file included) and is reported by line and field,
-with the same readers and error collector as the other imports. The file is
+with the same readers and error collector as the other imports. On PostgreSQL
+an import of new predictions COPYs them straight into their table in its own
+transaction while the file is read (prediction_copy.py); otherwise the file is
 read and checked with no transaction open, its rows staged in a private table,
 and made live in one short transaction (prediction_staging.py).
 """
@@ -203,11 +205,12 @@ def import_predictions(
     A second prediction of the same verifier on the same item is an error,
     in the file or against what is stored, unless ``update`` is given.
 
-    Staged like the item and annotation imports (prediction_staging.py): the
-    file is read and checked, its rows written a batch at a time to a private
-    table, with no transaction open (annotators keep labelling during a big
-    import), then switched live, with the verifiers new to the study, in one
-    short transaction. A problem on any line, even the last, leaves nothing live. `face`: where the import
+    Written as the item imports are (annotation/transfer/services/item_import.py): on PostgreSQL,
+    without ``update``, COPYd into the prediction table in the import's own transaction, the
+    verifiers it names made in it (prediction_copy.py); otherwise staged a batch at a time in a
+    private table with no transaction open, then switched live with the verifiers new to the study
+    in one short transaction (prediction_staging.py). Annotators keep labelling throughout. A problem
+    on any line, even the last, leaves nothing live. `face`: where the import
     was asked for, so an error that asks for ``update`` names it as that face does (transfer/faces.py).
     """
     if study.kind != Study.Kind.VERIFICATION:
