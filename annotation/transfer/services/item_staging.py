@@ -1,6 +1,7 @@
 """Staging big item imports: rows go into a private temporary table, then live in one short transaction.
 
-Why, and how the temporary table works: annotation/lib/staging.py.
+Why, and how the temporary table works: annotation/lib/staging.py. Used on SQLite, and by update
+imports on PostgreSQL; there an import that only adds items COPYs them live instead (item_copy.py).
 """
 
 from __future__ import annotations
