@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Collection
 from typing import Any
 
@@ -15,6 +14,7 @@ from annotation.models import Item, Study
 
 from ..models import ACTIVE_RUN_STATUSES, Prediction, Verifier, VerifierRun
 from ..selectors import FrameRead, read_frames
+from .prediction_version import PREDICTION_COUNTS_SECONDS, count_key
 from .presets import PRESETS
 from .runner.spec import LabelMapper
 
@@ -54,32 +54,43 @@ def study_verifiers(study: Study) -> list[Verifier]:
         .annotate(n_active_runs=Count("runs", filter=Q(runs__status__in=ACTIVE_RUN_STATUSES), distinct=True))
         .order_by("name")
     )
-    counts = prediction_counts(study, {verifier.pk: verifier.predictions_version for verifier in verifiers})
+    counts = prediction_counts(verifiers)
     for verifier in verifiers:
         verifier.n_predictions = counts.get(verifier.pk, 0)  # type: ignore[attr-defined]
     return verifiers
 
 
-#: How long the counts of one state of the predictions are kept (a new write makes a new key at once).
-PREDICTION_COUNTS_SECONDS = 24 * 3600
-
-
-def prediction_counts(study: Study, versions: dict[int, int]) -> dict[int, int]:
-    """Predictions per verifier id, counted once per state of the study's predictions.
+def prediction_counts(verifiers: Collection[Verifier]) -> dict[int, int]:
+    """Predictions per verifier id, each verifier's counted once per version of its predictions
+    (``predictions_version``, as the verifiers were read).
 
     Counting them is a pass over every prediction (issue 35: at a million the verifiers page grew
-    x8-10), and they change only when a verifier's ``predictions_version`` moves (both write paths
-    move it in their transaction: prediction_version.py), so the counts are kept in the
-    cache under those versions. Read before counting: a write in between makes the kept counts newer
-    than their key, never older, and the next view's key is new anyway.
+    x8-10), and a verifier's change only when its ``predictions_version`` moves (both write paths
+    move it in their transaction: prediction_version.py), so each count is kept in the cache under
+    its verifier's version; an import that adds rows it counted keeps the new count itself
+    (`predictions_written(added=...)`). A count is kept only if its verifier's version is the same
+    after counting: one taken while a write committed could hold rows of the next version.
     """
-    state = repr((study.pk, sorted(versions.items())))
-    key = "verifier-prediction-counts:" + hashlib.sha256(state.encode()).hexdigest()[:32]
-    counts = cache.get(key)
-    if counts is None:
-        rows = Prediction.objects.filter(verifier__study=study).values_list("verifier_id").annotate(n=Count("pk"))
-        counts = dict(rows.order_by())
-        cache.set(key, counts, PREDICTION_COUNTS_SECONDS)
+    versions = {verifier.pk: verifier.predictions_version for verifier in verifiers}
+    keys = {
+        verifier.pk: count_key(verifier.pk, verifier.created_at, verifier.predictions_version) for verifier in verifiers
+    }
+    kept = cache.get_many(list(keys.values()))
+    counts = {verifier_id: kept[key] for verifier_id, key in keys.items() if key in kept}
+    missing = [verifier_id for verifier_id in keys if verifier_id not in counts]
+    if missing:
+        rows = Prediction.objects.filter(verifier_id__in=missing).values_list("verifier_id").annotate(n=Count("pk"))
+        fresh = dict.fromkeys(missing, 0) | dict(rows.order_by())
+        still = dict(Verifier.objects.filter(pk__in=missing).values_list("pk", "predictions_version"))
+        cache.set_many(
+            {
+                keys[verifier_id]: n
+                for verifier_id, n in fresh.items()
+                if still.get(verifier_id) == versions[verifier_id]
+            },
+            PREDICTION_COUNTS_SECONDS,
+        )
+        counts.update(fresh)
     return counts
 
 

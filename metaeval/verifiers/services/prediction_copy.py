@@ -17,6 +17,7 @@ verifiers and predictions after the one before it has committed.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import datetime
@@ -79,7 +80,8 @@ class PredictionCopy:
             name: (pk, kind)
             for name, pk, kind in Verifier.objects.filter(study=study).values_list("name", "pk", "kind")
         }
-        self.written: set[int] = set()
+        self.added: Counter[int] = Counter()  # verifier id -> predictions written (all new: a COPY adds rows only)
+        self.made: set[int] = set()
         #: Called with the id of each verifier the import makes (it holds no stored prediction to read).
         self.on_made: Callable[[int], None] = lambda verifier_id: None
         self._no_orders = json.dumps([])  # order_labels of a prediction no run made, as Django's JSONField stores it
@@ -127,10 +129,11 @@ class PredictionCopy:
                     [Verifier(study=self.study, name=name, kind=Verifier.Kind.IMPORTED)]
                 )
                 known = (made.pk, Verifier.Kind.IMPORTED)
+            self.made.add(made.pk)
             self.on_made(made.pk)
             self.verifiers[name] = known
         verifier_id = known[0]
-        self.written.add(verifier_id)
+        self.added[verifier_id] += 1
         assert self._copy is not None, "start() the COPY first"
         self._copy.write_row(
             (
@@ -173,7 +176,8 @@ def prediction_copy_for(study: Study, *, cache_key: str, now: datetime) -> Itera
 
 
 def finish_copy(target: PredictionCopy) -> int:
-    """Mark the verifiers written (their predictions changed: prediction_version.py); none replaced (0)."""
+    """Mark the verifiers written (their predictions changed: prediction_version.py), with how many
+    predictions each gained; none replaced (0)."""
     target.end()
-    predictions_written(sorted(target.written))
+    predictions_written(target.added, added=target.added, made=target.made)
     return 0
