@@ -19,6 +19,7 @@ LATER_INDEXES = {
     "0020_flagged_assignments_index": ["assignment_flagged"],
     "0021_item_answers": ["item_study_answers"],
     "0022_claim_rank_checks": ["item_study_claim_order"],
+    "0036_annotation_made_here": ["annotation_made_here"],
 }
 
 
@@ -49,7 +50,7 @@ def test_the_later_indexes_exist_and_postgresql_can_use_them():
     with connection.cursor() as cursor:
         present = {
             name
-            for table in ("annotation_assignment", "annotation_item")
+            for table in ("annotation_assignment", "annotation_item", "annotation_annotation")
             for name, details in connection.introspection.get_constraints(cursor, table).items()
             if details["index"]
         }
