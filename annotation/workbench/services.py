@@ -933,9 +933,10 @@ def _skip_once(user: User, study: Study, assignment_id: int, now: datetime) -> A
             return assignment
         if assignment.status != Status.ACTIVE:
             raise LeaseLost("this item is already answered; it cannot be skipped")
-        if sql.mark_skipped(assignment.pk, now):
-            closed_counted([assignment.pk])  # a skip pressed (not by a crowd participant), in the counters
+        marked = sql.mark_skipped(assignment.pk, now)
         sql.give_slot_back(assignment.item_id)
+        if marked:  # a skip pressed (not by a crowd participant), counted last: the order a submit locks in
+            closed_counted([assignment.pk])
         assignment.status, assignment.slot, assignment.lease_expires_at = Status.SKIPPED, None, None
     return assignment
 
