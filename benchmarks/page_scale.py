@@ -16,12 +16,13 @@ kept in the cache until the study's data changes, so it is timed twice: a reload
 with nothing new, and the first view after a change (recomputed). The researcher's
 progress page reads live counts from the counter rows and one page of items; its
 per-annotator table and throughput (gold accuracy, median active time, labels per hour)
-are aggregates over every label, kept in the cache per state of the study's labels
+are read from counters (issue 35: medians from the active-time sketch) and the last hour's
+labels, kept in the cache per state of the study's labels
 (annotation/progress/cache.py): the page shows the kept table and never computes
 it, its live fragment (which static/js/progress.js asks for every 10 s) computes it when
 there is none or it is too old. So three rows: the page and the fragment with the table
-kept, and the fragment after a change (the cache emptied: computed from every label,
-growing with the study by nature, like the precision card's). Two more rows filter the
+kept, and the fragment after a change (the cache emptied: read from the counters again,
+with the same 1.5x goal since issue 35). Two more rows filter the
 page's item list: the complete items, and the items in progress (found through the items'
 answer and slot counts, indexed with the study).
 
@@ -58,7 +59,7 @@ from assignment_scale import analyze, setup_django, write_items, write_labels
 #: until the study's data changes: "precision card" times a reload with nothing new (read back),
 #: "precision card, new data" the first view after a change (recomputed; the cache is emptied).
 #: "progress page" and "progress live" (its fragment) are timed with the annotator table kept;
-#: "progress live, new data" computes the table from every label (the cache is emptied).
+#: "progress live, new data" computes the table again, from the counters (the cache is emptied).
 PAGES = (
     "home page",
     "overview",
@@ -259,8 +260,10 @@ def main() -> None:
         small = statistics.median(timings[(args.small, page)])
         large = statistics.median(timings[(args.large, page)])
         ratio = large / small
-        # A "new data" row computes from every label (or prediction) by nature, once per change: no goal.
-        verdict = "met" if ratio <= 1.5 else "n/a: every row" if page.endswith("new data") else "MISSED"
+        # A "new data" row computes from every label (or prediction) by nature, once per change: no goal;
+        # but the progress table, read from counters since issue 35.
+        by_nature = page.endswith("new data") and page != "progress live, new data"
+        verdict = "met" if ratio <= 1.5 else "n/a: every row" if by_nature else "MISSED"
         print(f"{page:<25} {small * 1000:16.1f} {large * 1000:18.1f} {ratio:7.2f}  {verdict}")
 
     if not args.keep:
