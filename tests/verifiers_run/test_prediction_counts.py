@@ -35,7 +35,7 @@ def predictions(verifier: str, items: range, label: str = "supported") -> io.Byt
 
 
 def shown(study) -> dict[str, int]:
-    return {verifier.name: verifier.n_predictions for verifier in study_verifiers(study)}
+    return {verifier.name: verifier.n_predictions for verifier in study_verifiers(study)}  # type: ignore[attr-defined]
 
 
 def real(study) -> dict[str, int]:

@@ -15,7 +15,7 @@ from annotation.lib.copy_text import CHUNK_LINES, CopyTextWriter, text_value
 def psycopg_line(values: tuple) -> bytes:
     """psycopg's text-format line for `values` (the reference: what `Copy.write_row` sends)."""
     formatter = TextFormatter(Transformer())
-    return formatter.write_row(values) + formatter.end()
+    return bytes(formatter.write_row(values)) + bytes(formatter.end())
 
 
 def random_text(rng: random.Random) -> str:
