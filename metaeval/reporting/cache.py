@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
+from itertools import islice
 from typing import Any, overload
 
 from django.conf import settings
@@ -239,38 +240,45 @@ def _built(study: Study, options: ReportOptions, *, first_sections: bool = False
 
 @dataclass(frozen=True)
 class _Encoded:
-    """A built report as it is stored: JSON text of the report with markers, and of each long list's chunks.
+    """A built report as it is stored: JSON text of the report with markers, and its long lists,
+    written as JSON text a chunk at a time when they are stored (``texts``).
 
-    Why: a report of 100,000 items is about 60 MB of JSON (mostly the per-response score rows).
-    It is encoded once, for storing; what is handed out is decoded from that same text (the
-    types every cached report has), and only as far as the caller needs: the page reads the
-    report with markers, a download the whole.
+    Why: a report of 100,000 items is about 60 MB of JSON (mostly the per-response score rows), and of
+    a million claims 1.5 GB: the chunks are written as they are stored (``_insert_parts``), never held
+    all at once (issue 35: the first report of a million-claim study held them, 2.1 GB). What is handed
+    out is decoded from that same text (the types every cached report has), and only as far as the
+    caller needs: the page reads the report with markers, a download the whole.
     """
 
     main: str
-    chunks: dict[str, list[str]]
+    lists: dict[str, Sequence[Any]]
+    #: A list in two places (a reference scored as the human majority): section -> the section stored first.
+    same_as: dict[str, str]
 
     @classmethod
     def of(cls, report: dict[str, Any]) -> _Encoded:
         main, lists = _split(report)
-        encoded: dict[int, list[str]] = {}  # one list in two places (a reference scored as the human majority)
+        first_of: dict[int, str] = {}
+        same_as = {}
+        for section, rows in lists.items():
+            if id(rows) in first_of:
+                same_as[section] = first_of[id(rows)]
+            else:
+                first_of[id(rows)] = section
+        return cls(main=json.dumps(main, allow_nan=False), lists=lists, same_as=same_as)
 
-        def chunks(rows: Sequence[Any]) -> list[str]:
-            if id(rows) not in encoded:
-                # lazy rows write their JSON from their columns (stats.json_rows), the same text as json.dumps
-                text = rows.json_text if isinstance(rows, ResponseRows | DisagreementRows) else _dumped(rows)
-                encoded[id(rows)] = [text(n, n + CHUNK_ROWS) for n in range(0, len(rows), CHUNK_ROWS)]
-            return encoded[id(rows)]
-
-        return cls(
-            main=json.dumps(main, allow_nan=False), chunks={section: chunks(rows) for section, rows in lists.items()}
-        )
+    def texts(self, section: str) -> Iterator[str]:
+        """A list's chunks as JSON text, one written at a time."""
+        rows = self.lists[section]
+        # lazy rows write their JSON from their columns (stats.json_rows), the same text as json.dumps
+        text = rows.json_text if isinstance(rows, ResponseRows | DisagreementRows) else _dumped(rows)
+        return (text(n, n + CHUNK_ROWS) for n in range(0, len(rows), CHUNK_ROWS))
 
     def whole(self, *, per_response: bool = True) -> dict[str, Any]:
         """The report with its long lists in place (without the per-response rows: see ``current_report``)."""
         lists = {
-            section: [row for text in texts for row in json.loads(text)]
-            for section, texts in self.chunks.items()
+            section: [row for text in self.texts(section) for row in json.loads(text)]
+            for section in self.lists
             if per_response or not _is_per_response(section)
         }
         return _put_back(json.loads(self.main), lists, per_response=per_response)
@@ -305,7 +313,7 @@ def _store(
                     build_seconds=seconds,
                     complete=complete,
                 )
-                _insert_parts(snapshot.pk, encoded.chunks)
+                _insert_parts(snapshot.pk, encoded)
         except IntegrityError:  # another request or task stored this very state first
             stored = same_state.values_list("pk", "complete").first()
             if stored is not None and (stored[1] or not complete):
@@ -316,24 +324,39 @@ def _store(
     raise RuntimeError(f"could not store the report of study {study.pk}")  # pragma: no cover - a retry always wins
 
 
-def _insert_parts(snapshot_id: int, chunks: dict[str, list[str]]) -> None:
-    """Store a snapshot's chunks: one INSERT statement, its rows sent by ``executemany``.
+#: Chunks written and sent to the database at once while a snapshot is stored.
+INSERT_CHUNKS = 16
+
+
+def _insert_parts(snapshot_id: int, encoded: _Encoded) -> None:
+    """Store a snapshot's chunks, written INSERT_CHUNKS at a time and sent by ``executemany``; a list in two
+    places is stored once and copied in the database.
 
     Not bulk_create: on PostgreSQL that sends the chunks as one text array, which psycopg quotes in
     Python (12 s of a 100,000-item report's 16 s cold build). Not one ``create`` per chunk either: each
     was a round trip through the ORM (0.2 s for a 100,000-item report's 250 chunks), where psycopg's
     ``executemany`` sends them in one pipeline.
     """
-    rows = [
-        (snapshot_id, section, chunk, text) for section, texts in chunks.items() for chunk, text in enumerate(texts)
-    ]
-    if not rows:
-        return
     meta, quote = ReportSnapshotPart._meta, connection.ops.quote_name
     column_of = {field.name: str(field.column) for field in meta.concrete_fields}
-    columns = ", ".join(quote(column_of[name]) for name in ("snapshot", "section", "chunk", "rows"))
+    snapshot, section_column, chunk, rows = (
+        quote(column_of[name]) for name in ("snapshot", "section", "chunk", "rows")
+    )
+    table = quote(meta.db_table)
+    insert = f"INSERT INTO {table} ({snapshot}, {section_column}, {chunk}, {rows}) VALUES (%s, %s, %s, %s)"
     with connection.cursor() as cursor:
-        cursor.executemany(f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES (%s, %s, %s, %s)", rows)
+        for section in encoded.lists:
+            if section in encoded.same_as:
+                continue
+            numbered = enumerate(encoded.texts(section))
+            while batch := [(snapshot_id, section, n, text) for n, text in islice(numbered, INSERT_CHUNKS)]:
+                cursor.executemany(insert, batch)
+        for section, first in encoded.same_as.items():
+            cursor.execute(
+                f"INSERT INTO {table} ({snapshot}, {section_column}, {chunk}, {rows}) "
+                f"SELECT {snapshot}, %s, {chunk}, {rows} FROM {table} WHERE {snapshot} = %s AND {section_column} = %s",
+                [section, snapshot_id, first],
+            )
 
 
 def _prune(study: Study, key: str) -> None:

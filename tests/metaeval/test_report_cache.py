@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 
 import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
+from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from annotation.adjudication.services import adjudicate, set_adjudication_settings, verdict_for
@@ -17,7 +19,7 @@ from annotation.studies.services import create_study, update_study
 from annotation.transfer.services.annotation_import import import_annotations
 from annotation.transfer.services.item_import import import_items
 from metaeval import selectors
-from metaeval.models import ReportRefresh, ReportSnapshot
+from metaeval.models import ReportRefresh, ReportSnapshot, ReportSnapshotPart
 from metaeval.reporting import ReportOptions, build_report, cache, page_options
 from metaeval.reporting.csv_format import report_csv
 from metaeval.reporting.latex_format import report_tex
@@ -583,20 +585,46 @@ def test_first_sections_are_committed_while_the_rest_is_built(loaded_verificatio
     assert _seen_from_another_connection() == [True]
 
 
-def test_a_list_in_two_places_is_encoded_once_and_kept_in_both(monkeypatch):
-    """A reference scored as the human majority shares its rows with the human block: encoded once, stored twice."""
+@pytest.mark.django_db
+def test_a_list_in_two_places_is_encoded_once_and_kept_in_both(verification_study, monkeypatch):
+    """A reference scored as the human majority shares its rows with the human block: written once, its
+    chunks copied in the database for the second place; a list equal but apart is written on its own."""
     rows = [{"response_id": f"r-{n}", "score": n / 7} for n in range(2 * cache.CHUNK_ROWS + 3)]
     report = {
         "scores": {"human": {"per_response": rows}, "reference": {"per_response": rows}},
         "disagreements": [{"item": "c-1"}],
     }
     encoded = cache._Encoded.of(report)
-    human, reference = encoded.chunks["scores/human/per_response"], encoded.chunks["scores/reference/per_response"]
-    assert human is reference and len(human) == 3
+    assert encoded.same_as == {"scores/reference/per_response": "scores/human/per_response"}
+    written: list[str] = []
+    real_texts = cache._Encoded.texts
+    monkeypatch.setattr(
+        cache._Encoded, "texts", lambda self, section: written.append(section) or real_texts(self, section)
+    )
+    snapshot = ReportSnapshot.objects.create(
+        study=verification_study, options_key="k", fingerprint="f", report="{}", computed_at=timezone.now()
+    )
+    cache._insert_parts(snapshot.pk, encoded)
+    assert written == ["scores/human/per_response", "disagreements"]
+    stored = {
+        section: [text for _, text in sorted(chunks)]
+        for section, chunks in _grouped(ReportSnapshotPart.objects.filter(snapshot=snapshot))
+    }
+    assert stored["scores/human/per_response"] == stored["scores/reference/per_response"]
+    assert len(stored["scores/human/per_response"]) == 3
+    assert [row for text in stored["scores/reference/per_response"] for row in json.loads(text)] == rows
+    monkeypatch.setattr(cache._Encoded, "texts", real_texts)
     assert encoded.whole() == report
     apart = cache._Encoded.of({**report, "scores": {**report["scores"], "reference": {"per_response": list(rows)}}})
-    assert apart.chunks["scores/reference/per_response"] is not apart.chunks["scores/human/per_response"]
-    assert apart.chunks["scores/reference/per_response"] == human
+    assert apart.same_as == {}
+    assert list(apart.texts("scores/reference/per_response")) == stored["scores/human/per_response"]
+
+
+def _grouped(parts) -> Iterable[tuple[str, list[tuple[int, str]]]]:
+    grouped: dict[str, list[tuple[int, str]]] = {}
+    for part in parts:
+        grouped.setdefault(part.section, []).append((part.chunk, part.rows))
+    return grouped.items()
 
 
 def test_a_big_import_starts_the_report_build_and_the_first_view_finds_it(

@@ -84,7 +84,7 @@ def _new_stored(study: Study, options: ReportOptions) -> tuple[str, dict[str, li
     if report["disagreements"]:
         assert isinstance(report["disagreements"], DisagreementRows)  # the codes' list, not the frame's
     encoded = report_cache._Encoded.of(report)
-    return encoded.main, encoded.chunks
+    return encoded.main, {section: list(encoded.texts(section)) for section in encoded.lists}
 
 
 def _assert_same_report(study: Study, options: ReportOptions, monkeypatch) -> dict:
