@@ -422,8 +422,8 @@ def _in_state(study: Study, state: str) -> Q:
     """
     n, unopened = study.slots_per_item, study.unopened_slots
     if state == "open":
-        under_way = Q(n_answers__gt=0, n_answers__lt=n) | Q(n_answers=0, slots_taken__gt=unopened)
-        return under_way & Q(closed_after__isnull=True) if unopened else under_way
+        answered, claimed = _open_parts(study)
+        return answered | claimed
     if state == "complete":
         return Q(n_answers__gte=n) | Q(closed_after__isnull=False) if unopened else Q(n_answers__gte=n)
     if state == "untouched":
@@ -432,6 +432,13 @@ def _in_state(study: Study, state: str) -> Q:
         # through the partial index of flagged assignments: time that grows with the flags, not the items
         return Q(pk__in=Assignment.objects.filter(study=study, flagged=True).values("item_id"))
     raise ValueError(f"no item filter {state!r}")
+
+
+def _open_parts(study: Study) -> tuple[Q, Q]:
+    """The items under way, in two disjoint parts: some answers but fewer than N; none yet and a slot taken."""
+    n, unopened = study.slots_per_item, study.unopened_slots
+    open_only = Q(closed_after__isnull=True) if unopened else Q()
+    return Q(n_answers__gt=0, n_answers__lt=n) & open_only, Q(n_answers=0, slots_taken__gt=unopened) & open_only
 
 
 def items_in_state(study: Study, state: str, *, complete: int | None = None) -> int:
@@ -443,6 +450,10 @@ def items_in_state(study: Study, state: str, *, complete: int | None = None) -> 
     """
     if state == "complete" and complete is not None:
         return complete
+    if state == "open":
+        # Each part on its own is a range of the (study, answers, slots) index; PostgreSQL reads their OR as
+        # a filter over every item of the study instead (45 ms at a million items, issue 35).
+        return sum(Item.objects.filter(Q(study=study) & part).count() for part in _open_parts(study))
     return Item.objects.filter(Q(study=study) & _in_state(study, state)).count()
 
 
