@@ -18,6 +18,7 @@ from django.utils import timezone
 from annotation.models import Annotation, Assignment, Item
 from annotation.progress import cache as progress_cache
 from annotation.progress.counters import answer_added, recount_study
+from annotation.progress.quality_counters import CountedAnswer
 from tests.browser.screens import VERIFIER, assert_fits, assert_reachable, preference, shoot, verification
 from tests.support.workbench_browser import HIDE, log_in
 
@@ -155,9 +156,13 @@ def test_progress_page_fits_and_refreshes_itself(screen_context, guard, screen, 
         status="submitted",
         submitted_at=timezone.now(),
     )
-    Annotation.objects.create(assignment=assignment, label="supported", raw_label="supported", active_ms=4000)
+    answer = Annotation.objects.create(assignment=assignment, label="supported", raw_label="supported", active_ms=4000)
     answer_added(
-        study_id=study.pk, item_id=item.pk, user_id=annotator.pk, complete_at=study.slots_per_item
+        study_id=study.pk,
+        item_id=item.pk,
+        user_id=annotator.pk,
+        complete_at=study.slots_per_item,
+        answer=CountedAnswer(answer.label, answer.active_ms, answer.source),
     )  # as the submit service counts it
     page.evaluate(HIDE, True)
     page.clock.run_for(30_000)  # hidden: no refresh however long

@@ -22,6 +22,7 @@ from django.urls import reverse
 
 from annotation.members.services import add_members
 from annotation.models import Item, Participant, Study
+from annotation.progress.counters import recount_study
 from annotation.studies.demo import fixtures_dir, load_demo
 from metaeval.verifiers.runner.orchestration import run_to_completion
 from metaeval.verifiers.services.demo import load_demo_verifiers
@@ -108,6 +109,7 @@ def two_annotators_three_verifiers(annotator, researcher) -> Study:
         run_to_completion(start_run(verifier=baseline, enqueue=False))
     for n in (0, 3, 6, 9, 12, 15, 1, 2):
         Item.objects.filter(study=study, external_id=f"c-{n}").update(gold_label=LABELS[n % 3])
+    recount_study(study)  # the gold labels went in behind the services' back: the counters are recounted
     return study
 
 
