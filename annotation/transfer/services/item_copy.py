@@ -24,16 +24,16 @@ import json
 from array import array
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 
 from annotation.errors import ImportFailed
-from annotation.lib.copy_text import CopyTextWriter
+from annotation.lib.copy_text import OpenCopy, lock_imports
 from annotation.lib.formats import RecordError
-from annotation.lib.rawsql import Names, execute, fetch_all, fetch_one
+from annotation.lib.rawsql import Names, execute, fetch_all
 from annotation.models import DomainCount, Item, Study
 from annotation.transfer.services.item_staging import MAX_REPORTED_CONFLICTS, mixed_response_errors
 from annotation.workbench.adaptive import unopened_slots
@@ -59,15 +59,9 @@ COPY_COLUMNS = (
 )
 
 
-def copies_items_directly(*, update: bool) -> bool:
-    """Whether an import COPYs its items straight into the item table (PostgreSQL, no updates asked for)."""
-    return connection.vendor == "postgresql" and not update
-
-
 def lock_item_imports(study: Study) -> None:
     """PostgreSQL: wait for the study's other item import to commit or roll back; held until this transaction ends."""
-    if connection.vendor == "postgresql":
-        fetch_one("SELECT pg_advisory_xact_lock(%s, %s)", [ITEM_IMPORT_LOCK, study.pk])
+    lock_imports(ITEM_IMPORT_LOCK, study.pk)
 
 
 class ItemCopy:
@@ -87,34 +81,13 @@ class ItemCopy:
         self.domains: Counter[str] = Counter()
         self.gold: Counter[str] = Counter()
         self.lines = array("q")  # the file line of each new item, by its rank - 1 (compact: a million is 8 MB)
-        self._copy: CopyTextWriter | None = None
-        self._copying = ExitStack()
-
-    def start(self) -> None:
-        """Open the COPY: from here until `end` the connection runs no other statement."""
         item = Names(Item)
-        columns = ", ".join(getattr(item, name) for name in COPY_COLUMNS)
-        cursor = self._copying.enter_context(connection.cursor())
-        self._copying.enter_context(connection.wrap_database_errors)
-        self._copy = CopyTextWriter(
-            self._copying.enter_context(cursor.cursor.copy(f"COPY {item.table} ({columns}) FROM STDIN"))
-        )
-
-    def end(self, failure: BaseException | None = None) -> None:
-        """End the COPY: the rows are stored, not yet committed; or, given the `failure` that stops the
-        import, abort it (the server discards the rows, the transaction is rolled back after)."""
-        if failure is None:
-            if self._copy is not None:
-                self._copy.flush()
-            self._copying.close()
-        else:
-            self._copying.__exit__(type(failure), failure, failure.__traceback__)
+        self.copy = OpenCopy(item.table, [getattr(item, name) for name in COPY_COLUMNS])
 
     def add(self, row: Sequence[Any]) -> None:
         """Write one new item, a tuple in item_staging.STAGED_FIELDS order (its `new_rank` set, no target)."""
-        assert self._copy is not None, "start() the COPY first"
         line, new_rank, _target, external_id, rank, domain, summary, payload, response_id, system, gold, raw = row
-        self._copy.write_row(
+        self.copy.write_row(
             (
                 self.study.pk,
                 external_id,
@@ -143,18 +116,18 @@ def item_copy_for(study: Study, *, now: datetime) -> Iterator[ItemCopy]:
     """A transaction holding the study's item-import lock and an open COPY into the item table.
 
     Leaving with an exception aborts the COPY and rolls everything back; the caller ends the COPY
-    (`ItemCopy.end`) and makes the rows live (`finish_copy`) before leaving normally, which commits.
+    (`ItemCopy.copy.end`) and makes the rows live (`finish_copy`) before leaving normally, which commits.
     """
     with transaction.atomic():
         lock_item_imports(study)
         target = ItemCopy(study, now=now)
-        target.start()
+        target.copy.start()
         try:
             yield target
         except BaseException as failure:
-            target.end(failure)
+            target.copy.end(failure)
             raise
-        target.end()  # idempotent: the caller ended it before `finish_copy`
+        target.copy.end()  # the caller ended it before `finish_copy`: nothing to do
 
 
 def finish_copy(target: ItemCopy, *, systems: list[str]) -> None:

@@ -10,19 +10,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.errors import ErrorCollector, ImportFailed, ImportResult
+from annotation.lib.copy_text import copies_directly
 from annotation.lib.formats import MAX_LINE_BYTES, RecordError
 from annotation.lib.gc_pause import paused_collection
 from annotation.lib.randomisation import claim_rank
 from annotation.models import Item, Study
 from annotation.transfer.faces import CLI, to_replace
 from annotation.transfer.importers import ItemRow, parse_preference_item, parse_verification_item
-from annotation.transfer.services.item_copy import (
-    ItemCopy,
-    copies_items_directly,
-    finish_copy,
-    item_copy_for,
-    lock_item_imports,
-)
+from annotation.transfer.services.item_copy import ItemCopy, finish_copy, item_copy_for, lock_item_imports
 from annotation.transfer.services.item_staging import (
     Staging,
     responses_mixed_with_stored,
@@ -60,7 +55,7 @@ def import_items(
     now = timezone.now()
     systems = list(study.systems)
     with paused_collection():
-        if copies_items_directly(update=update):
+        if copies_directly(update=update):
             with item_copy_for(study, now=now) as target:
                 for row in _rows_to_store(
                     study,
@@ -77,7 +72,7 @@ def import_items(
                     target.add(row)
                 if errors:
                     raise errors.fail()
-                target.end()
+                target.copy.end()
                 switch_live(target, systems=systems, now=now, face=face)
             return result
         existing = dict(Item.objects.filter(study=study).values_list("external_id", "pk"))

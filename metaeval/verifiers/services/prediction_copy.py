@@ -19,14 +19,14 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 
-from annotation.lib.copy_text import CopyTextWriter
-from annotation.lib.rawsql import Names, fetch_one
+from annotation.lib.copy_text import OpenCopy, lock_imports
+from annotation.lib.rawsql import Names
 from annotation.models import Study
 
 from ...models import Prediction, Verifier
@@ -54,15 +54,9 @@ COPY_COLUMNS = (
 )
 
 
-def copies_predictions_directly(*, update: bool) -> bool:
-    """Whether an import COPYs its predictions straight into their table (PostgreSQL, no updates asked for)."""
-    return connection.vendor == "postgresql" and not update
-
-
 def lock_prediction_imports(study: Study) -> None:
     """PostgreSQL: wait for the study's other prediction import to end; held until this transaction ends."""
-    if connection.vendor == "postgresql":
-        fetch_one("SELECT pg_advisory_xact_lock(%s, %s)", [PREDICTION_IMPORT_LOCK, study.pk])
+    lock_imports(PREDICTION_IMPORT_LOCK, study.pk)
 
 
 class PredictionCopy:
@@ -85,39 +79,17 @@ class PredictionCopy:
         #: Called with the id of each verifier the import makes (it holds no stored prediction to read).
         self.on_made: Callable[[int], None] = lambda verifier_id: None
         self._no_orders = json.dumps([])  # order_labels of a prediction no run made, as Django's JSONField stores it
-        self._copy: CopyTextWriter | None = None
-        self._copying = ExitStack()
-
-    def start(self) -> None:
-        """Open a COPY: until `end`, the connection runs no other statement."""
         prediction = Names(Prediction)
-        columns = ", ".join(getattr(prediction, name) for name in COPY_COLUMNS)
-        cursor = self._copying.enter_context(connection.cursor())
-        self._copying.enter_context(connection.wrap_database_errors)
-        self._copy = CopyTextWriter(
-            self._copying.enter_context(cursor.cursor.copy(f"COPY {prediction.table} ({columns}) FROM STDIN"))
-        )
-
-    def end(self, failure: BaseException | None = None) -> None:
-        """End the COPY (its rows stored, not committed); given the `failure` that stops the import, abort it."""
-        if self._copy is None:
-            return
-        if failure is None:
-            self._copy.flush()
-            self._copy = None
-            self._copying.close()
-        else:
-            self._copy = None
-            self._copying.__exit__(type(failure), failure, failure.__traceback__)
+        self.copy = OpenCopy(prediction.table, [getattr(prediction, name) for name in COPY_COLUMNS])
 
     @contextmanager
     def between_copies(self) -> Iterator[None]:
         """Run queries: the COPY is ended before and a new one opened after."""
-        open_before = self._copy is not None
-        self.end()
+        open_before = self.copy.is_open
+        self.copy.end()
         yield
         if open_before:
-            self.start()
+            self.copy.start()
 
     def add(self, row: Sequence[Any]) -> None:
         """Write one new prediction, a tuple in prediction_staging.STAGED_FIELDS order (no target)."""
@@ -134,8 +106,7 @@ class PredictionCopy:
             self.verifiers[name] = known
         verifier_id = known[0]
         self.added[verifier_id] += 1
-        assert self._copy is not None, "start() the COPY first"
-        self._copy.write_row(
+        self.copy.write_row(
             (
                 verifier_id,
                 item_id,
@@ -166,18 +137,18 @@ def prediction_copy_for(study: Study, *, cache_key: str, now: datetime) -> Itera
     with transaction.atomic():
         lock_prediction_imports(study)
         target = PredictionCopy(study, cache_key=cache_key, now=now)
-        target.start()
+        target.copy.start()
         try:
             yield target
         except BaseException as failure:
-            target.end(failure)
+            target.copy.end(failure)
             raise
-        target.end()
+        target.copy.end()
 
 
 def finish_copy(target: PredictionCopy) -> int:
     """Mark the verifiers written (their predictions changed: prediction_version.py), with how many
     predictions each gained; none replaced (0)."""
-    target.end()
+    target.copy.end()
     predictions_written(target.added, added=target.added, made=target.made)
     return 0

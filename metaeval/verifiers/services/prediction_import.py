@@ -30,6 +30,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.errors import ErrorCollector, ImportResult, ServiceError
+from annotation.lib.copy_text import copies_directly
 from annotation.lib.formats import MAX_LINE_BYTES, RecordError, json_type
 from annotation.lib.gc_pause import paused_collection
 from annotation.models import Item, Study
@@ -40,7 +41,7 @@ from annotation.transfer.faces import CLI, to_replace
 from annotation.vocab import canonical_label
 
 from ...models import Prediction, Verifier
-from .prediction_copy import copies_predictions_directly, finish_copy, lock_prediction_imports, prediction_copy_for
+from .prediction_copy import finish_copy, lock_prediction_imports, prediction_copy_for
 from .prediction_staging import (
     UPDATE,
     prediction_staging_for,
@@ -233,7 +234,7 @@ def import_predictions(
         keep_unparseable=keep_unparseable,
     )
     with paused_collection():
-        if copies_predictions_directly(update=update):
+        if copies_directly(update=update):
             with prediction_copy_for(study, cache_key=IMPORTED_CACHE_KEY, now=now) as target:
                 stored = StoredPredictions(around_reads=target.between_copies)
                 target.on_made = stored.holds_none

@@ -70,3 +70,15 @@ def test_rows_are_sent_a_chunk_at_a_time_and_all_of_them_by_flush():
     assert len(sink.chunks) == 1
     writer.flush()
     assert "".join(sink.chunks) == "".join(f"{n}\tx\n" for n in range(CHUNK_LINES + 3))
+
+
+def test_a_copy_not_started_takes_no_row_and_ends_as_nothing():
+    from annotation.lib.copy_text import OpenCopy
+
+    copy = OpenCopy('"t"', ['"a"'])
+    assert not copy.is_open
+    with pytest.raises(RuntimeError, match="start"):
+        copy.write_row((1,))
+    copy.end()  # nothing open: nothing to end
+    copy.end(ValueError("the import failed"))
+    assert not copy.is_open
