@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
+from functools import partial
 from typing import IO
 
 from django.db import transaction
@@ -54,21 +55,11 @@ def import_items(
     result = ImportResult()
     now = timezone.now()
     systems = list(study.systems)
+    read = partial(_rows_to_store, study, stream, fmt, update=update, systems=systems, errors=errors, result=result)
     with paused_collection():
         if copies_directly(update=update):
             with item_copy_for(study, now=now) as target:
-                for row in _rows_to_store(
-                    study,
-                    stream,
-                    fmt,
-                    target.existing,
-                    update,
-                    systems,
-                    errors,
-                    result,
-                    face=face,
-                    max_line_bytes=max_line_bytes,
-                ):
+                for row in read(target.existing, face=face, max_line_bytes=max_line_bytes):
                     target.add(row)
                 if errors:
                     raise errors.fail()
@@ -78,9 +69,7 @@ def import_items(
         existing = dict(Item.objects.filter(study=study).values_list("external_id", "pk"))
         with staging_for(study) as staging:
             batch: list[tuple] = []
-            for row in _rows_to_store(
-                study, stream, fmt, existing, update, systems, errors, result, face=face, max_line_bytes=max_line_bytes
-            ):
+            for row in read(existing, face=face, max_line_bytes=max_line_bytes):
                 batch.append(row)
                 if len(batch) >= BATCH_SIZE:
                     stage_item_rows(staging, batch)
@@ -115,11 +104,11 @@ def _rows_to_store(
     stream: IO[bytes],
     fmt: str,
     existing: dict[str, int],
+    *,
     update: bool,
     systems: list[str],
     errors: ErrorCollector,
     result: ImportResult,
-    *,
     face: str,
     max_line_bytes: int,
 ) -> Iterator[tuple]:
