@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 from typing import Any
 
 from django import template
+from django.template.defaultfilters import stringfilter, truncatechars
 from django.utils.html import format_html
 
 from metaeval.reporting.present import small_n_warning
@@ -25,6 +27,24 @@ def num(value: Any, digits: int = 3) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     return f"{float(value):.{int(digits)}f}"
+
+
+@register.filter(is_safe=True)
+@stringfilter
+def truncatechars_fast(value: str, length: int) -> str:
+    """Django's ``truncatechars``, the very same text, without its loop over every character of a text that fits.
+
+    Why: ``Truncator.chars`` looks at each character (combining ones do not count) even when the whole
+    text fits, which is most verifiers' rationales: 55 us a row, 11 ms of a report page that lists 200
+    disagreements per verifier (issue 35: the warm report at a million predictions). A text no longer than
+    ``length`` once NFC-normalised is what Truncator returns for it (that normalised text); any other goes
+    to Django's filter.
+    """
+    if isinstance(length, int) and length > 0:
+        text = unicodedata.normalize("NFC", value)
+        if len(text) <= length:
+            return text
+    return truncatechars(value, length)
 
 
 #: Below this a p-value prints as "< 0.0001": four zeros would read as "exactly zero".
