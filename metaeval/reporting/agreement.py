@@ -24,7 +24,14 @@ from metaeval.label_rows import LabelRows
 
 from .options import ReportOptions
 
-__all__ = ["categories_for", "binary_collapse", "agreement_table", "agreement_sections", "unavailable"]
+__all__ = [
+    "AgreementInputs",
+    "categories_for",
+    "binary_collapse",
+    "agreement_table",
+    "agreement_sections",
+    "unavailable",
+]
 
 
 def unavailable(reason: str) -> dict[str, Any]:
@@ -274,25 +281,63 @@ def agreement_sections(
     human ceiling are computed (``binary`` and ``by_domain`` still None). The binary collapse
     shares the bootstrap of the labels it collapses; each domain costs another (on fewer items).
     """
-    agreed = _Agreed.of(labels, study)
-    table = agreed.table
-    summary = partial(_summary, study=study, options=options, given=agreed.given, off_scale=agreed.off_scale)
-    out: dict[str, Any] = {"agreement": None, "binary": None, "by_domain": None, "human_ceiling": None}
+    return AgreementInputs.of(labels, study, options).sections(on_overall)
 
-    def overall(full: dict[str, Any]) -> None:
-        full["n_labels_off_scale"] = agreed.n_off_scale
-        out["agreement"] = full
-        out["human_ceiling"] = stats.json_ready(stats.human_ceiling(table))
-        if on_overall is not None:
-            on_overall(dict(out))
 
-    _, out["binary"] = _summaries(
-        table, study, options, binary=options.binary, given=agreed.given, off_scale=agreed.off_scale, on_summary=overall
-    )
-    if options.by_domain:
-        item_domains = agreed.domains()
-        out["by_domain"] = {
-            str(domain): summary(table.select_items(item_domains == domain), binary=options.binary)
-            for domain in sorted(set(item_domains.tolist()))
+@dataclass(frozen=True)
+class AgreementInputs:
+    """What the agreement sections are computed from, read off the labels. The per-domain sections read nothing
+    else (no database, no shared frame): a report's build computes them on a thread of their own
+    (``reporting.alongside``) while it computes its later sections."""
+
+    agreed: _Agreed
+    study: Study
+    options: ReportOptions
+    domains: np.ndarray | None  # each of the table's items' domain (``by_domain`` only)
+
+    @classmethod
+    def of(cls, labels: pd.DataFrame | LabelRows, study: Study, options: ReportOptions) -> AgreementInputs:
+        agreed = _Agreed.of(labels, study)
+        return cls(agreed, study, options, agreed.domains() if options.by_domain else None)
+
+    def sections(self, on_overall: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+        """``agreement_sections``' result; ``on_overall`` as there."""
+        out = self.overall(on_overall)
+        out["by_domain"] = self.by_domain()
+        return out
+
+    def overall(self, on_overall: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+        """The sections but ``by_domain`` (None here): the agreement on all labels, its binary collapse (when asked
+        for) and the human ceiling; ``on_overall`` as in ``agreement_sections``."""
+        agreed, study, options = self.agreed, self.study, self.options
+        table = agreed.table
+        out: dict[str, Any] = {"agreement": None, "binary": None, "by_domain": None, "human_ceiling": None}
+
+        def overall(full: dict[str, Any]) -> None:
+            full["n_labels_off_scale"] = agreed.n_off_scale
+            out["agreement"] = full
+            out["human_ceiling"] = stats.json_ready(stats.human_ceiling(table))
+            if on_overall is not None:
+                on_overall(dict(out))
+
+        _, out["binary"] = _summaries(
+            table,
+            study,
+            options,
+            binary=options.binary,
+            given=agreed.given,
+            off_scale=agreed.off_scale,
+            on_summary=overall,
+        )
+        return out
+
+    def by_domain(self) -> dict[str, Any] | None:
+        """The ``by_domain`` section (None unless asked for): each domain's agreement, from a bootstrap of its own."""
+        if self.domains is None:
+            return None
+        agreed, study, options = self.agreed, self.study, self.options
+        summary = partial(_summary, study=study, options=options, given=agreed.given, off_scale=agreed.off_scale)
+        return {
+            str(domain): summary(agreed.table.select_items(self.domains == domain), binary=options.binary)
+            for domain in sorted(set(self.domains.tolist()))
         }
-    return out

@@ -21,9 +21,10 @@ from metaeval.verifiers.pairwise_report import pairwise_judge_report
 from metaeval.verifiers.report import verifier_report
 from metaeval.verifiers.selectors import current_predictions, verifier_verdicts
 
+from . import alongside
 from .adaptive import adaptive_overlap_section
 from .adjudication_queue import queue_size_with
-from .agreement import agreement_sections, categories_for
+from .agreement import AgreementInputs, categories_for
 from .annotator_quality import reference_and_quality
 from .conditions import conditions_section
 from .disagreements import disagreements
@@ -93,6 +94,10 @@ def build_report(
     ceiling as soon as they are computed (one bootstrap; the later sections as in
     ``FIRST_SECTIONS_PENDING``), so a big study's first report can show them while the rest
     (binary and per-domain agreement, reference, quality, scores, disagreements...) is computed.
+
+    The per-domain agreement (a bootstrap per domain, on the page's report) is computed on a thread of its
+    own (``alongside``) while the later sections are; the first sections are handed over from the caller's
+    thread before that starts.
     """
     options = options or ReportOptions()
     crowd = options.include_screened_out
@@ -130,10 +135,14 @@ def build_report(
         "annotators": [{"annotator": name, "n_annotations": n} for name, n in per_annotator],
     }
     on_overall = partial(_hand_over_first, on_first_sections, report) if on_first_sections else None
-    report.update(agreement_sections(frame.agreed_rows, study, options, on_overall=on_overall))
-    report["preference"] = preference_section(frame.agreed, study, options)
+    agreement_inputs = AgreementInputs.of(frame.agreed_rows, study, options)
+    agreement = agreement_inputs.overall(on_overall)
+    by_domain = alongside.start(agreement_inputs.by_domain) if options.by_domain else lambda: None
+    # The later sections, in the report's key order after the agreement's.
+    later: dict[str, Any] = {}
+    later["preference"] = preference_section(frame.agreed, study, options)
     evidence = frame.evidence() if not study.is_preference else None
-    reference, report["reference"], report["annotator_quality"] = reference_and_quality(frame, options)
+    reference, later["reference"], later["annotator_quality"] = reference_and_quality(frame, options)
     labels = frame.labels
     # One read of the verifiers' predictions for every section, sharing the frame's items (verifiers/selectors.py)
     predictions = current_predictions(study, frame.rows.items)
@@ -143,33 +152,36 @@ def build_report(
     # majority's table that the reference built, the rows for the disagreements and the adjudication queue.
     shared = frame.reference_inputs.codes is not None
     human_table = (lambda: frame.reference_inputs.table) if shared else None
-    report["scores"] = (
+    later["scores"] = (
         per_response_guard(
             items, lambda: scores_section(labels, items, evidence, study, options, verdicts, rule, human_table)
         )
         if evidence is not None
         else None
     )
-    report["ppi"] = per_response_guard(items, lambda: ppi_section(items, study, options, verdicts, rule))
-    report["disagreements"] = disagreements(frame.agreed_rows if shared else frame.agreed)
-    report["n_disagreements"] = len(report["disagreements"])
+    later["ppi"] = per_response_guard(items, lambda: ppi_section(items, study, options, verdicts, rule))
+    later["disagreements"] = disagreements(frame.agreed_rows if shared else frame.agreed)
+    later["n_disagreements"] = len(later["disagreements"])
     queue = queue_size_with(study, frame.rows if shared else labels, include_screened_out=crowd)
-    report["adjudication"] = {**adjudication_summary(study, queue=queue), "reference_rule": study.reference_rule}
-    report["verifiers"] = verifier_report(
+    later["adjudication"] = {**adjudication_summary(study, queue=queue), "reference_rule": study.reference_rule}
+    later["verifiers"] = verifier_report(
         study, n_resamples=options.n_resamples, seed=options.seed, frame=frame, predictions=predictions
     )
-    report["pairwise_judges"] = pairwise_judge_report(
+    later["pairwise_judges"] = pairwise_judge_report(
         study, n_resamples=options.n_resamples, seed=options.seed, frame=frame
     )
-    report["verifiers_vs_reference"] = verifiers_vs_reference(study, reference, options, predictions)
-    report["verifier_comparisons"] = verifier_comparisons(study, reference, options, verdicts)
-    report["questions"] = questions_section(frame, study, options)
-    report["conditions"] = conditions_section(frame, study, options, verdicts)
+    later["verifiers_vs_reference"] = verifiers_vs_reference(study, reference, options, predictions)
+    later["verifier_comparisons"] = verifier_comparisons(study, reference, options, verdicts)
+    later["questions"] = questions_section(frame, study, options)
+    later["conditions"] = conditions_section(frame, study, options, verdicts)
     # Training answers are no labels of the study: only each annotator's accuracy on the training items.
-    report["training"] = (
+    later["training"] = (
         {"items": [entry["item"] for entry in study.training], "annotators": training_accuracy(study)}
         if study.training
         else None
     )
-    report["questionnaires"] = questionnaires_section(study)
+    later["questionnaires"] = questionnaires_section(study)
+    agreement["by_domain"] = by_domain()
+    report.update(agreement)
+    report.update(later)
     return report
