@@ -135,14 +135,12 @@ def build_report(
         "annotators": [{"annotator": name, "n_annotations": n} for name, n in per_annotator],
     }
     on_overall = partial(_hand_over_first, on_first_sections, report) if on_first_sections else None
-    agreement_inputs = AgreementInputs.of(frame.agreed_rows, study, options)
-    agreement = agreement_inputs.overall(on_overall)
-    by_domain = alongside.start(agreement_inputs.by_domain) if options.by_domain else lambda: None
-    # The later sections, in the report's key order after the agreement's.
-    later: dict[str, Any] = {}
-    later["preference"] = preference_section(frame.agreed, study, options)
+    agreement = AgreementInputs.of(frame.agreed_rows, study, options)
+    report.update(agreement.overall(on_overall))  # its by_domain None until the thread alongside gives it
+    by_domain = alongside.start(agreement.by_domain) if options.by_domain else lambda: None
+    report["preference"] = preference_section(frame.agreed, study, options)
     evidence = frame.evidence() if not study.is_preference else None
-    reference, later["reference"], later["annotator_quality"] = reference_and_quality(frame, options)
+    reference, report["reference"], report["annotator_quality"] = reference_and_quality(frame, options)
     labels = frame.labels
     # One read of the verifiers' predictions for every section, sharing the frame's items (verifiers/selectors.py)
     predictions = current_predictions(study, frame.rows.items)
@@ -152,36 +150,34 @@ def build_report(
     # majority's table that the reference built, the rows for the disagreements and the adjudication queue.
     shared = frame.reference_inputs.codes is not None
     human_table = (lambda: frame.reference_inputs.table) if shared else None
-    later["scores"] = (
+    report["scores"] = (
         per_response_guard(
             items, lambda: scores_section(labels, items, evidence, study, options, verdicts, rule, human_table)
         )
         if evidence is not None
         else None
     )
-    later["ppi"] = per_response_guard(items, lambda: ppi_section(items, study, options, verdicts, rule))
-    later["disagreements"] = disagreements(frame.agreed_rows if shared else frame.agreed)
-    later["n_disagreements"] = len(later["disagreements"])
+    report["ppi"] = per_response_guard(items, lambda: ppi_section(items, study, options, verdicts, rule))
+    report["disagreements"] = disagreements(frame.agreed_rows if shared else frame.agreed)
+    report["n_disagreements"] = len(report["disagreements"])
     queue = queue_size_with(study, frame.rows if shared else labels, include_screened_out=crowd)
-    later["adjudication"] = {**adjudication_summary(study, queue=queue), "reference_rule": study.reference_rule}
-    later["verifiers"] = verifier_report(
+    report["adjudication"] = {**adjudication_summary(study, queue=queue), "reference_rule": study.reference_rule}
+    report["verifiers"] = verifier_report(
         study, n_resamples=options.n_resamples, seed=options.seed, frame=frame, predictions=predictions
     )
-    later["pairwise_judges"] = pairwise_judge_report(
+    report["pairwise_judges"] = pairwise_judge_report(
         study, n_resamples=options.n_resamples, seed=options.seed, frame=frame
     )
-    later["verifiers_vs_reference"] = verifiers_vs_reference(study, reference, options, predictions)
-    later["verifier_comparisons"] = verifier_comparisons(study, reference, options, verdicts)
-    later["questions"] = questions_section(frame, study, options)
-    later["conditions"] = conditions_section(frame, study, options, verdicts)
+    report["verifiers_vs_reference"] = verifiers_vs_reference(study, reference, options, predictions)
+    report["verifier_comparisons"] = verifier_comparisons(study, reference, options, verdicts)
+    report["questions"] = questions_section(frame, study, options)
+    report["conditions"] = conditions_section(frame, study, options, verdicts)
     # Training answers are no labels of the study: only each annotator's accuracy on the training items.
-    later["training"] = (
+    report["training"] = (
         {"items": [entry["item"] for entry in study.training], "annotators": training_accuracy(study)}
         if study.training
         else None
     )
-    later["questionnaires"] = questionnaires_section(study)
-    agreement["by_domain"] = by_domain()
-    report.update(agreement)
-    report.update(later)
+    report["questionnaires"] = questionnaires_section(study)
+    report["by_domain"] = by_domain()
     return report
