@@ -25,7 +25,7 @@ from annotation.crowd.render import item_fragment, progress
 from annotation.crowd.session import UNKNOWN, arrived, their_assignment
 from annotation.errors import ServiceError
 from annotation.models import Participant, ParticipantLink
-from annotation.workbench.prefetch import STAMP_MISSING, holding, release_stamp
+from annotation.workbench.prefetch import STAMP_MISSING, holding, lost_or_answered, release_stamp
 from annotation.workbench.services import ClaimContention, LeaseLost, NotAllowed, release_ahead
 
 Status = Participant.Status
@@ -92,8 +92,9 @@ def participant_ahead(request: HttpRequest, slug: str, assignment_id: int) -> Js
     """The item after the one on screen (`assignment_id`), claimed and rendered for workbench.js.
 
     {"ahead": {"id", "html"}}, or {"ahead": null} when the next step is not an item (a check, the
-    quota's end, the time limit) or nothing is left; with "go" when the session has ended. 404 for
-    an assignment that is not the participant's, 409 when the one on screen is no longer theirs.
+    quota's end, the time limit) or nothing is left; with "go" when the session has ended; with
+    "answered" when the one on screen was answered meanwhile. 404 for an assignment that is not the
+    participant's, 409 when the one on screen is no longer theirs.
     """
     found = arrived(request, slug)
     if found is None:
@@ -107,7 +108,7 @@ def participant_ahead(request: HttpRequest, slug: str, assignment_id: int) -> Js
     try:
         ahead = claim_ahead(participant, link, shown_id=shown.pk)
     except LeaseLost as exc:
-        return JsonResponse({"error": str(exc)}, status=409)
+        return lost_or_answered(shown, str(exc))
     except NotAllowed as exc:
         return JsonResponse({"error": str(exc)}, status=403)
     except ClaimContention as exc:

@@ -39,6 +39,24 @@ def release_stamp(request: HttpRequest) -> datetime | None:
     return parse_datetime(request.POST.get("updated_at", ""))
 
 
+#: The ahead routes' reply when the item on screen was answered before the request for the item after it
+#: was served (the page sends both at once, and the answer may win the race): not an error, the answer's
+#: own reply brings the next item. A 409 would be logged by the browser as a failed resource.
+ANSWERED_MEANWHILE = {"ahead": None, "answered": True}
+
+
+def answered_meanwhile(shown: Assignment) -> bool:
+    """Whether the assignment on screen has been answered by now (read again: the claim saw it lost)."""
+    return Assignment.objects.filter(pk=shown.pk, status=Assignment.Status.SUBMITTED).exists()
+
+
+def lost_or_answered(shown: Assignment, lost: str) -> JsonResponse:
+    """An ahead request whose item on screen is no longer active: answered meanwhile (200) or lost (409)."""
+    if answered_meanwhile(shown):
+        return JsonResponse(ANSWERED_MEANWHILE)
+    return JsonResponse({"error": lost}, status=409)
+
+
 def form_refusal(form) -> JsonResponse:
     """A background answer the form refused (the page checks first, so this is rare): 400 with the reasons."""
     errors = [str(error) for errors in form.errors.values() for error in errors]

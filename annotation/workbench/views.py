@@ -32,6 +32,7 @@ from annotation.workbench.prefetch import (
     form_refusal,
     holding,
     in_background,
+    lost_or_answered,
     prefetch_config,
     release_stamp,
 )
@@ -175,8 +176,9 @@ def annotate(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
 def annotate_ahead(request: AuthenticatedHttpRequest, slug: str, assignment_id: int) -> JsonResponse:
     """The item after the one on screen (`assignment_id`), claimed and rendered for workbench.js.
 
-    {"ahead": {"id", "html"}} or {"ahead": null} when nothing is left; 409 when the item on
-    screen is no longer the user's, 403 when they may not annotate, 503 under contention.
+    {"ahead": {"id", "html"}} or {"ahead": null} when nothing is left; {"ahead": null, "answered": true}
+    when the item on screen was answered meanwhile (the answer's reply brings the next one); 409 when it
+    is no longer the user's, 403 when they may not annotate, 503 under contention.
     """
     study = access_study(request.user, slug)
     shown = progress_selectors.own_assignment(request.user, study, assignment_id)
@@ -185,7 +187,7 @@ def annotate_ahead(request: AuthenticatedHttpRequest, slug: str, assignment_id: 
     try:
         ahead = claim_next(user=request.user, study=study, ahead_of=shown.pk)
     except LeaseLost:
-        return JsonResponse({"error": NOT_YOURS}, status=409)
+        return lost_or_answered(shown, NOT_YOURS)
     except NotAllowed as exc:
         return JsonResponse({"error": str(exc)}, status=403)
     except ClaimContention as exc:

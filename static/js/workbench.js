@@ -598,17 +598,19 @@
     if (ahead || aheadAsked || nothingLeft || outbox.length) { return; }
     aheadAsked = true;
     var asking = bench.id;
+    // The item on screen is no longer theirs (409), or it was answered meanwhile ("answered": the answer
+    // reached the server first, and its own reply brings the next item). Either way, a page still showing
+    // it with no answer given here goes back to the annotate page, which says what is current.
+    function notOnScreenAnyMore() {
+      if (asking === bench.id && !waiting) { hooks.navigate(annotateUrl); }
+      return null;
+    }
     request(prefetch.ahead_url, new URLSearchParams()).then(function (response) {
       if (response.type === "opaqueredirect") { loggedOut(); return null; }
-      if (response.status === 409) {
-        // The item is no longer theirs, unless they answered it meanwhile and the server had
-        // the answer first: then the answer's own reply brings the next item.
-        if (asking === bench.id && !waiting) { hooks.navigate(annotateUrl); }
-        return null;
-      }
+      if (response.status === 409) { return notOnScreenAnyMore(); }
       if (response.status === 403 || response.status === 404) { nothingLeft = true; return null; }
       if (!response.ok) { throw new Error("HTTP " + response.status); }
-      return response.json();
+      return response.json().then(function (body) { return body.answered ? notOnScreenAnyMore() : body; });
     }).then(function (body) {
       aheadAsked = false;
       if (body && body.go) { leaveFor(body.go); return; }

@@ -324,3 +324,16 @@ def test_a_time_budget_is_in_the_progress_so_the_page_can_tell_the_answer_that_r
     assert body["saved"] and body["go"] == step_url(study)  # reached: completed, the one ahead given back
     participant = Participant.objects.get(panel_id="budget")
     assert participant.status == "completed" and active(participant) == []
+
+
+def test_ahead_for_an_item_answered_meanwhile_is_not_an_error_and_claims_nothing(client):
+    """The page asks ahead and sends an answer at once; when the answer is served first, the ahead
+    request says so (200, "answered"): the answer's reply brought the next item, nothing more is claimed."""
+    study, link = crowd_study(items=6, n=1, items_per_participant=4)
+    participant = at_items(client, link, "race")
+    first = on_screen(client, study)
+    body = answer_in_background(client, study, first.pk).json()
+    assert body["saved"] and body["ahead"]["id"] != first.pk
+    held = active(participant)
+    assert ask_ahead(client, study, first) == {"ahead": None, "answered": True}
+    assert active(participant) == held == [body["ahead"]["id"]]

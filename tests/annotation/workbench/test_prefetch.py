@@ -262,6 +262,27 @@ def test_a_background_submit_that_fails_says_why_in_json(client):
     assert not Annotation.objects.exists()
 
 
+def test_ahead_for_an_item_answered_meanwhile_is_a_200_that_claims_nothing_and_a_lost_one_a_409(client):
+    """workbench.js asks ahead and sends an answer at once; when the answer is served first the ahead
+    request is not an error (the browser would log a 409): the answer's reply brings the next item."""
+    study, (a1, *_) = make_study(items=4, n=1)
+    client.force_login(a1)
+    current = claim_next(user=a1, study=study)
+    reply = client.post(
+        reverse("annotation:annotate_submit", args=[study.slug, current.pk]),
+        {"label": "supported"},
+        HTTP_X_CLAIMLAB_WORKBENCH="1",
+    )
+    following = reply.json()["ahead"]["id"]
+    ahead = client.post(reverse("annotation:annotate_ahead", args=[study.slug, current.pk]))
+    assert ahead.status_code == 200 and ahead.json() == {"ahead": None, "answered": True}
+    assert list(Assignment.objects.filter(annotator=a1, status="active").values_list("pk", flat=True)) == [following]
+    # one that was lost, not answered, is still a 409
+    Assignment.objects.filter(pk=following).update(status="skipped", slot=None)
+    lost = client.post(reverse("annotation:annotate_ahead", args=[study.slug, following]))
+    assert lost.status_code == 409 and "no longer assigned" in lost.json()["error"]
+
+
 def test_the_release_route_needs_the_stamp_and_frees_only_the_unseen_one(client):
     study, (a1, *_) = make_study(items=3, n=1)
     client.force_login(a1)
