@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db import connection
 
+from annotation.lib.lease_commit import LEASE_ONLY_COMMIT
 from annotation.lib.rawsql import ModelRows, db_datetime, execute, fetch_all, fetch_one, insert_returning_id, names
 from annotation.models import Assignment, Item, StudyMember
 from annotation.workbench.claim_order import claim_order, unchecked
@@ -442,6 +443,7 @@ def claim_first_free_slot(
     *,
     alone: bool = False,
     slots: range | None = None,
+    lease_only: bool = False,
 ) -> tuple[Item, int | None, int | None, str]:
     """PostgreSQL only: in one statement, lock the first candidate nobody else holds and that still
     has a free slot, take the lowest free slot number, bump the item's counter and insert the
@@ -462,12 +464,16 @@ def claim_first_free_slot(
     An unchanged version means no claim of the user committed since the snapshot (each rewrites
     it), so the snapshot's "no active assignment" is still true. Otherwise NotAlone, and nothing
     is written: the caller claims in a transaction, which says why or waits its turn.
+    With `alone` and `lease_only` (the statement is its own transaction, outside any atomic block),
+    its commit does not wait for the disk (lib/lease_commit.py).
 
     Why one statement: it replaces four round trips (lock, bump, read the held slots, insert) on
     the claim path, which is most of what a label costs the database (issue 15, §2); `alone` saves
     three more (BEGIN, the membership lock, COMMIT).
     """
     A, IT, M = names(Assignment), names(Item), names(StudyMember)
+    # A volatile select-list entry of the subquery the result reads: PostgreSQL evaluates it, once.
+    lease_commit = f", {LEASE_ONLY_COMMIT} AS lease_commit" if lease_only else ""
     two = len(systems) == 2
     taken = slots if slots is not None else range(n)
     range_free = (
@@ -523,7 +529,7 @@ def claim_first_free_slot(
         f"RETURNING {A.id}, {A.slot}, {A.left_system}) "
         + (
             f"SELECT {PICKED_ROWS.select}, x.{A.id}, x.{A.slot}, x.{A.left_system}, g.held "
-            f"FROM (SELECT count(*) AS held FROM m) g LEFT JOIN p ON true LEFT JOIN x ON true"
+            f"FROM (SELECT count(*) AS held{lease_commit} FROM m) g LEFT JOIN p ON true LEFT JOIN x ON true"
             if alone
             else f"SELECT {PICKED_ROWS.select}, x.{A.id}, x.{A.slot}, x.{A.left_system} FROM p LEFT JOIN x ON true"
         ),

@@ -56,6 +56,7 @@ from django.utils import timezone
 from annotation.conditions.services import claimable_slots
 from annotation.errors import ServiceError
 from annotation.lib.dblocks import UNAVAILABLE, close_broken_connections, database_fault
+from annotation.lib.lease_commit import commit_without_waiting, lease_only_commit_applies
 from annotation.lib.randomisation import left_system_for, queue_position, side_coin
 from annotation.models import MAX_ACTIVE_MS, Annotation, Assignment, Item, Study
 from annotation.progress.quality_counters import close_leases, closed_counted
@@ -258,7 +259,10 @@ def claim_next(
             return alone
 
     def claim() -> Assignment | None:
+        lease_only = lease_only_commit_applies()
         with transaction.atomic():
+            if lease_only:
+                commit_without_waiting()
             _check_can_annotate(user, study, lock=True, paused_ok=True)
             if ahead_of is not None:
                 if not sql.renew_own_lease(ahead_of, user.pk, now + lease_length(), now):
@@ -432,10 +436,11 @@ def _claim_alone(user: User, study: Study, now: datetime, slots: range | None) -
     if not fresh:
         return None
     positions = _ranked(user, study, fresh)
+    lease_only = lease_only_commit_applies()
     try:
         with transaction.atomic() if connection.in_atomic_block else nullcontext():  # a savepoint in a transaction
             return _fresh_slot_in_one_statement(
-                user, study, fresh, positions, now + lease_length(), now, slots, alone=True
+                user, study, fresh, positions, now + lease_length(), now, slots, alone=True, lease_only=lease_only
             )
     except (sql.NotAlone, _Busy):
         return None
@@ -498,20 +503,22 @@ def _fresh_slot_in_one_statement(
     slots: range | None,
     *,
     alone: bool = False,
+    lease_only: bool = False,
 ) -> Assignment | None:
     """PostgreSQL: lock, bump, pick the slot and insert in one statement (sql.claim_first_free_slot).
 
     The keyed hashes (queue positions, by item id, and side coins) are computed here, where the
     seed's BLAKE2b is; the coins only where there are two systems to place (they place nothing
     else). None only when a counter needed repair, and the step-by-step path then repairs it.
-    With `alone`, the statement is the whole claim (`_claim_alone`); sql.NotAlone when it may not be.
+    With `alone`, the statement is the whole claim (`_claim_alone`); sql.NotAlone when it may not be;
+    with `lease_only` too, its commit does not wait for the disk (lib/lease_commit.py).
     """
     two = len(study.systems) == 2
     candidates = [(pk, positions[pk], side_coin(study.seed, external_id) if two else 0) for pk, external_id, _ in rows]
     values = _assignment_values(user, study, expires, now)
     try:
         item, assignment_id, slot, left_system = sql.claim_first_free_slot(
-            candidates, values, study.systems, study.slots_per_item, alone=alone, slots=slots
+            candidates, values, study.systems, study.slots_per_item, alone=alone, slots=slots, lease_only=lease_only
         )
     except LookupError:
         raise _Busy from None
