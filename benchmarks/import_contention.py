@@ -109,8 +109,26 @@ def main() -> None:
     baseline = [turn()[0] for _ in range(args.baseline_turns)]
     connection.close()
 
+    def wal_position() -> str | None:
+        """PostgreSQL's write-ahead log position (what an import writes there is what each commit must flush)."""
+        if connection.vendor != "postgresql":
+            return None
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_current_wal_lsn()::text")
+            return cursor.fetchone()[0]
+
+    def wal_written(since: str | None) -> str:
+        if since is None:
+            return ""
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s::pg_lsn)", [since])
+            return f"; write-ahead log written {float(cursor.fetchone()[0]) / 2**20:,.0f} MB"
+
+    wal: dict[str, str] = {}
+
     def during_import(command: list[str]) -> tuple[list[float], int, float]:
         """The annotator's turns while ``command`` runs in its own process: latencies, lock errors, its seconds."""
+        since = wal_position()
         started = time.perf_counter()
         process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         during: list[float] = []
@@ -122,6 +140,7 @@ def main() -> None:
         if process.returncode != 0:
             assert process.stderr is not None
             raise SystemExit(f"the import failed:\n{process.stderr.read().decode()}")
+        wal[command[2]] = wal_written(since)
         return during, failures, time.perf_counter() - started
 
     manage = [sys.executable, str(REPO / "manage.py")]
@@ -152,7 +171,7 @@ def main() -> None:
         print(
             f"  {args.items:,} {name}: ratios to baseline p50 x{statistics.median(during) / base50:.1f}, "
             f"p95 x{p95(during) / base95:.1f}; longest wait {max(during):.2f} s; lock errors: {failures}; "
-            f"goal p95 within 3x: {verdict}"
+            f"goal p95 within 3x: {verdict}{wal[f'import_{name}']}"
         )
     if args.million:
         Study.objects.filter(slug__in=["big-import", "annotating"]).delete()
