@@ -12,7 +12,7 @@ lease is gone, and its answer is refused as "no longer assigned to you". Any lat
 
 Never for a transaction that stores anything else: answers, skips, flags, revisions and every
 researcher's write keep waiting. So the setting is local to the claim's own transaction, and only
-when that transaction is the outermost one (`outermost_now`): inside another transaction it would
+when that transaction is the outermost one (`lease_only_commit_applies`): inside another one it would
 apply to everything that transaction writes.
 """
 
