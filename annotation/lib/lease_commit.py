@@ -25,8 +25,9 @@ LEASE_ONLY_COMMIT = "set_config('synchronous_commit', 'off', true)"
 
 
 def lease_only_commit_applies() -> bool:
-    """Whether a claim about to start now is its own transaction (autocommit, no outer atomic block) on PostgreSQL."""
-    return connection.vendor == "postgresql" and not connection.in_atomic_block
+    """Whether a claim about to start now is its own transaction on PostgreSQL: autocommit on (no transaction
+    opened by hand) and no outer atomic block."""
+    return connection.vendor == "postgresql" and not connection.in_atomic_block and connection.get_autocommit()
 
 
 def commit_without_waiting() -> None:

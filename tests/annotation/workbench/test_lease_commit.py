@@ -80,6 +80,20 @@ def test_a_claim_inside_an_outer_transaction_leaves_its_commit_alone():
     assert _lease_only_statements(inside) == 0
 
 
+def test_a_claim_in_a_transaction_opened_by_hand_leaves_its_commit_alone():
+    """Autocommit off (no atomic block, but a transaction all the same): its other writes must wait too."""
+    study, (a1, *_) = make_study(items=4, slug="by-hand")
+    transaction.set_autocommit(False)
+    try:
+        with CaptureQueriesContext(connection) as by_hand:
+            claim_next(user=a1, study=study)
+        assert _session_setting() == "on"
+        transaction.commit()
+    finally:
+        transaction.set_autocommit(True)
+    assert _lease_only_statements(by_hand) == 0
+
+
 def test_postgresql_evaluates_the_setting_in_the_one_statement_claim():
     """The setting is a select-list entry of a subquery the result reads: the planner must not drop it."""
     if not ON_POSTGRES:
