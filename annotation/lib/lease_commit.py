@@ -5,7 +5,7 @@ import wrote before it is on disk, so each of an annotator's commits slowed from
 p95 while their queries stayed at 0.3 ms. A claim writes only a lease (the assignment row, the
 item's slot counter, the membership lock): soft state. A commit that is not waited for is
 visible to everyone at once, exactly like a waited one; only a crash of the database server in
-the next fraction of a second can undo it, and then the database is as it was before the claim
+the next fraction of a second (or a failover to a replica, which it is not waited for either) can undo it, and then the database is as it was before the claim
 (the assignment, its slot and its counter together): the annotator's page shows an item whose
 lease is gone, and its answer is refused as "no longer assigned to you". Any later waited commit
 (every answer's) puts the claims before it on disk too.
