@@ -32,7 +32,8 @@ reports (3).
     python benchmarks/report_speed.py [--items 100000] [--repeat 7] [--cold-repeat 3] [--reuse]
     DATABASE_URL=postgres://... python benchmarks/report_speed.py --million [--reuse --keep]
 
-``--million`` (issue 35, PostgreSQL): a study of 1,000,000 claims (8 per response), 3 verifiers each
+``--million`` (issue 35, PostgreSQL): a study of 1,000,000 claims (8 per response; ``--claims-per-response 1``:
+a response per claim, the longest per-response rows), 3 verifiers each
 predicting a third of them (1,000,000 predictions) and 30,000 claims with 3 human labels. Times the
 verifier sections (median of 3, the predictions read apart, as the report reads them once) against
 their bare metric computations (per verifier: its metrics against the majority with a 1,000-resample
@@ -214,8 +215,8 @@ MILLION_SLUG = "bench-report-million"
 MILLION_VERIFIERS = ("veriscore-gpt4o", "factscore-llama", "safe-mistral")
 
 
-def load_million(n_items: int, labelled: int, reuse: bool):
-    """N_ITEMS claims (8 per response, one system and domain per response), 3 verifiers predicting a third of
+def load_million(n_items: int, labelled: int, reuse: bool, per_response: int = 8):
+    """N_ITEMS claims (PER_RESPONSE per response, one system and domain per response), 3 verifiers predicting a third of
     them each (N_ITEMS predictions), and LABELLED claims with 3 human labels (every N_ITEMS/LABELLED-th)."""
     from annotation.models import Annotation, Study
     from annotation.studies.services import create_study
@@ -230,6 +231,7 @@ def load_million(n_items: int, labelled: int, reuse: bool):
         and reuse
         and Annotation.objects.filter(assignment__study=found).count() == 3 * labelled
         and Prediction.objects.filter(verifier__study=found).count() == n_items
+        and found.items.filter(response_id=f"r-{0:07d}").count() == per_response
     ):
         print(f"reusing the study {MILLION_SLUG!r}")
         return found
@@ -244,10 +246,10 @@ def load_million(n_items: int, labelled: int, reuse: bool):
     items = (
         {
             "id": f"c-{n:07d}",
-            "domain": domains[n // 8 % 4],
+            "domain": domains[n // per_response % 4],
             "claim": f"Claim number {n} is about a river in Paris.",
-            "response_id": f"r-{n // 8:07d}",
-            "system": systems[n // 8 % 3],
+            "response_id": f"r-{n // per_response:07d}",
+            "system": systems[n // per_response % 3],
             "evidence": [{"text": "A passage.", "url": f"https://example.org/{n}"}],
         }
         for n in range(n_items)
@@ -313,7 +315,7 @@ def million(args: argparse.Namespace) -> None:
     if connection.vendor != "postgresql":
         raise SystemExit("--million needs DATABASE_URL pointing at PostgreSQL")
     call_command("migrate", verbosity=0)
-    study = load_million(args.items, args.labelled, args.reuse)
+    study = load_million(args.items, args.labelled, args.reuse, args.claims_per_response)
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
     env = {**os.environ, "DEBUG": "1", "LOG_LEVEL": "WARNING"}
@@ -407,6 +409,9 @@ def main() -> None:
     parser.add_argument("--million", action="store_true", help="issue 35: a million predictions (PostgreSQL)")
     parser.add_argument("--labelled", type=int, default=30_000, help="--million: items with 3 human labels")
     parser.add_argument("--keep", action="store_true", help="--million: keep the study (for --reuse)")
+    parser.add_argument(
+        "--claims-per-response", type=int, default=8, help="--million: claims per response (1: a response per claim)"
+    )
     args = parser.parse_args()
     if args.million:
         if args.items == 100_000:

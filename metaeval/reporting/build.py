@@ -145,6 +145,14 @@ def build_report(
     # One read of the verifiers' predictions for every section, sharing the frame's items (verifiers/selectors.py)
     predictions = current_predictions(study, frame.rows.items)
     verdicts = verifier_verdicts(study, predictions)
+    # The two sections that read the predictions' rows are computed now, and the rows let go before the scores
+    # and the estimates (issue 35: with a million predictions they held ~240 MB through the build's peak);
+    # they take their places in the report below.
+    verifiers = verifier_report(
+        study, n_resamples=options.n_resamples, seed=options.seed, frame=frame, predictions=predictions
+    )
+    verifiers_against_reference = verifiers_vs_reference(study, reference, options, predictions)
+    del predictions
     rule = (reference.rule, reference.labels)
     # The later sections read the frame's codes where they have them (frames.SHARED_CODES): the human
     # majority's table that the reference built, the rows for the disagreements and the adjudication queue.
@@ -162,13 +170,11 @@ def build_report(
     report["n_disagreements"] = len(report["disagreements"])
     queue = queue_size_with(study, frame.rows if shared else labels, include_screened_out=crowd)
     report["adjudication"] = {**adjudication_summary(study, queue=queue), "reference_rule": study.reference_rule}
-    report["verifiers"] = verifier_report(
-        study, n_resamples=options.n_resamples, seed=options.seed, frame=frame, predictions=predictions
-    )
+    report["verifiers"] = verifiers
     report["pairwise_judges"] = pairwise_judge_report(
         study, n_resamples=options.n_resamples, seed=options.seed, frame=frame
     )
-    report["verifiers_vs_reference"] = verifiers_vs_reference(study, reference, options, predictions)
+    report["verifiers_vs_reference"] = verifiers_against_reference
     report["verifier_comparisons"] = verifier_comparisons(study, reference, options, verdicts)
     report["questions"] = questions_section(frame, study, options)
     report["conditions"] = conditions_section(frame, study, options, verdicts)

@@ -112,6 +112,29 @@ class _Inputs:
     n_fully_labelled: int
     roles: tuple[list[str], list[str], list[str]]
     k: dict[str, Any]  # scores.shared_k
+    # The claims' responses, systems and domains factorised once for every verifier (issue 35: each grouping
+    # and each comparison of a million claims' strings was done again per verifier and per group).
+    response_codes: tuple[np.ndarray, pd.Index]  # pd.factorize(claims["response_id"], sort=False)
+    systems: _Groups
+    domains: _Groups
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """A grouping column of the claims as codes, and its groups (``_groups``' order)."""
+
+    codes: np.ndarray
+    code_of: dict[Any, int]
+    groups: list[Any]
+
+    @classmethod
+    def of(cls, column: pd.Series) -> _Groups:
+        codes, values = pd.factorize(column.to_numpy(dtype=object), use_na_sentinel=False)
+        return cls(codes, {value: code for code, value in enumerate(values)}, _groups(pd.Series(values)))
+
+    def where(self, group: Any, index: pd.Index) -> pd.Series:
+        """Which claims are in ``group`` (``column == group``)."""
+        return pd.Series(self.codes == self.code_of[group], index=index)
 
 
 def ppi_unavailable_reason(study: Study, verdicts: dict[str, pd.Series]) -> str | None:
@@ -130,20 +153,24 @@ def _inputs(items: pd.DataFrame, study: Study, options: ReportOptions, reference
     claims = items[["item", "domain", "system", "response_id"]].copy()
     claims["system"] = claims["system"].where(claims["system"] != "", NO_SYSTEM)
     claims["response_id"] = claims["response_id"].where(claims["response_id"] != "", claims["item"])
-    claims["weight"] = 1.0 / claims.groupby("response_id")["item"].transform("size")
+    response_codes = pd.factorize(claims["response_id"], sort=False, use_na_sentinel=True)
+    codes, n_responses = response_codes[0], len(response_codes[1])  # every claim has a response id here
+    sizes = np.bincount(codes, minlength=n_responses)
+    claims["weight"] = 1.0 / sizes[codes]
     roles = label_roles(study)
     ref = claims["item"].map(labels)
     human = ref
     if options.ppi_labelled_share is not None:
         human = _kept_share(claims["item"], ref, options.ppi_labelled_share, options.seed)
-    full = ref.notna().groupby(claims["response_id"]).all()
-    fully_labelled = sorted(full.index[full.to_numpy()].astype(str))
+    full = np.bincount(codes, weights=ref.notna().to_numpy(dtype=np.float64), minlength=n_responses) == sizes
+    fully_labelled = sorted(str(response) for response in response_codes[1][full])
     drawn = None
     if options.ppi_labelled_share is not None:
         drawn = _draw(fully_labelled, options.ppi_labelled_share, options.seed)
     # the factuality scores' K (abstentions change no K of a domain with claims: K counts answered responses)
-    k = shared_k(claims, roles, options, None, (rule, labels))
-    return _Inputs(claims, ref, human, drawn, len(fully_labelled), roles, k)
+    k = shared_k(claims, roles, options, None, (rule, labels), response_codes=response_codes)
+    systems, domains = _Groups.of(claims["system"]), _Groups.of(claims["domain"])
+    return _Inputs(claims, ref, human, drawn, len(fully_labelled), roles, k, response_codes, systems, domains)
 
 
 def _draw(ids: list[str], share: float, seed: int) -> list[str]:
@@ -174,6 +201,7 @@ def _responses(inputs: _Inputs, predicted: pd.Series) -> pd.DataFrame:
         excluded=excluded,
         k=k,
         labelled=inputs.labelled_responses,
+        response_codes=inputs.response_codes,
     )
 
 
@@ -234,7 +262,7 @@ def _claim_masks(inputs: _Inputs, prediction: pd.Series) -> tuple[pd.Series, pd.
 
 def _verifier_block(inputs: _Inputs, prediction: pd.Series, options: ReportOptions) -> dict[str, Any]:
     """One verifier's estimates: over all claims, per system and per domain; FActScore and F1@K per system."""
-    claims, human = inputs.claims, inputs.human
+    claims, human, systems, domains = inputs.claims, inputs.human, inputs.systems, inputs.domains
     supported = set(inputs.roles[0])
     labelled, unlabelled = _claim_masks(inputs, prediction)
     y = human.isin(supported).astype(float)
@@ -273,10 +301,10 @@ def _verifier_block(inputs: _Inputs, prediction: pd.Series, options: ReportOptio
         "n_unlabelled": int(unlabelled.sum()),
         "n_labelled_without_prediction": int((human.notna() & prediction.isna()).sum()),
         "overall": estimate(everything),
-        "by_system": {str(s): estimate(claims["system"] == s) for s in _groups(claims["system"])},
-        "by_domain": {str(d): estimate(claims["domain"] == d) for d in _groups(claims["domain"])},
+        "by_system": {str(s): estimate(systems.where(s, claims.index)) for s in systems.groups},
+        "by_domain": {str(d): estimate(domains.where(d, claims.index)) for d in domains.groups},
         "factscore": per_response(everything),
-        "factscore_by_system": {str(s): per_response(claims["system"] == s) for s in _groups(claims["system"])},
+        "factscore_by_system": {str(s): per_response(systems.where(s, claims.index)) for s in systems.groups},
         "n_responses_labelled": int((role == ppi_stats.LABELLED).sum()),
         "n_responses_unlabelled": int((role == ppi_stats.UNLABELLED).sum()),
         "n_responses_left_out": int((~role.isin([ppi_stats.LABELLED, ppi_stats.UNLABELLED])).sum()),
@@ -313,6 +341,10 @@ def ppi_item_rows(
     return _item_rows(_inputs(items, study, options, reference), verdicts)
 
 
+#: A claim's part in the share and FActScore, as the labelled-items download names it.
+CLAIM_ROLES = np.array(["labelled", "unlabelled", "no prediction"], dtype=object)
+
+
 def _item_rows(inputs: _Inputs, verdicts: dict[str, pd.Series]) -> Iterator[list[Any]]:
     claims = inputs.claims
     has_reference = inputs.reference.notna().tolist()
@@ -320,7 +352,7 @@ def _item_rows(inputs: _Inputs, verdicts: dict[str, pd.Series]) -> Iterator[list
     for name, predicted in verdicts.items():
         prediction = claims["item"].map(predicted)
         labelled, unlabelled = _claim_masks(inputs, prediction)
-        claim_role = np.select([labelled, unlabelled], ["labelled", "unlabelled"], default="no prediction")
+        claim_role = CLAIM_ROLES[np.select([labelled, unlabelled], [0, 1], default=2)]  # codes: no unicode arrays
         response_role = claims["response_id"].map(_responses(inputs, prediction).set_index("response_id")["role"])
         used = labelled | (response_role == ppi_stats.LABELLED)
         columns = zip(

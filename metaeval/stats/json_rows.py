@@ -14,6 +14,8 @@ its few varying tokens (an id) and that combination's text. The text is the very
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii  # json's own (C) string encoder
@@ -22,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["Coded", "RecordWindows", "coded", "json_list", "record_texts", "string_tokens"]
+__all__ = ["Coded", "RecordWindows", "SpilledTexts", "coded", "json_list", "record_texts", "string_tokens"]
 
 _NOT_COMPLIANT = "Out of range float values are not JSON compliant"
 #: A field whose distinct values are more than this share of the records is written record by record.
@@ -167,3 +169,55 @@ def _group_texts(columns: list[Coded], keys: list[str]) -> list[str]:
         for row in first.tolist()
     ]
     return np.asarray(texts, dtype=object)[which.reshape(-1)].tolist()
+
+
+class SpilledTexts:
+    """A long list's record texts written once to a temporary file, and read back a slice at a time.
+
+    Why (issue 35): a report of a million responses keeps a per-response list for each source it scores
+    (the human majority, the reference, each verifier) until the report is stored. As columns that was about
+    130 MB per list, and with three verifiers the build took 1.8 GB. Here a list holds 8 bytes per record
+    in memory (where its text starts) and its text on disk. It is the text ``json_list`` writes: records
+    joined by ``", "``, every character ASCII (``record_texts`` escapes the rest as json does).
+    """
+
+    _SEPARATOR = ", "
+    #: Records written at a time: their texts, joined and encoded, are held three times over while written
+    #: (at a million responses this is the build's peak: 20 MB a copy at 64,000 records).
+    WINDOW = 16_000
+
+    def __init__(self, write: Callable[[int, int], list[str]], length: int, window: int | None = None):
+        self._file = tempfile.TemporaryFile(prefix="claimlab-rows-")
+        self._length = length
+        self._starts = np.zeros(length + 1, dtype=np.int64)  # record i is at [starts[i], starts[i + 1] - 2)
+        at, window = 0, window or self.WINDOW
+        for start in range(0, length, window):
+            texts = write(start, min(length, start + window))
+            data = "".join(text + self._SEPARATOR for text in texts).encode("ascii")
+            sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + len(self._SEPARATOR)
+            self._starts[start + 1 : start + 1 + len(texts)] = at + np.cumsum(sizes)
+            self._file.write(data)
+            at += len(data)
+        self._file.flush()
+
+    def __len__(self) -> int:
+        return self._length
+
+    def json_text(self, start: int, stop: int) -> str:
+        """``json_list`` of records ``start`` to ``stop``, read from the file."""
+        start, stop, _ = slice(start, stop).indices(self._length)
+        if stop <= start:
+            return "[]"
+        begin, end = int(self._starts[start]), int(self._starts[stop]) - len(self._SEPARATOR)
+        return "[" + os.pread(self._file.fileno(), end - begin, begin).decode("ascii") + "]"
+
+    def records(self, positions: range) -> list[Any]:
+        """The records at ``positions`` (a slice's ``range``), as json reads them back."""
+        if not positions:
+            return []
+        low = min(positions[0], positions[-1])
+        rows = json.loads(self.json_text(low, max(positions[0], positions[-1]) + 1))
+        return [rows[position - low] for position in positions]
+
+    def close(self) -> None:
+        self._file.close()

@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 
 from .estimate import Estimate
-from .scores import ALL_DOMAINS, _f1_at_k, response_counts
+from .scores import ALL_DOMAINS, COUNT_COLUMNS, _f1_at_k, response_counts, verdict_counts
 
 __all__ = [
     "f1_at_k_responses",
@@ -543,6 +543,7 @@ def f1_at_k_responses(
     domain: str = "domain",
     reference: str = "reference",
     prediction: str = "prediction",
+    response_codes: tuple[np.ndarray, Any] | None = None,
 ) -> pd.DataFrame:
     """Per response, the pair prediction-powered inference needs for VeriScore's F1@K.
 
@@ -561,7 +562,9 @@ def f1_at_k_responses(
     Columns: ``response_id, system, domain, n_claims, k, fully_labelled, fully_predicted, role, y,
     yhat``. ``role`` is ``labelled`` (``y`` and ``yhat`` set), ``unlabelled`` (``yhat`` set) or, left
     out of the estimate and saying why, a response the verifier did not label in full (as the
-    claim-level share leaves out claims without a prediction) or whose domain has no K.
+    claim-level share leaves out claims without a prediction) or whose domain has no K. ``response_codes``:
+    ``pd.factorize(claims[response], sort=False, use_na_sentinel=True)`` when the caller has it (a report
+    counts the same claims for each verifier).
     """
     absent = [c for c in (response, reference, prediction) if c not in claims.columns]
     if absent:
@@ -574,19 +577,22 @@ def f1_at_k_responses(
         }
     )
 
-    def counts(column: str) -> pd.DataFrame:
-        labelled = base.assign(label=claims[column].to_numpy(dtype=object))
-        return response_counts(labelled, supported=supported, unsupported=unsupported, excluded=excluded)
-
-    ref, hat = counts(reference), counts(prediction)
+    codes = response_codes or pd.factorize(base["response_id"], sort=False, use_na_sentinel=True)
+    roles = {"supported": supported, "unsupported": unsupported, "excluded": excluded}
+    ref = response_counts(base.assign(label=claims[reference].to_numpy(dtype=object)), response_codes=codes, **roles)
+    # the verifier's counts alone, in the same responses' order (no second frame of every response: issue 35)
+    hat_counts = verdict_counts(claims[prediction], codes[0], len(codes[1]), **roles)
+    hat = {name: hat_counts[:, i] for i, name in enumerate(COUNT_COLUMNS)}
+    hat["n_countable"] = hat["supported"] + hat["not_supported"]
     out = ref[["response_id", "system", "domain", "n_claims"]].copy()
-    k_of: dict[Hashable, int | None] = {}
-    for dom in pd.unique(out["domain"]):
+    domains, distinct = pd.factorize(out["domain"].to_numpy(dtype=object), use_na_sentinel=False)
+    k_of: list[int | None] = []
+    for dom in distinct:
         given = k.get(dom) if isinstance(k, Mapping) else k
-        k_of[dom] = int(given) if given is not None and given > 0 else None
-    out["k"] = out["domain"].map(k_of).astype(object)
+        k_of.append(int(given) if given is not None and given > 0 else None)
+    out["k"] = np.array(k_of, dtype=object)[domains]
     out["fully_labelled"] = (ref["no_verdict"] == 0).to_numpy()
-    out["fully_predicted"] = (hat["no_verdict"] == 0).to_numpy()
+    out["fully_predicted"] = hat["no_verdict"] == 0
     chosen = out["fully_labelled"].to_numpy().copy()
     if labelled is not None:
         wanted = pd.Index(list(labelled))
@@ -596,15 +602,16 @@ def f1_at_k_responses(
         chosen &= out["response_id"].isin(wanted).to_numpy()
     has_k = out["k"].notna().to_numpy()
     full_hat = out["fully_predicted"].to_numpy()
-    out["role"] = np.select(
-        [~has_k, ~full_hat, chosen], [LEFT_OUT_K, LEFT_OUT_PREDICTION, LABELLED], default=UNLABELLED
-    ).astype(object)
+    # chosen as codes, then named: np.select over the names made fixed-width unicode arrays of 1M x 60
+    # characters (240 MB each) at a million responses (issue 35)
+    roles = np.array([LEFT_OUT_K, LEFT_OUT_PREDICTION, LABELLED, UNLABELLED], dtype=object)
+    out["role"] = roles[np.select([~has_k, ~full_hat, chosen], [0, 1, 2], default=3)]
     y = np.full(len(out), np.nan)
     yhat = np.full(len(out), np.nan)
     for value in sorted({int(v) for v in out["k"].dropna()}):
         at = (out["k"] == value).to_numpy() & has_k
         y[at] = _f1_at_k(ref["supported"].to_numpy()[at], ref["n_countable"].to_numpy()[at], value)[2]
-        yhat[at] = _f1_at_k(hat["supported"].to_numpy()[at], hat["n_countable"].to_numpy()[at], value)[2]
+        yhat[at] = _f1_at_k(hat["supported"][at], hat["n_countable"][at], value)[2]
     role = out["role"].to_numpy()
     out["y"] = np.where(role == LABELLED, y, np.nan)
     out["yhat"] = np.where((role == LABELLED) | (role == UNLABELLED), yhat, np.nan)

@@ -24,7 +24,7 @@ import pandas as pd
 
 from .bootstrap import percentile_ci
 from .estimate import Estimate, json_ready
-from .json_rows import RecordWindows, coded, record_texts
+from .json_rows import RecordWindows, SpilledTexts, coded, record_texts
 
 __all__ = [
     "MixedResponses",
@@ -93,6 +93,14 @@ def _verdicts(labels: pd.Series, supported: Collection, unsupported: Collection,
     return lookup[codes]
 
 
+def verdict_counts(
+    labels: pd.Series, codes: np.ndarray, n: int, supported: Collection, unsupported: Collection, excluded: Collection
+) -> np.ndarray:
+    """Per response (``codes``: each claim's, of ``n``), its claims' counts by verdict: (n, 4), ``COUNT_COLUMNS``."""
+    verdict = _verdicts(labels, supported, unsupported, excluded)
+    return np.bincount(codes * 4 + verdict, minlength=n * 4).reshape(n, 4)
+
+
 class MixedResponses(ValueError):
     """A response whose claims give it more than one system or domain: a score per response has no one group."""
 
@@ -137,7 +145,6 @@ def response_counts(
     absent = [c for c in (response, system, label) if c not in claims.columns]
     if absent:
         raise ValueError(f"claim table lacks columns {absent!r} (has {list(claims.columns)!r})")
-    verdict = _verdicts(claims[label], supported, unsupported, excluded)
     codes, uniques = (
         response_codes
         if response_codes is not None
@@ -148,7 +155,7 @@ def response_counts(
     if (codes < 0).any():
         raise ValueError("claims without a response id")
     n = len(uniques)
-    counts = np.bincount(codes * 4 + verdict, minlength=n * 4).reshape(n, 4)
+    counts = verdict_counts(claims[label], codes, n, supported, unsupported, excluded)
     domains = (
         claims[domain].to_numpy(dtype=object)
         if domain in claims.columns
@@ -469,18 +476,30 @@ class ResponseRows(Sequence[dict[str, Any]]):
     The list ``_per_response`` gives outside ``lazy_response_rows`` is this read whole (``rows[:]``).
     """
 
-    def __init__(self, frame: pd.DataFrame, values: Collection[str]) -> None:
-        self._names = list(frame.columns)
-        self._columns = [frame[name].to_numpy() for name in self._names]
+    def __init__(self, frame: pd.DataFrame | Mapping[str, np.ndarray], values: Collection[str]) -> None:
+        """``frame``: the records' columns, as a frame or as arrays by name (no frame made of them: at a million
+        responses each copy of the columns was 100 MB more for a while)."""
+        self._names = list(frame.keys())
+        self._columns = [
+            np.asarray(frame[name]) if isinstance(frame, pd.DataFrame) else frame[name] for name in self._names
+        ]
         # NaN (or None) in a value column becomes None in its record: JSON has no NaN.
         self._known = {
-            position: frame[name].notna().to_numpy() for position, name in enumerate(self._names) if name in values
+            position: pd.notna(self._columns[position]) for position, name in enumerate(self._names) if name in values
         }
-        self._length = len(frame)
+        self._length = len(self._columns[0]) if self._columns else len(frame)
         self._windows: RecordWindows | None = None
+        self._spilled: SpilledTexts | None = None
 
     def __len__(self) -> int:
         return self._length
+
+    def spill(self) -> None:
+        """Write the records' text to a temporary file now and let the columns go (``json_rows.SpilledTexts``):
+        read back from there, the same text and the same records."""
+        if self._spilled is None:
+            self._spilled = SpilledTexts(self._record_texts, self._length)
+            self._columns, self._known, self._windows = [], {}, None
 
     @overload
     def __getitem__(self, index: int) -> dict[str, Any]: ...
@@ -491,6 +510,8 @@ class ResponseRows(Sequence[dict[str, Any]]):
             position = range(self._length)[index]  # IndexError as a list gives it
             return self[position : position + 1][0]
         start, stop, step = index.indices(self._length)
+        if self._spilled is not None:
+            return self._spilled.records(range(start, stop, step))
         cells = []
         for position, column in enumerate(self._columns):
             values = column[start:stop:step].tolist()  # Python scalars, as the JSON encoder wants them
@@ -503,6 +524,8 @@ class ResponseRows(Sequence[dict[str, Any]]):
 
     def json_text(self, start: int, stop: int) -> str:
         """``json.dumps(self[start:stop], allow_nan=False)``, written from the columns (``stats.json_rows``)."""
+        if self._spilled is not None:
+            return self._spilled.json_text(start, stop)
         if self._windows is None:
             self._windows = RecordWindows(self._record_texts, self._length)
         return self._windows.json_text(start, stop)
@@ -521,9 +544,18 @@ class ResponseRows(Sequence[dict[str, Any]]):
 
 def _per_response(counts: pd.DataFrame, values: Mapping[str, np.ndarray]) -> list[dict[str, Any]] | ResponseRows:
     """One JSON-ready record per response (NaN becomes None); ``ResponseRows`` in ``lazy_response_rows``."""
-    frame = counts[["response_id", "system", "domain", "answered", *COUNT_COLUMNS, "n_claims", "n_countable"]]
-    rows = ResponseRows(frame.assign(**dict(values.items())), values)
-    return rows if _LAZY_ROWS.get() else rows[:]
+    names = ["response_id", "system", "domain", "answered", *COUNT_COLUMNS, "n_claims", "n_countable"]
+    rows = ResponseRows({**{name: counts[name].to_numpy() for name in names}, **values}, values)
+    if not _LAZY_ROWS.get():
+        return rows[:]
+    if len(rows) >= SPILL_MIN_RESPONSES:
+        rows.spill()
+    return rows
+
+
+#: From how many responses the report's build keeps a per-response list on disk until the report is
+#: stored (``ResponseRows.spill``), not in memory: a few lists of 100,000 hold 15 MB each as columns.
+SPILL_MIN_RESPONSES = 100_000
 
 
 def _boot(n_resamples: int, seed: int | None, confidence: float) -> Boot:

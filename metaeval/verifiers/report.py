@@ -43,6 +43,7 @@ from ..study_frame import StudyFrame, study_frame
 from .presets.pairwise import PAIRWISE_JUDGE
 from .runner.chunks import estimate_cost
 from .selectors import current_predictions, rationales
+from .system_responses import ResponseGroups
 
 __all__ = ["blanks", "verifier_report"]
 
@@ -76,7 +77,7 @@ def verifier_report(
     majority = majority_vote(table).labels() if table is not None else pd.Series(dtype=object)
     if predictions is None:
         predictions = current_predictions(study, frame.rows.items)
-    items = frame.items[["item", "response_id", "system"]]
+    groups = _response_groups(study, frame.items, majority) if table is not None else "no reference labels"
     out = {}
     for verifier in verifiers:
         rows = predictions[predictions["verifier_id"] == verifier.pk]
@@ -87,7 +88,7 @@ def verifier_report(
             table,
             majority,
             source,
-            items,
+            groups,
             n_resamples=n_resamples,
             seed=seed,
             disagreements_limit=disagreements_limit,
@@ -109,7 +110,7 @@ def _verifier_section(
     table,
     majority: pd.Series,
     source: str,
-    items: pd.DataFrame,
+    groups: ResponseGroups | str,
     *,
     n_resamples: int,
     seed: int | None,
@@ -122,7 +123,8 @@ def _verifier_section(
     answered = int((~failed).sum())
     tokens_in, tokens_out = int(rows["tokens_in"].sum()), int(rows["tokens_out"].sum())
     cost = estimate_cost(verifier, tokens_in, tokens_out)
-    labelled = rows[rows["label"].notna() & rows["label"].isin(labels)][["item", "label", "score", "pk"]]
+    kept = ["item", "label", "score", "pk", *(["item_row"] if "item_row" in rows else [])]
+    labelled = rows.loc[rows["label"].notna() & rows["label"].isin(labels), kept]
     section: dict[str, Any] = {
         "id": verifier.pk,
         "kind": verifier.kind,
@@ -158,7 +160,10 @@ def _verifier_section(
             }
         )
         return section
-    frame = labelled[["item", "label"]]
+    # Only its labels on the reference's items count in the comparisons below (each drops the others): found once,
+    # so that each does not look a million item ids up again (issue 35).
+    on_reference = labelled[table.item_codes_for(labelled, ["item"]) >= 0]
+    frame = on_reference[["item", "label"]]
     result = verifier_vs_majority(table, frame, item="item", n_resamples=n_resamples, seed=seed)
     vote = majority_vote(table)
     pred, _ = prediction_codes(table, frame, item="item")
@@ -176,10 +181,8 @@ def _verifier_section(
             "binary": _binary(study, vote.codes[use], pred[use]),
         }
     )
-    section["disagreements"], section["n_disagreements"] = _disagreements(labelled, majority, disagreements_limit)
-    section["system_correlation"] = _system_correlation(
-        study, majority, labelled, items, n_resamples=n_resamples, seed=seed
-    )
+    section["disagreements"], section["n_disagreements"] = _disagreements(on_reference, majority, disagreements_limit)
+    section["system_correlation"] = _system_correlation(groups, labelled, n_resamples=n_resamples, seed=seed)
     return section
 
 
@@ -294,32 +297,25 @@ def _shortened(rationale: str) -> str:
     return rationale if len(rationale) <= MAX_RATIONALE else rationale[:MAX_RATIONALE] + "…"
 
 
-def _system_correlation(
-    study: Study,
-    majority: pd.Series,
-    labelled: pd.DataFrame,
-    items: pd.DataFrame,
-    *,
-    n_resamples: int,
-    seed: int | None,
-) -> dict[str, Any]:
-    """Kendall tau and Spearman over systems of FActScore-style supported fractions (humans vs verifier)."""
+def _response_groups(study: Study, items: pd.DataFrame, majority: pd.Series) -> ResponseGroups | str:
+    """The claims grouped by response with the humans' supported calls, once for every verifier's system
+    correlation; or why there is no correlation (the study says no label is supported)."""
     mapping = study.binary_map or {}
     if not any(side == "positive" for side in mapping.values()):
-        reason = "the study has no binary map saying which labels count as supported"
-        return {"reason": reason, "kendall_tau": Estimate.undefined(reason), "spearman": Estimate.undefined(reason)}
+        return "the study has no binary map saying which labels count as supported"
     role = {
         label: 1.0 if side == "positive" else 0.0 for label, side in mapping.items() if side in ("positive", "negative")
     }
-    claims = items[items["system"] != ""].copy()
-    claims["response"] = np.where(claims["response_id"] != "", claims["response_id"], "item:" + claims["item"])
-    # float64 explicitly: under pandas 3 a label column mapped to numbers keeps the string dtype when
-    # nothing maps (no system's claims labelled), and the mean below then raises.
-    claims["human"] = claims["item"].map(majority).map(role).astype("float64")
-    claims["verifier"] = claims["item"].map(labelled.set_index("item")["label"]).map(role).astype("float64")
-    responses = claims.groupby("response", sort=False).agg(
-        system=("system", "first"), human=("human", "mean"), verifier=("verifier", "mean")
-    )
+    return ResponseGroups(items[["item", "response_id", "system"]], role, majority)
+
+
+def _system_correlation(
+    groups: ResponseGroups | str, labelled: pd.DataFrame, *, n_resamples: int, seed: int | None
+) -> dict[str, Any]:
+    """Kendall tau and Spearman over systems of FActScore-style supported fractions (humans vs verifier)."""
+    if isinstance(groups, str):
+        return {"reason": groups, "kendall_tau": Estimate.undefined(groups), "spearman": Estimate.undefined(groups)}
+    responses = groups.responses(labelled.drop(columns=["score", "pk"]))
     result = system_correlation(responses, n_resamples=n_resamples, seed=seed)
     result["score"] = (
         "FActScore-style supported fraction: per response, supported / (supported + not supported) "

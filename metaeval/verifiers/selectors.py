@@ -44,6 +44,7 @@ PREDICTION_COLUMNS = [
     "response_id",
     "system",
     "pk",
+    "item_row",
 ]
 
 
@@ -143,7 +144,8 @@ def current_predictions(study: Study, items: pd.DataFrame | None = None) -> pd.D
     """Per (verifier, item) the latest prediction: a verifier edited since (new cache keys) is read as it is now.
 
     Rows by verifier id, then item id (PREDICTION_COLUMNS; no rationale: a million of them would be most of
-    the frame, and the report shows a few, read by ``rationales``). ``items``: the study's items with their
+    the frame, and the report shows a few, read by ``rationales``); ``item_row`` is the item's row in ``items``
+    (the report's sections find a prediction's claim by it, not by a million item ids). ``items``: the study's items with their
     primary key ``id``, ``item``, ``response_id`` and ``system`` (the study frame's ``rows.items``, read in
     the same snapshot), whose text the frame shares; None: read here. A prediction on an item not among
     them (imported after they were read) is left out, as the labels leave it out: the study's fingerprint
@@ -182,6 +184,7 @@ def current_predictions(study: Study, items: pd.DataFrame | None = None) -> pd.D
             "response_id": items["response_id"].array.take(place),
             "system": items["system"].array.take(place),
             "pk": pk[kept],
+            "item_row": place,
         },
         columns=PREDICTION_COLUMNS,
     )

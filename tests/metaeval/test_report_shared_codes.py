@@ -45,6 +45,7 @@ from tests.conftest import jsonl, preference_item, verification_item
 aggregation = importlib.import_module("metaeval.stats.aggregation")
 disagreements_module = importlib.import_module("metaeval.reporting.disagreements")
 queue_module = importlib.import_module("metaeval.reporting.adjudication_queue")
+scores_module = importlib.import_module("metaeval.stats.scores")
 
 LABELS = ["supported", "contradicted", "inconclusive"]
 WORKERS = [f"w{n}" for n in range(1, 7)]
@@ -101,6 +102,34 @@ def _assert_same_report(study: Study, options: ReportOptions, monkeypatch) -> di
 def test_the_demo_xsum_report_is_the_former_one(demo, db, options, monkeypatch):
     report = _assert_same_report(demo["xsum-factuality"], options, monkeypatch)
     assert report["n_annotations"] > 5000 and report["n_disagreements"] > 100
+
+
+def test_per_response_lists_kept_on_disk_store_the_former_report(demo, db, monkeypatch):
+    """Past SPILL_MIN_RESPONSES the build writes each per-response list to a temporary file (issue 35): the
+    stored chunks, and the records read back, are the former ones."""
+    spilled: list[ResponseRows] = []
+    spill = ResponseRows.spill
+
+    def spill_and_note(rows: ResponseRows) -> None:
+        spill(rows)
+        spilled.append(rows)
+
+    monkeypatch.setattr(scores_module, "SPILL_MIN_RESPONSES", 2)
+    monkeypatch.setattr(ResponseRows, "spill", spill_and_note)
+    monkeypatch.setattr(json_rows.RecordWindows, "WINDOW", 97)  # written to the file a few windows at a time
+    options = ReportOptions(n_resamples=30, by_domain=True, binary=True)
+    _assert_same_report(demo["xsum-factuality"], options, monkeypatch)
+    assert spilled and all(rows._spilled is not None and not rows._columns for rows in spilled)
+    with monkeypatch.context() as patched:
+        patched.setattr(frames, "SHARED_CODES", False)
+        listed = build_report(demo["xsum-factuality"], options)["scores"]["human"]["per_response"]
+    with lazy_response_rows():
+        lazy = build_report(demo["xsum-factuality"], options)["scores"]["human"]["per_response"]
+    assert lazy._spilled is not None and len(lazy) == len(listed) > 100
+    assert lazy[:] == listed and lazy[7] == listed[7] and lazy[-1] == listed[-1]
+    assert lazy[5:90:9] == listed[5:90:9] and lazy[90:5:-4] == listed[90:5:-4] and lazy[len(listed) :] == []
+    with pytest.raises(IndexError):
+        lazy[len(listed)]
 
 
 def test_the_demo_studies_without_labels_give_the_former_reports(demo, db, monkeypatch):
@@ -400,6 +429,9 @@ def test_response_rows_write_the_text_json_writes(seed, negative_zero, monkeypat
         monkeypatch.setattr(json_rows.RecordWindows, "WINDOW", window)
         for size in (1000, 333, 1):
             fresh = ResponseRows(frame, values)
+            if size == 333:  # its text kept in a temporary file (issue 35): the same text read back
+                fresh.spill()
+                assert fresh[:] == records and fresh[2499] == records[2499] and fresh[::-7] == records[::-7]
             starts = list(range(0, 2500 + size, size))[:40] if size == 1 else range(0, 2500 + size, size)
             for start in starts:
                 assert fresh.json_text(start, start + size) == json.dumps(

@@ -67,19 +67,32 @@ def orm_predictions(study) -> pd.DataFrame:
             "tokens_out", "item__response_id", "item__system", "pk",
         )
     )  # fmt: skip
-    frame = pd.DataFrame.from_records(list(rows), columns=PREDICTION_COLUMNS)
+    frame = pd.DataFrame.from_records(list(rows), columns=PREDICTION_COLUMNS[:-1])  # all but item_row
     return frame.drop_duplicates(subset=["verifier_id", "item"], keep="first").reset_index(drop=True)
 
 
+def assert_rows_of(read: pd.DataFrame, items: pd.DataFrame) -> None:
+    """Each prediction's ``item_row`` is its item's row in ``items``."""
+    assert read["item_row"].dtype == np.int64
+    assert items["item"].to_numpy(dtype=object)[read["item_row"].to_numpy()].tolist() == read["item"].tolist()
+
+
 def test_the_column_read_equals_the_orms_latest_prediction_per_verifier_and_item(rerun):
+    from metaeval.verifiers.selectors import study_items
+
     read = current_predictions(rerun)
     expected = orm_predictions(rerun)
-    pd.testing.assert_frame_equal(read, expected, check_dtype=False)
+    pd.testing.assert_frame_equal(read.drop(columns="item_row"), expected, check_dtype=False)
+    assert_rows_of(read, study_items(rerun))
     assert len(read) == 6 + 3 + 4  # the edited verifier's two items once each, with the newer label
     newer = read[read["item"].isin(["c2", "r1"]) & (read["verifier_id"] == Verifier.objects.get(name="llm").pk)]
     assert newer["label"].tolist() == ["inconclusive", "inconclusive"]
-    with_items = current_predictions(rerun, label_rows(rerun).items)  # the study frame's items: the same rows
-    pd.testing.assert_frame_equal(with_items, expected, check_dtype=False)
+    items = label_rows(rerun).items
+    with_items = current_predictions(rerun, items)  # the study frame's items: the same rows
+    pd.testing.assert_frame_equal(with_items.drop(columns="item_row"), expected, check_dtype=False)
+    assert_rows_of(with_items, items)
+    shuffled = items.sample(frac=1, random_state=3)  # rows in another order: item_row follows them
+    assert_rows_of(current_predictions(rerun, shuffled), shuffled)
 
 
 def test_repeated_text_is_one_object_per_value_and_the_items_text_is_shared(rerun):
