@@ -578,10 +578,15 @@ def f1_at_k_responses(
     )
 
     codes = response_codes or pd.factorize(base["response_id"], sort=False, use_na_sentinel=True)
-    roles = {"supported": supported, "unsupported": unsupported, "excluded": excluded}
-    ref = response_counts(base.assign(label=claims[reference].to_numpy(dtype=object)), response_codes=codes, **roles)
+    ref = response_counts(
+        base.assign(label=claims[reference].to_numpy(dtype=object)),
+        supported=supported,
+        unsupported=unsupported,
+        excluded=excluded,
+        response_codes=codes,
+    )
     # the verifier's counts alone, in the same responses' order (no second frame of every response: issue 35)
-    hat_counts = verdict_counts(claims[prediction], codes[0], len(codes[1]), **roles)
+    hat_counts = verdict_counts(claims[prediction], codes[0], len(codes[1]), supported, unsupported, excluded)
     hat = {name: hat_counts[:, i] for i, name in enumerate(COUNT_COLUMNS)}
     hat["n_countable"] = hat["supported"] + hat["not_supported"]
     out = ref[["response_id", "system", "domain", "n_claims"]].copy()
