@@ -117,6 +117,7 @@ class _Inputs:
     response_codes: tuple[np.ndarray, pd.Index]  # pd.factorize(claims["response_id"], sort=False)
     systems: _Groups
     domains: _Groups
+    response_systems: np.ndarray  # each response's system code (``systems``), in ``response_codes``' order
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,11 @@ def _inputs(items: pd.DataFrame, study: Study, options: ReportOptions, reference
     # the factuality scores' K (abstentions change no K of a domain with claims: K counts answered responses)
     k = shared_k(claims, roles, options, None, (rule, labels), response_codes=response_codes)
     systems, domains = _Groups.of(claims["system"]), _Groups.of(claims["domain"])
-    return _Inputs(claims, ref, human, drawn, len(fully_labelled), roles, k, response_codes, systems, domains)
+    # factorize numbers responses as they first appear: a code's first claim is where the running maximum rises
+    first = np.flatnonzero(np.diff(np.maximum.accumulate(codes), prepend=-1) > 0) if len(codes) else codes
+    return _Inputs(
+        claims, ref, human, drawn, len(fully_labelled), roles, k, response_codes, systems, domains, systems.codes[first]
+    )
 
 
 def _draw(ids: list[str], share: float, seed: int) -> list[str]:
@@ -191,9 +196,9 @@ def _responses(inputs: _Inputs, predicted: pd.Series) -> pd.DataFrame:
     """One verifier's ``f1_at_k_responses`` (y, yhat and role per response)."""
     supported, unsupported, excluded = inputs.roles
     k = inputs.k["given"] if inputs.k["given"] is not None else inputs.k["k"]
-    claims = inputs.claims[["response_id", "system", "domain"]].assign(
-        reference=inputs.reference.to_numpy(dtype=object), prediction=predicted.to_numpy(dtype=object)
-    )
+    # the columns as they are (both labels are indexed as the claims): object copies of a million values were
+    # made into text columns again, two more copies each (issue 35)
+    claims = inputs.claims[["response_id", "system", "domain"]].assign(reference=inputs.reference, prediction=predicted)
     return ppi_stats.f1_at_k_responses(
         claims,
         supported=supported,
@@ -309,7 +314,10 @@ def _verifier_block(inputs: _Inputs, prediction: pd.Series, options: ReportOptio
         "n_responses_unlabelled": int((role == ppi_stats.UNLABELLED).sum()),
         "n_responses_left_out": int((~role.isin([ppi_stats.LABELLED, ppi_stats.UNLABELLED])).sum()),
         "f1_at_k": f1(responses),
-        "f1_at_k_by_system": {str(s): f1(responses[responses["system"] == s]) for s in _groups(responses["system"])},
+        # f1_at_k_responses' rows are the responses in response_codes' order, each with its claims' one system
+        "f1_at_k_by_system": {
+            str(s): f1(responses[inputs.response_systems == systems.code_of[s]]) for s in systems.groups
+        },
     }
 
 

@@ -39,7 +39,6 @@ def verifier_comparisons(
     frame[REFERENCE] = frame["item"].map(reference_labels)
     for name, labels in verdicts.items():
         frame[name] = frame["item"].map(labels[labels.isin(cats)])
-    frame = frame.astype(object).where(frame.notna(), None)
     out = stats.compare_verifiers(
         frame,
         reference_col=REFERENCE,

@@ -576,7 +576,6 @@ def f1_at_k_responses(
             "domain": claims[domain].to_numpy(dtype=object) if domain in claims.columns else ALL_DOMAINS,
         }
     )
-
     codes = response_codes or pd.factorize(base["response_id"], sort=False, use_na_sentinel=True)
     ref = response_counts(
         base.assign(label=claims[reference].to_numpy(dtype=object)),

@@ -35,7 +35,6 @@ PREDICTION_COLUMNS = [
     "verifier_id",
     "item",
     "label",
-    "raw_label",
     "score",
     "parse_status",
     "error",
@@ -157,7 +156,8 @@ def current_predictions(study: Study, items: pd.DataFrame | None = None) -> pd.D
     """
     if items is None:
         items = study_items(study)
-    columns = ["verifier_id", "item_id", "label", "raw_label", "score", "parse_status", "error", "tokens_in"]
+    # not raw_label: no report section reads it, and a million of them were 60 MB more while read
+    columns = ["verifier_id", "item_id", "label", "score", "parse_status", "error", "tokens_in"]
     columns += ["tokens_out", "pk"]
     (rows,) = read_frames(
         FrameRead(
@@ -165,7 +165,7 @@ def current_predictions(study: Study, items: pd.DataFrame | None = None) -> pd.D
             columns,
             numbers=("verifier_id", "item_id", "tokens_in", "tokens_out", "pk"),
             floats=("score",),
-            repeated=("label", "raw_label", "parse_status", "error"),
+            repeated=("label", "parse_status", "error"),
         )
     )
     verifier, item, pk = (rows[name].to_numpy() for name in ("verifier_id", "item_id", "pk"))
@@ -179,7 +179,7 @@ def current_predictions(study: Study, items: pd.DataFrame | None = None) -> pd.D
         {
             "verifier_id": verifier[kept],
             "item": items["item"].array.take(place),
-            **{name: rows[name].array.take(kept) for name in ("label", "raw_label", "score", "parse_status", "error")},
+            **{name: rows[name].array.take(kept) for name in ("label", "score", "parse_status", "error")},
             **{name: rows[name].to_numpy()[kept] for name in ("tokens_in", "tokens_out")},
             "response_id": items["response_id"].array.take(place),
             "system": items["system"].array.take(place),

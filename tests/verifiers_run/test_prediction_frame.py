@@ -63,7 +63,7 @@ def orm_predictions(study) -> pd.DataFrame:
         Prediction.objects.filter(verifier__study=study)
         .order_by("verifier_id", "item_id", "-pk")
         .values_list(
-            "verifier_id", "item__external_id", "label", "raw_label", "score", "parse_status", "error", "tokens_in",
+            "verifier_id", "item__external_id", "label", "score", "parse_status", "error", "tokens_in",
             "tokens_out", "item__response_id", "item__system", "pk",
         )
     )  # fmt: skip
