@@ -18,6 +18,8 @@ from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 from dotenv import load_dotenv
 
+from config.malloc_arenas import limit_malloc_arenas
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 # A local `.env` (written by `make run`: DEBUG=1) lets `manage.py` commands run
 # on a laptop without exporting anything; real environment variables win.
@@ -651,3 +653,7 @@ REPORT_REFRESH_RETRY_SECONDS = _job_number("CLAIMLAB_REPORT_REFRESH_RETRY_SECOND
 # a bigger study's is built in the background while the page says so, so no request waits on it
 # (or is cut off by the web server's timeout).
 REPORT_INLINE_MAX_LABELS = int(_job_number("CLAIMLAB_REPORT_INLINE_MAX_LABELS", 50_000, 0))
+# glibc malloc arenas per process (config/malloc_arenas.py): one, so that the memory a big report's reading
+# and computing threads free is used again by the rest of its build; 0 leaves glibc's default.
+MALLOC_ARENAS = int(_env_number("CLAIMLAB_MALLOC_ARENAS", 1))
+limit_malloc_arenas(MALLOC_ARENAS)

@@ -126,3 +126,47 @@ def test_env_bool(monkeypatch, value, expected):
 
     monkeypatch.setenv("SOME_FLAG", value)
     assert env_bool("SOME_FLAG") is expected
+
+
+ARENAS_PROBE = """
+import ctypes, threading, django
+django.setup()
+import numpy as np
+def churn():
+    for _ in range(300):
+        blocks = [np.ones(20_000) for _ in range(20)]  # 160 KB each: malloc's arenas, not its own mmap
+        del blocks
+threads = [threading.Thread(target=churn) for _ in range(4)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+ctypes.CDLL(None).malloc_stats()  # one "Arena N:" block per arena, on standard error
+"""
+
+
+@pytest.mark.parametrize(("setting", "one_arena"), [("", True), ("0", False)], ids=["default", "glibc's"])
+def test_a_process_keeps_one_malloc_arena_unless_told_otherwise(tmp_path, setting, one_arena):
+    """CLAIMLAB_MALLOC_ARENAS (config/malloc_arenas.py): threads allocating at once share the one arena."""
+    env = {
+        key: value for key, value in os.environ.items() if key not in {"MALLOC_ARENA_MAX", "CLAIMLAB_MALLOC_ARENAS"}
+    }
+    env.update({"DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "1", "CLAIMLAB_VAR_DIR": str(tmp_path / "var")})
+    if setting:
+        env["CLAIMLAB_MALLOC_ARENAS"] = setting
+    done = subprocess.run(
+        [sys.executable, "-c", ARENAS_PROBE], env=env, cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    arenas = done.stderr.count("Arena ")
+    assert arenas == 1 if one_arena else arenas > 1, done.stderr[-2000:]
+
+
+def test_the_arena_cap_leaves_an_operators_own_setting_and_zero_alone(monkeypatch):
+    from config.malloc_arenas import limit_malloc_arenas
+
+    assert limit_malloc_arenas(0) is False
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    assert limit_malloc_arenas(1) is False
+    monkeypatch.delenv("MALLOC_ARENA_MAX")
+    assert limit_malloc_arenas(1) is True  # glibc here: mallopt took it (this process has one arena already)
