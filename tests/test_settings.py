@@ -148,9 +148,7 @@ ctypes.CDLL(None).malloc_stats()  # one "Arena N:" block per arena, on standard 
 @pytest.mark.parametrize(("setting", "one_arena"), [("", True), ("0", False)], ids=["default", "glibc's"])
 def test_a_process_keeps_one_malloc_arena_unless_told_otherwise(tmp_path, setting, one_arena):
     """CLAIMLAB_MALLOC_ARENAS (config/malloc_arenas.py): threads allocating at once share the one arena."""
-    env = {
-        key: value for key, value in os.environ.items() if key not in {"MALLOC_ARENA_MAX", "CLAIMLAB_MALLOC_ARENAS"}
-    }
+    env = {key: value for key, value in os.environ.items() if key not in {"MALLOC_ARENA_MAX", "CLAIMLAB_MALLOC_ARENAS"}}
     env.update({"DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "1", "CLAIMLAB_VAR_DIR": str(tmp_path / "var")})
     if setting:
         env["CLAIMLAB_MALLOC_ARENAS"] = setting
