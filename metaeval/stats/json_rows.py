@@ -190,15 +190,19 @@ class SpilledTexts:
         self._file = tempfile.TemporaryFile(prefix="claimlab-rows-")
         self._length = length
         self._starts = np.zeros(length + 1, dtype=np.int64)  # record i is at [starts[i], starts[i + 1] - 2)
-        at, window = 0, window or self.WINDOW
-        for start in range(0, length, window):
-            texts = write(start, min(length, start + window))
-            data = "".join(text + self._SEPARATOR for text in texts).encode("ascii")
-            sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + len(self._SEPARATOR)
-            self._starts[start + 1 : start + 1 + len(texts)] = at + np.cumsum(sizes)
-            self._file.write(data)
-            at += len(data)
-        self._file.flush()
+        try:
+            at, window = 0, window or self.WINDOW
+            for start in range(0, length, window):
+                texts = write(start, min(length, start + window))
+                data = "".join(text + self._SEPARATOR for text in texts).encode("ascii")
+                sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + len(self._SEPARATOR)
+                self._starts[start + 1 : start + 1 + len(texts)] = at + np.cumsum(sizes)
+                self._file.write(data)
+                at += len(data)
+            self._file.flush()
+        except BaseException:
+            self._file.close()  # a full disk: nothing half-written is kept
+            raise
 
     def __len__(self) -> int:
         return self._length

@@ -14,6 +14,7 @@ there and a reader must be able to tell which one a number follows.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -25,6 +26,8 @@ import pandas as pd
 from .bootstrap import percentile_ci
 from .estimate import Estimate, json_ready
 from .json_rows import RecordWindows, SpilledTexts, coded, record_texts
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "MixedResponses",
@@ -506,9 +509,14 @@ class ResponseRows(Sequence[dict[str, Any]]):
     def spill(self) -> None:
         """Write the records' text to a temporary file now and let the columns go (``json_rows.SpilledTexts``):
         read back from there, the same text and the same records."""
-        if self._spilled is None:
+        if self._spilled is not None:
+            return
+        try:
             self._spilled = SpilledTexts(self._record_texts, self._length)
-            self._columns, self._known, self._windows = [], {}, None
+        except OSError as error:  # no temporary folder, or a full one: the list stays in memory, as below the threshold
+            logger.warning("per-response rows kept in memory: no temporary file (%s)", error)
+            return
+        self._columns, self._known, self._windows = [], {}, None
 
     @overload
     def __getitem__(self, index: int) -> dict[str, Any]: ...

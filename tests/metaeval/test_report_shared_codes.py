@@ -132,6 +132,44 @@ def test_per_response_lists_kept_on_disk_store_the_former_report(demo, db, monke
         lazy[len(listed)]
 
 
+@pytest.mark.parametrize("fails_after", [0, 1], ids=["no temporary file", "disk full while written"])
+def test_per_response_lists_stay_in_memory_when_no_temporary_file_can_be_written(fails_after, monkeypatch, caplog):
+    """A temporary folder that is missing or full keeps the list in memory (as below the threshold): the same
+    text, a warning, no report lost."""
+    frame, values = _records(12, 2500)
+    expected = ResponseRows(frame, values)[:]
+
+    class FullDisk:
+        def __init__(self, *args, **kwargs):
+            if not fails_after:
+                raise OSError(28, "No space left on device")
+            self.closed, self.writes = False, 0
+
+        def write(self, data):
+            self.writes += 1
+            if self.writes > fails_after:
+                raise OSError(28, "No space left on device")
+
+        def close(self):
+            self.closed = True
+
+    made: list[FullDisk] = []
+
+    def temporary_file(*args, **kwargs):
+        made.append(FullDisk())
+        return made[-1]
+
+    monkeypatch.setattr(json_rows.tempfile, "TemporaryFile", temporary_file if fails_after else FullDisk)
+    monkeypatch.setattr(json_rows.SpilledTexts, "WINDOW", 700)
+    rows = ResponseRows(frame, values)
+    with caplog.at_level("WARNING", logger="metaeval.stats.scores"):
+        rows.spill()
+    assert rows._spilled is None and rows[:] == expected
+    assert rows.json_text(1000, 2000) == json.dumps(expected[1000:2000], allow_nan=False)
+    assert "kept in memory" in caplog.text and "No space left" in caplog.text
+    assert all(file.closed for file in made)  # nothing half-written is kept open
+
+
 def test_the_demo_studies_without_labels_give_the_former_reports(demo, db, monkeypatch):
     for slug in ("factcheck-gpt", "factscore-pref"):
         _assert_same_report(demo[slug], ReportOptions(n_resamples=30, by_domain=True, binary=True), monkeypatch)
