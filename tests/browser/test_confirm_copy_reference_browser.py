@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
+from playwright.sync_api import expect
 
 from annotation.members.services import add_members
 from annotation.models import Study
@@ -108,14 +109,15 @@ def test_copy_buttons_copy_the_links_and_say_so(page, guard, live_server):
     button = page.locator("#copy-invite-url")
     button.focus()
     page.keyboard.press("Enter")
-    page.wait_for_function("document.getElementById('copy-invite-status').textContent === 'Copied.'")
+    # a locator's wait, not a string evaluated in the page: its CSP (script-src 'self') refuses eval
+    expect(page.locator("#copy-invite-status")).to_have_text("Copied.")
     assert page.evaluate("navigator.clipboard.readText()") == url
     shoot_sizes(page, SHOTS, "issue34-invite-copied")
 
     page.goto(reverse("annotation:study_participants", args=["pilot"]))
     link = page.locator("#link-url").inner_text().strip()
     page.locator("#copy-link-url").click()
-    page.wait_for_function("document.getElementById('copy-link-status').textContent === 'Copied.'")
+    expect(page.locator("#copy-link-status")).to_have_text("Copied.")
     assert page.evaluate("navigator.clipboard.readText()") == link
     shoot_sizes(page, SHOTS, "issue34-participant-link-copied")
     guard.assert_clean(page)
