@@ -171,8 +171,7 @@ def _inputs(items: pd.DataFrame, study: Study, options: ReportOptions, reference
     # the factuality scores' K (abstentions change no K of a domain with claims: K counts answered responses)
     k = shared_k(claims, roles, options, None, (rule, labels), response_codes=response_codes)
     systems, domains = _Groups.of(claims["system"]), _Groups.of(claims["domain"])
-    # factorize numbers responses as they first appear: a code's first claim is where the running maximum rises
-    first = np.flatnonzero(np.diff(np.maximum.accumulate(codes), prepend=-1) > 0) if len(codes) else codes
+    first = stats.scores.first_rows(codes, n_responses)
     return _Inputs(
         claims, ref, human, drawn, len(fully_labelled), roles, k, response_codes, systems, domains, systems.codes[first]
     )

@@ -35,6 +35,7 @@ __all__ = [
     "lazy_response_rows",
     "rows_are_lazy",
     "response_counts",
+    "first_rows",
     "factscore",
     "veriscore_f1_at_k",
     "veriscore_k",
@@ -108,12 +109,31 @@ class MixedResponses(ValueError):
     """A response whose claims give it more than one system or domain: a score per response has no one group."""
 
 
+def first_rows(codes: np.ndarray, n: int) -> np.ndarray:
+    """The row where each of the ``n`` codes first appears (code -1, missing, is skipped).
+
+    Codes from ``pd.factorize(..., sort=False)`` are numbered as they first appear, so a code's
+    first row is where their running maximum rises: one pass, no sort (a million claims' responses
+    in a few ms). Codes numbered otherwise fall back to ``np.unique``. A code that never appears
+    is an error: there is no row to take its values from.
+    """
+    codes = np.asarray(codes)
+    if not len(codes):
+        first = np.zeros(0, dtype=np.int64)
+    else:
+        first = np.flatnonzero(np.diff(np.maximum.accumulate(codes), prepend=-1) > 0)
+    if len(first) == n and np.array_equal(codes[first], np.arange(n)):
+        return first
+    present, at = np.unique(codes, return_index=True)
+    at = at[present >= 0]
+    if not np.array_equal(present[present >= 0], np.arange(n)):
+        raise ValueError(f"codes 0..{n - 1} expected, each with a row")
+    return at.astype(np.int64)
+
+
 def _per_response_values(codes: np.ndarray, n: int, values: np.ndarray, column: str) -> np.ndarray:
     """The single value of ``column`` per response; several is a data error (MixedResponses)."""
-    first = np.full(n, -1, dtype=np.int64)
-    rows = np.arange(len(codes))[::-1]
-    first[codes[rows]] = rows  # the last write wins, which is the first occurrence
-    picked = values[first]
+    picked = values[first_rows(codes, n)]
     differs = values != picked[codes]
     if differs.any():
         raise MixedResponses(f"a response has more than one {column} (see claim row {int(np.flatnonzero(differs)[0])})")

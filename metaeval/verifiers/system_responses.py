@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from metaeval.stats.scores import first_rows
+
 __all__ = ["ResponseGroups"]
 
 
@@ -35,9 +37,7 @@ class ResponseGroups:
         self._claim_of_row = np.where(with_system, np.cumsum(with_system) - 1, -1)  # each row of items: its claim
         self._codes = codes
         self._n = len(uniques)
-        # factorize numbers responses as they first appear: a code's first claim is where the running maximum rises
-        running = np.maximum.accumulate(codes) if len(codes) else codes
-        first = np.flatnonzero(np.diff(running, prepend=-1) > 0)
+        first = first_rows(codes, self._n)
         self._index = pd.Index(uniques, name="response")
         self._system = claims["system"].to_numpy(dtype=object)[first]
         if not majority.index.is_unique:

@@ -15,6 +15,7 @@ from annotation.models import Item, ParticipantLink
 from tests.annotation.crowd_support import arrival_url, crowd_study
 from tests.browser.fixtures import RECORD_CSP
 from tests.browser.screens import SIZES, shoot_sizes
+from tests.support.page_waits import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -66,13 +67,13 @@ def test_the_picker_searches_as_you_type_and_keeps_ticks_across_searches(page, g
     assert page.locator("#picker-short").is_visible()
     address = page.url
     page.locator("#picker-q").fill("eiffel")  # as you type: the results change, the page does not
-    page.wait_for_function(ONLY_ROW, arg="g-12")
+    wait_until(page, ONLY_ROW, "g-12")
     assert page.url != address
     assert "q=eiffel" in urlsplit(page.url).query
     page.locator('#picker-results input[name=add][value="g-12"]').check()
     assert page.locator("#picker-usable").inner_text() == "2" and page.locator("#picker-short").is_visible()
     page.locator("#picker-q").fill("boils")
-    page.wait_for_function(ONLY_ROW, arg="g-27")
+    wait_until(page, ONLY_ROW, "g-27")
     page.locator('#picker-results input[name=add][value="g-27"]').check()
     assert page.locator("#picker-usable").inner_text() == "3" and not page.locator("#picker-short").is_visible()
     assert "msg-warning" not in (page.locator("#picker-need").get_attribute("class") or "")

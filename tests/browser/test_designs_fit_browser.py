@@ -30,6 +30,7 @@ from metaeval.models import Prediction, Verifier
 from metaeval.verifiers.services.prediction_import import import_predictions
 from tests.browser.screens import LONG_URL, SCREENS, SHOTS, assert_fits, assert_reachable, shoot
 from tests.conftest import jsonl, preference_item
+from tests.support.page_waits import wait_until
 from tests.support.workbench_browser import (
     annotate_path,
     log_in,
@@ -178,7 +179,7 @@ def test_training_by_keyboard_with_feedback_then_the_studys_items(page, guard, a
 
     # the study's own items: never a training item, and no banner
     assert page.url.endswith(annotate_path(study))
-    page.wait_for_function("() => !!document.querySelector('#wb-stage .wb[data-assignment]')")
+    wait_until(page, "() => !!document.querySelector('#wb-stage .wb[data-assignment]')")
     shown = shown_item(page)
     assert shown is not None and shown.isdigit(), shown
     assert Assignment.objects.get(pk=int(shown)).item.external_id in ("c-3", "c-4")

@@ -20,6 +20,7 @@ from annotation.progress import cache as progress_cache
 from annotation.progress.counters import answer_added, recount_study
 from annotation.progress.quality_counters import CountedAnswer
 from tests.browser.screens import VERIFIER, assert_fits, assert_reachable, preference, shoot, verification
+from tests.support.page_waits import wait_until
 from tests.support.workbench_browser import HIDE, log_in
 
 pytestmark = pytest.mark.browser
@@ -169,12 +170,12 @@ def test_progress_page_fits_and_refreshes_itself(screen_context, guard, screen, 
     assert annotations.inner_text() == "80"
     assert "Paused" in page.locator("#progress-live-status").inner_text()
     page.evaluate(HIDE, False)  # shown again: refreshed at once
-    page.wait_for_function("() => document.querySelector('[data-field=annotations]').textContent === '81'")
+    wait_until(page, "() => document.querySelector('[data-field=annotations]').textContent === '81'")
     assert page.locator('[data-field="last-hour"]').inner_text() == "1"
     Annotation.objects.filter(assignment=assignment).delete()
     recount_study(study)  # the row went behind the services' back: the counters are recounted
     page.clock.run_for(11_000)  # the next tick
-    page.wait_for_function("() => document.querySelector('[data-field=annotations]').textContent === '80'")
+    wait_until(page, "() => document.querySelector('[data-field=annotations]').textContent === '80'")
     assert guard.page_errors == [] and guard.console_errors == [] and guard.external_requests == []
 
 
@@ -189,7 +190,7 @@ def test_progress_page_asks_again_soon_while_another_request_computes_the_table(
     page = screen_context("laptop")
     page.clock.install()
     log_in(page, researcher.username, reverse("annotation:study_progress", args=[study.slug]))
-    page.wait_for_function("() => /next in 2 s/.test(document.querySelector('#progress-live-status').textContent)")
+    wait_until(page, "() => /next in 2 s/.test(document.querySelector('#progress-live-status').textContent)")
     assert page.locator("#quality-pending").count() == 1 and page.locator("#annotator-table").count() == 0
     cache.delete(claim)  # that request is done (here: it gave up), so the next ask computes it
     page.clock.run_for(2_500)

@@ -30,6 +30,7 @@ from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from annotation.models import Annotation, Item, Study
 from tests.browser.fixtures import RECORD_CSP
+from tests.support.page_waits import wait_until
 from tests.support.workbench_browser import submit_item, wait_saved
 
 pytestmark = pytest.mark.browser
@@ -209,8 +210,8 @@ def test_a_new_researcher_runs_a_preference_and_a_verification_study_from_the_br
                 for annotator_page in pages:
                     wait_saved(annotator_page)  # answers go out in the background
                 progress.clock.run_for(11_000)
-                progress.wait_for_function(
-                    "() => document.querySelector('[data-field=annotations]').textContent.trim() === '30'"
+                wait_until(
+                    progress, "() => document.querySelector('[data-field=annotations]').textContent.trim() === '30'"
                 )
         for annotator_page in pages:
             assert annotator_page.locator("#wb-done").is_visible()
@@ -224,8 +225,9 @@ def test_a_new_researcher_runs_a_preference_and_a_verification_study_from_the_br
         for annotator_page in pages:
             assert annotator_page.locator("#wb-done").is_visible()
         progress.clock.run_for(11_000)
-        progress.wait_for_function(
-            f"() => document.querySelector('[data-field=annotations]').textContent.trim() === '{3 * N_PREFERENCE}'"
+        wait_until(
+            progress,
+            f"() => document.querySelector('[data-field=annotations]').textContent.trim() === '{3 * N_PREFERENCE}'",
         )
 
         for slug in links:

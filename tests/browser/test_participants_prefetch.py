@@ -17,6 +17,7 @@ from annotation.models import Annotation, Assignment, Item, Participant, Partici
 from tests.annotation.crowd_support import crowd_study, gold_only_as_checks
 from tests.browser.screens import SIZES, shoot_sizes
 from tests.support.crowd_browser import consent_and_start, device
+from tests.support.page_waits import wait_until
 from tests.support.workbench_browser import shown_item, submit_item, wait_saved
 
 pytestmark = pytest.mark.browser
@@ -28,7 +29,7 @@ SAME_PAGE = "window.__samePage === true"
 
 def wait_ahead(page) -> None:
     """Until the item after the one on screen is here, or the server said none comes (a check, the end)."""
-    page.wait_for_function("() => ['ready', 'none'].includes(document.documentElement.getAttribute('data-ahead'))")
+    wait_until(page, "() => ['ready', 'none'].includes(document.documentElement.getAttribute('data-ahead'))")
 
 
 def answer(page, key: str = "s") -> None:

@@ -30,6 +30,7 @@ from metaeval.verifiers.services.runs import start_run
 from metaeval.verifiers.services.verifiers import ensure_baselines
 from tests.annotation.crowd_support import at_items, crowd_study
 from tests.browser.screens import VERIFIER, assert_fits, shoot, verification
+from tests.support.page_waits import wait_until
 from tests.support.workbench_browser import log_in
 
 pytestmark = pytest.mark.browser
@@ -170,10 +171,10 @@ def test_at_1280_every_report_table_fits_with_every_header_and_the_index_jumps_t
             break
         page.keyboard.press("Shift+Tab")
     page.keyboard.press("Enter")
-    page.wait_for_function("() => location.hash === '#verifiers'")
+    wait_until(page, "() => location.hash === '#verifiers'")
     index = page.locator("#report-index")
-    page.wait_for_function(
-        "() => document.querySelector('#report-index a[aria-current]')?.getAttribute('href') === '#verifiers'"
+    wait_until(
+        page, "() => document.querySelector('#report-index a[aria-current]')?.getAttribute('href') === '#verifiers'"
     )
     top = page.locator("#verifiers").bounding_box()["y"]
     nav = index.bounding_box()
@@ -184,7 +185,7 @@ def test_at_1280_every_report_table_fits_with_every_header_and_the_index_jumps_t
     # Every link, clicked: its section is not under the index, and on screen.
     for section in linked:
         page.locator(f'#report-index a[href="#{section}"]').click()
-        page.wait_for_function(f"() => location.hash === '#{section}'")
+        wait_until(page, f"() => location.hash === '#{section}'")
         box = page.locator(f"#{section}").bounding_box()
         nav = index.bounding_box()
         assert nav["y"] + nav["height"] - 1 <= box["y"] < 800, (section, box, nav)

@@ -62,6 +62,7 @@ from tests.annotation.crowd_support import arrival_url
 from tests.browser.screens import SCREENS, SHOTS, assert_fits, local_panel_link, shoot
 from tests.conftest import jsonl, preference_item
 from tests.support.crowd_browser import device
+from tests.support.page_waits import wait_until
 from tests.support.workbench_browser import log_in, shown_item, submit_item
 
 pytestmark = pytest.mark.browser
@@ -343,7 +344,7 @@ def training_steps(page, person: Person, study: Study, user) -> None:
         text = page.locator(".training-feedback").inner_text()
         assert "Your answer: About the same." in text and f"The expected answer: {expected}." in text, text
         assert page.locator("#feedback-explanation").is_visible()
-        page.wait_for_function("() => document.activeElement && document.activeElement.id === 'training-continue'")
+        wait_until(page, "() => document.activeElement && document.activeElement.id === 'training-continue'")
         person.continue_contrast = page.locator("#training-continue kbd").evaluate(CONTRAST)
         check_fits(page, person, f"training feedback {number + 1}")
         shoot(page, f"designs-training-feedback-{number + 1}", person.screen)

@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from annotation.models import Annotation, Assignment, Item
 from tests.browser.fixtures import VIEWPORT
+from tests.support.page_waits import wait_until
 from tests.support.workbench_browser import (
     annotate_path,
     log_in,
@@ -31,7 +32,7 @@ PHONE = {"width": 390, "height": 844}
 
 def wait_ahead(page) -> None:
     """Until the item after the one on screen has been fetched (the server holds two leases)."""
-    page.wait_for_function("() => document.documentElement.getAttribute('data-ahead') === 'ready'")
+    wait_until(page, "() => document.documentElement.getAttribute('data-ahead') === 'ready'")
 
 
 def active_ids(user) -> list[int]:

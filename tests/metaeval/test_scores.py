@@ -383,3 +383,23 @@ def test_lazy_response_rows_read_as_the_list_does(factscore_data):
     with pytest.raises(IndexError):
         lazy[len(listed)]
     assert isinstance(stats.claim_scores(claims, responses=responses, **roles)["per_response"], list)  # reset after
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_first_rows_are_each_codes_first_row(seed):
+    """first_rows against a plain loop: first-appearance codes (the fast path), sorted codes
+    (the fallback), missing claims (-1) skipped, and a code with no row refused."""
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(0, 300, size=2_000).astype(str).astype(object)
+    keys[rng.random(len(keys)) < 0.05] = None
+    for sort in (False, True):
+        codes, uniques = pd.factorize(keys, sort=sort, use_na_sentinel=True)
+        expected: dict[int, int] = {}
+        for row, code in enumerate(codes):
+            if code >= 0:
+                expected.setdefault(int(code), row)
+        got = stats.scores.first_rows(codes, len(uniques))
+        assert got.tolist() == [expected[code] for code in range(len(uniques))]
+    with pytest.raises(ValueError, match="each with a row"):
+        stats.scores.first_rows(np.array([0, 2, 0]), 3)
+    assert stats.scores.first_rows(np.array([], dtype=np.int64), 0).tolist() == []

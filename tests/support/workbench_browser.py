@@ -18,6 +18,7 @@ from annotation.models import Annotation, Study
 from annotation.studies.services import create_study
 from annotation.transfer.services.item_import import import_items
 from tests.conftest import jsonl, preference_item, verification_item
+from tests.support.page_waits import wait_until
 
 SYSTEMS = ["sysalpha", "sysbeta"]
 
@@ -60,8 +61,9 @@ def wait_first_ahead(page, *, timeout_ms: float = 5000) -> None:
     first ahead request does gets that request refused with a 409, which the browser logs as a
     console error (the page is right to go on: tested in test_workbench_prefetch with `settled=False`).
     """
-    with suppress(PlaywrightError):  # held on purpose, offline, or the page is navigating: press on
-        page.wait_for_function(FIRST_AHEAD_SETTLED, timeout=timeout_ms)
+    # held on purpose, offline, or the page is navigating: press on
+    with suppress(PlaywrightError, AssertionError):
+        wait_until(page, FIRST_AHEAD_SETTLED, timeout_ms=timeout_ms)
 
 
 def submit_item(page, *keys: str, timeout: float = 20.0, settled: bool = True) -> None:
@@ -92,8 +94,8 @@ def wait_for_next_item(page, before: str | None, *, timeout: float = 20.0) -> No
 
 def wait_saved(page, timeout: float = 20.0) -> None:
     """Until every answer given on this page is confirmed by the server (the outbox is empty)."""
-    page.wait_for_function(
-        "() => (document.documentElement.getAttribute('data-outbox') || '0') === '0'", timeout=timeout * 1000
+    wait_until(
+        page, "() => (document.documentElement.getAttribute('data-outbox') || '0') === '0'", timeout_ms=timeout * 1000
     )
 
 
