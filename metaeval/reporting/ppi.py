@@ -38,7 +38,7 @@ from metaeval.stats import ppi as ppi_stats
 
 from .agreement import unavailable
 from .options import ReportOptions
-from .scores import NO_SYSTEM, label_roles, shared_k
+from .scores import claim_table, label_roles, shared_k
 
 __all__ = [
     "ITEM_COLUMNS",
@@ -151,9 +151,7 @@ def ppi_unavailable_reason(study: Study, verdicts: dict[str, pd.Series]) -> str 
 
 def _inputs(items: pd.DataFrame, study: Study, options: ReportOptions, reference: tuple[str, pd.Series]) -> _Inputs:
     rule, labels = reference
-    claims = items[["item", "domain", "system", "response_id"]].copy()
-    claims["system"] = claims["system"].where(claims["system"] != "", NO_SYSTEM)
-    claims["response_id"] = claims["response_id"].where(claims["response_id"] != "", claims["item"])
+    claims = claim_table(items)
     response_codes = pd.factorize(claims["response_id"], sort=False, use_na_sentinel=True)
     codes, n_responses = response_codes[0], len(response_codes[1])  # every claim has a response id here
     sizes = np.bincount(codes, minlength=n_responses)

@@ -42,7 +42,9 @@ def label_roles(study: Study) -> tuple[list[str], list[str], list[str]]:
     return supported, unsupported, excluded
 
 
-def _claims(items: pd.DataFrame) -> pd.DataFrame:
+def claim_table(items: pd.DataFrame) -> pd.DataFrame:
+    """The items as claims for a score per response: an item without a response id is its own response (keyed by
+    its id), an item without a system counts under ``NO_SYSTEM``. The scores and the estimates (``ppi``) share it."""
     claims = items[["item", "domain", "response_id", "system"]].copy()
     claims["response_id"] = claims["response_id"].where(claims["response_id"] != "", claims["item"])
     claims["system"] = claims["system"].where(claims["system"] != "", NO_SYSTEM)
@@ -249,7 +251,7 @@ def scores_section(
     if not study.binary_map:
         return unavailable("the study has no binary map saying which labels count as supported")
     roles = label_roles(study)
-    claims = _claims(items)
+    claims = claim_table(items)
     responses = _responses(claims, study)
     # The claims' responses factorised once, and each source's labels put on the claims once, for every
     # count of the section (shared K, each score block): each was done again per use before.
