@@ -287,8 +287,8 @@ def agreement_sections(
 @dataclass(frozen=True)
 class AgreementInputs:
     """What the agreement sections are computed from, read off the labels. The per-domain sections read nothing
-    else (no database, no shared frame): a report's build computes them on a thread of their own
-    (``reporting.alongside``) while it computes its later sections."""
+    else (no database, no shared frame): a report's build computes them alongside (``reporting.alongside``: in a
+    forked process of their own, or on a thread) while it computes its later sections."""
 
     agreed: _Agreed
     study: Study
@@ -331,13 +331,27 @@ class AgreementInputs:
         )
         return out
 
+    @property
+    def n_items(self) -> int:
+        """How many items the agreement is computed on (what its bootstraps resample)."""
+        return self.agreed.table.n_items
+
+    def domain_names(self) -> list[Any]:
+        """The domains of the ``by_domain`` section, in its order (none unless asked for)."""
+        return [] if self.domains is None else sorted(set(self.domains.tolist()))
+
+    def domain_summary(self, domain: Any) -> dict[str, Any]:
+        """One domain's entry of the ``by_domain`` section: its agreement, from a bootstrap of its own."""
+        if self.domains is None:
+            raise ValueError("the agreement per domain was not asked for")
+        agreed, options = self.agreed, self.options
+        table = agreed.table.select_items(self.domains == domain)
+        return _summary(
+            table, self.study, options, binary=options.binary, given=agreed.given, off_scale=agreed.off_scale
+        )
+
     def by_domain(self) -> dict[str, Any] | None:
         """The ``by_domain`` section (None unless asked for): each domain's agreement, from a bootstrap of its own."""
         if self.domains is None:
             return None
-        agreed, study, options = self.agreed, self.study, self.options
-        summary = partial(_summary, study=study, options=options, given=agreed.given, off_scale=agreed.off_scale)
-        return {
-            str(domain): summary(agreed.table.select_items(self.domains == domain), binary=options.binary)
-            for domain in sorted(set(self.domains.tolist()))
-        }
+        return {str(domain): self.domain_summary(domain) for domain in self.domain_names()}

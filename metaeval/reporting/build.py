@@ -21,7 +21,7 @@ from metaeval.verifiers.pairwise_report import pairwise_judge_report
 from metaeval.verifiers.report import verifier_report
 from metaeval.verifiers.selectors import current_predictions, verifier_verdicts
 
-from . import alongside
+from . import agreement_beside
 from .adaptive import adaptive_overlap_section
 from .adjudication_queue import queue_size_with
 from .agreement import AgreementInputs, categories_for
@@ -95,9 +95,10 @@ def build_report(
     ``FIRST_SECTIONS_PENDING``), so a big study's first report can show them while the rest
     (binary and per-domain agreement, reference, quality, scores, disagreements...) is computed.
 
-    The per-domain agreement (a bootstrap per domain, on the page's report) is computed on a thread of its
-    own (``alongside``) while the later sections are; the first sections are handed over from the caller's
-    thread before that starts.
+    The agreement sections are computed beside the later sections (``agreement_beside``): a big study's
+    overall agreement and per-domain agreement in a forked process, which hands the first sections over as soon
+    as they come (then ``on_first_sections`` is called on another thread than the caller's); a smaller study's
+    overall agreement first, on the caller's thread, and its per-domain agreement on a thread of its own.
     """
     options = options or ReportOptions()
     crowd = options.include_screened_out
@@ -134,10 +135,22 @@ def build_report(
         "n_annotations_in_agreement": len(frame.agreed_rows),
         "annotators": [{"annotator": name, "n_annotations": n} for name, n in per_annotator],
     }
-    on_overall = partial(_hand_over_first, on_first_sections, report) if on_first_sections else None
-    agreement = AgreementInputs.of(frame.agreed_rows, study, options)
-    report.update(agreement.overall(on_overall))  # its by_domain None until the thread alongside gives it
-    by_domain = alongside.start(agreement.by_domain) if options.by_domain else lambda: None
+    on_overall = partial(_hand_over_first, on_first_sections, dict(report)) if on_first_sections else None
+    agreement = agreement_beside.start(AgreementInputs.of(frame.agreed_rows, study, options), on_overall)
+    report.update(agreement.so_far)  # in their place; what is computed beside the build is put in at its end
+    try:
+        _later_sections(report, frame, study, options)
+        report.update(agreement.finish())
+    except BaseException:
+        agreement.cancel()
+        raise
+    return report
+
+
+def _later_sections(report: dict[str, Any], frame: frames.StudyFrame, study: Study, options: ReportOptions) -> None:
+    """The sections after the agreement's, into ``report`` in its order (they read the database: the build's thread)."""
+    crowd = options.include_screened_out
+    items = frame.items
     report["preference"] = preference_section(frame.agreed, study, options)
     evidence = frame.evidence() if not study.is_preference else None
     reference, report["reference"], report["annotator_quality"] = reference_and_quality(frame, options)
@@ -185,5 +198,3 @@ def build_report(
         else None
     )
     report["questionnaires"] = questionnaires_section(study)
-    report["by_domain"] = by_domain()
-    return report

@@ -178,12 +178,17 @@ class _FirstSections:
         self.study, self.options, self.fingerprint, self.start = study, options, fingerprint, start
         self.own_connection = own_connection
         self.thread: threading.Thread | None = None
+        self.build_thread = threading.current_thread()
 
     def __call__(self, first: dict[str, Any]) -> None:
+        """Store ``first``; called on the build's thread, or on the thread that receives a big study's agreement
+        from its process alongside (``agreement_beside``)."""
         encoded = _Encoded.of(first)
         seconds = time.perf_counter() - self.start
         if not self.own_connection:
-            if selectors.report_fingerprint(self.study) == self.fingerprint:
+            if threading.current_thread() is not self.build_thread:
+                self._store_off_the_builds_thread(encoded, seconds)
+            elif selectors.report_fingerprint(self.study) == self.fingerprint:
                 _store(self.study, self.options, encoded, self.fingerprint, seconds, complete=False)
             return
         self.thread = threading.Thread(target=self._store_apart, args=(encoded, seconds), daemon=True)
@@ -192,6 +197,17 @@ class _FirstSections:
     def _store_apart(self, encoded: _Encoded, seconds: float) -> None:
         try:
             _store(self.study, self.options, encoded, self.fingerprint, seconds, complete=False)
+        except Exception:  # the whole report still comes; only the early view of it is lost
+            logger.exception("could not store the first sections of the report of study %s", self.study.pk)
+        finally:
+            connection.close()  # this thread's own connection
+
+    def _store_off_the_builds_thread(self, encoded: _Encoded, seconds: float) -> None:
+        """In line, on this thread's own connection: stored only if the data it sees has not moved since the
+        build's fingerprint (in a caller's transaction that has written, it sees other data: not stored)."""
+        try:
+            if selectors.report_fingerprint(self.study) == self.fingerprint:
+                _store(self.study, self.options, encoded, self.fingerprint, seconds, complete=False)
         except Exception:  # the whole report still comes; only the early view of it is lost
             logger.exception("could not store the first sections of the report of study %s", self.study.pk)
         finally:
