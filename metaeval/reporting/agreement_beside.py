@@ -17,6 +17,7 @@ The numbers are the same either way: each section is the same function of the sa
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +26,8 @@ from . import alongside
 from .agreement import AgreementInputs
 
 __all__ = ["AgreementBeside", "start"]
+
+logger = logging.getLogger(__name__)
 
 #: The agreement sections' keys in the report, in its order (``AgreementInputs.overall``'s).
 KEYS = ("agreement", "binary", "by_domain", "human_ceiling")
@@ -109,5 +112,8 @@ def start(agreement: AgreementInputs, on_overall: Callable[[dict[str, Any]], Non
     """Start the agreement sections of a build (``on_overall`` as in ``AgreementInputs.overall``, perhaps called from
     another thread than the build's); put ``so_far`` in the report now and ``finish()`` at its end."""
     if alongside.forks(agreement.n_items):
-        return _Forked(agreement, on_overall)
+        try:
+            return _Forked(agreement, on_overall)
+        except OSError as error:  # no fork (out of processes or memory) or no shared lock (no /dev/shm): threads
+            logger.warning("the report's agreement is computed on threads: no process alongside (%s)", error)
     return _Threaded(agreement, on_overall)

@@ -260,3 +260,22 @@ def test_the_size_rule():
     assert agreement_beside.KEYS == ("agreement", "binary", "by_domain", "human_ceiling")
     assert alongside.forks(alongside.FORK_MIN_ITEMS) == sys.platform.startswith("linux")
     assert not alongside.forks(alongside.FORK_MIN_ITEMS - 1)
+
+
+def test_where_no_process_can_be_forked_the_agreement_is_computed_on_threads(db, forking, monkeypatch, caplog):
+    study = seeded_study()
+
+    def no_fork():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    handed: list[tuple[str, dict]] = []
+    on_threads = build_report(
+        study, PAGE, on_first_sections=lambda f: handed.append((threading.current_thread().name, f))
+    )
+    assert "no process alongside (" in caplog.text and "Resource temporarily unavailable" in caplog.text
+    assert [name for name, _ in handed] == [
+        threading.current_thread().name
+    ]  # the build's own thread, as below the size
+    monkeypatch.setattr(alongside, "FORK_MIN_ITEMS", 10**9)
+    assert json.dumps(on_threads) == json.dumps(build_report(study, PAGE))
