@@ -657,3 +657,6 @@ REPORT_INLINE_MAX_LABELS = int(_job_number("CLAIMLAB_REPORT_INLINE_MAX_LABELS", 
 # and computing threads free is used again by the rest of its build; 0 leaves glibc's default.
 MALLOC_ARENAS = int(_env_number("CLAIMLAB_MALLOC_ARENAS", 1))
 limit_malloc_arenas(MALLOC_ARENAS)
+# The niceness of background work (annotation/lib/background_priority.py): the worker and the import commands yield
+# the CPU to the web processes annotators wait on; 0 leaves them as started (at most 19).
+BACKGROUND_NICE = int(min(19, _job_number("CLAIMLAB_BACKGROUND_NICE", 10, 0)))

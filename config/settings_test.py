@@ -11,6 +11,9 @@ os.environ.setdefault("SECRET_KEY", "test-only-key-" + "x" * 50)
 # No test reaches the real Prolific: the Prolific tests point PROLIFIC_API_URL at their local fake
 # (tests/support/fake_prolific.py); any other request meets a closed port on this machine.
 os.environ.setdefault("PROLIFIC_API_URL", "http://127.0.0.1:9")
+# The suite's own processes (and the workers it starts) keep their CPU priority: a test that imports would otherwise
+# leave its pytest worker niced for the rest of the run (tests/test_background_priority.py tests the niceness).
+os.environ.setdefault("CLAIMLAB_BACKGROUND_NICE", "0")
 
 from config.settings import *
 

@@ -8,9 +8,11 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.errors import ImportResult, ServiceError
+from annotation.lib.background_priority import lower_priority
 from annotation.lib.formats import detect_format
 from annotation.models import Study
 from annotation.transfer.adapters import SOURCES, import_from
@@ -99,6 +101,7 @@ class ImportCommand(BaseCommand):
             )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        lower_priority(settings.BACKGROUND_NICE)  # a big file's parsing yields the CPU to annotators' pages
         study = study_by_slug(options["study"])
         if options["source"]:
             result = self._import_from(study, options)

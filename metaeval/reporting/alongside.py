@@ -87,7 +87,12 @@ class Forked:
 
     def __init__(self, work: Callable[[Callable[[Any], None]], None], on_item: Callable[[Any], None]) -> None:
         read_end, write_end = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read_end)
+            os.close(write_end)
+            raise
         if pid == 0:  # the child: it never returns from here
             os.close(read_end)
             _child(work, write_end)

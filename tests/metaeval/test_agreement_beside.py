@@ -270,10 +270,12 @@ def test_where_no_process_can_be_forked_the_agreement_is_computed_on_threads(db,
 
     monkeypatch.setattr(os, "fork", no_fork)
     handed: list[tuple[str, dict]] = []
+    open_files = len(os.listdir("/proc/self/fd"))
     on_threads = build_report(
         study, PAGE, on_first_sections=lambda f: handed.append((threading.current_thread().name, f))
     )
     assert "no process alongside (" in caplog.text and "Resource temporarily unavailable" in caplog.text
+    assert len(os.listdir("/proc/self/fd")) == open_files  # the pipe made for the child is closed again
     assert [name for name, _ in handed] == [
         threading.current_thread().name
     ]  # the build's own thread, as below the size

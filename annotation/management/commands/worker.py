@@ -13,10 +13,12 @@ from __future__ import annotations
 from argparse import ArgumentParser, ArgumentTypeError
 from typing import Any
 
+from django.conf import settings
 from django_tasks import task_backends
 from django_tasks.exceptions import InvalidTaskBackendError
 from django_tasks_db.management.commands import db_worker
 
+from annotation.lib.background_priority import lower_priority
 from annotation.lib.task_wakeup import POLL_SECONDS, default_interval
 from annotation.lib.worker import LockTolerantWorker, is_rq, run_rq_worker
 from annotation.transfer.services import recovery  # noqa: F401  (registers the import/export jobs' recovery)
@@ -43,6 +45,8 @@ class Command(db_worker.Command):
                 )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # Background work yields the CPU to annotators' pages (RQ's work horses, forked from here, inherit it).
+        lower_priority(settings.BACKGROUND_NICE)
         backend = task_backends[options["backend_name"]]
         if is_rq(backend):
             run_rq_worker(
