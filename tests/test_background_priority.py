@@ -30,8 +30,8 @@ def _in_a_child(niceness: int, start_at: int = 0) -> tuple[int, int]:
     with os.fdopen(read_end) as pipe:
         answer = pipe.read()
     os.waitpid(pid, 0)
-    returned, now = answer.split()
-    return int(returned), int(now)
+    said_returned, said_now = answer.split()
+    return int(said_returned), int(said_now)
 
 
 base_niceness = os.nice(0)
