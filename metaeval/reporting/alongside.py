@@ -112,7 +112,16 @@ class Forked:
                     size = _HEADER.unpack(header)[0]
                     if len(body := pipe.read(size)) < size:
                         break  # the child ended mid-message (killed): ``wait`` says so
-                    kind, value = pickle.loads(body)
+                    try:
+                        kind, value = pickle.loads(body)
+                    except Exception as error:  # e.g. an error class whose arguments do not come back
+                        kind, value = (
+                            "error",
+                            AlongsideLost(
+                                f"a message from the process alongside the build "
+                                f"could not be read: {type(error).__name__}: {error}"
+                            ),
+                        )
                     if kind == "item":
                         try:
                             self._on_item(value)
@@ -178,8 +187,11 @@ def _child(work: Callable[[Callable[[Any], None]], None], write_end: int) -> Non
         _default_signals()
         with os.fdopen(write_end, "wb") as pipe:
             try:
-                with connection.execute_wrapper(_refuse):
-                    work(lambda item: _send(pipe, pickle.dumps(("item", item), protocol=pickle.HIGHEST_PROTOCOL)))
+                _without_database(
+                    lambda: work(
+                        lambda item: _send(pipe, pickle.dumps(("item", item), protocol=pickle.HIGHEST_PROTOCOL))
+                    )
+                )
                 _send(pipe, pickle.dumps(("done", None)))
             except BaseException as error:  # every error goes back to the build, which raises it
                 _send(pipe, _pickled_error(error))

@@ -187,26 +187,20 @@ class _FirstSections:
         seconds = time.perf_counter() - self.start
         if not self.own_connection:
             if threading.current_thread() is not self.build_thread:
-                self._store_off_the_builds_thread(encoded, seconds)
+                # in line, on this thread's own connection (in a caller's transaction that has written, it sees
+                # other data than the build: the fingerprint differs and nothing is stored)
+                self._store_apart(encoded, seconds, if_unmoved=True)
             elif selectors.report_fingerprint(self.study) == self.fingerprint:
                 _store(self.study, self.options, encoded, self.fingerprint, seconds, complete=False)
             return
         self.thread = threading.Thread(target=self._store_apart, args=(encoded, seconds), daemon=True)
         self.thread.start()
 
-    def _store_apart(self, encoded: _Encoded, seconds: float) -> None:
+    def _store_apart(self, encoded: _Encoded, seconds: float, *, if_unmoved: bool = False) -> None:
+        """Store on this thread's own connection (not the build's); with ``if_unmoved``, only if the data it sees
+        has not moved since the build's fingerprint."""
         try:
-            _store(self.study, self.options, encoded, self.fingerprint, seconds, complete=False)
-        except Exception:  # the whole report still comes; only the early view of it is lost
-            logger.exception("could not store the first sections of the report of study %s", self.study.pk)
-        finally:
-            connection.close()  # this thread's own connection
-
-    def _store_off_the_builds_thread(self, encoded: _Encoded, seconds: float) -> None:
-        """In line, on this thread's own connection: stored only if the data it sees has not moved since the
-        build's fingerprint (in a caller's transaction that has written, it sees other data: not stored)."""
-        try:
-            if selectors.report_fingerprint(self.study) == self.fingerprint:
+            if not if_unmoved or selectors.report_fingerprint(self.study) == self.fingerprint:
                 _store(self.study, self.options, encoded, self.fingerprint, seconds, complete=False)
         except Exception:  # the whole report still comes; only the early view of it is lost
             logger.exception("could not store the first sections of the report of study %s", self.study.pk)

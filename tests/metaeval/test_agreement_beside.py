@@ -281,3 +281,18 @@ def test_where_no_process_can_be_forked_the_agreement_is_computed_on_threads(db,
     ]  # the build's own thread, as below the size
     monkeypatch.setattr(alongside, "FORK_MIN_ITEMS", 10**9)
     assert json.dumps(on_threads) == json.dumps(build_report(study, PAGE))
+
+
+class _TwoArguments(Exception):
+    """Pickles, but does not unpickle: its one stored argument does not fit its two parameters."""
+
+    def __init__(self, first: str, second: str) -> None:
+        super().__init__(f"{first} {second}")
+
+
+def test_an_error_that_does_not_come_back_from_the_pipe_is_named_not_lost():
+    def work():
+        raise _TwoArguments("half", "way")
+
+    with pytest.raises(alongside.AlongsideLost, match="could not be read: TypeError"):
+        _forked(work)
