@@ -44,9 +44,10 @@ def label_roles(study: Study) -> tuple[list[str], list[str], list[str]]:
 
 def claim_table(items: pd.DataFrame) -> pd.DataFrame:
     """The items as claims for a score per response: an item without a response id is its own response (keyed by
-    its id), an item without a system counts under ``NO_SYSTEM``. The scores and the estimates (``ppi``) share it."""
+    its id: ``stats.scores.response_keys``, the rule the verifiers' system correlation groups by too), an item
+    without a system counts under ``NO_SYSTEM``. The scores and the estimates (``ppi``) share it."""
     claims = items[["item", "domain", "response_id", "system"]].copy()
-    claims["response_id"] = claims["response_id"].where(claims["response_id"] != "", claims["item"])
+    claims["response_id"] = stats.response_keys(claims["response_id"].to_numpy(), claims["item"].to_numpy())
     claims["system"] = claims["system"].where(claims["system"] != "", NO_SYSTEM)
     return claims
 

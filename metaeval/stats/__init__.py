@@ -84,6 +84,7 @@ from .scores import (
     factscore,
     ragas_faithfulness,
     response_counts,
+    response_keys,
     veriscore_f1_at_k,
     veriscore_k,
 )
@@ -168,6 +169,7 @@ __all__ = [
     "prediction_codes",
     "ragas_faithfulness",
     "response_counts",
+    "response_keys",
     "preference_counts",
     "preference_counts_by",
     "randolph_kappa",

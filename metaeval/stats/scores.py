@@ -35,6 +35,7 @@ __all__ = [
     "lazy_response_rows",
     "rows_are_lazy",
     "response_counts",
+    "response_keys",
     "first_rows",
     "factscore",
     "veriscore_f1_at_k",
@@ -129,6 +130,32 @@ def first_rows(codes: np.ndarray, n: int) -> np.ndarray:
     if not np.array_equal(present[present >= 0], np.arange(n)):
         raise ValueError(f"codes 0..{n - 1} expected, each with a row")
     return at.astype(np.int64)
+
+
+#: Put before the item id of a claim without a response id where that id is also a response's id.
+OWN_RESPONSE = "item:"
+
+
+def response_keys(response_ids: np.ndarray, items: np.ndarray) -> np.ndarray:
+    """Each claim's response: its response id, or for a claim without one (``""``) its own, named by its item id.
+
+    Why one function: the scores, the estimates (ppi) and the verifiers' system correlation must group the
+    same claims into the same responses. Item ids and response ids are separate names, so a claim without a
+    response id whose item id is also some claim's response id is named ``item:<id>`` (again until it
+    clashes with none) instead of joining that response; otherwise its item id, as the rows show it.
+    """
+    keys = np.asarray(response_ids, dtype=object).copy()
+    own = keys == ""
+    if not own.any():
+        return keys
+    named = pd.Index(keys[~own]).unique()  # the response ids claims give
+    own_keys = np.asarray(items, dtype=object)[own].astype(str).astype(object)
+    clash = named.get_indexer(own_keys) >= 0
+    while clash.any():
+        own_keys[clash] = OWN_RESPONSE + own_keys[clash]
+        clash = named.get_indexer(own_keys) >= 0
+    keys[own] = own_keys
+    return keys
 
 
 def _per_response_values(codes: np.ndarray, n: int, values: np.ndarray, column: str) -> np.ndarray:

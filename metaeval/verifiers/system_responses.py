@@ -17,21 +17,19 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from metaeval.stats.scores import first_rows
+from metaeval.stats.scores import first_rows, response_keys
 
 __all__ = ["ResponseGroups"]
 
 
 class ResponseGroups:
     """The claims of ``items`` that name a system, grouped by response (an item without a response id is its
-    own response, keyed ``item:<id>``), with the humans' supported calls on them."""
+    own response: ``response_keys``, the scores' rule), with the humans' supported calls on them."""
 
     def __init__(self, items: pd.DataFrame, role: dict[str, float], majority: pd.Series) -> None:
         with_system = (items["system"] != "").to_numpy(dtype=bool)
         claims = items[with_system]
-        key = claims["response_id"].to_numpy(dtype=object, copy=True)
-        own = key == ""
-        key[own] = "item:" + claims["item"].to_numpy(dtype=object)[own]
+        key = response_keys(items["response_id"].to_numpy(), items["item"].to_numpy())[with_system]
         codes, uniques = pd.factorize(key, sort=False, use_na_sentinel=True)
         self._role, self._items = role, items["item"]
         self._claim_of_row = np.where(with_system, np.cumsum(with_system) - 1, -1)  # each row of items: its claim

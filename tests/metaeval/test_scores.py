@@ -403,3 +403,17 @@ def test_first_rows_are_each_codes_first_row(seed):
     with pytest.raises(ValueError, match="each with a row"):
         stats.scores.first_rows(np.array([0, 2, 0]), 3)
     assert stats.scores.first_rows(np.array([], dtype=np.int64), 0).tolist() == []
+
+
+def test_response_keys_keep_a_claim_without_a_response_id_its_own_response():
+    """An item id that is also a response id is prefixed (again while it clashes), never merged into that
+    response; other claims keep their response id, and a claim without one its bare item id."""
+    from metaeval.stats.scores import response_keys
+
+    response_ids = np.array(["r1", "r1", "", "", "", "item:x"], dtype=object)
+    items = np.array(["a", "b", "r1", "c", "x", "d"], dtype=object)
+    assert response_keys(response_ids, items).tolist() == ["r1", "r1", "item:r1", "c", "x", "item:x"]
+    response_ids[1] = "x"  # now "x" and "item:x" are both response ids: x's own key is prefixed twice
+    assert response_keys(response_ids, items).tolist() == ["r1", "x", "item:r1", "c", "item:item:x", "item:x"]
+    named = np.array(["r1", "r2"], dtype=object)
+    assert response_keys(named, np.array(["a", "b"], dtype=object)).tolist() == ["r1", "r2"]

@@ -15,8 +15,18 @@ LABELS = np.array(["supported", "contradicted", "inconclusive"], dtype=object)
 
 def grouped_by_pandas(items: pd.DataFrame, majority: pd.Series, labelled: pd.DataFrame) -> pd.DataFrame:
     """The per-verifier computation the report made before (verifiers/report.py, issue 35)."""
+    named = set(items.loc[items["response_id"] != "", "response_id"])
+
+    def own(item: str) -> str:
+        """A claim without a response id: its own response, named by its item id, prefixed while that names one."""
+        while item in named:
+            item = "item:" + item
+        return item
+
     claims = items[items["system"] != ""].copy()
-    claims["response"] = np.where(claims["response_id"] != "", claims["response_id"], "item:" + claims["item"])
+    claims["response"] = [
+        response or own(item) for response, item in zip(claims["response_id"], claims["item"], strict=True)
+    ]
     claims["human"] = claims["item"].map(majority).map(ROLE).astype("float64")
     claims["verifier"] = claims["item"].map(labelled.set_index("item")["label"]).map(ROLE).astype("float64")
     return claims.groupby("response", sort=False).agg(
@@ -41,10 +51,13 @@ def seeded_study(seed: int, n_items: int = 3_000) -> tuple[pd.DataFrame, pd.Seri
     )
     items.loc[rng.random(n_items) < 0.1, "response_id"] = ""  # their own response each
     items.loc[rng.random(n_items) < 0.03, "system"] = ""  # not in the correlation
-    # a response id that is another claim's own-response key: the same group, as the string key made it
+    # claims without a response id whose item ids other claims give as response ids: each stays its own
+    # response (c7's key clashes twice, c11's once), not one of those
     items.loc[5, "response_id"] = "item:" + items.loc[7, "item"]
-    items.loc[7, "response_id"] = ""
-    items.loc[[5, 7], "system"] = "alpha"
+    items.loc[13, "response_id"] = items.loc[7, "item"]
+    items.loc[9, "response_id"] = items.loc[11, "item"]
+    items.loc[[7, 11], "response_id"] = ""
+    items.loc[[5, 7, 9, 11, 13], "system"] = "alpha"
     humans = rng.random(n_items) < 0.4
     majority = pd.Series(LABELS[rng.integers(0, 3, size=int(humans.sum()))], index=items["item"][humans].to_numpy())
     predicted = np.flatnonzero(rng.random(n_items) < 0.6)
@@ -73,7 +86,22 @@ def test_the_same_responses_systems_and_means_as_the_groupby(seed, by_row):
     for column in ("human", "verifier"):
         np.testing.assert_array_equal(got[column].to_numpy(), expected[column].to_numpy())  # bit for bit, NaN too
     assert got["verifier"].isna().any() and got["human"].isna().any()  # responses without a call are kept
-    assert expected.loc["item:" + items.loc[7, "item"]].name in got.index
+    own_keys = ["item:item:" + items.loc[7, "item"], "item:" + items.loc[11, "item"]]
+    assert set(own_keys) <= set(got.index) and {"c7", "item:c7", "c11"} <= set(got.index)
+
+
+@pytest.mark.parametrize("seed", [1, 5])
+def test_the_responses_are_those_the_scores_group_by(seed):
+    """One rule (stats.scores.response_keys): the system correlation's responses are the scores' and the
+    estimates' (reporting/scores.claim_table), a claim without a response id its own response in both."""
+    from metaeval.reporting.scores import claim_table
+
+    items, majority, labelled = seeded_study(seed)
+    items = items.assign(domain="d")
+    got = ResponseGroups(items, ROLE, majority).responses(labelled)
+    keys = claim_table(items)["response_id"][(items["system"] != "").to_numpy()]
+    assert list(got.index) == list(pd.unique(keys))
+    assert keys[(items["response_id"] == "").to_numpy()[(items["system"] != "").to_numpy()]].is_unique
 
 
 def test_one_grouping_serves_every_verifier_with_the_same_correlation():
