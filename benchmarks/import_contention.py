@@ -20,6 +20,14 @@ annotator's turns waited for the whole import and failed past 20 s.
 ``--million`` (issue 35, PostgreSQL): the same annotator turns during ``import_items`` of a million
 verification items and then during ``import_predictions`` of a million predictions (3 verifiers) on
 those items, the files of ``import_export.py --million``; goal: p95 within 3x of no import.
+
+``--hold SECONDS`` (PostgreSQL): no import; the same turns while another process holds a transaction
+open for SECONDS, one that has written (it has a transaction id), as an import's one transaction does.
+What it shows: while such a transaction runs, PostgreSQL can clean up none of the row versions that
+later commits leave behind, so each claim walks past those the claims and answers before it left on
+the index it reads (the study's unfinished items by slots taken): the turns slow down with the number
+of turns taken since the transaction began, not with anything the import writes. The phase's turns
+are printed in four quarters to show it growing.
 """
 
 from __future__ import annotations
@@ -35,6 +43,15 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+#: ``--hold``: a transaction that has written (``txid_current()`` gives it an id, as an import's first row
+#: does), held open for argv[1] seconds by a process of its own, then rolled back.
+HOLD = (
+    "import os, sys, time, psycopg\n"
+    "with psycopg.connect(os.environ['DATABASE_URL']) as held:\n"
+    "    held.execute('SELECT txid_current()')\n"
+    "    time.sleep(float(sys.argv[1]))\n"
+    "    held.rollback()\n"
+)
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
@@ -44,13 +61,16 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=None, help="rows (default 300,000; --million: 1,000,000)")
     parser.add_argument("--baseline-turns", type=int, default=1000, help="half before the imports, half after")
     parser.add_argument("--million", action="store_true", help="issue 35: PostgreSQL, items then predictions")
+    parser.add_argument(
+        "--hold", type=float, metavar="SECONDS", help="PostgreSQL: no import, a transaction held open this long"
+    )
     args = parser.parse_args()
     args.items = args.items or (1_000_000 if args.million else 300_000)
 
     folder = Path(tempfile.mkdtemp(prefix="claimlab-contention-"))
-    if args.million:
+    if args.million or args.hold:
         if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
-            raise SystemExit("--million needs DATABASE_URL pointing at PostgreSQL")
+            raise SystemExit("--million and --hold need DATABASE_URL pointing at PostgreSQL")
     else:
         os.environ.pop("DATABASE_URL", None)
     os.environ.update(
@@ -59,11 +79,13 @@ def main() -> None:
     os.environ["LOG_LEVEL"] = "WARNING"
     from import_export import generate, generate_million  # the realistic files of the import benchmark
 
-    print(f"generating {args.items:,} items in {folder} ...", flush=True)
+    items_file: Path | None = None  # --hold: none
     predictions_file: Path | None = None
-    if args.million:
+    if args.million and not args.hold:
+        print(f"generating {args.items:,} items in {folder} ...", flush=True)
         items_file, _, predictions_file, _ = generate_million(folder, args.items)
-    else:
+    elif not args.hold:
+        print(f"generating {args.items:,} items in {folder} ...", flush=True)
         items_file, _ = generate(folder, args.items, 1, 1)
 
     import django
@@ -139,7 +161,7 @@ def main() -> None:
 
     wal: dict[str, str] = {}
 
-    def during_import(command: list[str]) -> tuple[list[float], int, float]:
+    def during_import(command: list[str], name: str) -> tuple[list[float], int, float]:
         """The annotator's turns while ``command`` runs in its own process: latencies, lock errors, its seconds."""
         since = wal_position()
         started = time.perf_counter()
@@ -152,16 +174,25 @@ def main() -> None:
             failures += not ok
         if process.returncode != 0:
             assert process.stderr is not None
-            raise SystemExit(f"the import failed:\n{process.stderr.read().decode()}")
-        wal[command[2]] = wal_written(since)
+            raise SystemExit(f"the {name} failed:\n{process.stderr.read().decode()}")
+        wal[name] = wal_written(since)
         return during, failures, time.perf_counter() - started
 
     manage = [sys.executable, str(REPO / "manage.py")]
-    phases = [("items", during_import([*manage, "import_items", "big-import", str(items_file)]))]
-    if predictions_file is not None:
+    phases: list[tuple[str, tuple[list[float], int, float]]] = []
+    if args.hold:
+        held = [sys.executable, "-c", HOLD, str(args.hold)]
+        phases.append(("a transaction held open", during_import(held, "a transaction held open")))
+    else:
         phases.append(
-            ("predictions", during_import([*manage, "import_predictions", "big-import", str(predictions_file)]))
+            (
+                "the items import",
+                during_import([*manage, "import_items", "big-import", str(items_file)], "the items import"),
+            )
         )
+    if predictions_file is not None:
+        command = [*manage, "import_predictions", "big-import", str(predictions_file)]
+        phases.append(("the predictions import", during_import(command, "the predictions import")))
 
     def p95(values: list[float]) -> float:
         return statistics.quantiles(values, n=20)[-1] if len(values) >= 20 else max(values)
@@ -184,16 +215,20 @@ def main() -> None:
         )
     for name, (during, failures, seconds) in phases:
         print(
-            f"{f'during the {name} import ({seconds:.0f} s)':<40} {len(during):6d} "
+            f"{f'during {name} ({seconds:.0f} s)':<40} {len(during):6d} "
             f"{statistics.median(during) * 1000:8.1f} {p95(during) * 1000:8.1f} {max(during) * 1000:8.1f}"
         )
         verdict = "met" if p95(during) / base95 <= 3 and not failures else "MISSED"
         print(
-            f"  {args.items:,} {name}: ratios to baseline p50 x{statistics.median(during) / base50:.1f}, "
+            f"  {name}: {len(during) / seconds:.0f} turns/s; ratios to baseline p50 x{statistics.median(during) / base50:.1f}, "
             f"p95 x{p95(during) / base95:.1f}; longest wait {max(during):.2f} s; lock errors: {failures}; "
-            f"goal p95 within 3x: {verdict}{wal[f'import_{name}']}"
+            f"goal p95 within 3x: {verdict}{wal[name]}"
         )
-    if args.million:
+        quarter = len(during) // 4
+        if args.hold and quarter:
+            medians = [statistics.median(during[n * quarter : (n + 1) * quarter]) * 1000 for n in range(4)]
+            print("  p50 by quarter of its turns: " + ", ".join(f"{median:.1f} ms" for median in medians))
+    if args.million or args.hold:
         Study.objects.filter(slug__in=["big-import", "annotating"]).delete()
 
 
