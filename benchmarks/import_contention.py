@@ -11,7 +11,9 @@ the baseline's, lock errors (the annotator would have seen a 503), and the
 import's wall time. The baseline's turns are taken half before the imports and half after
 them (each half after a CHECKPOINT on PostgreSQL, so neither starts while the server writes
 the files just generated or imported back to disk); both halves are printed, and the ratios
-are to the two together. Before staging (one transaction for the whole file) the
+are to the two together. Then, per phase, where a turn's time went: each of its statements' mean as this
+process timed it, and (Linux, the database on this machine) how long this process and its database server
+process waited for a core, from /proc. Before staging (one transaction for the whole file) the
 annotator's turns waited for the whole import and failed past 20 s.
 
     python benchmarks/import_contention.py [--items 300000]
@@ -33,6 +35,7 @@ are printed in four quarters to show it growing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
 import statistics
@@ -40,9 +43,63 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+#: An annotator turn's statements, by how their SQL starts (workbench/assignment_sql.py, submit_sql.py).
+STATEMENTS = (
+    ("claim's candidates", "SELECT 0, "),
+    ("claim's slot", "WITH m AS ("),
+    ("study still open", 'SELECT "annotation_study"."status"'),
+    ("answer", "WITH submitted AS ("),
+)
+
+
+def run_queue_ns(pid: int | None) -> int | None:
+    """Nanoseconds process ``pid`` has waited for a core (Linux: /proc/<pid>/schedstat); None where unreadable."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) if pid else None
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class TurnBreakdown:
+    """Where a phase's turns spent their time: each statement's mean (a Django execute wrapper) and, on Linux with
+    the database on this machine, how long this process and its database server process waited for a core."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, list[float]] = defaultdict(list)
+        self.backend: int | None = None
+        self.waited: tuple[int | None, int | None] = (None, None)
+
+    def __call__(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            kind = next((name for name, prefix in STATEMENTS if sql.startswith(prefix)), None)
+            if kind is not None:
+                self.seconds[kind].append(time.perf_counter() - started)
+
+    def start(self, backend: int | None) -> None:
+        self.seconds.clear()
+        self.backend = backend
+        self.waited = (run_queue_ns(os.getpid()), run_queue_ns(backend))
+
+    def summary(self, turns: int) -> str:
+        parts = [
+            f"{name} {sum(self.seconds[name]) / turns * 1000:.2f}" for name, _ in STATEMENTS if self.seconds.get(name)
+        ]
+        mine, its = run_queue_ns(os.getpid()), run_queue_ns(self.backend)
+        if self.waited[0] is not None and mine is not None:
+            parts.append(f"this process waiting for a core {(mine - self.waited[0]) / turns / 1e6:.2f}")
+        if self.waited[1] is not None and its is not None:
+            parts.append(f"its database process waiting for a core {(its - self.waited[1]) / turns / 1e6:.2f}")
+        return "ms per turn: " + ", ".join(parts)
+
+
 #: ``--hold``: a transaction that has written (``txid_current()`` gives it an id, as an import's first row
 #: does), held open for argv[1] seconds by a process of its own, then rolled back.
 HOLD = (
@@ -113,6 +170,18 @@ def main() -> None:
     add_members(study=labelled, usernames=names, role="annotator")
     annotators = list(User.objects.filter(username__in=names))
     turns = 0
+    breakdown = TurnBreakdown()
+    wrapped = contextlib.ExitStack()
+    wrapped.enter_context(connection.execute_wrapper(breakdown))
+    where_time_went: dict[str, str] = {}
+
+    def backend_pid() -> int | None:
+        """The process of PostgreSQL serving this connection (it connects if it has to)."""
+        if connection.vendor != "postgresql":
+            return None
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            return int(cursor.fetchone()[0])
 
     def turn() -> tuple[float, bool]:
         nonlocal turns
@@ -131,7 +200,7 @@ def main() -> None:
                 raise
             return time.perf_counter() - start, False
 
-    def settled_turns(count: int) -> list[float]:
+    def settled_turns(count: int, name: str) -> list[float]:
         """`count` turns with no import running, once the server has written what came before to disk."""
         if connection.vendor == "postgresql":
             try:
@@ -139,9 +208,12 @@ def main() -> None:
                     cursor.execute("CHECKPOINT")
             except DatabaseError as error:  # CHECKPOINT needs a superuser or pg_checkpoint: go on without it
                 print(f"(no CHECKPOINT before the baseline: {error})".strip(), flush=True)
-        return [turn()[0] for _ in range(count)]
+        breakdown.start(backend_pid())
+        taken = [turn()[0] for _ in range(count)]
+        where_time_went[name] = breakdown.summary(max(1, count))
+        return taken
 
-    baseline_before = settled_turns(args.baseline_turns // 2)
+    baseline_before = settled_turns(args.baseline_turns // 2, "baseline: no import, before")
     connection.close()
 
     def wal_position() -> str | None:
@@ -164,6 +236,7 @@ def main() -> None:
     def during_import(command: list[str], name: str) -> tuple[list[float], int, float]:
         """The annotator's turns while ``command`` runs in its own process: latencies, lock errors, its seconds."""
         since = wal_position()
+        breakdown.start(backend_pid())
         started = time.perf_counter()
         process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         during: list[float] = []
@@ -175,6 +248,7 @@ def main() -> None:
         if process.returncode != 0:
             assert process.stderr is not None
             raise SystemExit(f"the {name} failed:\n{process.stderr.read().decode()}")
+        where_time_went[f"during {name}"] = breakdown.summary(max(1, len(during)))
         wal[name] = wal_written(since)
         return during, failures, time.perf_counter() - started
 
@@ -197,7 +271,8 @@ def main() -> None:
     def p95(values: list[float]) -> float:
         return statistics.quantiles(values, n=20)[-1] if len(values) >= 20 else max(values)
 
-    baseline_after = settled_turns(args.baseline_turns - len(baseline_before))
+    baseline_after = settled_turns(args.baseline_turns - len(baseline_before), "baseline: no import, after")
+    wrapped.close()
     baseline = baseline_before + baseline_after
     base50, base95 = statistics.median(baseline), p95(baseline)
     where = "PostgreSQL" if connection.vendor == "postgresql" else "SQLite file (WAL)"
@@ -228,6 +303,9 @@ def main() -> None:
         if args.hold and quarter:
             medians = [statistics.median(during[n * quarter : (n + 1) * quarter]) * 1000 for n in range(4)]
             print("  p50 by quarter of its turns: " + ", ".join(f"{median:.1f} ms" for median in medians))
+    print("where a turn's time went (its statements as this process timed them; waits for a core from /proc):")
+    for name, summary in where_time_went.items():
+        print(f"  {name}: {summary}")
     if args.million or args.hold:
         Study.objects.filter(slug__in=["big-import", "annotating"]).delete()
 
