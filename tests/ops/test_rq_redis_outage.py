@@ -5,7 +5,8 @@ its teardown then raises again: the process ended, and only a supervisor brought
 `manage.py worker` on RQ now waits for Redis (beating in the worker registry meanwhile) and
 starts RQ's loop again, under the same name, although the Redis that comes back still holds
 the old run's worker key (an append-only Redis: RQ would refuse "an active worker named ..."). The
-proof is the same process finishing a job queued after Redis is back.
+proof is the same process finishing a job queued after Redis is back. Where the outage meets
+RQ's loop is timing: inside its dequeue RQ itself retries, so either way may carry this test.
 """
 
 from __future__ import annotations
@@ -54,4 +55,8 @@ def test_an_rq_worker_outlives_a_redis_restart_and_works_the_next_job(settings, 
     finally:
         if worker is not None:
             stop(worker)
-    assert "Redis is away" in log.read_text() or "starting it again" in log.read_text()
+    # The worker saw Redis go away: in RQ's dequeue, which retries on its own, or outside it, where RQ's
+    # loop quits and ours starts it again (where the outage lands is timing; test_rq_worker_restart.py
+    # drives the second way on every run).
+    seen = log.read_text()
+    assert any(sign in seen for sign in ("could not connect to Redis", "Redis is away", "starting it again")), seen
