@@ -83,7 +83,7 @@ def left_out_causes(given: pd.Series, table: stats.RatingTable, n_raters: int, d
     (``lost_dropped``), or because it holds more (``more_given``).
     """
     kept = pd.Series(table.ratings_per_item, index=table.item_index)
-    received = given.reindex(table.item_index).fillna(0).to_numpy()
+    received = _aligned_counts(given, table.item_index)
     left = kept.to_numpy() != n_raters
     return {
         "fewer_given": int((left & (received < n_raters)).sum()),
@@ -91,6 +91,15 @@ def left_out_causes(given: pd.Series, table: stats.RatingTable, n_raters: int, d
         "more_given": int((left & (kept.to_numpy() > n_raters)).sum()),
         "dropped_labels": dropped,
     }
+
+
+def _aligned_counts(given: pd.Series, items: pd.Index) -> np.ndarray:
+    """``given`` on ``items`` (0 where it has none). Why not always ``reindex``: hashing 100,000 item ids took 0.13 s
+    of a big report's agreement sections, where ``given`` is usually on these very items already (the table's own
+    counts; a domain's share of them, ``AgreementInputs.domain_summary``)."""
+    if given.index is items or given.index.equals(items):
+        return given.to_numpy()
+    return given.reindex(items).fillna(0).to_numpy()
 
 
 def _summaries(
@@ -345,10 +354,10 @@ class AgreementInputs:
         if self.domains is None:
             raise ValueError("the agreement per domain was not asked for")
         agreed, options = self.agreed, self.options
-        table = agreed.table.select_items(self.domains == domain)
-        return _summary(
-            table, self.study, options, binary=options.binary, given=agreed.given, off_scale=agreed.off_scale
-        )
+        in_domain = self.domains == domain
+        table = agreed.table.select_items(in_domain)
+        given = agreed.given[in_domain] if agreed.given.index is agreed.table.item_index else agreed.given
+        return _summary(table, self.study, options, binary=options.binary, given=given, off_scale=agreed.off_scale)
 
     def by_domain(self) -> dict[str, Any] | None:
         """The ``by_domain`` section (None unless asked for): each domain's agreement, from a bootstrap of its own."""
