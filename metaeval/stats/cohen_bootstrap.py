@@ -31,12 +31,22 @@ def _row_patterns(table: RatingTable) -> tuple[np.ndarray, np.ndarray]:
     """Distinct rows of the items x annotators code matrix and each item's row id.
 
     Rows are encoded as base-(K+1) integers when they fit (the usual case),
-    which is much faster than ``np.unique(axis=0)``.
+    which is much faster than ``np.unique(axis=0)``; where there are few possible keys (a few
+    annotators) the distinct ones are found by a ``bincount``, not a sort (0.3 ms against 8 ms
+    at 100,000 items, and a report asks for this on every table it summarises). Either way the
+    rows come in the order of their keys, as ``np.unique`` gives them.
     """
     codes = table.codes
     base = table.n_categories + 1
     if codes.shape[1] * np.log2(max(base, 2)) < 62:
-        key = (codes + 1) @ (base ** np.arange(codes.shape[1], dtype=np.int64))
+        powers = base ** np.arange(codes.shape[1], dtype=np.int64)
+        key = (codes + 1) @ powers
+        n_keys = base ** codes.shape[1]
+        if n_keys <= 4 * len(key) + (1 << 16):
+            seen = np.flatnonzero(np.bincount(key, minlength=n_keys))
+            ids = np.full(n_keys, -1, dtype=np.int64)
+            ids[seen] = np.arange(len(seen))
+            return (seen[:, None] // powers) % base - 1, ids[key]
         _uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
         return codes[first], inverse.ravel().astype(np.int64)
     rows, inverse = np.unique(codes, axis=0, return_inverse=True)

@@ -14,7 +14,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from metaeval import stats
-from metaeval.stats.cohen_bootstrap import MAX_FEATURES, cohen_bootstrap, cohen_bootstrap_unavailable
+from metaeval.stats.cohen_bootstrap import MAX_FEATURES, _row_patterns, cohen_bootstrap, cohen_bootstrap_unavailable
 from tests.datasets import TEST_DATA
 
 B = 4000
@@ -101,3 +101,22 @@ def test_crowds_get_a_reason_instead_of_an_interval(monkeypatch, table):
     assert summary["mean_cohen_kappa"]["ci"] is None
     assert "too many" in summary["mean_cohen_kappa"]["ci_unavailable"]
     assert MAX_FEATURES > 10
+
+
+@pytest.mark.parametrize("n_annotators", [3, 12])
+def test_the_annotator_patterns_are_the_distinct_rows_in_the_order_of_their_keys(n_annotators):
+    """Few annotators: the distinct rows found by a count of their keys; more: by sorting the keys. Either way
+    numpy's distinct rows, each item's row, and the rows in the order of their keys (base K+1, the first
+    annotator the lowest digit), so the bootstrap's sums are added in the order they always were."""
+    rng = np.random.default_rng(n_annotators)
+    rows = [
+        {"item": item, "annotator": annotator, "label": int(rng.integers(3))}
+        for item in range(3000)
+        for annotator in rng.choice(n_annotators, size=3, replace=False).tolist()
+    ]
+    table = stats.build_table(pd.DataFrame(rows), [0, 1, 2])
+    patterns, of_item = _row_patterns(table)
+    assert np.array_equal(patterns[of_item], table.codes)
+    assert len(patterns) == len(np.unique(table.codes, axis=0))
+    keys = (patterns + 1) @ (4 ** np.arange(n_annotators))
+    assert (np.diff(keys) > 0).all()
