@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from functools import cached_property
 from typing import Any, overload
@@ -11,13 +12,19 @@ import numpy as np
 import pandas as pd
 
 from metaeval.label_rows import LabelRows
-from metaeval.stats.json_rows import Coded, RecordWindows, coded, record_texts
+from metaeval.stats.json_rows import Coded, RecordWindows, SpilledTexts, coded, record_texts
 from metaeval.stats.scores import rows_are_lazy
 from metaeval.stats.table import packed_rows
 
 from .votes import votes_per_item
 
-__all__ = ["DisagreementRows", "disagreements"]
+__all__ = ["DisagreementRows", "disagreements", "SPILL_MIN_DISAGREEMENTS"]
+
+logger = logging.getLogger(__name__)
+
+#: From how many entries the report cache's build writes the disagreement list's text while it builds
+#: (``DisagreementRows.spill``) rather than when it stores the report.
+SPILL_MIN_DISAGREEMENTS = 10_000
 
 
 def _in_order(rows: pd.DataFrame) -> bool:
@@ -61,7 +68,11 @@ def disagreements(frame: pd.DataFrame | LabelRows) -> list[dict[str, Any]] | Dis
     if isinstance(frame, LabelRows):
         found = _of_codes(frame)
         if found is not None:
-            return found if rows_are_lazy() else found[:]
+            if not rows_are_lazy():
+                return found[:]
+            if len(found) >= SPILL_MIN_DISAGREEMENTS:
+                found.spill()
+            return found
         frame = frame.frame()  # not in the order the list needs: sorted below, as always
     if frame.empty:
         return []
@@ -201,6 +212,7 @@ class DisagreementRows(Sequence[dict[str, Any]]):
         self._annotator, self._annotator_names, self._label = annotator, annotator_names, label
         self._pattern, self._majority = pattern, majority
         self._windows: RecordWindows | None = None
+        self._spilled: SpilledTexts | None = None
 
     @classmethod
     def empty(cls) -> DisagreementRows:
@@ -222,6 +234,8 @@ class DisagreementRows(Sequence[dict[str, Any]]):
         if isinstance(index, int):
             position = range(len(self))[index]  # IndexError as a list gives it
             return self[position : position + 1][0]
+        if self._spilled is not None:
+            return self._spilled.records(range(len(self))[index])
         chosen = self._order[index].tolist()
         if not chosen:
             return []
@@ -267,8 +281,25 @@ class DisagreementRows(Sequence[dict[str, Any]]):
         codes, _ = pd.factorize(self._label)
         return codes.astype(np.int64)
 
+    def spill(self) -> None:
+        """Write the entries' text to a temporary file now (``json_rows.SpilledTexts``); ``json_text`` and slices
+        then read it back (the same text, the same entries).
+
+        Why: the report cache's build calls this once the list is counted, so its text (0.1 s at 50,000 entries)
+        is written while the process alongside the build still computes the domains' agreement, not after the
+        build, when the report is stored and nothing else runs.
+        """
+        if self._spilled is not None:
+            return
+        try:
+            self._spilled = SpilledTexts(self._record_texts, len(self))
+        except OSError as error:  # no temporary folder, or a full one: the text is written when it is stored
+            logger.warning("disagreement list kept in memory: no temporary file (%s)", error)
+
     def json_text(self, start: int, stop: int) -> str:
         """``json.dumps(self[start:stop], allow_nan=False)``, written from the arrays (``stats.json_rows``)."""
+        if self._spilled is not None:
+            return self._spilled.json_text(start, stop)
         if self._windows is None:
             self._windows = RecordWindows(self._record_texts, len(self))
         return self._windows.json_text(start, stop)

@@ -400,9 +400,16 @@ def test_the_disagreement_list_from_codes_is_the_frames(seed, shared_positions, 
     assert isinstance(lazy, DisagreementRows) and len(lazy) == len(old)
     assert lazy[:] == old and lazy[3] == old[3] and lazy[-1] == old[-1] and lazy[5:40:7] == old[5:40:7]
     monkeypatch.setattr(json_rows.RecordWindows, "WINDOW", 17)  # the texts written a few windows at a time
-    for size in (1, 7, 50, 1000):
-        texts = [lazy.json_text(n, n + size) for n in range(0, len(lazy) + size, size)]
-        assert texts == [json.dumps(old[n : n + size], allow_nan=False) for n in range(0, len(old) + size, size)]
+    monkeypatch.setattr(json_rows.SpilledTexts, "WINDOW", 13)
+    monkeypatch.setattr(disagreements_module, "SPILL_MIN_DISAGREEMENTS", len(old))
+    with lazy_response_rows():
+        spilled = disagreements(rows)  # long enough: its text written to a file as it is built
+    assert spilled._spilled is not None and lazy._spilled is None
+    for listed in (lazy, spilled):
+        for size in (1, 7, 50, 1000):
+            texts = [listed.json_text(n, n + size) for n in range(0, len(listed) + size, size)]
+            assert texts == [json.dumps(old[n : n + size], allow_nan=False) for n in range(0, len(old) + size, size)]
+    assert spilled[:] == old and spilled[3] == old[3] and spilled[-1] == old[-1] and spilled[5:40:7] == old[5:40:7]
 
 
 def test_the_disagreements_labels_texts_take_either_key():
