@@ -116,10 +116,14 @@ def build_warm_report(study) -> None:
     from metaeval.reporting import cache as report_cache
     from metaeval.reporting import page_options
 
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the loading's peak, this process's so far
     start = time.perf_counter()
     report_cache.current_report(study, page_options())
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"  {study.slug}: report built in {time.perf_counter() - start:.1f} s (process peak RSS {peak:.0f} MB)")
+    print(
+        f"  {study.slug}: report built in {time.perf_counter() - start:.1f} s (process peak RSS {peak:.0f} MB; "
+        f"{before:.0f} MB before the build, while the study was loaded)"
+    )
 
 
 def make_study(slug: str, items_file: Path, labels_file: Path):
