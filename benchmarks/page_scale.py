@@ -118,7 +118,9 @@ def build_warm_report(study) -> None:
 
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the loading's peak, this process's so far
     start = time.perf_counter()
-    report_cache.current_report(study, page_options())
+    # As the worker and the downloads build it: stored whole, handed back without the per-response rows
+    # (decoded whole, a million responses' rows of five score blocks were 4 GB of dicts in this process).
+    report_cache.current_report(study, page_options(), per_response=False)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
         f"  {study.slug}: report built in {time.perf_counter() - start:.1f} s (process peak RSS {peak:.0f} MB; "
